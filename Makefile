@@ -1,0 +1,75 @@
+# murmur — build, test and benchmark.
+#
+#   make            build ./murmur (installs missing Debian packages when root)
+#   make test       build and run every test (unit + end-to-end)
+#   make data       fetch and prepare the Brown corpus into data/
+#   make demo       the README's main job
+#
+# Sources are found by folder: model/*.c gossip/*.c node/*.c make up
+# libmurmur.a (node/main.c excepted), tests/test_*.c are one CMocka program
+# each. Adding a file needs no edit here.
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+CFLAGS  ?= $(OPT) -g
+WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+CPPFLAGS = -std=c11 -D_GNU_SOURCE -I. -MMD -MP
+SANITIZE ?=
+
+DEB_PKGS = libuv1-dev libssl-dev libopenblas-dev libcmocka-dev
+PKGS     = libuv openssl cmocka
+LIBS     = $(shell pkg-config --libs libuv openssl openblas 2>/dev/null || echo -luv -lssl -lcrypto -lopenblas) -lm -lpthread
+PKG_CFLAGS = $(shell pkg-config --cflags libuv openssl openblas 2>/dev/null)
+CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
+
+ALL_CFLAGS = $(CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread
+
+LIB_SRC  = $(filter-out node/main.c,$(wildcard model/*.c gossip/*.c node/*.c))
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_SRC = $(wildcard tests/test_*.c)
+TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps test unit-tests e2e-tests data demo clean bench-model bench-gossip fuzz
+
+all: deps murmur
+
+# --- dependencies ------------------------------------------------------------
+# Checks the Debian packages we build against; installs the missing ones when
+# run as root, otherwise prints the exact command. Cheap enough to run always.
+deps:
+	@missing=""; for p in $(DEB_PKGS) $(EXTRA_DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "murmur: installing missing packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "murmur: missing packages. Run:  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+# --- build -------------------------------------------------------------------
+murmur: $(BUILD)/node/main.o $(BUILD)/libmurmur.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/libmurmur.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libmurmur.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIBS)
+
+# --- tests -------------------------------------------------------------------
+test: deps murmur $(TEST_BIN)
+	@BUILD=$(BUILD) sh tests/run-tests.sh
+
+clean:
+	rm -rf $(BUILD) murmur
+
+-include $(LIB_OBJ:.o=.d) $(BUILD)/node/main.d $(TEST_BIN:=.d)

@@ -1,0 +1,112 @@
+/* The gossip transport: authenticated connections between peers that move
+ * flat float vectors tagged with a round number. It knows no model and
+ * averages nothing; it runs entirely on one libuv loop and never blocks it.
+ *
+ * Connections: one per pair of peers; the peer with the lower id dials, the
+ * other accepts, so two peers never race into two connections. A HELLO
+ * exchange binds a connection to a peer id, the model fingerprint and the
+ * vector length. Dialling is on demand (mm_transport_want), with reconnect
+ * back-off and jitter; idle connections close after idle_ms. The wire format
+ * is in docs/protocol.md. */
+#ifndef MURMUR_TRANSPORT_H
+#define MURMUR_TRANSPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct mm_transport mm_transport;
+
+typedef enum {
+    MM_PEER_UP,      /* HELLO done both ways: vectors can flow */
+    MM_PEER_DOWN,    /* connection lost or refused; the transport retries */
+    MM_PEER_BYE,     /* the peer said goodbye (clean shutdown) */
+} mm_peer_state;
+
+typedef struct {
+    /* Called when a whole, verified vector from `peer` has arrived. `vec`
+     * (vec_len floats) is the connection's receive buffer, lent to the
+     * caller: reading from that peer pauses until mm_transport_release(). */
+    void (*on_vector)(void *ud, uint32_t peer, uint64_t round, double weight,
+                      const float *vec);
+    /* Called when a send handed to mm_transport_send() no longer needs its
+     * buffer (written to the socket or encrypted, or failed: ok false). */
+    void (*on_sent)(void *ud, uint32_t peer, uint64_t round, bool ok);
+    /* Connection state changes. */
+    void (*on_peer)(void *ud, uint32_t peer, mm_peer_state state);
+    void *ud;
+} mm_transport_callbacks;
+
+typedef struct {
+    uint32_t self_id;
+    uint32_t n_peers;
+    /* "host:port" of every peer, indexed by id (n_peers entries); the
+     * transport listens on addrs[self_id] (or listen_addr when set). */
+    const char *const *addrs;
+    const char *listen_addr;        /* NULL: addrs[self_id] */
+    uint8_t fingerprint[32];        /* of the model; must match the peer's */
+    uint64_t vec_len;               /* floats per vector; must match */
+
+    /* TLS 1.3 with mutual authentication, unless plaintext is set. */
+    bool plaintext;
+    const char *ca_file, *cert_file, *key_file;
+
+    /* Timers, in milliseconds (0: defaults). */
+    uint32_t connect_timeout_ms;   /* dial + handshake (default 5000) */
+    uint32_t heartbeat_ms;         /* ping when quiet (default 1000) */
+    uint32_t peer_timeout_ms;      /* silent this long: down (default 10000) */
+    uint32_t idle_ms;              /* unused this long: closed (default 60000) */
+    uint32_t backoff_min_ms, backoff_max_ms; /* reconnect (default 100, 5000) */
+    uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000) */
+
+    /* Rounds accepted are within [current - window, current + window]. */
+    uint64_t round_window;          /* default 1000 */
+    uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default 16) */
+
+    /* Test-only: corrupt outgoing vectors ("nan", "inf", "huge"); NULL off. */
+    const char *test_poison;
+} mm_transport_config;
+
+/* Create and start listening. NULL on error with the reason in err. */
+mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg,
+                               const mm_transport_callbacks *cb,
+                               char *err, size_t errlen);
+
+/* Declare the peers wanted now (e.g. this round's neighbours): connections
+ * to them are opened (or kept); others become idle. */
+void mm_transport_want(mm_transport *t, const uint32_t *peers, int n);
+
+/* True when the connection to peer is up (HELLO done). */
+bool mm_transport_is_up(const mm_transport *t, uint32_t peer);
+
+/* Send vec (vec_len floats, must stay valid until on_sent) and a push-sum
+ * weight to peer, tagged with round. Returns 0, or -1 if the peer is not up
+ * (on_sent is then not called). */
+int mm_transport_send(mm_transport *t, uint32_t peer, uint64_t round, double weight,
+                      const float *vec);
+
+/* Give back the receive buffer lent by on_vector; reading resumes. */
+void mm_transport_release(mm_transport *t, uint32_t peer);
+
+/* The round the caller is in, for the window check on incoming frames. */
+void mm_transport_set_round(mm_transport *t, uint64_t round);
+
+/* Say goodbye to every connected peer, close everything and call done()
+ * once all handles are closed; then free with mm_transport_free(). */
+void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud);
+void mm_transport_free(mm_transport *t);
+
+/* Counters, for metrics and tests. Refusals are counted by reason. */
+typedef struct {
+    uint64_t bytes_sent, bytes_recv;
+    uint64_t vectors_sent, vectors_recv;
+    uint64_t conns_accepted, conns_dialed, conns_closed;
+    uint64_t bad_magic, bad_version, bad_type, bad_length, bad_checksum;
+    uint64_t bad_fingerprint, bad_round, bad_values, bad_identity, bad_tls;
+    uint64_t frame_timeouts, peer_timeouts, flood_refused;
+} mm_transport_stats;
+
+void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);
+
+#endif

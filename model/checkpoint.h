@@ -1,0 +1,43 @@
+/* Checkpoints: parameters, optimizer state, step, RNG and data position,
+ * behind a header with a magic number, a version, the model config and
+ * fingerprint, and a SHA-256 of everything. Written atomically (temp file,
+ * fsync, rename, fsync of the directory); verified on load. The file format
+ * is in docs/formats.md. */
+#ifndef MURMUR_CHECKPOINT_H
+#define MURMUR_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+#include "model/rng.h"
+
+typedef struct {
+    int64_t step;        /* optimizer updates applied */
+    int64_t round;       /* gossip rounds completed (0 for `murmur train`) */
+    int32_t peer_id, n_peers;
+    double pushsum_weight; /* push-sum weight w (1.0 outside push-sum) */
+    mm_rng rng;          /* data sampling stream */
+    uint64_t seed;       /* the run's seed */
+} mm_ckpt_state;
+
+/* Write model params, optimizer state and st to path atomically. */
+int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
+                       const mm_ckpt_state *st, char *err, size_t errlen);
+
+/* Read the config stored in a checkpoint (to build the model before load). */
+int mm_checkpoint_peek(const char *path, mm_model_config *cfg, char *err, size_t errlen);
+
+/* Verify and load into an initialised model (same config) and optimizer
+ * (opt may be NULL to skip the optimizer state). Refuses, with a clear
+ * message, a bad magic, version, checksum, truncated file, or a config that
+ * differs from m's. Nothing is changed on failure. */
+int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt,
+                       mm_ckpt_state *st, char *err, size_t errlen);
+
+/* Write len bytes to path atomically: path.tmp, fsync, rename, fsync dir.
+ * Used for every file whose loss would hurt (checkpoints, snapshots). */
+int mm_write_atomic(const char *path, const void *data, size_t len,
+                    char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,122 @@
+/* A GPT-2-style byte-level transformer with every parameter in one flat
+ * float buffer. Gossip averages that buffer and nothing else, so the model
+ * owns no parameter memory outside it: every tensor is a view into it.
+ *
+ * Forward and backward are written out by hand; every matrix product goes
+ * through cblas_sgemm. */
+#ifndef MURMUR_MODEL_H
+#define MURMUR_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MM_VOCAB 256 /* byte-level */
+
+typedef struct {
+    int n_layer;
+    int d_model;
+    int n_head;
+    int n_ctx;   /* context length (also the size of the position table) */
+} mm_model_config;
+
+/* 4 layers, width 128, 4 heads, context 64: about 0.8M parameters. */
+mm_model_config mm_model_config_default(void);
+
+/* NULL when valid, else a static message saying what is wrong. */
+const char *mm_model_config_check(const mm_model_config *cfg);
+
+/* Number of floats in the parameter vector for this config. */
+size_t mm_model_param_count(const mm_model_config *cfg);
+
+/* SHA-256 over a canonical encoding of the config and the parameter count:
+ * two peers may average only when their fingerprints are equal. */
+#define MM_FINGERPRINT_LEN 32
+void mm_model_fingerprint(const mm_model_config *cfg, uint8_t out[MM_FINGERPRINT_LEN]);
+
+/* Views into the flat buffer, in the order they are laid out in it. */
+typedef struct {
+    float *wte;        /* [V, C] token embedding, tied to the LM head */
+    float *wpe;        /* [T, C] position embedding */
+    /* per layer, each [L, ...] */
+    float *ln1w, *ln1b;          /* [L, C] */
+    float *qkvw, *qkvb;          /* [L, 3C, C], [L, 3C] */
+    float *attprojw, *attprojb;  /* [L, C, C], [L, C] */
+    float *ln2w, *ln2b;          /* [L, C] */
+    float *fcw, *fcb;            /* [L, 4C, C], [L, 4C] */
+    float *fcprojw, *fcprojb;    /* [L, C, 4C], [L, C] */
+    float *lnfw, *lnfb;          /* [C] */
+} mm_tensors;
+
+#define MM_NUM_TENSORS 16
+
+typedef struct mm_model {
+    mm_model_config cfg;
+    size_t n_params;
+    float *params;       /* the flat parameter vector x (n_params floats) */
+    float *grads;        /* dL/dx, same layout (n_params floats) */
+    mm_tensors p, g;     /* views into params and grads */
+    struct mm_acts *acts; /* activations for the current (B, T), private */
+    int B, T;            /* shape the activations are sized for */
+} mm_model;
+
+/* Allocates params and grads and initialises the parameters
+ * deterministically from seed (GPT-2 scheme). Returns 0, or -1 with a
+ * message in err. */
+int mm_model_init(mm_model *m, const mm_model_config *cfg, uint64_t seed,
+                  char *err, size_t errlen);
+void mm_model_free(mm_model *m);
+
+/* Name, offset and size of tensor i (0 <= i < MM_NUM_TENSORS), for tests,
+ * checkpoints and tools. */
+typedef struct { const char *name; size_t offset, count; } mm_tensor_info;
+mm_tensor_info mm_model_tensor(const mm_model *m, int i);
+
+/* Forward pass over B sequences of T+1 bytes each (tokens[b*(T+1) + t]):
+ * inputs are bytes 0..T-1, targets 1..T. Returns the mean cross-entropy
+ * (natural log). T <= cfg.n_ctx. Activations are (re)allocated on a shape
+ * change only. */
+float mm_model_forward(mm_model *m, const uint8_t *tokens, int B, int T);
+
+/* Backward pass for the last forward: overwrites m->grads. */
+void mm_model_backward(mm_model *m);
+
+/* Logits of the last forward, [B, T, V], and per-position argmax accuracy
+ * helpers for evaluation. */
+const float *mm_model_logits(const mm_model *m);
+
+/* Number of positions in the last forward whose top-1 prediction equals the
+ * target byte. */
+long mm_model_correct(const mm_model *m, const uint8_t *tokens);
+
+/* --- AdamW ------------------------------------------------------------- */
+
+typedef struct {
+    float lr_max, lr_min;     /* peak and final learning rate */
+    long warmup_steps, total_steps; /* linear warm-up, then cosine to lr_min */
+    float beta1, beta2, eps, weight_decay;
+    float grad_clip;          /* clip the global gradient norm to this; 0: off */
+} mm_adamw_config;
+
+mm_adamw_config mm_adamw_config_default(void);
+
+typedef struct {
+    mm_adamw_config cfg;
+    size_t n;
+    float *m, *v;  /* first and second moments, n floats each */
+    long step;     /* number of updates applied */
+} mm_adamw;
+
+int mm_adamw_init(mm_adamw *opt, const mm_adamw_config *cfg, size_t n);
+void mm_adamw_free(mm_adamw *opt);
+
+/* Learning rate for update number step (0-based). */
+float mm_adamw_lr(const mm_adamw_config *cfg, long step);
+
+/* One AdamW update of params from grads (clipping grads in place when
+ * configured), at the learning rate of update number opt->step, which it
+ * then increments. Weight decay applies to the 2-D weight matrices only (as
+ * in GPT-2 and llm.c), which is why it needs the model's layout. Returns the
+ * gradient norm before clipping. */
+float mm_adamw_step(mm_adamw *opt, const mm_model *m, float *params, float *grads);
+
+#endif

@@ -1,0 +1,13 @@
+/* The subcommands of the murmur program. Each lives in its own node/cmd_*.c
+ * and takes the arguments after its name (argv[0] is the subcommand). They
+ * return the process exit status: 0 success, 1 runtime failure, 2 usage. */
+#ifndef MURMUR_COMMANDS_H
+#define MURMUR_COMMANDS_H
+
+int cmd_train(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_node(int argc, char **argv);
+int cmd_topo(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+#endif

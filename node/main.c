@@ -1,0 +1,56 @@
+/* murmur: a peer node for decentralized (gossip) training.
+ * This file only dispatches to the subcommands in node/cmd_*.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "node/blas_env.h"
+#include "node/commands.h"
+#include "node/version.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"train", cmd_train, "train one replica alone (no gossip)"},
+    {"generate", cmd_generate, "sample text from a checkpoint"},
+    {"node", cmd_node, "run one peer: train and gossip with its neighbours"},
+    {"topo", cmd_topo, "generate topology files and print their spectral facts"},
+    {"report", cmd_report, "merge a run's metrics: consensus distance vs accuracy"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: murmur [--help] [--version] COMMAND [ARGS]\n\n"
+                 "murmur trains replicas of a small transformer on many peers that\n"
+                 "average their parameters with their neighbours over TCP (gossip).\n\n"
+                 "commands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'murmur COMMAND --help' describes each command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("murmur %s\n", MURMUR_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (!strcmp(argv[1], commands[i].name)) {
+            mm_blas_fix_kernel(argc, argv);
+            return commands[i].run(argc - 1, argv + 1);
+        }
+    }
+    fprintf(stderr, "murmur: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
