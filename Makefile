@@ -37,8 +37,10 @@ all: deps murmur
 # --- dependencies ------------------------------------------------------------
 # Checks the Debian packages we build against; installs the missing ones when
 # run as root, otherwise prints the exact command. Cheap enough to run always.
-deps:
-	@missing=""; for p in $(DEB_PKGS) $(EXTRA_DEB_PKGS); do \
+# ensure_pkgs: a shell snippet that installs the Debian packages given as its
+# argument when missing (as root), or prints the apt-get line and fails.
+# Fragments in mk/ use it for the packages only their targets need.
+ensure_pkgs = missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -49,6 +51,9 @@ deps:
 	    echo "murmur: missing packages. Run:  sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi
+
+deps:
+	@$(call ensure_pkgs,$(DEB_PKGS))
 
 # --- build -------------------------------------------------------------------
 murmur: $(BUILD)/node/main.o $(BUILD)/libmurmur.a
@@ -71,5 +76,8 @@ test: deps murmur $(TEST_BIN)
 
 clean:
 	rm -rf $(BUILD) murmur
+
+# Targets of one part each (data, benchmarks, fuzzing, ...).
+include $(wildcard mk/*.mk)
 
 -include $(LIB_OBJ:.o=.d) $(BUILD)/node/main.d $(TEST_BIN:=.d)
