@@ -1,0 +1,66 @@
+/* One peer: the training thread that owns the parameters and the libuv loop
+ * that owns the connections, tied together by a small mailbox. The round is
+ * described in docs/node.md. */
+#ifndef MURMUR_NODE_H
+#define MURMUR_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/data.h"
+#include "model/model.h"
+
+typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM } mm_algo;
+
+typedef struct {
+    /* who and where */
+    int id, n_peers;               /* n_peers 0: from the topology */
+    const char *topology;
+    const char *hosts_file;        /* "K host:port" lines, or NULL */
+    const char *bind_host;         /* listen on this host (default: own address) */
+    int base_port;                 /* localhost: peer K at 127.0.0.1:base_port+K */
+    const char *run_dir;           /* peer writes to run_dir/node-K */
+    const char *tls_dir;           /* ca.pem, node-K.pem, node-K.key */
+    bool plaintext;
+
+    /* model and training (as murmur train) */
+    mm_model_config model;
+    mm_adamw_config adamw;
+    int batch;
+    uint64_t seed;
+    const char *data_dir;
+    mm_partition partition;
+    int threads;
+
+    /* gossip */
+    mm_algo algo;
+    long rounds;
+    int local_steps, gossip_steps;
+    bool no_train;
+    long vector_len;               /* >0: pure gossip on a plain vector, no model */
+    bool same_init;                /* all peers start from the same x_0 */
+    int round_timeout_ms, peer_timeout_ms, start_timeout_ms;
+    int staleness;                 /* async: oldest copy (in rounds) still mixed */
+    double clip_pull;              /* >0: bound ||x_j - x_i|| per neighbour */
+
+    /* metrics and checkpoints */
+    int eval_every, eval_windows;
+    int snapshot_every;
+    int checkpoint_every;
+    int sketch_dim;
+    uint64_t sketch_seed;
+    bool resume;
+    int log_every;
+
+    const char *test_poison;       /* test-only: "nan", "inf", "huge" */
+} mm_node_config;
+
+void mm_node_config_defaults(mm_node_config *c);
+
+/* Runs the peer to completion. Returns the process exit status. */
+int mm_node_run(const mm_node_config *cfg);
+
+const char *mm_algo_name(mm_algo a);
+int mm_algo_parse(const char *s);
+
+#endif

@@ -1,0 +1,138 @@
+#include "node/peers.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mm_peer_addrs_free(char **addrs, unsigned n)
+{
+    if (!addrs)
+        return;
+    for (unsigned i = 0; i < n; i++)
+        free(addrs[i]);
+    free(addrs);
+}
+
+static int valid_hostport(const char *s)
+{
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s)
+        return 0;
+    char *end;
+    errno = 0;
+    long port = strtol(colon + 1, &end, 10);
+    return !errno && *end == 0 && port > 0 && port < 65536;
+}
+
+static char **from_hosts_file(const char *path, unsigned n, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char **addrs = calloc(n, sizeof *addrs);
+    char line[512];
+    unsigned lineno = 0, next = 0;
+    int ok = addrs != NULL;
+    while (ok && fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char a[256], b[256];
+        int fields = sscanf(line, "%255s %255s", a, b);
+        if (fields <= 0)
+            continue;
+        unsigned id;
+        const char *hp;
+        if (fields == 2) {
+            char *end;
+            unsigned long v = strtoul(a, &end, 10);
+            if (*end || !isdigit((unsigned char)a[0])) {
+                snprintf(err, errlen, "%s:%u: expected 'ID HOST:PORT' or 'HOST:PORT'", path, lineno);
+                ok = 0;
+                break;
+            }
+            id = (unsigned)v;
+            hp = b;
+        } else {
+            id = next;
+            hp = a;
+        }
+        next = id + 1;
+        if (id >= n) {
+            snprintf(err, errlen, "%s:%u: peer %u is out of range (the topology has %u peers)",
+                     path, lineno, id, n);
+            ok = 0;
+        } else if (addrs[id]) {
+            snprintf(err, errlen, "%s:%u: peer %u is listed twice", path, lineno, id);
+            ok = 0;
+        } else if (!valid_hostport(hp)) {
+            snprintf(err, errlen, "%s:%u: '%s' is not HOST:PORT", path, lineno, hp);
+            ok = 0;
+        } else if (!(addrs[id] = strdup(hp))) {
+            ok = 0;
+        }
+    }
+    fclose(f);
+    for (unsigned i = 0; ok && i < n; i++) {
+        if (!addrs[i]) {
+            snprintf(err, errlen, "%s: no address for peer %u", path, i);
+            ok = 0;
+        }
+    }
+    if (!ok) {
+        mm_peer_addrs_free(addrs, n);
+        return NULL;
+    }
+    return addrs;
+}
+
+char **mm_peer_addrs(const mm_node_config *c, unsigned n, char *err, size_t errlen)
+{
+    if (c->hosts_file)
+        return from_hosts_file(c->hosts_file, n, err, errlen);
+    if (c->base_port <= 0 || c->base_port + (long)n > 65536) {
+        snprintf(err, errlen, "--base-port %d leaves no room for %u peers", c->base_port, n);
+        return NULL;
+    }
+    char **addrs = calloc(n, sizeof *addrs);
+    if (!addrs)
+        return NULL;
+    for (unsigned i = 0; i < n; i++) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "127.0.0.1:%d", c->base_port + (int)i);
+        if (!(addrs[i] = strdup(buf))) {
+            mm_peer_addrs_free(addrs, n);
+            return NULL;
+        }
+    }
+    return addrs;
+}
+
+const char *mm_peer_listen_addr(const mm_node_config *c, const char *own)
+{
+    (void)own;
+    return c->bind_host;
+}
+
+const char *mm_peer_env_rank(int *rank, int *size)
+{
+    static const char *pairs[][2] = {
+        {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+        {"PMI_RANK", "PMI_SIZE"},
+        {"SLURM_PROCID", "SLURM_NTASKS"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        const char *r = getenv(pairs[i][0]), *s = getenv(pairs[i][1]);
+        if (r && *r) {
+            *rank = atoi(r);
+            *size = s && *s ? atoi(s) : 0;
+            return pairs[i][0];
+        }
+    }
+    return NULL;
+}

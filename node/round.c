@@ -1,0 +1,607 @@
+/* The training thread: one round of gossip training at a time.
+ *
+ *   1. copy a snapshot s = w * x of our parameters and hand it to the loop,
+ *      which sends it to this round's out-neighbours;
+ *   2. meanwhile compute H local optimizer steps on x (x becomes x + delta);
+ *   3. wait (bounded) for the in-neighbours' vectors of this round;
+ *   4. x <- mix(s, neighbours) + delta, in one pass per neighbour.
+ *
+ * With push-sum, x holds the de-biased model z and w the push-sum weight;
+ * what travels is w*z and w. With dpsgd and async, w stays 1. docs/node.md
+ * derives the update. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "gossip/log.h"
+#include "gossip/mix.h"
+#include "gossip/sketch.h"
+#include "model/sha256.h"
+#include "node/node_internal.h"
+
+enum { IN_WAITING, IN_READY, IN_MISSING };
+
+typedef struct {
+    mm_round_view v, next;  /* this round's neighbours, and the next round's */
+    mm_neighbour *in_buf, *out_buf;
+    double *coef;
+    int *status;
+    const float **vec;     /* the vector to mix for in[k] */
+    double *wk;            /* its push-sum weight */
+    double *dist;          /* ||z_k - z_t|| */
+    uint32_t *ids;         /* scratch */
+    float *sketch;
+    double loss_sum;
+    int loss_n;
+    bool started;          /* the first exchange is over: stop waiting for peers to appear */
+    double start_deadline;
+} trainer;
+
+static bool stopping(node *nd) { return atomic_load(&nd->stop) > 0; }
+
+static void timespec_at(double t_mono, struct timespec *ts)
+{
+    /* pthread_cond_timedwait uses CLOCK_REALTIME by default: convert. */
+    struct timespec now_real;
+    clock_gettime(CLOCK_REALTIME, &now_real);
+    double wait = t_mono - node_now();
+    if (wait < 0)
+        wait = 0;
+    double t = (double)now_real.tv_sec + (double)now_real.tv_nsec * 1e-9 + wait;
+    ts->tv_sec = (time_t)t;
+    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+}
+
+/* A snapshot buffer that no send still reads. Bounded: a send to a peer
+ * that stops reading fails when the transport declares it down. */
+static int acquire_snapshot(node *nd)
+{
+    pthread_mutex_lock(&nd->mu);
+    for (;;) {
+        for (int b = 0; b < NODE_SNAP_BUFS; b++) {
+            if (nd->refs[b] == 0) {
+                pthread_mutex_unlock(&nd->mu);
+                return b;
+            }
+        }
+        if (stopping(nd)) {
+            pthread_mutex_unlock(&nd->mu);
+            return -1;
+        }
+        struct timespec ts;
+        timespec_at(node_now() + 0.5, &ts);
+        pthread_cond_timedwait(&nd->cv, &nd->mu, &ts);
+    }
+}
+
+static void want_round(node *nd, trainer *tr, long round)
+{
+    /* This round's and the next round's neighbours, so that time-varying
+     * topologies find their next connections already open. */
+    int n = 0;
+    for (int k = 0; k < tr->v.n_in; k++) tr->ids[n++] = tr->v.in[k].peer;
+    for (int k = 0; k < tr->v.n_out; k++) tr->ids[n++] = tr->v.out[k].peer;
+    if (mm_topo_round(nd->topo, nd->id, (uint64_t)round + 1, &tr->next) == 0) {
+        for (int k = 0; k < tr->next.n_in; k++) tr->ids[n++] = tr->next.in[k].peer;
+        for (int k = 0; k < tr->next.n_out; k++) tr->ids[n++] = tr->next.out[k].peer;
+    }
+    int m = 0; /* dedupe: degrees are small */
+    for (int i = 0; i < n; i++) {
+        int dup = tr->ids[i] == nd->id;
+        for (int j = 0; j < m && !dup; j++)
+            dup = tr->ids[j] == tr->ids[i];
+        if (!dup)
+            tr->ids[m++] = tr->ids[i];
+    }
+    node_post_want(nd, tr->ids, m);
+}
+
+/* dpsgd/pushsum: a neighbour already holding a vector from a later round
+ * has moved on (we were slow, or we restarted from a checkpoint): jump to
+ * its round instead of timing out round after round. */
+static long fast_forward(node *nd, long round)
+{
+    long g = nd->cfg->gossip_steps;
+    long target = round;
+    pthread_mutex_lock(&nd->mu);
+    for (uint32_t p = 0; p < nd->n; p++)
+        if (nd->inbox[p].present && (long)(nd->inbox[p].exchange / (uint64_t)g) > target)
+            target = (long)(nd->inbox[p].exchange / (uint64_t)g);
+    pthread_mutex_unlock(&nd->mu);
+    if (target > round)
+        mm_info("neighbours are at round %ld: skipping from round %ld", target, round);
+    return target;
+}
+
+static void post_release(node *nd, uint32_t peer)
+{
+    node_cmd c = {.kind = CMD_RELEASE, .peer = peer};
+    node_post(nd, &c);
+}
+
+/* Wait for the in-neighbours' vectors of exchange e (synchronous modes). */
+static void wait_sync(node *nd, trainer *tr, uint64_t e)
+{
+    const mm_node_config *c = nd->cfg;
+    double deadline = node_now() + c->round_timeout_ms / 1000.0;
+    if (!tr->started && tr->start_deadline > deadline)
+        deadline = tr->start_deadline;
+    uint32_t *stale = tr->ids; /* scratch: no round has more than max_degree stale */
+
+    pthread_mutex_lock(&nd->mu);
+    for (;;) {
+        int waiting = 0, n_stale = 0;
+        for (int k = 0; k < tr->v.n_in; k++) {
+            if (tr->status[k] != IN_WAITING)
+                continue;
+            uint32_t p = tr->v.in[k].peer;
+            inbox_slot *s = &nd->inbox[p];
+            if (s->present && s->exchange == e) {
+                tr->status[k] = IN_READY;
+                tr->vec[k] = s->vec;
+                tr->wk[k] = s->weight;
+                continue;
+            }
+            if (s->present && s->exchange > e) {
+                tr->status[k] = IN_MISSING; /* it has moved on without us */
+                continue;
+            }
+            if (s->present) {
+                s->present = false;         /* from a round we gave up on */
+                stale[n_stale++] = p;
+                nd->stale_dropped++;
+            }
+            node_peer_state st = nd->peer_state[p];
+            if (st == PEER_GONE || (st != PEER_UP && tr->started)) {
+                tr->status[k] = IN_MISSING;
+                continue;
+            }
+            waiting++;
+        }
+        if (n_stale) {
+            pthread_mutex_unlock(&nd->mu);
+            for (int i = 0; i < n_stale; i++)
+                post_release(nd, stale[i]);
+            pthread_mutex_lock(&nd->mu);
+            continue;
+        }
+        if (!waiting || stopping(nd) || node_now() >= deadline)
+            break;
+        struct timespec ts;
+        timespec_at(deadline, &ts);
+        pthread_cond_timedwait(&nd->cv, &nd->mu, &ts);
+    }
+    for (int k = 0; k < tr->v.n_in; k++)
+        if (tr->status[k] == IN_WAITING)
+            tr->status[k] = IN_MISSING;
+    pthread_mutex_unlock(&nd->mu);
+}
+
+/* async: take the newest copy of each in-neighbour, never wait. */
+static void gather_async(node *nd, trainer *tr, uint64_t e)
+{
+    uint32_t *taken = tr->ids;
+    int n_taken = 0;
+    pthread_mutex_lock(&nd->mu);
+    for (int k = 0; k < tr->v.n_in; k++) {
+        uint32_t p = tr->v.in[k].peer;
+        inbox_slot *s = &nd->inbox[p];
+        if (s->present) {
+            if (!nd->latest[p])
+                nd->latest[p] = malloc(nd->P * sizeof(float));
+            if (nd->latest[p]) {
+                memcpy(nd->latest[p], s->vec, nd->P * sizeof(float));
+                nd->latest_exchange[p] = (int64_t)s->exchange;
+                nd->latest_weight[p] = s->weight;
+            }
+            s->present = false;
+            taken[n_taken++] = p;
+        }
+        bool fresh = nd->latest[p] && nd->latest_exchange[p] >= 0 &&
+                     (int64_t)e - nd->latest_exchange[p] <= nd->cfg->staleness;
+        tr->status[k] = fresh ? IN_READY : IN_MISSING;
+        tr->vec[k] = fresh ? nd->latest[p] : NULL;
+        tr->wk[k] = fresh ? nd->latest_weight[p] : 0;
+    }
+    pthread_mutex_unlock(&nd->mu);
+    for (int i = 0; i < n_taken; i++)
+        post_release(nd, taken[i]);
+}
+
+/* x <- x + (W_self'/w_new - 1/w_old) s + sum_k (W_k c_k / w_new) x_k, where x
+ * already holds z_t + delta and s = w_old z_t: i.e. x <- mix(z) + delta. */
+static void mix(node *nd, trainer *tr, const float *s, uint64_t e)
+{
+    const mm_node_config *c = nd->cfg;
+    double w_old = nd->w;
+    double self = tr->v.self_weight;
+    double w_new = 0;
+    bool pushsum = c->algo == MM_ALGO_PUSHSUM;
+    float inv_old = (float)(1.0 / w_old);
+
+    for (int k = 0; k < tr->v.n_in; k++) {
+        tr->dist[k] = NAN;
+        if (tr->status[k] != IN_READY && !pushsum)
+            self += tr->v.in[k].weight; /* its weight goes back to self */
+    }
+    /* With a bound on the pull, measure every distance first: the bound
+     * changes the coefficients. */
+    double *coef = tr->coef;
+    int n_in = tr->v.n_in;
+    double self_extra = 0; /* in units of s/w_old */
+    for (int k = 0; k < n_in; k++) {
+        coef[k] = tr->v.in[k].weight;
+        if (tr->status[k] != IN_READY)
+            continue;
+        w_new += tr->v.in[k].weight * tr->wk[k];
+        if (c->clip_pull > 0) {
+            double d = sqrt(mm_mix_dist(tr->vec[k], (float)(1.0 / tr->wk[k]), s, inv_old, nd->P));
+            tr->dist[k] = d;
+            if (d > c->clip_pull) {
+                double cl = c->clip_pull / d;
+                /* z_k' = z_t + cl (z_k - z_t): the rest of its weight pulls toward us */
+                self_extra += tr->v.in[k].weight * (1 - cl) * tr->wk[k];
+                coef[k] *= cl;
+            }
+        }
+    }
+    w_new += self * w_old;
+    if (!(w_new > 1e-30))
+        w_new = w_old; /* nothing arrived and no self weight: keep what we have */
+
+    double coef_self = (self * w_old + self_extra) / w_old / w_new - 1.0 / w_old;
+    mm_mix_axpy(nd->x, (float)coef_self, s, nd->P);
+    for (int k = 0; k < n_in; k++) {
+        if (tr->status[k] != IN_READY)
+            continue;
+        float a = (float)(coef[k] / w_new);
+        float sx = (float)(1.0 / tr->wk[k]);
+        if (c->clip_pull > 0)
+            mm_mix_axpy(nd->x, a, tr->vec[k], nd->P);
+        else
+            tr->dist[k] = sqrt(mm_mix_axpy_dist(nd->x, a, tr->vec[k], sx, s, inv_old, nd->P));
+    }
+    nd->w = pushsum ? w_new : 1.0;
+    (void)e;
+}
+
+static void release_used(node *nd, trainer *tr)
+{
+    if (nd->cfg->algo == MM_ALGO_ASYNC)
+        return; /* async copied what it used and released it already */
+    uint32_t *rel = tr->ids;
+    int n = 0;
+    pthread_mutex_lock(&nd->mu);
+    for (int k = 0; k < tr->v.n_in; k++) {
+        if (tr->status[k] != IN_READY)
+            continue;
+        nd->inbox[tr->v.in[k].peer].present = false;
+        rel[n++] = tr->v.in[k].peer;
+    }
+    pthread_mutex_unlock(&nd->mu);
+    for (int i = 0; i < n; i++)
+        post_release(nd, rel[i]);
+}
+
+static void compute(node *nd, trainer *tr)
+{
+    const mm_node_config *c = nd->cfg;
+    if (c->no_train || !nd->have_model)
+        return;
+    int T = c->model.n_ctx;
+    for (int h = 0; h < c->local_steps && !stopping(nd); h++) {
+        mm_batch_sample(&nd->shard, &nd->rng, nd->tokens, c->batch, T);
+        float loss = mm_model_forward(&nd->model, nd->tokens, c->batch, T);
+        mm_model_backward(&nd->model);
+        mm_adamw_step(&nd->opt, &nd->model, nd->model.params, nd->model.grads);
+        nd->step++;
+        tr->loss_sum += loss;
+        tr->loss_n++;
+    }
+}
+
+/* One exchange: snapshot, send, (compute), wait, mix. Returns -1 when
+ * stopping before anything was sent. */
+static int exchange(node *nd, trainer *tr, uint64_t e, bool with_compute)
+{
+    const mm_node_config *c = nd->cfg;
+    double t0 = node_now();
+    int b = acquire_snapshot(nd);
+    if (b < 0)
+        return -1;
+    double t1 = node_now();
+    float *s = nd->snap[b];
+    mm_mix_scale_copy(s, (float)nd->w, nd->x, nd->P);
+    for (int k = 0; k < tr->v.n_out; k++) {
+        node_cmd cmd = {.kind = CMD_SEND, .peer = tr->v.out[k].peer, .exchange = e, .buf = b,
+                        .weight = nd->w};
+        node_post(nd, &cmd);
+    }
+    double t2 = node_now();
+    if (with_compute)
+        compute(nd, tr);
+    double t3 = node_now();
+    for (int k = 0; k < tr->v.n_in; k++)
+        tr->status[k] = IN_WAITING;
+    if (c->algo == MM_ALGO_ASYNC)
+        gather_async(nd, tr, e);
+    else
+        wait_sync(nd, tr, e);
+    double t4 = node_now();
+    mix(nd, tr, s, e);
+    release_used(nd, tr);
+    double t5 = node_now();
+    tr->started = true;
+    nd->t_wait += (t1 - t0) + (t4 - t3);
+    nd->t_comm += (t2 - t1) + (t5 - t4);
+    nd->t_compute += t3 - t2;
+    return 0;
+}
+
+static void evaluate(node *nd, trainer *tr, double t_start)
+{
+    const mm_node_config *c = nd->cfg;
+    double loss = NAN, acc = NAN;
+    if (nd->have_model && nd->shard.val_len > 0) {
+        int B = c->batch, T = c->model.n_ctx;
+        int n = (c->eval_windows + B - 1) / B * B;
+        double sum = 0;
+        long correct = 0, positions = 0;
+        for (int k0 = 0; k0 < n; k0 += B) {
+            for (int b = 0; b < B; b++)
+                mm_val_window(&nd->shard, k0 + b, n, nd->tokens + (size_t)b * (size_t)(T + 1), T);
+            sum += mm_model_forward(&nd->model, nd->tokens, B, T);
+            correct += mm_model_correct(&nd->model, nd->tokens);
+            positions += (long)B * T;
+        }
+        loss = sum / (n / B);
+        acc = (double)correct / (double)positions;
+    }
+    mm_sketch(nd->x, nd->P, c->sketch_seed, tr->sketch, c->sketch_dim);
+    mm_metrics *m = &nd->metrics;
+    mm_metrics_begin(m, "eval");
+    mm_metrics_int(m, "peer", nd->id);
+    mm_metrics_int(m, "round", nd->round);
+    mm_metrics_int(m, "step", nd->step);
+    mm_metrics_num(m, "time", node_now() - t_start);
+    mm_metrics_num(m, "val_loss", loss);
+    mm_metrics_num(m, "val_bpb", loss / log(2.0));
+    mm_metrics_num(m, "val_acc", acc);
+    mm_metrics_num(m, "norm", sqrt(mm_mix_norm2(nd->x, nd->P)));
+    mm_metrics_floats(m, "sketch", tr->sketch, c->sketch_dim);
+    mm_metrics_end(m);
+    if (nd->have_model)
+        mm_info("eval round %ld: val loss %.4f, %.3f bits/byte, next-byte accuracy %.2f%%",
+                nd->round, loss, loss / log(2.0), 100 * acc);
+}
+
+static void write_snapshot(node *nd)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/snap", nd->dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/snap/r%08ld.bin", nd->dir, nd->round);
+    size_t len = 32 + nd->P * sizeof(float) + 32;
+    uint8_t *buf = malloc(len);
+    if (!buf) {
+        mm_error("snapshot: out of memory");
+        return;
+    }
+    uint32_t peer = nd->id, reserved = 0;
+    uint64_t round = (uint64_t)nd->round, n = nd->P;
+    memcpy(buf, "MMSNAP01", 8);
+    memcpy(buf + 8, &peer, 4);
+    memcpy(buf + 12, &reserved, 4);
+    memcpy(buf + 16, &round, 8);
+    memcpy(buf + 24, &n, 8);
+    memcpy(buf + 32, nd->x, nd->P * sizeof(float));
+    mm_sha256(buf, len - 32, buf + len - 32);
+    char err[256];
+    if (mm_write_atomic(path, buf, len, err, sizeof err) != 0)
+        mm_error("snapshot: %s", err);
+    free(buf);
+}
+
+static int save_checkpoint(node *nd)
+{
+    if (!nd->have_model)
+        return 0;
+    char path[1200], err[512];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", nd->dir);
+    mm_ckpt_state st = {
+        .step = nd->step, .round = nd->round, .peer_id = (int32_t)nd->id,
+        .n_peers = (int32_t)nd->n, .pushsum_weight = nd->w, .rng = nd->rng, .seed = nd->cfg->seed,
+    };
+    if (mm_checkpoint_save(path, &nd->model, &nd->opt, &st, err, sizeof err) != 0) {
+        mm_error("checkpoint not written (the previous one is intact): %s", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void log_round(node *nd, trainer *tr, double t_start, double loss, float lr)
+{
+    mm_transport_stats st;
+    pthread_mutex_lock(&nd->mu);
+    st = nd->stats;
+    pthread_mutex_unlock(&nd->mu);
+
+    int present = 0, missing = 0;
+    uint32_t *ids = tr->ids;
+    for (int k = 0; k < tr->v.n_in; k++)
+        if (tr->status[k] == IN_READY)
+            ids[present++] = tr->v.in[k].peer;
+    uint32_t *miss = ids + present;
+    for (int k = 0; k < tr->v.n_in; k++)
+        if (tr->status[k] != IN_READY)
+            miss[missing++] = tr->v.in[k].peer;
+
+    mm_metrics *m = &nd->metrics;
+    mm_metrics_begin(m, "round");
+    mm_metrics_int(m, "peer", nd->id);
+    mm_metrics_int(m, "round", nd->round);
+    mm_metrics_int(m, "step", nd->step);
+    mm_metrics_num(m, "time", node_now() - t_start);
+    mm_metrics_num(m, "loss", loss);
+    mm_metrics_num(m, "lr", lr);
+    mm_metrics_int(m, "bytes_sent", (long long)st.bytes_sent);
+    mm_metrics_int(m, "bytes_recv", (long long)st.bytes_recv);
+    mm_metrics_num(m, "t_compute", nd->t_compute);
+    mm_metrics_num(m, "t_comm", nd->t_comm);
+    mm_metrics_num(m, "t_wait", nd->t_wait);
+    mm_metrics_ids(m, "nbrs", ids, present);
+    mm_metrics_ids(m, "missing", miss, missing);
+    mm_metrics_obj_begin(m, "dist");
+    for (int k = 0; k < tr->v.n_in; k++)
+        if (tr->status[k] == IN_READY && isfinite(tr->dist[k]))
+            mm_metrics_obj_num(m, tr->v.in[k].peer, tr->dist[k]);
+    mm_metrics_obj_end(m);
+    if (nd->cfg->algo == MM_ALGO_PUSHSUM)
+        mm_metrics_num(m, "w", nd->w);
+    mm_metrics_end(m);
+
+    if (nd->cfg->log_every > 0 && (nd->round % nd->cfg->log_every == 0 || missing))
+        mm_info("round %ld step %ld loss %.4f | neighbours %d/%d%s | compute %.1fs comm %.1fs wait %.1fs",
+                nd->round, nd->step, loss, present, tr->v.n_in, missing ? " (some missing)" : "",
+                nd->t_compute, nd->t_comm, nd->t_wait);
+}
+
+static void write_start(node *nd)
+{
+    const mm_node_config *c = nd->cfg;
+    mm_metrics *m = &nd->metrics;
+    mm_metrics_begin(m, "start");
+    mm_metrics_int(m, "peer", nd->id);
+    mm_metrics_int(m, "n_peers", nd->n);
+    mm_metrics_int(m, "params", (long long)nd->P);
+    mm_metrics_str(m, "algo", mm_algo_name(c->algo));
+    mm_metrics_str(m, "topology", c->topology);
+    mm_metrics_int(m, "sketch_dim", c->sketch_dim);
+    mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
+    mm_metrics_int(m, "resumed_round", nd->round);
+    mm_metrics_int(m, "local_steps", c->local_steps);
+    mm_metrics_int(m, "gossip_steps", c->gossip_steps);
+    mm_metrics_num(m, "time", 0);
+    mm_metrics_end(m);
+}
+
+void *node_train_main(void *arg)
+{
+    node *nd = arg;
+    const mm_node_config *c = nd->cfg;
+    trainer tr = {0};
+    int maxdeg = mm_topo_max_degree(nd->topo);
+    if (maxdeg < 1)
+        maxdeg = 1;
+    tr.in_buf = calloc((size_t)maxdeg * 2, sizeof *tr.in_buf);
+    tr.out_buf = calloc((size_t)maxdeg * 2, sizeof *tr.out_buf);
+    tr.coef = calloc((size_t)maxdeg, sizeof *tr.coef);
+    tr.status = calloc((size_t)maxdeg, sizeof *tr.status);
+    tr.vec = calloc((size_t)maxdeg, sizeof *tr.vec);
+    tr.wk = calloc((size_t)maxdeg, sizeof *tr.wk);
+    tr.dist = calloc((size_t)maxdeg, sizeof *tr.dist);
+    tr.ids = calloc((size_t)maxdeg * 4 + 4, sizeof *tr.ids);
+    tr.sketch = calloc((size_t)c->sketch_dim, sizeof *tr.sketch);
+    if (c->algo == MM_ALGO_ASYNC) {
+        nd->latest = calloc(nd->n, sizeof *nd->latest);
+        nd->latest_exchange = calloc(nd->n, sizeof *nd->latest_exchange);
+        nd->latest_weight = calloc(nd->n, sizeof *nd->latest_weight);
+        for (uint32_t p = 0; nd->latest_exchange && p < nd->n; p++)
+            nd->latest_exchange[p] = -1;
+    }
+    if (!tr.in_buf || !tr.out_buf || !tr.coef || !tr.status || !tr.vec || !tr.wk || !tr.dist || !tr.ids ||
+        !tr.sketch || (c->algo == MM_ALGO_ASYNC && (!nd->latest || !nd->latest_exchange || !nd->latest_weight))) {
+        mm_error("out of memory");
+        nd->exit_status = 1;
+        node_trainer_finished(nd);
+        return NULL;
+    }
+    tr.v.in = tr.in_buf;
+    tr.v.out = tr.out_buf;
+    tr.next.in = tr.in_buf + maxdeg;
+    tr.next.out = tr.out_buf + maxdeg;
+
+    double t_start = node_now();
+    tr.start_deadline = t_start + c->start_timeout_ms / 1000.0;
+    write_start(nd);
+    if (nd->round == 0 && c->eval_every > 0)
+        evaluate(nd, &tr, t_start);
+    if (nd->round == 0 && c->snapshot_every > 0)
+        write_snapshot(nd);
+
+    int G = c->gossip_steps > 0 ? c->gossip_steps : 1;
+    bool checkpoint_failed = false;
+    while (nd->round < c->rounds && !stopping(nd)) {
+        if (c->algo != MM_ALGO_ASYNC) {
+            nd->round = fast_forward(nd, nd->round);
+            if (nd->round >= c->rounds)
+                break;
+        }
+        if (mm_topo_round(nd->topo, nd->id, (uint64_t)nd->round, &tr.v) != 0) {
+            mm_error("topology has no round %ld for peer %u", nd->round, nd->id);
+            nd->exit_status = 1;
+            break;
+        }
+        want_round(nd, &tr, nd->round);
+        tr.loss_sum = 0;
+        tr.loss_n = 0;
+        float lr = nd->have_model ? mm_adamw_lr(&c->adamw, nd->opt.step) : 0;
+        int done = 0;
+        for (int g = 0; g < G; g++) {
+            if (exchange(nd, &tr, (uint64_t)nd->round * (uint64_t)G + (uint64_t)g, g == 0) != 0)
+                break;
+            done++;
+        }
+        if (done < G)
+            break; /* stopping: this round is abandoned */
+        double loss = tr.loss_n ? tr.loss_sum / tr.loss_n : NAN;
+        log_round(nd, &tr, t_start, loss, lr);
+        nd->round++;
+        if (c->eval_every > 0 && nd->round % c->eval_every == 0)
+            evaluate(nd, &tr, t_start);
+        if (c->snapshot_every > 0 && nd->round % c->snapshot_every == 0)
+            write_snapshot(nd);
+        if (c->checkpoint_every > 0 && nd->round % c->checkpoint_every == 0)
+            checkpoint_failed = save_checkpoint(nd) != 0;
+    }
+
+    if (c->eval_every > 0 && nd->round % c->eval_every != 0)
+        evaluate(nd, &tr, t_start);
+    if (save_checkpoint(nd) != 0)
+        checkpoint_failed = true;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    mm_metrics *m = &nd->metrics;
+    mm_metrics_begin(m, "end");
+    mm_metrics_int(m, "peer", nd->id);
+    mm_metrics_int(m, "round", nd->round);
+    mm_metrics_int(m, "step", nd->step);
+    mm_metrics_num(m, "time", node_now() - t_start);
+    mm_metrics_str(m, "reason", stopping(nd) ? "signal" : "done");
+    mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
+    mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
+    mm_metrics_int(m, "stale_dropped", (long long)nd->stale_dropped);
+    mm_metrics_end(m);
+    mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
+            nd->round, nd->step, node_now() - t_start, nd->t_compute, nd->t_comm, nd->t_wait,
+            ru.ru_maxrss / 1024);
+    if (checkpoint_failed && !nd->exit_status)
+        nd->exit_status = 1;
+
+    free(tr.in_buf);
+    free(tr.out_buf);
+    free(tr.coef);
+    free(tr.status);
+    free(tr.vec);
+    free(tr.wk);
+    free(tr.dist);
+    free(tr.ids);
+    free(tr.sketch);
+    node_trainer_finished(nd);
+    return NULL;
+}
