@@ -29,7 +29,9 @@ int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
 int mm_checkpoint_peek(const char *path, mm_model_config *cfg, char *err, size_t errlen);
 
 /* Verify and load into an initialised model (same config) and optimizer
- * (opt may be NULL to skip the optimizer state). Refuses, with a clear
+ * (opt may be NULL to skip the optimizer state; when given, its config -
+ * learning-rate schedule, betas, decay, clip - is restored too, so that a
+ * resumed run follows the same schedule; st may be NULL). Refuses, with a clear
  * message, a bad magic, version, checksum, truncated file, or a config that
  * differs from m's. Nothing is changed on failure. */
 int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt,

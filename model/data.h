@@ -21,6 +21,55 @@ typedef enum { MM_PART_IID, MM_PART_GENRE } mm_partition;
 int mm_partition_parse(const char *s);
 const char *mm_partition_name(mm_partition p);
 
+/* --- the index (docs/formats.md) ------------------------------------------ */
+
+#define MM_DATA_INDEX "index.tsv"
+#define MM_DATA_NAME_MAX 32
+
+typedef struct {
+    char name[MM_DATA_NAME_MAX];   /* "ca01"; the text is in DIR/ca01.txt */
+    char genre[MM_DATA_NAME_MAX];
+    size_t bytes;
+    uint8_t sha256[32];
+    int genre_id;                  /* position of the genre in first-seen order */
+    int val;                       /* 1: validation file (the split rule below) */
+} mm_data_file;
+
+typedef struct {
+    mm_data_file *files;
+    int n_files;
+    int n_genres;
+    char (*genres)[MM_DATA_NAME_MAX]; /* in first-seen order */
+} mm_data_index;
+
+/* Parses DIR/index.tsv and applies the split: within each genre, in index
+ * order, files 0, 10, 20, ... are validation files, the rest training.
+ * Returns 0, or -1 with a message naming the file and line. */
+int mm_data_index_load(mm_data_index *ix, const char *data_dir, char *err, size_t errlen);
+void mm_data_index_free(mm_data_index *ix);
+
+/* owner[i] for every file i of the index: the peer (0..n_peers-1) whose
+ * shard holds training file i, or -1 for a validation file. Deterministic:
+ * depends on the index and (part, n_peers) only. Fails when some peer would
+ * get no file. */
+int mm_data_assign(const mm_data_index *ix, mm_partition part, int n_peers, int *owner,
+                   char *err, size_t errlen);
+
+/* Checks every file of the index (size and SHA-256). */
+int mm_data_verify(const char *data_dir, char *err, size_t errlen);
+
+/* Reads DIR/NAME.txt of d into dst (d->bytes bytes), checking its size and
+ * SHA-256 against the index entry. */
+int mm_data_read_file(const char *data_dir, const mm_data_file *d, uint8_t *dst,
+                      char *err, size_t errlen);
+
+/* Writes DIR/index.tsv for files[0..n) (genre_id and val are not stored:
+ * they follow from the order), with an optional comment line `note`. */
+int mm_data_index_write(const char *data_dir, const mm_data_file *files, int n,
+                        const char *note, char *err, size_t errlen);
+
+/* --- one peer's shard ------------------------------------------------------ */
+
 typedef struct {
     uint8_t *train;          /* this peer's training bytes (its files, concatenated) */
     size_t train_len;

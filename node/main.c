@@ -17,6 +17,9 @@ static const struct {
     {"node", cmd_node, "run one peer: train and gossip with its neighbours"},
     {"topo", cmd_topo, "generate topology files and print their spectral facts"},
     {"report", cmd_report, "merge a run's metrics: consensus distance vs accuracy"},
+    /* Hidden (no summary): used by scripts/fetch-brown.sh and the tests. */
+    {"data-prepare", cmd_data_prepare, NULL},
+    {"data-verify", cmd_data_verify, NULL},
 };
 
 static void usage(FILE *out)
@@ -26,7 +29,8 @@ static void usage(FILE *out)
                  "average their parameters with their neighbours over TCP (gossip).\n\n"
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        if (commands[i].summary)
+            fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'murmur COMMAND --help' describes each command's options.\n");
 }
 

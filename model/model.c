@@ -1,0 +1,373 @@
+/* The model: config, the layout of the flat parameter buffer, GPT-2 init,
+ * and forward/backward as a sequence of kernels (model/kernels.c). */
+#include "model/model.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/kernels.h"
+#include "model/rng.h"
+#include "model/sha256.h"
+
+/* Activations of one forward pass, kept for backward, plus the gradient
+ * scratch of backward: all one allocation, sized for (B, T). */
+struct mm_acts {
+    float *mem;
+    float *encoded;                 /* [B,T,C] */
+    float *ln1, *ln1_mean, *ln1_rstd; /* [L,B,T,C], [L,B,T] x2 */
+    float *qkv;                     /* [L,B,T,3C] */
+    float *atty;                    /* [L,B,T,C] */
+    float *att;                     /* [L,B,NH,T,T] */
+    float *res2;                    /* [L,B,T,C] residual after attention */
+    float *ln2, *ln2_mean, *ln2_rstd;
+    float *fch, *fch_gelu;          /* [L,B,T,4C] */
+    float *res3;                    /* [L,B,T,C] residual after the MLP */
+    float *lnf, *lnf_mean, *lnf_rstd;
+    float *logits, *probs;          /* [B,T,V] */
+    /* backward scratch */
+    float *dres, *dbuf;             /* [B,T,C] */
+    float *dqkv;                    /* [B,T,3C] */
+    float *dfch;                    /* [B,T,4C] */
+    float *datt;                    /* [T,T] */
+    float *dlogits;                 /* [B,T,V] */
+    const uint8_t *tokens;          /* of the last forward (caller-owned) */
+    float loss;
+};
+
+mm_model_config mm_model_config_default(void)
+{
+    mm_model_config c = {.n_layer = 4, .d_model = 128, .n_head = 4, .n_ctx = 64};
+    return c;
+}
+
+const char *mm_model_config_check(const mm_model_config *c)
+{
+    if (c->n_layer < 1 || c->n_layer > 64)
+        return "n_layer must be in 1..64";
+    if (c->d_model < 1 || c->d_model > 4096)
+        return "d_model must be in 1..4096";
+    if (c->n_head < 1 || c->n_head > c->d_model)
+        return "n_head must be in 1..d_model";
+    if (c->d_model % c->n_head != 0)
+        return "d_model must be a multiple of n_head";
+    if (c->n_ctx < 1 || c->n_ctx > 4096)
+        return "n_ctx must be in 1..4096";
+    return NULL;
+}
+
+/* Sizes of the 16 tensors in layout order. */
+static void tensor_sizes(const mm_model_config *cfg, size_t sz[MM_NUM_TENSORS])
+{
+    size_t L = (size_t)cfg->n_layer, C = (size_t)cfg->d_model, T = (size_t)cfg->n_ctx;
+    size_t i = 0;
+    sz[i++] = MM_VOCAB * C;   /* wte */
+    sz[i++] = T * C;          /* wpe */
+    sz[i++] = L * C;          /* ln1w */
+    sz[i++] = L * C;          /* ln1b */
+    sz[i++] = L * 3 * C * C;  /* qkvw */
+    sz[i++] = L * 3 * C;      /* qkvb */
+    sz[i++] = L * C * C;      /* attprojw */
+    sz[i++] = L * C;          /* attprojb */
+    sz[i++] = L * C;          /* ln2w */
+    sz[i++] = L * C;          /* ln2b */
+    sz[i++] = L * 4 * C * C;  /* fcw */
+    sz[i++] = L * 4 * C;      /* fcb */
+    sz[i++] = L * C * 4 * C;  /* fcprojw */
+    sz[i++] = L * C;          /* fcprojb */
+    sz[i++] = C;              /* lnfw */
+    sz[i++] = C;              /* lnfb */
+}
+
+static const char *const tensor_names[MM_NUM_TENSORS] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb",
+};
+
+size_t mm_model_param_count(const mm_model_config *cfg)
+{
+    size_t sz[MM_NUM_TENSORS], n = 0;
+    tensor_sizes(cfg, sz);
+    for (int i = 0; i < MM_NUM_TENSORS; i++)
+        n += sz[i];
+    return n;
+}
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+void mm_model_fingerprint(const mm_model_config *cfg, uint8_t out[MM_FINGERPRINT_LEN])
+{
+    /* "murmur-gpt2-v1", then n_layer, d_model, n_head, n_ctx, vocab as
+     * int32 LE and the parameter count as uint64 LE. The tag names the
+     * architecture and layout: change it when either changes. */
+    uint8_t buf[14 + 5 * 4 + 8];
+    memcpy(buf, "murmur-gpt2-v1", 14);
+    put_le(buf + 14, (uint32_t)cfg->n_layer, 4);
+    put_le(buf + 18, (uint32_t)cfg->d_model, 4);
+    put_le(buf + 22, (uint32_t)cfg->n_head, 4);
+    put_le(buf + 26, (uint32_t)cfg->n_ctx, 4);
+    put_le(buf + 30, MM_VOCAB, 4);
+    put_le(buf + 34, mm_model_param_count(cfg), 8);
+    mm_sha256(buf, sizeof buf, out);
+}
+
+static void set_views(mm_tensors *t, float *base, const mm_model_config *cfg)
+{
+    size_t sz[MM_NUM_TENSORS];
+    tensor_sizes(cfg, sz);
+    float **ptrs[MM_NUM_TENSORS] = {
+        &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw,
+        &t->attprojb, &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw,
+        &t->fcprojb, &t->lnfw, &t->lnfb,
+    };
+    for (int i = 0; i < MM_NUM_TENSORS; i++) {
+        *ptrs[i] = base;
+        base += sz[i];
+    }
+}
+
+mm_tensor_info mm_model_tensor(const mm_model *m, int i)
+{
+    mm_tensor_info info = {NULL, 0, 0};
+    if (i < 0 || i >= MM_NUM_TENSORS)
+        return info;
+    size_t sz[MM_NUM_TENSORS], off = 0;
+    tensor_sizes(&m->cfg, sz);
+    for (int k = 0; k < i; k++)
+        off += sz[k];
+    info.name = tensor_names[i];
+    info.offset = off;
+    info.count = sz[i];
+    return info;
+}
+
+/* 64-byte aligned so that vector loads never split cache lines */
+static float *alloc_floats(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) != 0)
+        return NULL;
+    return p;
+}
+
+int mm_model_init(mm_model *m, const mm_model_config *cfg, uint64_t seed,
+                  char *err, size_t errlen)
+{
+    memset(m, 0, sizeof *m);
+    const char *bad = mm_model_config_check(cfg);
+    if (bad) {
+        snprintf(err, errlen, "model config: %s", bad);
+        return -1;
+    }
+    m->cfg = *cfg;
+    m->n_params = mm_model_param_count(cfg);
+    m->params = alloc_floats(m->n_params);
+    m->grads = alloc_floats(m->n_params);
+    if (!m->params || !m->grads) {
+        snprintf(err, errlen, "model: out of memory for %zu parameters", m->n_params);
+        mm_model_free(m);
+        return -1;
+    }
+    set_views(&m->p, m->params, cfg);
+    set_views(&m->g, m->grads, cfg);
+    memset(m->grads, 0, m->n_params * sizeof(float));
+
+    /* GPT-2: weights N(0, 0.02), the two projections into the residual
+     * stream scaled by 1/sqrt(2L), biases 0, layernorm gains 1. One normal
+     * draw per weight, in layout order, so the init is a function of the
+     * seed and the config only. */
+    mm_rng rng;
+    mm_rng_seed(&rng, seed);
+    float resid_std = 0.02f / sqrtf(2.0f * (float)cfg->n_layer);
+    for (int i = 0; i < MM_NUM_TENSORS; i++) {
+        mm_tensor_info ti = mm_model_tensor(m, i);
+        float *x = m->params + ti.offset;
+        const char *nm = ti.name;
+        size_t len = strlen(nm);
+        if (strcmp(nm, "ln1w") == 0 || strcmp(nm, "ln2w") == 0 || strcmp(nm, "lnfw") == 0) {
+            for (size_t k = 0; k < ti.count; k++)
+                x[k] = 1.0f;
+        } else if (nm[len - 1] == 'b') {
+            memset(x, 0, ti.count * sizeof(float));
+        } else {
+            float sd = (strcmp(nm, "attprojw") == 0 || strcmp(nm, "fcprojw") == 0)
+                           ? resid_std : 0.02f;
+            for (size_t k = 0; k < ti.count; k++)
+                x[k] = (float)(sd * mm_rng_normal(&rng));
+        }
+    }
+    return 0;
+}
+
+static void free_acts(mm_model *m)
+{
+    if (m->acts) {
+        free(m->acts->mem);
+        free(m->acts);
+        m->acts = NULL;
+    }
+    m->B = m->T = 0;
+}
+
+void mm_model_free(mm_model *m)
+{
+    free(m->params);
+    free(m->grads);
+    free_acts(m);
+    m->params = m->grads = NULL;
+}
+
+static int alloc_acts(mm_model *m, int B, int T)
+{
+    free_acts(m);
+    struct mm_acts *a = calloc(1, sizeof *a);
+    if (!a)
+        return -1;
+    size_t L = (size_t)m->cfg.n_layer, C = (size_t)m->cfg.d_model;
+    size_t NH = (size_t)m->cfg.n_head, N = (size_t)B * (size_t)T, V = MM_VOCAB;
+    struct { float **p; size_t n; } plan[] = {
+        {&a->encoded, N * C},
+        {&a->ln1, L * N * C}, {&a->ln1_mean, L * N}, {&a->ln1_rstd, L * N},
+        {&a->qkv, L * N * 3 * C}, {&a->atty, L * N * C},
+        {&a->att, L * (size_t)B * NH * (size_t)T * (size_t)T},
+        {&a->res2, L * N * C},
+        {&a->ln2, L * N * C}, {&a->ln2_mean, L * N}, {&a->ln2_rstd, L * N},
+        {&a->fch, L * N * 4 * C}, {&a->fch_gelu, L * N * 4 * C},
+        {&a->res3, L * N * C},
+        {&a->lnf, N * C}, {&a->lnf_mean, N}, {&a->lnf_rstd, N},
+        {&a->logits, N * V}, {&a->probs, N * V},
+        {&a->dres, N * C}, {&a->dbuf, N * C}, {&a->dqkv, N * 3 * C},
+        {&a->dfch, N * 4 * C}, {&a->datt, (size_t)T * (size_t)T}, {&a->dlogits, N * V},
+    };
+    size_t n_plan = sizeof plan / sizeof plan[0], total = 0;
+    /* each array starts on a 64-byte boundary */
+    for (size_t i = 0; i < n_plan; i++)
+        total += (plan[i].n + 15) & ~(size_t)15;
+    a->mem = alloc_floats(total);
+    if (!a->mem) {
+        free(a);
+        return -1;
+    }
+    float *p = a->mem;
+    for (size_t i = 0; i < n_plan; i++) {
+        *plan[i].p = p;
+        p += (plan[i].n + 15) & ~(size_t)15;
+    }
+    m->acts = a;
+    m->B = B;
+    m->T = T;
+    return 0;
+}
+
+float mm_model_forward(mm_model *m, const uint8_t *tokens, int B, int T)
+{
+    if (B < 1 || T < 1 || T > m->cfg.n_ctx)
+        return NAN;
+    if ((!m->acts || m->B != B || m->T != T) && alloc_acts(m, B, T) != 0)
+        return NAN;
+    struct mm_acts *a = m->acts;
+    const mm_tensors *p = &m->p;
+    int L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head, N = B * T;
+    size_t NC = (size_t)N * C;
+    a->tokens = tokens;
+
+    mm_encoder_forward(a->encoded, tokens, p->wte, p->wpe, B, T, C);
+    for (int l = 0; l < L; l++) {
+        const float *res = l == 0 ? a->encoded : a->res3 + (l - 1) * NC;
+        float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * 3 * NC, *atty = a->atty + l * NC;
+        float *att = a->att + (size_t)l * B * NH * T * T;
+        float *res2 = a->res2 + l * NC, *ln2 = a->ln2 + l * NC, *res3 = a->res3 + l * NC;
+        float *fch = a->fch + l * 4 * NC, *fchg = a->fch_gelu + l * 4 * NC;
+        size_t lc = (size_t)l * C;
+
+        mm_layernorm_forward(ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, res,
+                             p->ln1w + lc, p->ln1b + lc, N, C);
+        mm_matmul_forward(qkv, ln1, p->qkvw + lc * 3 * C, p->qkvb + lc * 3, NULL, N, C, 3 * C);
+        mm_attention_forward(atty, att, qkv, B, T, C, NH);
+        mm_matmul_forward(res2, atty, p->attprojw + lc * C, p->attprojb + lc, res, N, C, C);
+        mm_layernorm_forward(ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, res2,
+                             p->ln2w + lc, p->ln2b + lc, N, C);
+        mm_matmul_gelu_forward(fch, fchg, ln2, p->fcw + lc * 4 * C, p->fcb + lc * 4, N, C, 4 * C);
+        mm_matmul_forward(res3, fchg, p->fcprojw + lc * 4 * C, p->fcprojb + lc, res2, N, 4 * C, C);
+    }
+    mm_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->res3 + (L - 1) * NC,
+                         p->lnfw, p->lnfb, N, C);
+    mm_matmul_forward(a->logits, a->lnf, p->wte, NULL, NULL, N, C, MM_VOCAB);
+    a->loss = mm_crossentropy_forward(a->probs, a->logits, tokens, B, T, MM_VOCAB);
+    return a->loss;
+}
+
+void mm_model_backward(mm_model *m)
+{
+    struct mm_acts *a = m->acts;
+    if (!a || !a->tokens)
+        return;
+    const mm_tensors *p = &m->p;
+    const mm_tensors *g = &m->g;
+    int B = m->B, T = m->T, L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head;
+    int N = B * T;
+    size_t NC = (size_t)N * C;
+
+    memset(m->grads, 0, m->n_params * sizeof(float));
+    mm_crossentropy_backward(a->dlogits, a->probs, a->tokens, B, T, MM_VOCAB);
+    mm_matmul_backward(a->dbuf, g->wte, NULL, a->dlogits, a->lnf, p->wte, N, C, MM_VOCAB);
+    memset(a->dres, 0, NC * sizeof(float));
+    mm_layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dbuf, a->res3 + (L - 1) * NC,
+                          p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const float *res = l == 0 ? a->encoded : a->res3 + (l - 1) * NC;
+        const float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * 3 * NC;
+        const float *atty = a->atty + l * NC, *att = a->att + (size_t)l * B * NH * T * T;
+        const float *res2 = a->res2 + l * NC, *ln2 = a->ln2 + l * NC;
+        const float *fch = a->fch + l * 4 * NC, *fchg = a->fch_gelu + l * 4 * NC;
+        size_t lc = (size_t)l * C;
+
+        /* dres is the gradient of res3, which is also that of the MLP output */
+        mm_matmul_backward(a->dfch, g->fcprojw + lc * 4 * C, g->fcprojb + lc, a->dres,
+                           fchg, p->fcprojw + lc * 4 * C, N, 4 * C, C);
+        mm_gelu_backward(a->dfch, fch, (long)N * 4 * C);
+        mm_matmul_backward(a->dbuf, g->fcw + lc * 4 * C, g->fcb + lc * 4, a->dfch,
+                           ln2, p->fcw + lc * 4 * C, N, C, 4 * C);
+        mm_layernorm_backward(a->dres, g->ln2w + lc, g->ln2b + lc, a->dbuf, res2,
+                              p->ln2w + lc, a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C);
+        /* dres is now the gradient of res2 (= of the attention output) */
+        mm_matmul_backward(a->dbuf, g->attprojw + lc * C, g->attprojb + lc, a->dres,
+                           atty, p->attprojw + lc * C, N, C, C);
+        mm_attention_backward(a->dqkv, a->datt, a->dbuf, att, qkv, B, T, C, NH);
+        mm_matmul_backward(a->dbuf, g->qkvw + lc * 3 * C, g->qkvb + lc * 3, a->dqkv,
+                           ln1, p->qkvw + lc * 3 * C, N, C, 3 * C);
+        mm_layernorm_backward(a->dres, g->ln1w + lc, g->ln1b + lc, a->dbuf, res,
+                              p->ln1w + lc, a->ln1_mean + l * N, a->ln1_rstd + l * N, N, C);
+    }
+    mm_encoder_backward(g->wte, g->wpe, a->dres, a->tokens, B, T, C);
+}
+
+const float *mm_model_logits(const mm_model *m)
+{
+    return m->acts ? m->acts->logits : NULL;
+}
+
+long mm_model_correct(const mm_model *m, const uint8_t *tokens)
+{
+    if (!m->acts)
+        return 0;
+    const float *lg = m->acts->logits;
+    int B = m->B, T = m->T;
+    long correct = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *row = lg + ((size_t)b * T + t) * MM_VOCAB;
+            int best = 0;
+            for (int j = 1; j < MM_VOCAB; j++)
+                if (row[j] > row[best])
+                    best = j;
+            correct += best == tokens[(size_t)b * (T + 1) + t + 1];
+        }
+    return correct;
+}

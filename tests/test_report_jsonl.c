@@ -1,0 +1,107 @@
+/* The metrics line reader: the value kinds the metrics use, exact 64-bit
+ * integers, NaN/Infinity, unknown nested values skipped, and malformed or
+ * truncated lines refused with a position. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "node/jsonl.h"
+
+static int parse(const char *s, mm_json_obj *o, char *err)
+{
+    return mm_json_parse(s, strlen(s), o, err, 128);
+}
+
+static void test_eval_line(void **state)
+{
+    (void)state;
+    mm_json_obj o;
+    char err[128];
+    const char *s = "{\"ev\":\"eval\",\"round\":40,\"val_acc\":0.25,\"norm\":1.5e2,"
+                    "\"sketch\":[1,-2.5,3e-1,null],\"dist\":{\"1\":0.5,\"7\":2},"
+                    "\"ok\":true,\"x\":null}\n";
+    assert_int_equal(parse(s, &o, err), 0);
+    assert_string_equal(mm_json_str(&o, "ev"), "eval");
+    double v;
+    assert_true(mm_json_num(&o, "round", &v));
+    assert_true(v == 40);
+    assert_true(mm_json_num(&o, "norm", &v));
+    assert_true(v == 150);
+    const mm_json_field *f = mm_json_get(&o, "sketch");
+    assert_non_null(f);
+    assert_int_equal(f->type, MM_J_ARR);
+    assert_int_equal(f->n_arr, 4);
+    assert_true(f->arr[1] == -2.5 && fabs(f->arr[2] - 0.3) < 1e-15 && isnan(f->arr[3]));
+    f = mm_json_get(&o, "dist");
+    assert_int_equal(f->type, MM_J_OBJ);
+    assert_int_equal(f->n_obj, 2);
+    assert_string_equal(f->obj[1].key, "7");
+    assert_true(f->obj[1].num == 2);
+    assert_false(mm_json_num(&o, "ev", &v));
+    assert_null(mm_json_get(&o, "missing"));
+    mm_json_free(&o);
+}
+
+static void test_u64_nan_escapes(void **state)
+{
+    (void)state;
+    mm_json_obj o;
+    char err[128];
+    assert_int_equal(parse("{\"seed\":18446744073709551557,\"l\":NaN,\"m\":-Infinity,"
+                           "\"s\":\"a\\\"b\\u00e9\\n\"}", &o, err), 0);
+    uint64_t u;
+    assert_true(mm_json_u64(&o, "seed", &u));
+    assert_true(u == 18446744073709551557ull);
+    double v;
+    assert_true(mm_json_num(&o, "l", &v) && isnan(v));
+    assert_true(mm_json_num(&o, "m", &v) && isinf(v) && v < 0);
+    assert_string_equal(mm_json_str(&o, "s"), "a\"b\xc3\xa9\n");
+    mm_json_free(&o);
+}
+
+static void test_unknown_nested_skipped(void **state)
+{
+    (void)state;
+    mm_json_obj o;
+    char err[128];
+    assert_int_equal(parse("{\"a\":[[1,2],{\"x\":[]}],\"b\":{\"k\":{\"z\":1}},\"c\":[\"s\"],\"d\":3}",
+                           &o, err), 0);
+    assert_int_equal(mm_json_get(&o, "a")->type, MM_J_OTHER);
+    assert_int_equal(mm_json_get(&o, "b")->type, MM_J_OTHER);
+    assert_int_equal(mm_json_get(&o, "c")->type, MM_J_OTHER);
+    double v;
+    assert_true(mm_json_num(&o, "d", &v) && v == 3);
+    mm_json_free(&o);
+}
+
+static void test_bad_lines_refused(void **state)
+{
+    (void)state;
+    static const char *bad[] = {
+        "", "{", "{\"ev\":\"round\",\"round\":4", "{\"ev\":\"rou", "[1,2]",
+        "{\"a\":1,}", "{\"a\":01x}", "{\"a\":1} x", "{\"a\":-}", "{\"a\":1.}",
+        "{a:1}", "{\"a\":[1,2}", "{\"a\":\"\\q\"}", "{\"a\":tru}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mm_json_obj o;
+        char err[128] = "";
+        assert_int_equal(parse(bad[i], &o, err), -1);
+        assert_non_null(strstr(err, "at byte"));
+        mm_json_free(&o);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_eval_line),
+        cmocka_unit_test(test_u64_nan_escapes),
+        cmocka_unit_test(test_unknown_nested_skipped),
+        cmocka_unit_test(test_bad_lines_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
