@@ -75,3 +75,49 @@ int mm_mix_all_finite(const float *x, size_t n)
         acc += x[k] * 0.0f;
     return acc == 0.0f;
 }
+
+double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,
+                    mm_mix_input *in, int n_in, int pushsum, double clip_pull)
+{
+    double self = self_weight;
+    for (int k = 0; k < n_in; k++) {
+        in[k].dist = NAN;
+        if (!in[k].x && !pushsum)
+            self += in[k].weight; /* its weight goes back to self */
+    }
+    float inv_old = (float)(1.0 / w_old);
+
+    /* With a bound on the pull every distance is needed before the update,
+     * since the bound changes the coefficients: clipping z_k to
+     * z_t + c (z_k - z_t) moves (1 - c) of its weight onto z_t. */
+    double w_new = self * w_old, self_extra = 0;
+    for (int k = 0; k < n_in; k++) {
+        if (!in[k].x)
+            continue;
+        w_new += in[k].weight * in[k].w;
+        if (clip_pull > 0) {
+            in[k].dist = sqrt(mm_mix_dist(in[k].x, (float)(1.0 / in[k].w), s, inv_old, n));
+            if (in[k].dist > clip_pull)
+                self_extra += in[k].weight * (1 - clip_pull / in[k].dist) * in[k].w;
+        }
+    }
+    if (!(w_new > 1e-30))
+        return w_old; /* nothing to mix with: keep what we have */
+
+    double coef_self = (self * w_old + self_extra) / w_old / w_new - 1.0 / w_old;
+    mm_mix_axpy(x, (float)coef_self, s, n);
+    for (int k = 0; k < n_in; k++) {
+        if (!in[k].x)
+            continue;
+        double c = in[k].weight / w_new;
+        if (clip_pull > 0) {
+            if (in[k].dist > clip_pull)
+                c *= clip_pull / in[k].dist;
+            mm_mix_axpy(x, (float)c, in[k].x, n);
+        } else {
+            in[k].dist = sqrt(mm_mix_axpy_dist(x, (float)c, in[k].x, (float)(1.0 / in[k].w),
+                                               s, inv_old, n));
+        }
+    }
+    return pushsum ? w_new : 1.0;
+}

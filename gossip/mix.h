@@ -26,4 +26,27 @@ double mm_mix_norm2(const float *x, size_t n);
 /* 1 if every value is finite, else 0. */
 int mm_mix_all_finite(const float *x, size_t n);
 
+/* One neighbour's contribution to a round of mixing. */
+typedef struct {
+    const float *x;   /* what it sent: w_k * z_k (n floats); NULL when missing */
+    double weight;    /* W[me][k] */
+    double w;         /* its push-sum weight w_k (1 outside push-sum) */
+    double dist;      /* out: ||z_k - z_t||, NaN when missing */
+} mm_mix_input;
+
+/* The update of one round, for every algorithm:
+ *
+ *   x <- mix(z_t) + (x - z_t),   z_t = s / w_old
+ *   mix(z_t) = (W_self' w_old z_t + sum_k W_k x_k) / w_new
+ *   w_new    =  W_self' w_old     + sum_k W_k w_k
+ *
+ * where x holds z_t plus whatever local steps added since s was taken.
+ * A missing neighbour's weight goes back to self (W_self' = W_self + W_k),
+ * except with push-sum, where its mass is simply not received and the
+ * de-biasing by w absorbs the loss. With clip_pull > 0 a neighbour farther
+ * than clip_pull is pulled in only to that distance. Returns w_new (1.0
+ * unless pushsum). */
+double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,
+                    mm_mix_input *in, int n_in, int pushsum, double clip_pull);
+
 #endif

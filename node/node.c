@@ -335,7 +335,7 @@ static int try_resume(node *nd, char *err, size_t errlen)
 
 int mm_node_run(const mm_node_config *c)
 {
-    char err[512] = "";
+    char err[1400] = "";
     node *nd = calloc(1, sizeof *nd);
     if (!nd) {
         fprintf(stderr, "murmur node: out of memory\n");

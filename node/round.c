@@ -29,7 +29,7 @@ enum { IN_WAITING, IN_READY, IN_MISSING };
 typedef struct {
     mm_round_view v, next;  /* this round's neighbours, and the next round's */
     mm_neighbour *in_buf, *out_buf;
-    double *coef;
+    mm_mix_input *mix_in;
     int *status;
     const float **vec;     /* the vector to mix for in[k] */
     double *wk;            /* its push-sum weight */
@@ -213,61 +213,18 @@ static void gather_async(node *nd, trainer *tr, uint64_t e)
         post_release(nd, taken[i]);
 }
 
-/* x <- x + (W_self'/w_new - 1/w_old) s + sum_k (W_k c_k / w_new) x_k, where x
- * already holds z_t + delta and s = w_old z_t: i.e. x <- mix(z) + delta. */
-static void mix(node *nd, trainer *tr, const float *s, uint64_t e)
+static void mix(node *nd, trainer *tr, const float *s)
 {
-    const mm_node_config *c = nd->cfg;
-    double w_old = nd->w;
-    double self = tr->v.self_weight;
-    double w_new = 0;
-    bool pushsum = c->algo == MM_ALGO_PUSHSUM;
-    float inv_old = (float)(1.0 / w_old);
-
     for (int k = 0; k < tr->v.n_in; k++) {
-        tr->dist[k] = NAN;
-        if (tr->status[k] != IN_READY && !pushsum)
-            self += tr->v.in[k].weight; /* its weight goes back to self */
+        bool ready = tr->status[k] == IN_READY;
+        tr->mix_in[k] = (mm_mix_input){.x = ready ? tr->vec[k] : NULL,
+                                       .weight = tr->v.in[k].weight,
+                                       .w = ready ? tr->wk[k] : 1.0};
     }
-    /* With a bound on the pull, measure every distance first: the bound
-     * changes the coefficients. */
-    double *coef = tr->coef;
-    int n_in = tr->v.n_in;
-    double self_extra = 0; /* in units of s/w_old */
-    for (int k = 0; k < n_in; k++) {
-        coef[k] = tr->v.in[k].weight;
-        if (tr->status[k] != IN_READY)
-            continue;
-        w_new += tr->v.in[k].weight * tr->wk[k];
-        if (c->clip_pull > 0) {
-            double d = sqrt(mm_mix_dist(tr->vec[k], (float)(1.0 / tr->wk[k]), s, inv_old, nd->P));
-            tr->dist[k] = d;
-            if (d > c->clip_pull) {
-                double cl = c->clip_pull / d;
-                /* z_k' = z_t + cl (z_k - z_t): the rest of its weight pulls toward us */
-                self_extra += tr->v.in[k].weight * (1 - cl) * tr->wk[k];
-                coef[k] *= cl;
-            }
-        }
-    }
-    w_new += self * w_old;
-    if (!(w_new > 1e-30))
-        w_new = w_old; /* nothing arrived and no self weight: keep what we have */
-
-    double coef_self = (self * w_old + self_extra) / w_old / w_new - 1.0 / w_old;
-    mm_mix_axpy(nd->x, (float)coef_self, s, nd->P);
-    for (int k = 0; k < n_in; k++) {
-        if (tr->status[k] != IN_READY)
-            continue;
-        float a = (float)(coef[k] / w_new);
-        float sx = (float)(1.0 / tr->wk[k]);
-        if (c->clip_pull > 0)
-            mm_mix_axpy(nd->x, a, tr->vec[k], nd->P);
-        else
-            tr->dist[k] = sqrt(mm_mix_axpy_dist(nd->x, a, tr->vec[k], sx, s, inv_old, nd->P));
-    }
-    nd->w = pushsum ? w_new : 1.0;
-    (void)e;
+    nd->w = mm_mix_round(nd->x, s, nd->P, nd->w, tr->v.self_weight, tr->mix_in, tr->v.n_in,
+                         nd->cfg->algo == MM_ALGO_PUSHSUM, nd->cfg->clip_pull);
+    for (int k = 0; k < tr->v.n_in; k++)
+        tr->dist[k] = tr->mix_in[k].dist;
 }
 
 static void release_used(node *nd, trainer *tr)
@@ -333,7 +290,7 @@ static int exchange(node *nd, trainer *tr, uint64_t e, bool with_compute)
     else
         wait_sync(nd, tr, e);
     double t4 = node_now();
-    mix(nd, tr, s, e);
+    mix(nd, tr, s);
     release_used(nd, tr);
     double t5 = node_now();
     tr->started = true;
@@ -500,7 +457,7 @@ void *node_train_main(void *arg)
         maxdeg = 1;
     tr.in_buf = calloc((size_t)maxdeg * 2, sizeof *tr.in_buf);
     tr.out_buf = calloc((size_t)maxdeg * 2, sizeof *tr.out_buf);
-    tr.coef = calloc((size_t)maxdeg, sizeof *tr.coef);
+    tr.mix_in = calloc((size_t)maxdeg, sizeof *tr.mix_in);
     tr.status = calloc((size_t)maxdeg, sizeof *tr.status);
     tr.vec = calloc((size_t)maxdeg, sizeof *tr.vec);
     tr.wk = calloc((size_t)maxdeg, sizeof *tr.wk);
@@ -514,7 +471,7 @@ void *node_train_main(void *arg)
         for (uint32_t p = 0; nd->latest_exchange && p < nd->n; p++)
             nd->latest_exchange[p] = -1;
     }
-    if (!tr.in_buf || !tr.out_buf || !tr.coef || !tr.status || !tr.vec || !tr.wk || !tr.dist || !tr.ids ||
+    if (!tr.in_buf || !tr.out_buf || !tr.mix_in || !tr.status || !tr.vec || !tr.wk || !tr.dist || !tr.ids ||
         !tr.sketch || (c->algo == MM_ALGO_ASYNC && (!nd->latest || !nd->latest_exchange || !nd->latest_weight))) {
         mm_error("out of memory");
         nd->exit_status = 1;
@@ -595,7 +552,7 @@ void *node_train_main(void *arg)
 
     free(tr.in_buf);
     free(tr.out_buf);
-    free(tr.coef);
+    free(tr.mix_in);
     free(tr.status);
     free(tr.vec);
     free(tr.wk);
