@@ -1,8 +1,7 @@
 /* Forward and backward of each layer. Matrix products go to cblas_sgemm;
  * the loops in between are written so that compilers vectorise them
- * (contiguous inner loops, restrict, sums in fixed lanes), and the hot ones
- * are compiled twice, for AVX2+FMA and for baseline x86-64, with the CPU
- * picking at load time: the default build must run on any x86-64. */
+ * (contiguous inner loops, restrict, sums in fixed lanes); the hot ones are
+ * multiversioned (model/hot.h). */
 #include "model/kernels.h"
 
 #include <cblas.h>
@@ -10,15 +9,11 @@
 #include <string.h>
 
 #include "model/fastmath.h"
+#include "model/hot.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(MM_NO_CLONES)
-#define MM_HOT __attribute__((target_clones("avx2,fma", "default")))
-#else
-#define MM_HOT
-#endif
 
 /* Sums in LANES independent accumulators: vectorisable without
- * -ffast-math, and the same order (so the same result) in every clone. */
+ * -ffast-math, in an order fixed by the source. */
 #define LANES 16
 
 static inline float sum_lanes(const float *restrict x, int n)
