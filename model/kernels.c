@@ -81,7 +81,7 @@ void mm_encoder_backward(float *restrict dwte, float *restrict dwpe, const float
 /* --- layernorm ------------------------------------------------------------- */
 
 MM_HOT
-void mm_layernorm_forward(float *restrict out, float *restrict mean, float *restrict rstd,
+static void mm_layernorm_forward_impl(float *restrict out, float *restrict mean, float *restrict rstd,
                           const float *restrict inp, const float *restrict w,
                           const float *restrict b, int N, int C)
 {
@@ -101,7 +101,7 @@ void mm_layernorm_forward(float *restrict out, float *restrict mean, float *rest
 }
 
 MM_HOT
-void mm_layernorm_backward(float *restrict dinp, float *restrict dw, float *restrict db,
+static void mm_layernorm_backward_impl(float *restrict dinp, float *restrict dw, float *restrict db,
                            const float *restrict dout, const float *restrict inp,
                            const float *restrict w, const float *restrict mean,
                            const float *restrict rstd, int N, int C)
@@ -205,7 +205,7 @@ void mm_matmul_gelu_forward(float *pre, float *out, const float *inp, const floa
 }
 
 MM_HOT
-void mm_gelu_backward(float *restrict d, const float *restrict pre, long n)
+static void mm_gelu_backward_impl(float *restrict d, const float *restrict pre, long n)
 {
     for (long i = 0; i < n; i++)
         d[i] *= mm_gelu_grad(pre[i]);
@@ -297,7 +297,7 @@ void mm_attention_backward(float *dqkv, float *scratch, const float *dout,
 /* --- loss ------------------------------------------------------------------ */
 
 MM_HOT
-float mm_crossentropy_forward(float *restrict probs, const float *restrict logits,
+static float mm_crossentropy_forward_impl(float *restrict probs, const float *restrict logits,
                               const uint8_t *tokens, int B, int T, int V)
 {
     double total = 0.0;
@@ -318,7 +318,7 @@ float mm_crossentropy_forward(float *restrict probs, const float *restrict logit
 }
 
 MM_HOT
-void mm_crossentropy_backward(float *restrict dlogits, const float *restrict probs,
+static void mm_crossentropy_backward_impl(float *restrict dlogits, const float *restrict probs,
                               const uint8_t *tokens, int B, int T, int V)
 {
     float inv = 1.0f / ((float)B * (float)T);
@@ -329,4 +329,39 @@ void mm_crossentropy_backward(float *restrict dlogits, const float *restrict pro
                 dlogits[row + j] = probs[row + j] * inv;
             dlogits[row + tokens[(long)b * (T + 1) + t + 1]] -= inv;
         }
+}
+
+/* Exported entry points. The clones are static because clang 14 does not
+ * export the plain name of a target_clones function to other files. */
+
+void mm_layernorm_forward(float *out, float *mean, float *rstd,
+                          const float *inp, const float *w,
+                          const float *b, int N, int C)
+{
+    mm_layernorm_forward_impl(out, mean, rstd, inp, w, b, N, C);
+}
+
+void mm_layernorm_backward(float *dinp, float *dw, float *db,
+                           const float *dout, const float *inp,
+                           const float *w, const float *mean,
+                           const float *rstd, int N, int C)
+{
+    mm_layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+void mm_gelu_backward(float *d, const float *pre, long n)
+{
+    mm_gelu_backward_impl(d, pre, n);
+}
+
+float mm_crossentropy_forward(float *probs, const float *logits,
+                              const uint8_t *tokens, int B, int T, int V)
+{
+    return mm_crossentropy_forward_impl(probs, logits, tokens, B, T, V);
+}
+
+void mm_crossentropy_backward(float *dlogits, const float *probs,
+                              const uint8_t *tokens, int B, int T, int V)
+{
+    mm_crossentropy_backward_impl(dlogits, probs, tokens, B, T, V);
 }
