@@ -327,6 +327,24 @@ static void evaluate(const train_args *a, mm_model *m, const mm_shard *shard, ui
            step, t, r.loss, r.bpb, r.acc, r.positions, base->top_acc, base->unigram_bpb);
 }
 
+/* mkdir -p: run directories usually live under a runs/ that may not exist. */
+static int mkdir_p(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+                return -1;
+            *p = '/';
+        }
+    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static int train(train_args *a)
 {
     char err[512], ckpt[4096], mpath[4096];
@@ -336,7 +354,7 @@ static int train(train_args *a)
     mm_shard shard = {0};
     uint8_t *tokens = NULL;
 
-    if (mkdir(a->out, 0755) != 0 && errno != EEXIST) {
+    if (mkdir_p(a->out) != 0) {
         mm_error("%s: cannot create: %s", a->out, strerror(errno));
         return 1;
     }
@@ -424,12 +442,18 @@ static int train(train_args *a)
     mm_info("data: %s, partition %s, peer %d of %d: %d files (%s), %zu training bytes; "
             "%zu validation bytes", a->data, mm_partition_name(a->part), a->peer, a->n_peers,
             shard.n_files, shard.genres, shard.train_len, shard.val_len);
-    mm_info("OpenBLAS kernel %s, %d threads; batch %d x %d bytes, lr %g -> %g, warm-up %ld, "
-            "%s %ld steps%s", mm_blas_kernel(), openblas_get_num_threads(), B, T,
-            opt.cfg.lr_max, opt.cfg.lr_min, opt.cfg.warmup_steps,
-            estimate_total ? "schedule to be sized from speed, not" : "schedule",
-            estimate_total ? 0L : opt.cfg.total_steps,
-            a->minutes > 0 ? ", time limit set" : "");
+    char sched[96];
+    if (estimate_total)
+        snprintf(sched, sizeof sched, "schedule sized after 20 steps to fit %g minutes",
+                 a->minutes);
+    else if (a->minutes > 0)
+        snprintf(sched, sizeof sched, "schedule %ld steps, stopping after %g minutes",
+                 opt.cfg.total_steps, a->minutes);
+    else
+        snprintf(sched, sizeof sched, "schedule %ld steps", opt.cfg.total_steps);
+    mm_info("OpenBLAS kernel %s, %d threads; batch %d x %d bytes, lr %g -> %g, warm-up %ld, %s",
+            mm_blas_kernel(), openblas_get_num_threads(), B, T, opt.cfg.lr_max, opt.cfg.lr_min,
+            opt.cfg.warmup_steps, sched);
     mm_info("baseline on the validation sample: most frequent byte 0x%02x -> accuracy %.2f%%; "
             "unigram frequencies -> %.3f bits/byte", base.top_byte, 100 * base.top_acc,
             base.unigram_bpb);
@@ -452,6 +476,9 @@ static int train(train_args *a)
     const char *reason = "done";
     if (!a->resume)
         evaluate(a, &m, &shard, tokens, T, opt.step, &base, fd, 0);
+    /* Speed and time left count from here: the first evaluation is not a step. */
+    double t_steps = now();
+    t_last = t_steps;
     while (opt.step < opt.cfg.total_steps) {
         if (stop_signal) {
             reason = "signal";
@@ -479,7 +506,7 @@ static int train(train_args *a)
         n_sum++;
         long step = opt.step, done = step - start_step;
         if (estimate_total && done == 20) {
-            double per = (now() - t0) / done, left = deadline - now();
+            double per = (now() - t_steps) / done, left = deadline - now();
             long total = step + (long)(0.95 * left / per);
             opt.cfg.total_steps = total > step ? total : step + 1;
             if (!a->set_warmup && opt.cfg.warmup_steps > opt.cfg.total_steps / 10)
@@ -493,7 +520,7 @@ static int train(train_args *a)
                "\"gnorm\":%.6g}",
                step, t - t0, loss, lr, gnorm);
         if (step % a->log_every == 0 || step == opt.cfg.total_steps) {
-            double per = (t - t0) / done;
+            double per = (t - t_steps) / done;
             double left = (opt.cfg.total_steps - step) * per;
             if (deadline && deadline - t < left)
                 left = deadline - t;
