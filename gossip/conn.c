@@ -301,6 +301,7 @@ static void tls_pump(conn *c)
             if (n > MM_TLS_WRITE_CHUNK)
                 n = MM_TLS_WRITE_CHUNK;
         }
+        ERR_clear_error();
         int w = SSL_write(c->ssl, p, (int)n);
         if (w <= 0) {
             char eb[200];
@@ -386,7 +387,7 @@ static void frame_received(conn *c)
         for (size_t i = 0; i < n; i++) /* printable only: it goes to a log */
             msg[i] = (c->rx.ctrl[i] >= 32 && c->rx.ctrl[i] < 127) ? (char)c->rx.ctrl[i] : '?';
         msg[n] = 0;
-        mm_warn("peer at %s refused us: %s", c->from, msg);
+        mm_warn("%s refused us: %s", c->from, msg);
         conn_close(c, false, "refused by the peer");
         break;
     }
@@ -450,6 +451,9 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 static void tls_handshake(conn *c)
 {
     mm_transport *t = c->t;
+    /* OpenSSL's error queue is per thread and shared by every connection:
+     * a stale entry would make SSL_get_error() blame this one. */
+    ERR_clear_error();
     int r = SSL_do_handshake(c->ssl);
     tls_flush(c);
     if (r != 1) {
@@ -458,9 +462,11 @@ static void tls_handshake(conn *c)
             return;
         char eb[256];
         long vr = SSL_get_verify_result(c->ssl);
-        if (vr != X509_V_OK)
+        if (vr != X509_V_OK) {
+            ERR_clear_error();
             conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: certificate "
                         "rejected: %s", X509_verify_cert_error_string(vr));
+        }
         else
             conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: %s",
                         mm_tls_error(eb, sizeof eb));
@@ -494,6 +500,7 @@ static void tls_drain(conn *c)
         if (len > (1U << 30))
             len = 1U << 30;
         bool busy = mm_wire_rx_busy(&c->rx);
+        ERR_clear_error();
         int n = SSL_read(c->ssl, p, (int)len);
         if (n <= 0) {
             int e = SSL_get_error(c->ssl, n);
