@@ -8,6 +8,7 @@
 
 #include <math.h>
 #include <netdb.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,6 +315,12 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
                                const mm_transport_callbacks *cb, char *err, size_t errlen)
 {
     mm_transport_config cfg = *cfg_in;
+    /* libuv writes with write(2): a peer that vanished mid-write would kill
+     * the process with SIGPIPE. Ignore it unless the program chose a
+     * handler of its own. */
+    struct sigaction sa;
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
     if (cfg.n_peers == 0 || cfg.self_id >= cfg.n_peers || !cfg.addrs) {
         snprintf(err, errlen, "self id %u is not among %u peers (or no addresses)",
                  cfg.self_id, cfg.n_peers);
