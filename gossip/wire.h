@@ -87,6 +87,8 @@ typedef struct {
     size_t got;            /* bytes of the current part (header or payload) */
     bool in_payload;
     uint32_t crc;
+    uint64_t checked;      /* vector floats already checked for NaN/Inf */
+    uint64_t bad_at;       /* first non-finite float, or UINT64_MAX */
     mm_wire_header hdr;    /* valid while in_payload and after FRAME */
     uint8_t *payload;      /* where the current payload lands */
     mm_wire_err err;
