@@ -18,6 +18,80 @@
 
 typedef struct mm_topology mm_topology;
 
+/* How W is made from the edges. */
+enum mm_weights {
+    MM_W_METROPOLIS, /* W_ij = 1/(1+max(d_i,d_j)); undirected only; doubly stochastic */
+    MM_W_UNIFORM,    /* undirected: W_ij = 1/(d_i+1) (row-stochastic; doubly
+                      * only on regular graphs); directed: each sender splits
+                      * its mass evenly, W_ji = 1/(outdeg_i+1) (column-stochastic) */
+    MM_W_EXPLICIT,   /* as written in the file */
+};
+
+/* Time-varying graphs: computed for round r from (n, seed, r) alone. */
+enum mm_schedule {
+    MM_SCHED_NONE,            /* static: the edges listed */
+    MM_SCHED_ONE_PEER_EXP,    /* round t: i sends to i+2^k, receives from i-2^k,
+                               * k = t mod ceil(log2 n); W = 1/2 self + 1/2 received */
+    MM_SCHED_RANDOM_MATCHING, /* round t: a uniform random perfect matching drawn
+                               * from (seed, t); partners average 1/2-1/2; with n
+                               * odd one peer sits out */
+};
+
+typedef struct {
+    uint32_t u, v;  /* undirected: u-v; directed: u sends to v (W[v][u] = w) */
+    double w;       /* explicit weights only, else 0 */
+    int line;       /* line in the file it came from (0: generated) */
+} mm_edge;
+
+/* What a topology file says, before validation. mm_topo_parse reads text into
+ * one, the generators produce one, mm_topo_format writes one back as text and
+ * mm_topo_build validates it and makes the per-round structure. */
+typedef struct {
+    int n;
+    bool directed;
+    enum mm_weights weights;
+    enum mm_schedule schedule;
+    uint64_t seed;              /* random-matching */
+    char kind[32];              /* a label: "ring", "exp", ... ("file" if none) */
+    char comment[256];          /* written as a leading comment by mm_topo_format */
+    mm_edge *edges;
+    size_t n_edges, cap_edges;
+    double *self_w;             /* explicit weights: n entries, NAN where not given */
+    int *self_line;             /* line of each 'self' statement (0: none) */
+} mm_topo_spec;
+
+void mm_topo_spec_free(mm_topo_spec *s);
+/* Appends an edge (no checks). 0, or -1 when out of memory. */
+int mm_topo_spec_add(mm_topo_spec *s, uint32_t u, uint32_t v, double w, int line);
+
+/* Text -> spec: syntax only ("FILE:LINE: expected ..."). 0 or -1. */
+int mm_topo_parse_spec(const char *text, size_t len, const char *name,
+                       mm_topo_spec *out, char *err, size_t errlen);
+/* Spec -> text in the file format (caller frees). NULL when out of memory. */
+char *mm_topo_format(const mm_topo_spec *s);
+/* Validates (ids, duplicates, weights, connectivity) and builds. NULL on
+ * error with which edge/row/line is wrong in err. name prefixes messages. */
+mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen);
+
+/* Generators: kind is one of ring, torus, exp, one-peer-exp, regular, er,
+ * random-matching, complete, star, chain. Seeded ones are reproducible. */
+typedef struct {
+    int n;
+    int rows;                 /* torus: 0 = as square as n allows */
+    int degree;               /* regular: d */
+    double p;                 /* er: edge probability, 0 = 2 ln(n)/n */
+    uint64_t seed;
+    bool directed;            /* exp: i -> i+2^k (push-sum) instead of symmetrised */
+    bool weights_set;         /* else: metropolis (undirected) / uniform (directed) */
+    enum mm_weights weights;  /* metropolis or uniform */
+    bool write_weights;       /* write the resulting numbers (weights explicit) */
+} mm_gen_opts;
+
+int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *out,
+                     char *err, size_t errlen);
+/* The kinds, NULL-terminated, for help text. */
+extern const char *const mm_topo_kinds[];
+
 /* Parse a topology file. NULL on error, with "FILE:LINE: what was expected"
  * (or which row or edge is wrong) in err. Validates connectivity (over one
  * period for schedules), weights, ids and duplicates. */
@@ -29,7 +103,9 @@ void mm_topo_free(mm_topology *t);
 
 int mm_topo_n(const mm_topology *t);              /* number of peers */
 bool mm_topo_directed(const mm_topology *t);      /* needs push-sum */
-int mm_topo_period(const mm_topology *t);         /* 1 for static graphs */
+int mm_topo_period(const mm_topology *t);         /* 1 for static graphs, ceil(log2 n)
+                                                   * for one-peer-exp, 0 for random
+                                                   * matching (never repeats) */
 int mm_topo_max_degree(const mm_topology *t);     /* max in- or out-degree over all rounds */
 const char *mm_topo_kind(const mm_topology *t);   /* "ring", "exp", "one-peer-exp", "file", ... */
 
@@ -49,6 +125,11 @@ typedef struct {
     mm_neighbour *in, *out;
 } mm_round_view;
 
+/* 0, or -1 if me is out of range. Thread-safe. Random matching costs O(n)
+ * for the first call of a round (all peers' partners are drawn and kept),
+ * O(1) for further calls with the same round. Peers in in[] and out[] are distinct from me;
+ * for undirected graphs they are the same peers in the same order, but the
+ * one-peer exponential graph receives from i-2^k and sends to i+2^k. */
 int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
 
 /* Dense W for round r, row-major n*n doubles (caller frees). For tools and
@@ -56,7 +137,35 @@ int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_vi
 double *mm_topo_matrix(const mm_topology *t, uint64_t round);
 
 /* Contraction factor rho = || W - (1/n) 1 1^T ||_2 (for a schedule: of the
- * product over one period, to the power 1/period), through LAPACK. */
+ * product over one period, to the power 1/period; for random matching, which
+ * has no period, the mean-square rate sqrt(lambda_max(E[W^T W] - J)) with the
+ * expectation taken over MM_TOPO_SAMPLE_ROUNDS rounds), through LAPACK. */
 double mm_topo_rho(const mm_topology *t);
+/* || W(r) - J ||_2 for one round. */
+double mm_topo_rho_round(const mm_topology *t, uint64_t round);
+/* || A ||_2 of an n*n row-major matrix (LAPACK dgesvd); -1 on failure. */
+double mm_mat_norm2(const double *a, int n);
+
+/* Facts `murmur topo info` prints. For schedules, graph facts are about the
+ * union of one period's edges (random matching: of the first
+ * MM_TOPO_SAMPLE_ROUNDS rounds) and W facts hold for every round of it. */
+#define MM_TOPO_SAMPLE_ROUNDS 1024
+typedef struct {
+    size_t edges;          /* undirected edges, or arcs when directed */
+    size_t edges_per_round;
+    int deg_min, deg_max;  /* undirected degree, or min/max over in and out */
+    int in_min, in_max, out_min, out_max;
+    int diameter;          /* hops; -1 when not (strongly) connected */
+    bool connected;
+    bool symmetric, doubly, column, row; /* stochasticity of W, every round */
+    int period;            /* 0 for random matching (never repeats) */
+    int n_rho_rounds;      /* entries in rho_rounds (<= 64) */
+    double rho_rounds[64]; /* per round of the period */
+    double rho;            /* mm_topo_rho */
+    const char *rho_how;   /* how rho was obtained, for the reader */
+    double rounds_tenfold; /* ceil(ln 10 / -ln rho); INFINITY when rho >= 1 */
+} mm_topo_facts;
+
+int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f);
 
 #endif

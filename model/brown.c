@@ -82,6 +82,10 @@ static void word(writer *w, const char *s, size_t n)
     } else {
         closer = is_closer(s, n);
     }
+    /* "Jr./np ./." would print "Jr.." */
+    if (closer && n == 1 && s[0] == '.' && w->out.len && w->out.p[w->out.len - 1] == '.' &&
+        w->in_para)
+        return;
     if (w->in_para && w->space && !closer)
         put(&w->out, " ", 1);
     put(&w->out, s, n);

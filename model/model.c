@@ -222,6 +222,8 @@ void mm_model_free(mm_model *m)
     m->params = m->grads = NULL;
 }
 
+#define ACT_PAD 64 /* floats */
+
 static int alloc_acts(mm_model *m, int B, int T)
 {
     free_acts(m);
@@ -245,9 +247,12 @@ static int alloc_acts(mm_model *m, int B, int T)
         {&a->dfch, N * 4 * C}, {&a->datt, (size_t)T * (size_t)T}, {&a->dlogits, N * V},
     };
     size_t n_plan = sizeof plan / sizeof plan[0], total = 0;
-    /* each array starts on a 64-byte boundary */
+    /* Each array starts on a 64-byte boundary, then 256 bytes more: sizes
+     * here are multiples of 4 KiB, and arrays at equal offsets modulo 4 KiB
+     * alias in the store buffer (loads of fch stalled on stores to
+     * fch_gelu: a quarter of the step time before this padding). */
     for (size_t i = 0; i < n_plan; i++)
-        total += (plan[i].n + 15) & ~(size_t)15;
+        total += ((plan[i].n + 15) & ~(size_t)15) + ACT_PAD;
     a->mem = alloc_floats(total);
     if (!a->mem) {
         free(a);
@@ -256,7 +261,7 @@ static int alloc_acts(mm_model *m, int B, int T)
     float *p = a->mem;
     for (size_t i = 0; i < n_plan; i++) {
         *plan[i].p = p;
-        p += (plan[i].n + 15) & ~(size_t)15;
+        p += ((plan[i].n + 15) & ~(size_t)15) + ACT_PAD;
     }
     m->acts = a;
     m->B = B;

@@ -45,13 +45,10 @@ void mm_blas_fix_kernel(int argc, char **argv)
     const char *off = getenv("MURMUR_NO_BLAS_FIX");
 
     if (mark) {
-        /* We are the re-executed process: report the outcome once, and
+        /* We are the re-executed process: complain if it did not help, and
          * hide the marker from anything we start ourselves. */
         unsetenv(REEXEC_MARK);
-        if (user && !strcasecmp(mm_blas_kernel(), user))
-            mm_info("OpenBLAS kernel: %s (OPENBLAS_CORETYPE set by murmur; the generic "
-                    "kernel was slower)", mm_blas_kernel());
-        else
+        if (!user || strcasecmp(mm_blas_kernel(), user) != 0)
             mm_warn("OpenBLAS kernel: %s although OPENBLAS_CORETYPE=%s was set; "
                     "continuing with it", mm_blas_kernel(), user ? user : "(unset)");
         return;

@@ -1,11 +1,335 @@
-/* Placeholder until this command lands. */
+/* murmur topo: generate topology files, print their graph and spectral
+ * facts, print W. The work lives in gossip/topology.h; this is the CLI. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gossip/topology.h"
 #include "node/commands.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: murmur topo gen KIND -n N [options] > FILE\n"
+            "       murmur topo info FILE [--json]\n"
+            "       murmur topo matrix FILE [--round R]\n\n"
+            "kinds:");
+    for (int k = 0; mm_topo_kinds[k]; k++)
+        fprintf(out, " %s", mm_topo_kinds[k]);
+    fprintf(out,
+            "\n\ngen options:\n"
+            "  -n N              number of peers (required)\n"
+            "  --rows R          torus: rows (default: as square as N allows)\n"
+            "  -d D              regular: degree (default 3, or 4 when N is odd)\n"
+            "  -p P              er: edge probability (default 2 ln(N)/N)\n"
+            "  --seed S          regular, er, random-matching (default 1)\n"
+            "  --directed        exp: i -> i+2^k with column-stochastic weights (push-sum)\n"
+            "                    instead of the symmetrised graph (D-PSGD)\n"
+            "  --weights W       metropolis (default, undirected) or uniform\n"
+            "  --write-weights   write the weights as numbers ('weights explicit')\n\n"
+            "The file format is described in topologies/README.md.\n");
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int gen(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *kind = argv[1];
+    mm_gen_opts o = {.seed = 1};
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        long x;
+        bool takes = !strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d") || !strcmp(a, "-p") ||
+                     !strcmp(a, "--seed") || !strcmp(a, "--weights");
+        if (takes && !v) {
+            fprintf(stderr, "murmur topo gen: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d")) {
+            if (!parse_int(v, 1, 1 << 20, &x)) {
+                fprintf(stderr, "murmur topo gen: %s: expected a whole number 1..%d, got '%s'\n", a, 1 << 20, v);
+                return 2;
+            }
+            *(!strcmp(a, "-n") ? &o.n : !strcmp(a, "-d") ? &o.degree : &o.rows) = (int)x;
+        } else if (!strcmp(a, "-p")) {
+            char *end;
+            o.p = strtod(v, &end);
+            if (*end || !(o.p > 0 && o.p <= 1)) {
+                fprintf(stderr, "murmur topo gen: -p: expected a probability in (0, 1], got '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--seed")) {
+            char *end;
+            errno = 0;
+            o.seed = strtoull(v, &end, 10);
+            if (!*v || *end || errno || *v == '-') {
+                fprintf(stderr, "murmur topo gen: --seed: expected a non-negative integer, got '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--weights")) {
+            o.weights_set = true;
+            if (!strcmp(v, "metropolis"))
+                o.weights = MM_W_METROPOLIS;
+            else if (!strcmp(v, "uniform"))
+                o.weights = MM_W_UNIFORM;
+            else {
+                fprintf(stderr, "murmur topo gen: --weights: expected metropolis or uniform, got '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--directed")) {
+            o.directed = true;
+        } else if (!strcmp(a, "--write-weights")) {
+            o.write_weights = true;
+        } else {
+            fprintf(stderr, "murmur topo gen: unknown option '%s'\n", a);
+            return 2;
+        }
+        if (takes)
+            i++;
+    }
+    if (!o.n) {
+        fprintf(stderr, "murmur topo gen: -n N (the number of peers) is required\n");
+        return 2;
+    }
+    mm_topo_spec s;
+    char err[512];
+    if (mm_topo_generate(kind, &o, &s, err, sizeof err) < 0) {
+        fprintf(stderr, "murmur topo %s\n", err);
+        return 1;
+    }
+    /* Refuse to print what we could not read back. */
+    mm_topology *t = mm_topo_build(&s, "generated graph", err, sizeof err);
+    char *text = t ? mm_topo_format(&s) : NULL;
+    mm_topo_free(t);
+    mm_topo_spec_free(&s);
+    if (!text) {
+        fprintf(stderr, "murmur topo gen: %s\n", t ? "out of memory" : err);
+        return 1;
+    }
+    char cmdline[256] = "";
+    for (int i = 0; i < argc; i++)
+        snprintf(cmdline + strlen(cmdline), sizeof cmdline - strlen(cmdline), " %s", argv[i]);
+    printf("# generated by: murmur topo%s\n%s", cmdline, text);
+    free(text);
+    return fflush(stdout) ? 1 : 0;
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static const char *stochastic_name(const mm_topo_facts *f)
+{
+    if (f->symmetric && f->doubly)
+        return "symmetric, doubly stochastic";
+    if (f->doubly)
+        return "doubly stochastic, not symmetric";
+    if (f->column)
+        return "column-stochastic only (needs push-sum)";
+    if (f->row)
+        return "row-stochastic only (gossip converges to a weighted, not the plain, average)";
+    return "neither row- nor column-stochastic";
+}
+
+static int info(int argc, char **argv)
+{
+    const char *path = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "murmur topo info: unknown option '%s'\n", argv[i]);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "murmur topo info: one FILE only\n");
+            return 2;
+        } else
+            path = argv[i];
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
+    }
+    char err[512];
+    mm_topology *t = mm_topo_load(path, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "murmur topo: %s\n", err);
+        return 1;
+    }
+    mm_topo_facts f;
+    if (mm_topo_facts_get(t, &f) < 0) {
+        fprintf(stderr, "murmur topo info: %s: out of memory or LAPACK failure\n", path);
+        mm_topo_free(t);
+        return 1;
+    }
+    int n = mm_topo_n(t), period = mm_topo_period(t);
+    const char *tv = period == 1 ? "static" : period == 0 ? "time-varying (random, never repeats)"
+                                                          : "time-varying (periodic)";
+    bool sym = f.in_min == f.out_min && f.in_max == f.out_max && !mm_topo_directed(t);
+    if (json) {
+        printf("{\"file\": ");
+        json_str(path);
+        printf(", \"kind\": ");
+        json_str(mm_topo_kind(t));
+        printf(", \"peers\": %d, \"directed\": %s, \"time_varying\": %s, \"period\": %d,\n",
+               n, mm_topo_directed(t) ? "true" : "false", period == 1 ? "false" : "true", period);
+        printf(" \"edges\": %zu, \"edges_per_round\": %zu, \"degree_min\": %d, \"degree_max\": %d,"
+               " \"in_degree_min\": %d, \"in_degree_max\": %d, \"out_degree_min\": %d, \"out_degree_max\": %d,\n",
+               f.edges, f.edges_per_round, f.deg_min, f.deg_max, f.in_min, f.in_max, f.out_min, f.out_max);
+        printf(" \"diameter\": %d, \"connected\": %s, \"symmetric\": %s, \"doubly_stochastic\": %s,"
+               " \"column_stochastic\": %s, \"row_stochastic\": %s,\n",
+               f.diameter, f.connected ? "true" : "false", f.symmetric ? "true" : "false",
+               f.doubly ? "true" : "false", f.column ? "true" : "false", f.row ? "true" : "false");
+        printf(" \"rho_rounds\": [");
+        for (int r = 0; r < f.n_rho_rounds; r++)
+            printf("%s%.10g", r ? ", " : "", f.rho_rounds[r]);
+        printf("], \"rho\": %.10g, \"rho_method\": ", f.rho);
+        json_str(f.rho_how);
+        if (isinf(f.rounds_tenfold))
+            printf(", \"rounds_tenfold\": null}\n");
+        else
+            printf(", \"rounds_tenfold\": %.0f}\n", f.rounds_tenfold);
+    } else {
+        printf("file          %s\n", path);
+        printf("kind          %s\n", mm_topo_kind(t));
+        printf("peers         %d\n", n);
+        printf("graph         %s, %s%s\n", mm_topo_directed(t) ? "directed (push-sum)" : "undirected mixing",
+               tv, period > 1 ? "" : "");
+        if (period > 1)
+            printf("period        %d rounds\n", period);
+        const char *over = period == 1 ? "" : period == 0 ? " (union of the first sampled rounds)"
+                                                          : " (union over one period)";
+        printf("edges         %zu%s%s\n", f.edges, sym ? "" : " directed", over);
+        if (period != 1)
+            printf("per round     %zu edges\n", f.edges_per_round);
+        if (sym && f.in_min == f.out_min)
+            printf("degree        min %d, max %d%s\n", f.deg_min, f.deg_max, over);
+        else
+            printf("degree        in %d..%d, out %d..%d%s\n", f.in_min, f.in_max, f.out_min, f.out_max, over);
+        if (f.connected)
+            printf("diameter      %d\nconnected     yes%s\n", f.diameter, mm_topo_directed(t) ? " (strongly)" : "");
+        else
+            printf("connected     no\n");
+        printf("W             %s\n", stochastic_name(&f));
+        if (period != 1) {
+            printf("rho by round ");
+            for (int r = 0; r < f.n_rho_rounds; r++)
+                printf(" %.6f", f.rho_rounds[r]);
+            printf("%s\n", period == 0 ? " ..." : "");
+        }
+        printf("rho           %.6f  = %s\n", f.rho, f.rho_how);
+        if (isinf(f.rounds_tenfold))
+            printf("tenfold       never: rho >= 1, pure gossip does not shrink the consensus distance\n");
+        else
+            printf("tenfold       %.0f rounds of pure gossip shrink the consensus distance tenfold\n",
+                   f.rounds_tenfold);
+    }
+    mm_topo_free(t);
+    return fflush(stdout) ? 1 : 0;
+}
+
+static int matrix(int argc, char **argv)
+{
+    const char *path = NULL;
+    uint64_t round = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--round")) {
+            char *end;
+            if (i + 1 >= argc || !*argv[i + 1] || *argv[i + 1] == '-') {
+                fprintf(stderr, "murmur topo matrix: --round needs a non-negative integer\n");
+                return 2;
+            }
+            errno = 0;
+            round = strtoull(argv[++i], &end, 10);
+            if (*end || errno) {
+                fprintf(stderr, "murmur topo matrix: --round: expected a non-negative integer, got '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "murmur topo matrix: unknown option '%s'\n", argv[i]);
+            return 2;
+        } else if (path) {
+            fprintf(stderr, "murmur topo matrix: one FILE only\n");
+            return 2;
+        } else
+            path = argv[i];
+    }
+    if (!path) {
+        usage(stderr);
+        return 2;
+    }
+    char err[512];
+    mm_topology *t = mm_topo_load(path, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "murmur topo: %s\n", err);
+        return 1;
+    }
+    int n = mm_topo_n(t);
+    if (n > 4096) {
+        fprintf(stderr, "murmur topo matrix: %d peers make a %d x %d matrix; refusing above 4096\n", n, n, n);
+        mm_topo_free(t);
+        return 1;
+    }
+    double *w = mm_topo_matrix(t, round);
+    mm_topo_free(t);
+    if (!w) {
+        fprintf(stderr, "murmur topo matrix: out of memory\n");
+        return 1;
+    }
+    printf("# W for round %" PRIu64 ", %d x %d, row i = the weights peer i applies\n", round, n, n);
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            printf("%.17g%c", w[(size_t)i * n + j], j + 1 < n ? ' ' : '\n');
+    free(w);
+    return fflush(stdout) ? 1 : 0;
+}
 
 int cmd_topo(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "murmur topo: not built yet\n");
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *sub = argv[1];
+    if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(sub, "gen"))
+        return gen(argc - 1, argv + 1);
+    if (!strcmp(sub, "info"))
+        return info(argc - 1, argv + 1);
+    if (!strcmp(sub, "matrix"))
+        return matrix(argc - 1, argv + 1);
+    fprintf(stderr, "murmur topo: unknown subcommand '%s' (expected gen, info or matrix)\n\n", sub);
+    usage(stderr);
     return 2;
 }

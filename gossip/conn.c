@@ -1,0 +1,618 @@
+/* One connection: reads parsed incrementally by the wire decoder, writes
+ * queued with back-pressure, TLS through memory BIOs driven by uv_read and
+ * uv_write, and the HELLO exchange. Every refusal is logged with where it
+ * came from, counted, and closes only this connection. */
+#include "gossip/transport_int.h"
+#include "gossip/log.h"
+#include "gossip/tls.h"
+
+#include <openssl/err.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uv_write_t req;
+    conn *c;
+    size_t len;
+    uint8_t data[];
+} tls_chunk;
+
+static void tls_drain(conn *c);
+static void tls_pump(conn *c);
+static int tls_flush(conn *c);
+
+static uv_stream_t *stream(conn *c) { return (uv_stream_t *)&c->tcp; }
+
+conn *conn_new(mm_transport *t)
+{
+    conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->t = t;
+    c->peer = -1;
+    c->cert_id = -1;
+    c->st = C_CONNECTING;
+    c->t_start = c->t_last_recv = c->t_last_send = mm_now_ms(t);
+    uv_tcp_init(t->loop, &c->tcp);
+    c->tcp.data = c;
+    t->handles++;
+    c->next = t->conns;
+    t->conns = c;
+    snprintf(c->from, sizeof c->from, "?");
+    return c;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    conn *c = h->data;
+    mm_transport *t = c->t;
+    for (conn **pp = &t->conns; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    if (c->ssl)
+        SSL_free(c->ssl); /* frees both BIOs */
+    free(c->netbuf);
+    free(c);
+    tr_handle_closed(t);
+}
+
+void conn_force_close(conn *c)
+{
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    conn *c = req->data;
+    if (!uv_is_closing((uv_handle_t *)&c->tcp))
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void free_item(out_item *it)
+{
+    free(it->owned);
+    free(it);
+}
+
+static void item_done(conn *c, out_item *it, bool ok)
+{
+    mm_transport *t = c->t;
+    if (it->is_vec) {
+        if (ok)
+            t->st.vectors_sent++;
+        if (t->cb.on_sent)
+            t->cb.on_sent(t->cb.ud, it->peer, it->round, ok);
+    }
+    free_item(it);
+}
+
+void conn_close(conn *c, bool graceful, const char *why)
+{
+    if (c->st == C_CLOSING)
+        return;
+    mm_transport *t = c->t;
+    c->st = C_CLOSING;
+    c->t_close = mm_now_ms(t);
+    mm_info("closing connection %s: %s", c->from, why);
+    if (c->reading) {
+        uv_read_stop(stream(c));
+        c->reading = false;
+    }
+    /* Frames not yet handed to the socket will never be: give the caller's
+     * buffers back now. */
+    while (c->q_head) {
+        out_item *it = c->q_head;
+        c->q_head = it->next;
+        item_done(c, it, false);
+    }
+    c->q_tail = NULL;
+    tr_conn_closed(t, c);
+    if (uv_is_closing((uv_handle_t *)&c->tcp))
+        return;
+    if (graceful && c->ssl && SSL_is_init_finished(c->ssl)) {
+        SSL_shutdown(c->ssl); /* close_notify, flushed before the FIN */
+        ERR_clear_error();
+        tls_flush(c);
+    }
+    c->sreq.data = c;
+    if (graceful && uv_shutdown(&c->sreq, stream(c), on_shutdown) == 0)
+        return;
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void send_refusal(conn *c, const char *msg);
+
+void conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
+{
+    if (c->st == C_CLOSING)
+        return;
+    char msg[MM_WIRE_REFUSE_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    mm_warn("refused %s: %s", c->from, msg);
+    if (counter)
+        (*counter)++;
+    send_refusal(c, msg);
+    conn_close(c, true, msg);
+}
+
+/* ---- writes --------------------------------------------------------------- */
+
+static void plain_write_cb(uv_write_t *req, int status)
+{
+    out_item *it = req->data;
+    conn *c = it->c;
+    c->writes_pending--;
+    if (status == 0)
+        c->t->st.bytes_sent += it->head_len + it->big_len;
+    item_done(c, it, status == 0);
+    if (status < 0 && status != UV_ECANCELED)
+        conn_close(c, false, uv_strerror(status));
+}
+
+int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t small_len,
+                    const uint8_t *big, size_t big_len, bool is_vec, uint32_t peer_id,
+                    uint8_t *owned)
+{
+    if (c->st == C_CLOSING || small_len > MM_WIRE_REFUSE_MAX + 8) {
+        free(owned);
+        return -1;
+    }
+    out_item *it = calloc(1, sizeof *it);
+    if (!it) {
+        free(owned);
+        return -1;
+    }
+    it->c = c;
+    mm_wire_put_header(it->head, h);
+    if (small_len)
+        memcpy(it->head + MM_WIRE_HDR_LEN, small, small_len);
+    it->head_len = MM_WIRE_HDR_LEN + small_len;
+    it->big = big;
+    it->big_len = big_len;
+    it->round = h->round;
+    it->peer = peer_id;
+    it->is_vec = is_vec;
+    it->owned = owned;
+    c->t_last_send = mm_now_ms(c->t);
+
+    if (!c->ssl) {
+        uv_buf_t b[2] = {uv_buf_init((char *)it->head, (unsigned)it->head_len),
+                         uv_buf_init((char *)big, 0)};
+        /* uv_buf_t.len is size_t on unix: set it directly for huge vectors. */
+        b[1].len = big_len;
+        it->req.data = it;
+        int r = uv_write(&it->req, stream(c), b, big_len ? 2 : 1, plain_write_cb);
+        if (r) {
+            free_item(it);
+            return -1;
+        }
+        c->writes_pending++;
+        return 0;
+    }
+    if (c->q_tail)
+        c->q_tail->next = it;
+    else
+        c->q_head = it;
+    c->q_tail = it;
+    tls_pump(c);
+    return 0;
+}
+
+static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
+{
+    mm_wire_header h = {.type = type, .sender = c->t->cfg.self_id, .round = c->t->round,
+                        .payload_len = len, .payload_crc = mm_crc32c(0, payload, len)};
+    return conn_send_frame(c, &h, payload, len, NULL, 0, false, 0, NULL);
+}
+
+int conn_send_ping(conn *c) { return send_ctrl(c, MM_WIRE_PING, NULL, 0); }
+int conn_send_bye(conn *c) { return send_ctrl(c, MM_WIRE_BYE, NULL, 0); }
+
+static void send_refusal(conn *c, const char *msg)
+{
+    /* Only once the byte stream is usable (TLS done); a refusal is a
+     * courtesy to an honest but misconfigured peer. */
+    if (c->st < C_HELLO)
+        return;
+    send_ctrl(c, MM_WIRE_REFUSE, msg, strlen(msg));
+}
+
+static void send_hello(conn *c, uint32_t target)
+{
+    mm_wire_hello hello = {.vec_len = c->t->cfg.vec_len, .target = target};
+    memcpy(hello.fingerprint, c->t->cfg.fingerprint, 32);
+    uint8_t buf[MM_WIRE_HELLO_LEN];
+    mm_wire_put_hello(buf, &hello);
+    send_ctrl(c, MM_WIRE_HELLO, buf, sizeof buf);
+}
+
+static void tls_write_cb(uv_write_t *req, int status)
+{
+    tls_chunk *ch = req->data;
+    conn *c = ch->c;
+    c->writes_pending--;
+    free(ch);
+    if (status < 0) {
+        if (status != UV_ECANCELED)
+            conn_close(c, false, uv_strerror(status));
+        return;
+    }
+    tls_pump(c);
+}
+
+/* Hands whatever OpenSSL produced to libuv. */
+static int tls_flush(conn *c)
+{
+    size_t n;
+    while ((n = (size_t)BIO_ctrl_pending(c->wbio)) > 0) {
+        tls_chunk *ch = malloc(sizeof *ch + n);
+        if (!ch)
+            return -1;
+        ch->c = c;
+        ch->len = n;
+        int r = BIO_read(c->wbio, ch->data, (int)n);
+        if (r <= 0) {
+            free(ch);
+            return -1;
+        }
+        ch->req.data = ch;
+        uv_buf_t b = uv_buf_init((char *)ch->data, (unsigned)r);
+        if (uv_write(&ch->req, stream(c), &b, 1, tls_write_cb) != 0) {
+            free(ch);
+            return -1;
+        }
+        c->writes_pending++;
+        c->t->st.bytes_sent += (uint64_t)r;
+    }
+    return 0;
+}
+
+/* Encrypts queued frames while libuv's write queue is below the high-water
+ * mark, so memory stays bounded whatever the vector size and link speed;
+ * the write callback calls this again as the queue drains. */
+static void tls_pump(conn *c)
+{
+    if (c->pumping || c->st < C_HELLO || c->st == C_CLOSING)
+        return;
+    c->pumping = true;
+    while (c->q_head && c->st != C_CLOSING &&
+           uv_stream_get_write_queue_size(stream(c)) < MM_WRITE_HIGH_WATER) {
+        out_item *it = c->q_head;
+        size_t total = it->head_len + it->big_len, n;
+        const uint8_t *p;
+        if (it->off < it->head_len && it->big_len && it->head_len < 4096) {
+            /* Small head + start of the vector in one record. */
+            p = it->head + it->off;
+            n = it->head_len - it->off;
+        } else if (it->off < it->head_len) {
+            p = it->head + it->off;
+            n = it->head_len - it->off;
+        } else {
+            p = it->big + (it->off - it->head_len);
+            n = total - it->off;
+            if (n > MM_TLS_WRITE_CHUNK)
+                n = MM_TLS_WRITE_CHUNK;
+        }
+        ERR_clear_error();
+        int w = SSL_write(c->ssl, p, (int)n);
+        if (w <= 0) {
+            char eb[200];
+            c->pumping = false;
+            conn_close(c, false, mm_tls_error(eb, sizeof eb));
+            return;
+        }
+        it->off += (size_t)w;
+        if (tls_flush(c) != 0) {
+            c->pumping = false;
+            conn_close(c, false, "out of memory or write error");
+            return;
+        }
+        if (it->off == total) {
+            c->q_head = it->next;
+            if (!c->q_head)
+                c->q_tail = NULL;
+            item_done(c, it, true);
+        }
+    }
+    c->pumping = false;
+}
+
+/* ---- reads ---------------------------------------------------------------- */
+
+static void hello_received(conn *c, const mm_wire_header *h)
+{
+    mm_transport *t = c->t;
+    const mm_transport_config *cfg = &t->cfg;
+    mm_wire_hello hello;
+    mm_wire_get_hello(c->rx.payload, &hello);
+    uint32_t id = h->sender;
+    if (id >= cfg->n_peers || id == cfg->self_id)
+        return conn_refuse(c, &t->st.bad_identity, "HELLO claims id %u, not another "
+                           "peer of this %u-peer cluster", id, cfg->n_peers);
+    if (c->cert_id >= 0 && (int64_t)id != c->cert_id)
+        return conn_refuse(c, &t->st.bad_identity, "HELLO claims to be peer %u but "
+                           "the TLS certificate names peer %lld", id, (long long)c->cert_id);
+    if (c->dialer && id != c->expect)
+        return conn_refuse(c, &t->st.bad_identity, "dialled peer %u but peer %u "
+                           "answered", c->expect, id);
+    if (!c->dialer && id > cfg->self_id)
+        return conn_refuse(c, &t->st.bad_identity, "peer %u dialled peer %u, but the "
+                           "lower id dials", id, cfg->self_id);
+    if (hello.target != cfg->self_id)
+        return conn_refuse(c, &t->st.bad_identity, "HELLO from peer %u is addressed to "
+                           "peer %u, this is peer %u", id, hello.target, cfg->self_id);
+    if (memcmp(hello.fingerprint, cfg->fingerprint, 32) != 0) {
+        char a[17], b[17];
+        for (int i = 0; i < 8; i++) {
+            snprintf(a + 2 * i, 3, "%02x", hello.fingerprint[i]);
+            snprintf(b + 2 * i, 3, "%02x", cfg->fingerprint[i]);
+        }
+        return conn_refuse(c, &t->st.bad_fingerprint, "model fingerprint differs: "
+                           "peer %u has %s..., peer %u has %s... (different model "
+                           "config or size)", id, a, cfg->self_id, b);
+    }
+    if (hello.vec_len != cfg->vec_len)
+        return conn_refuse(c, &t->st.bad_fingerprint, "vector length differs: peer %u "
+                           "has %llu floats, peer %u has %llu", id,
+                           (unsigned long long)hello.vec_len, cfg->self_id,
+                           (unsigned long long)cfg->vec_len);
+    if (!c->dialer)
+        send_hello(c, id);
+    c->peer = id;
+    tr_conn_up(t, c);
+}
+
+static void frame_received(conn *c)
+{
+    mm_transport *t = c->t;
+    const mm_wire_header *h = &c->rx.hdr;
+    if (c->peer >= 0 && (int64_t)h->sender != c->peer)
+        return conn_refuse(c, &t->st.bad_identity, "frame claims sender %u on the "
+                           "connection of peer %lld", h->sender, (long long)c->peer);
+    switch (h->type) {
+    case MM_WIRE_HELLO:
+        hello_received(c, h);
+        break;
+    case MM_WIRE_REFUSE: {
+        size_t n = (size_t)h->payload_len;
+        char msg[MM_WIRE_REFUSE_MAX + 1];
+        for (size_t i = 0; i < n; i++) /* printable only: it goes to a log */
+            msg[i] = (c->rx.ctrl[i] >= 32 && c->rx.ctrl[i] < 127) ? (char)c->rx.ctrl[i] : '?';
+        msg[n] = 0;
+        mm_warn("%s refused us: %s", c->from, msg);
+        conn_close(c, false, "refused by the peer");
+        break;
+    }
+    case MM_WIRE_PING:
+        break;
+    case MM_WIRE_BYE:
+        c->got_bye = true;
+        conn_close(c, false, "the peer said goodbye");
+        break;
+    case MM_WIRE_VECTOR:
+        tr_vector(t, c, h, c->rx.payload);
+        break;
+    }
+}
+
+static uint64_t *err_counter(mm_transport_stats *s, mm_wire_err e)
+{
+    switch (e) {
+    case MM_WIRE_E_MAGIC: return &s->bad_magic;
+    case MM_WIRE_E_VERSION: return &s->bad_version;
+    case MM_WIRE_E_HDR_CRC: return &s->bad_checksum;
+    case MM_WIRE_E_TYPE: return &s->bad_type;
+    case MM_WIRE_E_LENGTH: return &s->bad_length;
+    case MM_WIRE_E_CHECKSUM: return &s->bad_checksum;
+    case MM_WIRE_E_VALUES: return &s->bad_values;
+    case MM_WIRE_OK: break;
+    }
+    return NULL;
+}
+
+/* n new bytes sit where mm_wire_rx_want() pointed. */
+static void rx_bytes(conn *c, size_t n, bool was_busy)
+{
+    if (!was_busy)
+        c->t_frame_start = mm_now_ms(c->t);
+    mm_rx_event ev = mm_wire_rx_advance(&c->rx, n);
+    if (ev == MM_RX_FRAME)
+        frame_received(c);
+    else if (ev == MM_RX_ERROR)
+        conn_refuse(c, err_counter(&c->t->st, c->rx.err), "%s: %s",
+                    mm_wire_err_name(c->rx.err), c->rx.why);
+}
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    conn *c = h->data;
+    if (c->ssl) {
+        buf->base = (char *)c->netbuf;
+        buf->len = MM_TLS_READ_BUF;
+        return;
+    }
+    /* Plaintext reads land exactly where the decoder wants them: headers in
+     * the header buffer, a vector straight into its receive buffer. */
+    uint8_t *p;
+    size_t len;
+    mm_wire_rx_want(&c->rx, &p, &len);
+    buf->base = (char *)p;
+    buf->len = len;
+}
+
+static void tls_handshake(conn *c)
+{
+    mm_transport *t = c->t;
+    /* OpenSSL's error queue is per thread and shared by every connection:
+     * a stale entry would make SSL_get_error() blame this one. */
+    ERR_clear_error();
+    int r = SSL_do_handshake(c->ssl);
+    tls_flush(c);
+    if (r != 1) {
+        int e = SSL_get_error(c->ssl, r);
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE)
+            return;
+        char eb[256];
+        long vr = SSL_get_verify_result(c->ssl);
+        if (vr != X509_V_OK) {
+            ERR_clear_error();
+            conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: certificate "
+                        "rejected: %s", X509_verify_cert_error_string(vr));
+        }
+        else
+            conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: %s",
+                        mm_tls_error(eb, sizeof eb));
+        tls_flush(c);
+        return;
+    }
+    uint32_t id;
+    char why[200];
+    if (mm_tls_peer_id(c->ssl, &id, why, sizeof why) != 0) {
+        c->st = C_HELLO; /* let the refusal through the TLS channel */
+        return conn_refuse(c, &t->st.bad_identity, "%s", why);
+    }
+    c->cert_id = id;
+    c->st = C_HELLO;
+    if (c->dialer) {
+        if (id != c->expect)
+            return conn_refuse(c, &t->st.bad_identity, "dialled peer %u but its "
+                               "certificate names peer %u", c->expect, id);
+        send_hello(c, c->expect);
+    }
+}
+
+static void tls_drain(conn *c)
+{
+    if (c->st == C_TLS)
+        tls_handshake(c);
+    while (c->st >= C_HELLO && c->st != C_CLOSING && !c->paused) {
+        uint8_t *p;
+        size_t len;
+        mm_wire_rx_want(&c->rx, &p, &len);
+        if (len > (1U << 30))
+            len = 1U << 30;
+        bool busy = mm_wire_rx_busy(&c->rx);
+        ERR_clear_error();
+        int n = SSL_read(c->ssl, p, (int)len);
+        if (n <= 0) {
+            int e = SSL_get_error(c->ssl, n);
+            if (e == SSL_ERROR_WANT_READ)
+                break;
+            if (e == SSL_ERROR_ZERO_RETURN) {
+                conn_close(c, false, "the peer closed TLS");
+            } else {
+                char eb[256];
+                conn_refuse(c, &c->t->st.bad_tls, "TLS error: %s",
+                            mm_tls_error(eb, sizeof eb));
+            }
+            break;
+        }
+        rx_bytes(c, (size_t)n, busy);
+    }
+    if (c->st != C_CLOSING)
+        tls_flush(c);
+    tls_pump(c);
+}
+
+static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    conn *c = s->data;
+    if (nread == 0 || c->st == C_CLOSING)
+        return;
+    if (nread < 0) {
+        if (c->rx.got || c->rx.in_payload)
+            mm_warn("connection %s ended in the middle of a frame", c->from);
+        conn_close(c, false, nread == UV_EOF ? "closed by the peer" : uv_strerror((int)nread));
+        return;
+    }
+    mm_transport *t = c->t;
+    t->st.bytes_recv += (uint64_t)nread;
+    c->t_last_recv = mm_now_ms(t);
+    if (!c->ssl) {
+        /* busy is judged before these bytes were counted */
+        bool busy = c->rx.in_payload || c->rx.got > 0;
+        rx_bytes(c, (size_t)nread, busy);
+        return;
+    }
+    if (BIO_write(c->rbio, buf->base, (int)nread) != (int)nread) {
+        conn_close(c, false, "out of memory");
+        return;
+    }
+    tls_drain(c);
+}
+
+static void start_reading(conn *c)
+{
+    if (c->reading || c->paused || c->st == C_CLOSING)
+        return;
+    if (uv_read_start(stream(c), alloc_cb, read_cb) == 0)
+        c->reading = true;
+}
+
+void conn_pause(conn *c)
+{
+    c->paused = true;
+    if (c->reading) {
+        uv_read_stop(stream(c));
+        c->reading = false;
+    }
+}
+
+void conn_resume(conn *c)
+{
+    if (!c->paused)
+        return;
+    c->paused = false;
+    c->t_last_recv = mm_now_ms(c->t);
+    if (c->st == C_CLOSING)
+        return;
+    start_reading(c);
+    /* Records OpenSSL already holds would otherwise wait for more socket
+     * data; drain them now (unless we are inside a drain already). */
+    if (c->ssl && !c->pumping)
+        tls_drain(c);
+}
+
+void conn_start(conn *c)
+{
+    mm_transport *t = c->t;
+    uv_tcp_nodelay(&c->tcp, 1);
+    mm_wire_rx_init(&c->rx);
+    if (!t->ctx) {
+        c->st = C_HELLO;
+        if (c->dialer)
+            send_hello(c, c->expect);
+        start_reading(c);
+        return;
+    }
+    c->netbuf = malloc(MM_TLS_READ_BUF);
+    c->ssl = SSL_new(t->ctx);
+    c->rbio = BIO_new(BIO_s_mem());
+    c->wbio = BIO_new(BIO_s_mem());
+    if (!c->netbuf || !c->ssl || !c->rbio || !c->wbio) {
+        if (c->rbio && !c->ssl) BIO_free(c->rbio);
+        if (c->wbio && !c->ssl) BIO_free(c->wbio);
+        conn_close(c, false, "out of memory for TLS");
+        return;
+    }
+    /* A mem BIO that is empty reports "retry" instead of EOF. */
+    BIO_set_mem_eof_return(c->rbio, -1);
+    BIO_set_mem_eof_return(c->wbio, -1);
+    SSL_set_bio(c->ssl, c->rbio, c->wbio);
+    c->st = C_TLS;
+    if (c->dialer)
+        SSL_set_connect_state(c->ssl);
+    else
+        SSL_set_accept_state(c->ssl);
+    start_reading(c);
+    if (c->dialer)
+        tls_handshake(c);
+}

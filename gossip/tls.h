@@ -1,0 +1,22 @@
+/* OpenSSL setup for the transport: one TLS 1.3 context with mutual
+ * authentication against the cluster CA, and the peer id named by a
+ * certificate (CN=murmur-peer-K or a SAN DNS name murmur-peer-K). */
+#ifndef MURMUR_TLS_H
+#define MURMUR_TLS_H
+
+#include <openssl/ssl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* NULL on error with the reason in err. Refuses a key file that group or
+ * others can read; never prints key material. */
+SSL_CTX *mm_tls_ctx_new(const char *ca_file, const char *cert_file,
+                        const char *key_file, char *err, size_t errlen);
+
+/* The peer id named by the verified certificate of ssl; -1 with why. */
+int mm_tls_peer_id(SSL *ssl, uint32_t *id, char *why, size_t whylen);
+
+/* The last OpenSSL error as text (for log lines), clearing the queue. */
+const char *mm_tls_error(char *buf, size_t len);
+
+#endif

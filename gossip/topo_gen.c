@@ -1,0 +1,325 @@
+/* Generators for `murmur topo gen`: each kind fills a spec; seeded random
+ * kinds draw from model/rng.h so the same options give the same file. */
+#include "gossip/topo_internal.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/rng.h"
+
+const char *const mm_topo_kinds[] = {"ring", "torus", "exp", "one-peer-exp", "regular", "er",
+                                     "random-matching", "complete", "star", "chain", NULL};
+
+static int add(mm_topo_spec *s, uint32_t u, uint32_t v)
+{
+    return mm_topo_spec_add(s, u, v, NAN, 0);
+}
+
+/* Undirected edge u-v unless it is a self-loop or already there (small
+ * graphs such as a 2 x 2 torus fold onto themselves). Linear scan of the
+ * edges at u is fine: generators make sparse graphs of modest size, and
+ * the dense ones (complete) never call this. */
+static int add_once(mm_topo_spec *s, uint32_t u, uint32_t v, uint32_t **adj, int *deg, int maxdeg)
+{
+    if (u == v)
+        return 0;
+    for (int k = 0; k < deg[u]; k++)
+        if (adj[u][k] == v)
+            return 0;
+    if (deg[u] >= maxdeg || deg[v] >= maxdeg)
+        return -1;
+    adj[u][deg[u]++] = v;
+    adj[v][deg[v]++] = u;
+    return add(s, u, v);
+}
+
+typedef struct {
+    uint32_t **adj;
+    uint32_t *store;
+    int *deg;
+} adjset;
+
+static int adjset_init(adjset *a, int n, int maxdeg)
+{
+    a->adj = malloc((size_t)n * sizeof *a->adj);
+    a->store = malloc((size_t)n * (size_t)maxdeg * sizeof *a->store);
+    a->deg = calloc((size_t)n, sizeof *a->deg);
+    if (!a->adj || !a->store || !a->deg)
+        return -1;
+    for (int i = 0; i < n; i++)
+        a->adj[i] = a->store + (size_t)i * (size_t)maxdeg;
+    return 0;
+}
+
+static void adjset_free(adjset *a)
+{
+    free(a->adj);
+    free(a->store);
+    free(a->deg);
+}
+
+static bool connected_spec(const mm_topo_spec *s)
+{
+    mm_topo_spec c = *s;
+    c.weights = MM_W_UNIFORM;
+    mm_topology *t = mm_topo_build(&c, "gen", NULL, 0);
+    mm_topo_free(t);
+    return t != NULL;
+}
+
+/* Random d-regular graph: pair up d "stubs" per peer at random, refusing
+ * self-loops and repeated edges, and start over when stuck or when the
+ * result is not connected. */
+static int gen_regular(mm_topo_spec *s, int n, int d, uint64_t seed, char *err, size_t errlen)
+{
+    if (d < 2 || d >= n || ((long)n * d) % 2)
+        return mm_topo_err(err, errlen, "gen regular", 0,
+                           "need 2 <= d < n and n*d even (got n=%d, d=%d)", n, d);
+    size_t m = (size_t)n * (size_t)d;
+    uint32_t *stubs = malloc(m * sizeof *stubs);
+    adjset a = {0};
+    int rc = -1;
+    if (!stubs || adjset_init(&a, n, d) < 0) {
+        mm_topo_err(err, errlen, "gen regular", 0, "out of memory");
+        goto out;
+    }
+    mm_rng rng;
+    mm_rng_seed(&rng, seed);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        s->n_edges = 0;
+        memset(a.deg, 0, (size_t)n * sizeof *a.deg);
+        for (size_t i = 0; i < m; i++)
+            stubs[i] = (uint32_t)(i / (size_t)d);
+        size_t left = m;
+        bool stuck = false;
+        while (left && !stuck) {
+            stuck = true;
+            for (int tries = 0; tries < 100; tries++) {
+                size_t i = (size_t)mm_rng_below(&rng, left), j = (size_t)mm_rng_below(&rng, left);
+                uint32_t u = stubs[i], v = stubs[j];
+                if (i == j || u == v)
+                    continue;
+                bool dup = false;
+                for (int k = 0; k < a.deg[u]; k++)
+                    dup |= a.adj[u][k] == v;
+                if (dup)
+                    continue;
+                if (add_once(s, u, v, a.adj, a.deg, d) < 0)
+                    goto oom;
+                /* remove stubs i and j (larger index first) */
+                size_t hi = i > j ? i : j, lo = i > j ? j : i;
+                stubs[hi] = stubs[--left];
+                stubs[lo] = stubs[--left];
+                stuck = false;
+                break;
+            }
+        }
+        if (!stuck && connected_spec(s)) {
+            rc = 0;
+            goto out;
+        }
+    }
+    mm_topo_err(err, errlen, "gen regular", 0, "no connected %d-regular graph on %d peers found "
+                "in 1000 attempts; try another seed or d", d, n);
+    goto out;
+oom:
+    mm_topo_err(err, errlen, "gen regular", 0, "out of memory");
+out:
+    free(stubs);
+    adjset_free(&a);
+    return rc;
+}
+
+static int gen_er(mm_topo_spec *s, int n, double p, uint64_t seed, char *err, size_t errlen)
+{
+    if (p <= 0)
+        p = fmin(1.0, 2.0 * log((double)n) / n);
+    if (!(p > 0 && p <= 1))
+        return mm_topo_err(err, errlen, "gen er", 0, "need 0 < p <= 1 (got %g)", p);
+    mm_rng rng;
+    mm_rng_seed(&rng, seed);
+    for (int attempt = 0; attempt < 1000; attempt++) {
+        s->n_edges = 0;
+        for (int u = 0; u < n; u++)
+            for (int v = u + 1; v < n; v++)
+                if (mm_rng_uniform(&rng) < p && add(s, (uint32_t)u, (uint32_t)v) < 0)
+                    return mm_topo_err(err, errlen, "gen er", 0, "out of memory");
+        if (connected_spec(s))
+            return 0;
+    }
+    return mm_topo_err(err, errlen, "gen er", 0, "no connected G(%d, %g) in 1000 draws; raise -p", n, p);
+}
+
+/* Turns a rule-weighted spec into one with the numbers written out. */
+static int write_weights(mm_topo_spec *s, char *err, size_t errlen)
+{
+    mm_topology *t = mm_topo_build(s, "gen", err, errlen);
+    if (!t)
+        return -1;
+    int md = mm_topo_max_degree(t);
+    mm_neighbour *in = malloc((size_t)(md + 1) * sizeof *in), *out = malloc((size_t)(md + 1) * sizeof *out);
+    s->self_w = malloc((size_t)s->n * sizeof *s->self_w);
+    s->self_line = calloc((size_t)s->n, sizeof *s->self_line);
+    int rc = -1;
+    if (!in || !out || !s->self_w || !s->self_line) {
+        mm_topo_err(err, errlen, "gen", 0, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < s->n; i++) {
+        mm_round_view v = {.in = in, .out = out};
+        mm_topo_round(t, (uint32_t)i, 0, &v);
+        s->self_w[i] = v.self_weight;
+        /* edge u-v / u->v carries W[v][u]: find u among v's in-neighbours */
+        for (size_t e = 0; e < s->n_edges; e++) {
+            if (s->edges[e].v != (uint32_t)i)
+                continue;
+            for (int k = 0; k < v.n_in; k++)
+                if (in[k].peer == s->edges[e].u)
+                    s->edges[e].w = in[k].weight;
+        }
+        if (!s->directed)
+            for (size_t e = 0; e < s->n_edges; e++)
+                if (s->edges[e].u == (uint32_t)i)
+                    for (int k = 0; k < v.n_in; k++)
+                        if (in[k].peer == s->edges[e].v && s->weights == MM_W_UNIFORM &&
+                            in[k].weight != s->edges[e].w)
+                            goto asym;
+    }
+    s->weights = MM_W_EXPLICIT;
+    rc = 0;
+    goto out;
+asym:
+    mm_topo_err(err, errlen, "gen", 0, "uniform weights on this irregular undirected graph are "
+                "not symmetric, so one number per edge cannot hold them; use metropolis");
+out:
+    free(in);
+    free(out);
+    mm_topo_free(t);
+    return rc;
+}
+
+int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    int n = o->n;
+    uint32_t un = (uint32_t)n;
+    if (n < 2 || n > MM_TOPO_MAX_PEERS)
+        return mm_topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);
+    s->n = n;
+    s->directed = o->directed;
+    s->weights = o->weights_set ? o->weights : o->directed ? MM_W_UNIFORM : MM_W_METROPOLIS;
+    snprintf(s->kind, sizeof s->kind, "%s", kind);
+    if (o->directed && strcmp(kind, "exp"))
+        return mm_topo_err(err, errlen, "gen", 0, "--directed applies to kind exp only");
+    const char *wname = s->weights == MM_W_METROPOLIS ? "Metropolis-Hastings weights"
+                        : s->directed ? "uniform column-stochastic weights (push-sum)"
+                                      : "uniform weights 1/(degree+1)";
+    int rc = 0;
+    char extra[96] = "";
+    if (!strcmp(kind, "ring")) {
+        if (n < 3)
+            return mm_topo_err(err, errlen, "gen ring", 0, "a ring needs n >= 3 (n = 2 is a chain)");
+        for (uint32_t i = 0; i < un && !rc; i++)
+            rc = add(s, i, (i + 1) % un);
+    } else if (!strcmp(kind, "chain")) {
+        for (uint32_t i = 0; i + 1 < un && !rc; i++)
+            rc = add(s, i, i + 1);
+    } else if (!strcmp(kind, "star")) {
+        for (uint32_t i = 1; i < un && !rc; i++)
+            rc = add(s, 0, i);
+    } else if (!strcmp(kind, "complete")) {
+        for (uint32_t i = 0; i < un && !rc; i++)
+            for (uint32_t j = i + 1; j < un && !rc; j++)
+                rc = add(s, i, j);
+    } else if (!strcmp(kind, "torus")) {
+        int rows = o->rows;
+        if (rows <= 0)
+            for (rows = (int)sqrt((double)n); rows > 1 && n % rows; rows--)
+                ;
+        if (rows < 2 || n % rows || n / rows < 2)
+            return mm_topo_err(err, errlen, "gen torus", 0, "n = %d is not rows x cols with both >= 2%s",
+                               n, o->rows ? " for the --rows given" : " (prime n?)");
+        int cols = n / rows;
+        snprintf(extra, sizeof extra, ", %d x %d", rows, cols);
+        adjset a;
+        if (adjset_init(&a, n, 4) < 0) {
+            adjset_free(&a);
+            return mm_topo_err(err, errlen, "gen torus", 0, "out of memory");
+        }
+        for (int r = 0; r < rows && !rc; r++)
+            for (int c = 0; c < cols && !rc; c++) {
+                uint32_t i = (uint32_t)(r * cols + c);
+                rc = add_once(s, i, (uint32_t)(r * cols + (c + 1) % cols), a.adj, a.deg, 4);
+                if (!rc)
+                    rc = add_once(s, i, (uint32_t)(((r + 1) % rows) * cols + c), a.adj, a.deg, 4);
+            }
+        adjset_free(&a);
+    } else if (!strcmp(kind, "exp")) {
+        if (o->directed) {
+            for (uint32_t i = 0; i < un && !rc; i++)
+                for (uint64_t h = 1; h < un && !rc; h <<= 1)
+                    rc = add(s, i, (uint32_t)((i + h) % un));
+        } else {
+            int maxdeg = 2 * 21;
+            adjset a;
+            if (adjset_init(&a, n, maxdeg) < 0) {
+                adjset_free(&a);
+                return mm_topo_err(err, errlen, "gen exp", 0, "out of memory");
+            }
+            for (uint32_t i = 0; i < un && !rc; i++)
+                for (uint64_t h = 1; h < un && !rc; h <<= 1)
+                    rc = add_once(s, i, (uint32_t)((i + h) % un), a.adj, a.deg, maxdeg);
+            adjset_free(&a);
+        }
+    } else if (!strcmp(kind, "one-peer-exp")) {
+        s->schedule = MM_SCHED_ONE_PEER_EXP;
+    } else if (!strcmp(kind, "random-matching")) {
+        s->schedule = MM_SCHED_RANDOM_MATCHING;
+        s->seed = o->seed;
+    } else if (!strcmp(kind, "regular")) {
+        int d = o->degree ? o->degree : 3 + (n * 3) % 2; /* d = 3 needs n even */
+        if (d >= n)
+            d = n - 1;
+        snprintf(extra, sizeof extra, ", d = %d, seed %" PRIu64, d, o->seed);
+        rc = gen_regular(s, n, d, o->seed, err, errlen);
+        if (rc < 0)
+            goto fail;
+    } else if (!strcmp(kind, "er")) {
+        double p = o->p > 0 ? o->p : fmin(1.0, 2.0 * log((double)n) / n);
+        snprintf(extra, sizeof extra, ", p = %.4g, seed %" PRIu64, p, o->seed);
+        rc = gen_er(s, n, p, o->seed, err, errlen);
+        if (rc < 0)
+            goto fail;
+    } else {
+        char list[256] = "";
+        for (int k = 0; mm_topo_kinds[k]; k++)
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", mm_topo_kinds[k]);
+        return mm_topo_err(err, errlen, "gen", 0, "unknown kind '%s' (expected one of: %s)", kind, list);
+    }
+    if (rc < 0) {
+        mm_topo_err(err, errlen, "gen", 0, "out of memory");
+        goto fail;
+    }
+    if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: round t, peer i sends to i+2^k and receives from i-2^k (mod n),\n"
+                 "k = t mod ceil(log2 n); W = 1/2 self + 1/2 received: doubly stochastic, not symmetric",
+                 kind, n);
+    } else if (s->schedule == MM_SCHED_RANDOM_MATCHING) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: a random perfect matching every round, drawn from (seed, round);\n"
+                 "partners average 1/2-1/2%s", kind, n, n % 2 ? "; n is odd, so one peer sits out each round" : "");
+    } else {
+        snprintf(s->comment, sizeof s->comment, "%s, %d peers%s, %s graph, %s", kind, n, extra,
+                 s->directed ? "directed" : "undirected", wname);
+        if (o->write_weights && write_weights(s, err, errlen) < 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    mm_topo_spec_free(s);
+    return -1;
+}

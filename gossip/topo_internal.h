@@ -1,0 +1,58 @@
+/* Shared by gossip/topology.c and gossip/topo_*.c only; not an interface. */
+#ifndef MURMUR_TOPO_INTERNAL_H
+#define MURMUR_TOPO_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include "gossip/topology.h"
+
+#define MM_TOPO_MAX_PEERS (1 << 20)
+
+struct mm_topology {
+    int n;
+    bool directed;
+    enum mm_weights weights;
+    enum mm_schedule schedule;
+    uint64_t seed;
+    char kind[32];
+    int period, max_degree, tau;
+    /* static graphs: CSR lists sorted by peer id */
+    uint32_t *in_off, *out_off;
+    mm_neighbour *in_nb, *out_nb;
+    double *self_w;
+    /* random matching: round r's partners, computed once per round for all
+     * peers (O(n)) and kept, so tools that loop over peers stay O(n) too */
+    struct match_cache *mc;
+};
+
+struct match_cache {
+    pthread_mutex_t lock;
+    bool valid;
+    uint64_t round;
+    uint32_t *partner; /* UINT32_MAX: sits out */
+    uint32_t *perm;
+};
+
+/* "name:line: " (or "name: " when line is 0) then the message; returns -1. */
+int mm_topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Directed arc lists (CSR) of the union of rounds [0, rounds). */
+typedef struct {
+    int n;
+    uint32_t *off;  /* n+1 */
+    uint32_t *adj;  /* out-neighbours, sorted, distinct */
+    size_t arcs;
+} mm_arcs;
+
+int mm_arcs_union(const mm_topology *t, uint64_t rounds, mm_arcs *a);
+void mm_arcs_free(mm_arcs *a);
+/* Lowest peer that 0 cannot reach, or that cannot reach 0; -1 when strongly
+ * connected. */
+int mm_arcs_unreached(const mm_arcs *a);
+/* Longest shortest path; -1 when not strongly connected. O(n (n + arcs)). */
+int mm_arcs_diameter(const mm_arcs *a);
+/* Rounds whose union shows the graph: the period, or a sample of random ones. */
+uint64_t mm_topo_window(const mm_topology *t);
+
+#endif

@@ -1,0 +1,571 @@
+/* Topologies: validation of a spec and the per-round view peers ask for.
+ * Static graphs are turned into sorted in/out lists once, at load, so a
+ * round costs O(degree); schedules are computed from (n, seed, round). */
+#include "gossip/topo_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/rng.h"
+
+/* Tolerance on "sums to 1": files written by hand hold decimals like 0.333. */
+#define SUM_TOL 1e-6
+
+int mm_topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return -1;
+    int k = line > 0 ? snprintf(err, errlen, "%s:%d: ", name, line)
+                     : snprintf(err, errlen, "%s: ", name);
+    if (k < 0 || (size_t)k >= errlen)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void mm_topo_spec_free(mm_topo_spec *s)
+{
+    free(s->edges);
+    free(s->self_w);
+    free(s->self_line);
+    s->edges = NULL;
+    s->self_w = NULL;
+    s->self_line = NULL;
+    s->n_edges = s->cap_edges = 0;
+}
+
+int mm_topo_spec_add(mm_topo_spec *s, uint32_t u, uint32_t v, double w, int line)
+{
+    if (s->n_edges == s->cap_edges) {
+        size_t cap = s->cap_edges ? 2 * s->cap_edges : 64;
+        mm_edge *e = realloc(s->edges, cap * sizeof *e);
+        if (!e)
+            return -1;
+        s->edges = e;
+        s->cap_edges = cap;
+    }
+    s->edges[s->n_edges++] = (mm_edge){u, v, w, line};
+    return 0;
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+int mm_topo_n(const mm_topology *t) { return t->n; }
+bool mm_topo_directed(const mm_topology *t) { return t->directed; }
+int mm_topo_period(const mm_topology *t) { return t->period; }
+int mm_topo_max_degree(const mm_topology *t) { return t->max_degree; }
+const char *mm_topo_kind(const mm_topology *t) { return t->kind; }
+
+void mm_topo_free(mm_topology *t)
+{
+    if (!t)
+        return;
+    free(t->in_off);
+    free(t->out_off);
+    free(t->in_nb);
+    free(t->out_nb);
+    free(t->self_w);
+    if (t->mc) {
+        pthread_mutex_destroy(&t->mc->lock);
+        free(t->mc->partner);
+        free(t->mc->perm);
+        free(t->mc);
+    }
+    free(t);
+}
+
+/* ---- per-round view -------------------------------------------------------- */
+
+/* Round r's matching: xoshiro256** seeded from splitmix64(seed) ^ r*K, a
+ * Fisher-Yates shuffle of 0..n-1, then positions (0,1), (2,3), ... are
+ * partners. Documented in topologies/README.md so other code can agree. */
+static void draw_matching(const mm_topology *t, uint64_t round, uint32_t *a, uint32_t *partner)
+{
+    uint32_t n = (uint32_t)t->n;
+    uint64_t x = t->seed;
+    uint64_t key = mm_splitmix64(&x) ^ (round * 0xD1B54A32D192ED03ULL);
+    mm_rng rng;
+    mm_rng_seed(&rng, key);
+    for (uint32_t i = 0; i < n; i++)
+        a[i] = i;
+    for (uint32_t i = n - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)mm_rng_below(&rng, (uint64_t)i + 1);
+        uint32_t tmp = a[i];
+        a[i] = a[j];
+        a[j] = tmp;
+    }
+    for (uint32_t i = 0; i + 1 < n; i += 2) {
+        partner[a[i]] = a[i + 1];
+        partner[a[i + 1]] = a[i];
+    }
+    if (n % 2)
+        partner[a[n - 1]] = UINT32_MAX;
+}
+
+static uint32_t matching_partner(const mm_topology *t, uint32_t me, uint64_t round)
+{
+    struct match_cache *mc = t->mc;
+    pthread_mutex_lock(&mc->lock);
+    if (!mc->valid || mc->round != round) {
+        draw_matching(t, round, mc->perm, mc->partner);
+        mc->valid = true;
+        mc->round = round;
+    }
+    uint32_t p = mc->partner[me];
+    pthread_mutex_unlock(&mc->lock);
+    return p;
+}
+
+int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v)
+{
+    if (me >= (uint32_t)t->n)
+        return -1;
+    uint32_t n = (uint32_t)t->n;
+    switch (t->schedule) {
+    case MM_SCHED_NONE: {
+        uint32_t a = t->in_off[me], b = t->in_off[me + 1];
+        v->n_in = (int)(b - a);
+        memcpy(v->in, t->in_nb + a, (b - a) * sizeof *v->in);
+        a = t->out_off[me];
+        b = t->out_off[me + 1];
+        v->n_out = (int)(b - a);
+        memcpy(v->out, t->out_nb + a, (b - a) * sizeof *v->out);
+        v->self_weight = t->self_w[me];
+        return 0;
+    }
+    case MM_SCHED_ONE_PEER_EXP: {
+        if (n == 1) {
+            v->n_in = v->n_out = 0;
+            v->self_weight = 1.0;
+            return 0;
+        }
+        uint32_t s = 1u << (round % (uint64_t)t->tau);
+        v->n_in = v->n_out = 1;
+        v->in[0] = (mm_neighbour){(me + n - s) % n, 0.5};
+        v->out[0] = (mm_neighbour){(me + s) % n, 0.5};
+        v->self_weight = 0.5;
+        return 0;
+    }
+    case MM_SCHED_RANDOM_MATCHING: {
+        uint32_t p = matching_partner(t, me, round);
+        if (p == UINT32_MAX) {
+            v->n_in = v->n_out = 0;
+            v->self_weight = 1.0;
+            return 0;
+        }
+        v->n_in = v->n_out = 1;
+        v->in[0] = v->out[0] = (mm_neighbour){p, 0.5};
+        v->self_weight = 0.5;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+double *mm_topo_matrix(const mm_topology *t, uint64_t round)
+{
+    size_t n = (size_t)t->n;
+    double *w = calloc(n * n, sizeof *w);
+    int md = t->max_degree > 0 ? t->max_degree : 1;
+    mm_neighbour *in = malloc((size_t)md * sizeof *in), *out = malloc((size_t)md * sizeof *out);
+    if (!w || !in || !out)
+        goto fail;
+    for (size_t i = 0; i < n; i++) {
+        mm_round_view v = {.in = in, .out = out};
+        if (mm_topo_round(t, (uint32_t)i, round, &v) < 0)
+            goto fail;
+        w[i * n + i] = v.self_weight;
+        for (int k = 0; k < v.n_in; k++)
+            w[i * n + in[k].peer] += in[k].weight;
+    }
+    free(in);
+    free(out);
+    return w;
+fail:
+    free(w);
+    free(in);
+    free(out);
+    return NULL;
+}
+
+/* ---- building a static graph ------------------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_nb(const void *a, const void *b)
+{
+    return cmp_u32(&((const mm_neighbour *)a)->peer, &((const mm_neighbour *)b)->peer);
+}
+
+static const mm_edge *sort_edges_base;
+static bool sort_edges_directed;
+
+static void edge_key(const mm_edge *e, uint32_t *a, uint32_t *b)
+{
+    if (sort_edges_directed || e->u < e->v) {
+        *a = e->u;
+        *b = e->v;
+    } else {
+        *a = e->v;
+        *b = e->u;
+    }
+}
+
+static int cmp_edge_idx(const void *pa, const void *pb)
+{
+    const mm_edge *x = &sort_edges_base[*(const size_t *)pa], *y = &sort_edges_base[*(const size_t *)pb];
+    uint32_t xa, xb, ya, yb;
+    edge_key(x, &xa, &xb);
+    edge_key(y, &ya, &yb);
+    if (xa != ya)
+        return xa < ya ? -1 : 1;
+    if (xb != yb)
+        return xb < yb ? -1 : 1;
+    return x->line - y->line;
+}
+
+static const char *sep(bool directed) { return directed ? "->" : "-"; }
+
+static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
+{
+    uint32_t n = (uint32_t)s->n;
+    for (size_t i = 0; i < s->n_edges; i++) {
+        const mm_edge *e = &s->edges[i];
+        uint32_t bad = e->u >= n ? e->u : e->v;
+        if (e->u >= n || e->v >= n)
+            return mm_topo_err(err, errlen, name, e->line,
+                               "edge %u%s%u: peer %u out of range (peers are 0..%u)",
+                               e->u, sep(s->directed), e->v, bad, n - 1);
+        if (e->u == e->v)
+            return mm_topo_err(err, errlen, name, e->line,
+                               "edge %u%s%u: a peer cannot be its own neighbour "
+                               "(write 'self %u WEIGHT' for a self weight)",
+                               e->u, sep(s->directed), e->v, e->u);
+        if (s->weights == MM_W_EXPLICIT && !(e->w > 0 && isfinite(e->w)))
+            return mm_topo_err(err, errlen, name, e->line,
+                               "edge %u%s%u: weight %g %s", e->u, sep(s->directed), e->v, e->w,
+                               e->w < 0 ? "is negative" : "must be positive (drop the edge instead)");
+    }
+    if (s->n_edges < 2)
+        return 0;
+    size_t *idx = malloc(s->n_edges * sizeof *idx);
+    if (!idx)
+        return mm_topo_err(err, errlen, name, 0, "out of memory");
+    for (size_t i = 0; i < s->n_edges; i++)
+        idx[i] = i;
+    sort_edges_base = s->edges;
+    sort_edges_directed = s->directed;
+    qsort(idx, s->n_edges, sizeof *idx, cmp_edge_idx);
+    int rc = 0;
+    for (size_t i = 1; i < s->n_edges && !rc; i++) {
+        uint32_t a1, b1, a2, b2;
+        edge_key(&s->edges[idx[i - 1]], &a1, &b1);
+        edge_key(&s->edges[idx[i]], &a2, &b2);
+        if (a1 == a2 && b1 == b2) {
+            const mm_edge *first = &s->edges[idx[i - 1]], *dup = &s->edges[idx[i]];
+            char where[48] = "";
+            if (first->line > 0)
+                snprintf(where, sizeof where, " (first on line %d)", first->line);
+            rc = mm_topo_err(err, errlen, name, dup->line, "edge %u%s%u: duplicate edge%s",
+                             dup->u, sep(s->directed), dup->v, where);
+        }
+    }
+    free(idx);
+    return rc;
+}
+
+/* Arc u -> v carrying weight W[v][u]; undirected edges give two arcs. */
+typedef struct {
+    uint32_t from, to;
+    double w;
+} arc;
+
+static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const char *name,
+                                 char *err, size_t errlen)
+{
+    size_t n = (size_t)s->n;
+    size_t na = s->directed ? s->n_edges : 2 * s->n_edges;
+    int *outdeg = calloc(n, sizeof *outdeg), *indeg = calloc(n, sizeof *indeg);
+    arc *arcs = malloc((na ? na : 1) * sizeof *arcs);
+    double *colsum = calloc(n, sizeof *colsum), *rowsum = calloc(n, sizeof *rowsum);
+    t->in_off = calloc(n + 1, sizeof *t->in_off);
+    t->out_off = calloc(n + 1, sizeof *t->out_off);
+    t->in_nb = malloc((na ? na : 1) * sizeof *t->in_nb);
+    t->out_nb = malloc((na ? na : 1) * sizeof *t->out_nb);
+    t->self_w = calloc(n, sizeof *t->self_w);
+    if (!outdeg || !indeg || !arcs || !colsum || !rowsum || !t->in_off || !t->out_off ||
+        !t->in_nb || !t->out_nb || !t->self_w) {
+        mm_topo_err(err, errlen, name, 0, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < s->n_edges; i++) {
+        const mm_edge *e = &s->edges[i];
+        outdeg[e->u]++;
+        indeg[e->v]++;
+        if (!s->directed) {
+            outdeg[e->v]++;
+            indeg[e->u]++;
+        }
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < s->n_edges; i++) {
+        const mm_edge *e = &s->edges[i];
+        double wuv = 0, wvu = 0; /* W[v][u] (v receives u), W[u][v] */
+        switch (s->weights) {
+        case MM_W_METROPOLIS:
+            wuv = wvu = 1.0 / (1 + (outdeg[e->u] > outdeg[e->v] ? outdeg[e->u] : outdeg[e->v]));
+            break;
+        case MM_W_UNIFORM:
+            if (s->directed) {
+                wuv = 1.0 / (outdeg[e->u] + 1);
+            } else {
+                wuv = 1.0 / (indeg[e->v] + 1);
+                wvu = 1.0 / (indeg[e->u] + 1);
+            }
+            break;
+        case MM_W_EXPLICIT:
+            wuv = wvu = e->w;
+            break;
+        }
+        arcs[k++] = (arc){e->u, e->v, wuv};
+        if (!s->directed)
+            arcs[k++] = (arc){e->v, e->u, wvu};
+    }
+    for (size_t i = 0; i < na; i++) {
+        rowsum[arcs[i].to] += arcs[i].w;
+        colsum[arcs[i].from] += arcs[i].w;
+        t->in_off[arcs[i].to + 1]++;
+        t->out_off[arcs[i].from + 1]++;
+    }
+    /* Self weights: the rest of each row (undirected: rows are what a
+     * peer computes with) or column (directed: what a sender keeps). */
+    const char *what = s->directed ? "column" : "row";
+    const char *sum_of = s->directed ? "its out-edge weights" : "its edge weights";
+    for (size_t i = 0; i < n; i++) {
+        double sum = s->directed ? colsum[i] : rowsum[i];
+        bool given = s->weights == MM_W_EXPLICIT && s->self_w && !isnan(s->self_w[i]);
+        if (given) {
+            double sw = s->self_w[i];
+            int line = s->self_line ? s->self_line[i] : 0;
+            if (sw < 0 || !isfinite(sw)) {
+                mm_topo_err(err, errlen, name, line, "self %zu: weight %g is negative", i, sw);
+                goto fail;
+            }
+            if (fabs(sw + sum - 1) > SUM_TOL) {
+                mm_topo_err(err, errlen, name, line,
+                            "%s %zu of W: self weight %g + %s %g = %.9g, must sum to 1",
+                            what, i, sw, sum_of, sum, sw + sum);
+                goto fail;
+            }
+            t->self_w[i] = sw;
+        } else {
+            if (sum > 1 + SUM_TOL) {
+                mm_topo_err(err, errlen, name, 0,
+                            "%s %zu of W: %s sum to %.9g > 1, leaving no room for a "
+                            "self weight (must sum to 1)", what, i, sum_of, sum);
+                goto fail;
+            }
+            t->self_w[i] = sum > 1 ? 0 : 1 - sum;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        t->in_off[i + 1] += t->in_off[i];
+        t->out_off[i + 1] += t->out_off[i];
+    }
+    for (size_t i = 0; i < na; i++) {
+        t->in_nb[t->in_off[arcs[i].to]++] = (mm_neighbour){arcs[i].from, arcs[i].w};
+        t->out_nb[t->out_off[arcs[i].from]++] = (mm_neighbour){arcs[i].to, arcs[i].w};
+    }
+    for (size_t i = n; i > 0; i--) {
+        t->in_off[i] = t->in_off[i - 1];
+        t->out_off[i] = t->out_off[i - 1];
+    }
+    t->in_off[0] = t->out_off[0] = 0;
+    t->max_degree = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t a = t->in_off[i], b = t->in_off[i + 1];
+        qsort(t->in_nb + a, b - a, sizeof *t->in_nb, cmp_nb);
+        if ((int)(b - a) > t->max_degree)
+            t->max_degree = (int)(b - a);
+        a = t->out_off[i];
+        b = t->out_off[i + 1];
+        qsort(t->out_nb + a, b - a, sizeof *t->out_nb, cmp_nb);
+        if ((int)(b - a) > t->max_degree)
+            t->max_degree = (int)(b - a);
+    }
+    free(outdeg);
+    free(indeg);
+    free(arcs);
+    free(colsum);
+    free(rowsum);
+    return t;
+fail:
+    free(outdeg);
+    free(indeg);
+    free(arcs);
+    free(colsum);
+    free(rowsum);
+    mm_topo_free(t);
+    return NULL;
+}
+
+static int ceil_log2(int n)
+{
+    int k = 0;
+    while ((1L << k) < n)
+        k++;
+    return k;
+}
+
+uint64_t mm_topo_window(const mm_topology *t)
+{
+    if (t->schedule == MM_SCHED_RANDOM_MATCHING)
+        return MM_TOPO_SAMPLE_ROUNDS;
+    return t->period > 0 ? (uint64_t)t->period : 1;
+}
+
+mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
+{
+    if (s->n < 1 || s->n > MM_TOPO_MAX_PEERS) {
+        mm_topo_err(err, errlen, name, 0, "peers %d: expected 1..%d", s->n, MM_TOPO_MAX_PEERS);
+        return NULL;
+    }
+    mm_topology *t = calloc(1, sizeof *t);
+    if (!t) {
+        mm_topo_err(err, errlen, name, 0, "out of memory");
+        return NULL;
+    }
+    t->n = s->n;
+    t->directed = s->directed;
+    t->weights = s->weights;
+    t->schedule = s->schedule;
+    t->seed = s->seed;
+    snprintf(t->kind, sizeof t->kind, "%s", s->kind[0] ? s->kind : "file");
+    t->period = 1;
+    if (s->schedule != MM_SCHED_NONE) {
+        if (s->n_edges) {
+            mm_topo_err(err, errlen, name, s->edges[0].line,
+                        "a file that names a schedule cannot also list edges");
+            mm_topo_free(t);
+            return NULL;
+        }
+        t->directed = false; /* both schedules are doubly stochastic */
+        t->max_degree = s->n > 1 ? 1 : 0;
+        if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
+            t->tau = ceil_log2(s->n);
+            t->period = t->tau > 0 ? t->tau : 1;
+        } else {
+            t->period = 0;
+            t->mc = calloc(1, sizeof *t->mc);
+            if (t->mc) {
+                pthread_mutex_init(&t->mc->lock, NULL);
+                t->mc->partner = malloc((size_t)s->n * sizeof *t->mc->partner);
+                t->mc->perm = malloc((size_t)s->n * sizeof *t->mc->perm);
+            }
+            if (!t->mc || !t->mc->partner || !t->mc->perm) {
+                mm_topo_err(err, errlen, name, 0, "out of memory");
+                mm_topo_free(t);
+                return NULL;
+            }
+        }
+    } else {
+        if (s->weights == MM_W_METROPOLIS && s->directed) {
+            mm_topo_err(err, errlen, name, 0,
+                        "weights metropolis need an undirected graph; a directed one "
+                        "takes 'weights uniform' (column-stochastic, for push-sum) or explicit");
+            mm_topo_free(t);
+            return NULL;
+        }
+        if (check_edges(s, name, err, errlen) < 0) {
+            mm_topo_free(t);
+            return NULL;
+        }
+        if (!build_static(s, t, name, err, errlen))
+            return NULL;
+    }
+    mm_arcs a;
+    if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
+        mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm_topo_free(t);
+        return NULL;
+    }
+    int bad = mm_arcs_unreached(&a);
+    mm_arcs_free(&a);
+    if (bad >= 0) {
+        const char *over = t->schedule == MM_SCHED_NONE ? ""
+                           : t->schedule == MM_SCHED_ONE_PEER_EXP ? " over one period"
+                                                                  : " over the first rounds";
+        if (t->directed)
+            mm_topo_err(err, errlen, name, 0,
+                        "not strongly connected%s: peer %d and peer 0 cannot both reach "
+                        "each other along directed edges", over, bad);
+        else
+            mm_topo_err(err, errlen, name, 0,
+                        "not connected%s: no path from peer 0 to peer %d", over, bad);
+        mm_topo_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+mm_topology *mm_topo_parse(const char *text, size_t len, const char *name,
+                           char *err, size_t errlen)
+{
+    mm_topo_spec s;
+    if (mm_topo_parse_spec(text, len, name, &s, err, errlen) < 0)
+        return NULL;
+    mm_topology *t = mm_topo_build(&s, name, err, errlen);
+    mm_topo_spec_free(&s);
+    return t;
+}
+
+mm_topology *mm_topo_load(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        mm_topo_err(err, errlen, path, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + len, 1, cap - len, f);
+        len += got;
+        if (len < cap)
+            break;
+        if (cap >= (size_t)256 << 20) {
+            free(buf);
+            fclose(f);
+            mm_topo_err(err, errlen, path, 0, "larger than 256 MiB; not a topology file?");
+            return NULL;
+        }
+        char *nb = realloc(buf, cap * 2);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    int rd_err = ferror(f);
+    fclose(f);
+    if (!buf || rd_err) {
+        free(buf);
+        mm_topo_err(err, errlen, path, 0, rd_err ? "read error" : "out of memory");
+        return NULL;
+    }
+    mm_topology *t = mm_topo_parse(buf, len, path, err, errlen);
+    free(buf);
+    return t;
+}

@@ -1,0 +1,535 @@
+/* The transport's peers and timers: who is wanted, who dials (the lower
+ * id), reconnect back-off with jitter, heartbeats, silence and frame
+ * timeouts, idle closing, and the public API. One periodic timer drives all
+ * deadlines, so no per-connection timer handles have to be managed. */
+#include "gossip/transport_int.h"
+#include "gossip/log.h"
+#include "gossip/tls.h"
+
+#include <math.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t mm_now_ms(mm_transport *t) { return uv_now(t->loop); }
+
+static uint32_t jitter(mm_transport *t, uint32_t ms)
+{
+    t->rng ^= t->rng << 13;
+    t->rng ^= t->rng >> 7;
+    t->rng ^= t->rng << 17;
+    /* uniform in [ms/2, 3ms/2): peers that failed together retry apart */
+    return ms / 2 + (uint32_t)(t->rng % (ms + 1));
+}
+
+static int parse_addr(const char *s, struct sockaddr_storage *out, char *err, size_t errlen)
+{
+    char host[256], port[16];
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || strlen(colon + 1) == 0 || strlen(colon + 1) >= sizeof port ||
+        (size_t)(colon - s) >= sizeof host) {
+        snprintf(err, errlen, "address \"%s\" is not host:port", s);
+        return -1;
+    }
+    size_t hl = (size_t)(colon - s);
+    if (s[0] == '[' && hl >= 2 && s[hl - 1] == ']') { /* [v6]:port */
+        memcpy(host, s + 1, hl - 2);
+        host[hl - 2] = 0;
+    } else {
+        memcpy(host, s, hl);
+        host[hl] = 0;
+    }
+    strcpy(port, colon + 1);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV}, *res = NULL;
+    /* Resolved once at creation, before the loop runs, never on the loop. */
+    int r = getaddrinfo(host, port, &hints, &res);
+    if (r != 0 || !res) {
+        snprintf(err, errlen, "address \"%s\": %s", s, gai_strerror(r));
+        return -1;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+static void sockname(const struct sockaddr_storage *ss, char *ip, size_t iplen, int *port)
+{
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        uv_ip6_name(a, ip, iplen);
+        *port = ntohs(a->sin6_port);
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        uv_ip4_name(a, ip, iplen);
+        *port = ntohs(a->sin_port);
+    }
+}
+
+/* ---- callbacks from conn.c ---------------------------------------------- */
+
+void tr_conn_up(mm_transport *t, conn *c)
+{
+    peer *p = &t->peers[c->peer];
+    if (!p->rxbuf) {
+        p->rxbuf = malloc(8 + 4 * t->cfg.vec_len);
+        if (!p->rxbuf) {
+            c->peer = -1;
+            conn_close(c, false, "out of memory for the receive buffer");
+            return;
+        }
+    }
+    if (p->conn && p->conn != c) {
+        mm_warn("peer %u connected again; dropping its previous connection", p->id);
+        conn *old = p->conn;
+        p->conn = NULL;
+        old->peer = -1;
+        conn_close(old, false, "replaced by a newer connection");
+    }
+    char ip[INET6_ADDRSTRLEN];
+    snprintf(ip, sizeof ip, "%s", c->ip);
+    snprintf(c->from, sizeof c->from, "peer %u (%s)", p->id, ip);
+    if (c->dialer)
+        p->dialing = NULL;
+    p->conn = c;
+    p->backoff = t->cfg.backoff_min_ms;
+    p->reported_down = false;
+    p->last_used = mm_now_ms(t);
+    c->rx.hello_done = true;
+    c->rx.vec_len = t->cfg.vec_len;
+    c->rx.vec_buf = p->rxbuf;
+    c->st = C_UP;
+    c->was_up = true;
+    c->t_last_recv = mm_now_ms(t);
+    mm_info("connection to %s is up (%s)", c->from, t->ctx ? "TLS 1.3" : "PLAINTEXT");
+    if (p->lent)
+        conn_pause(c);
+    if (t->cb.on_peer)
+        t->cb.on_peer(t->cb.ud, p->id, MM_PEER_UP);
+}
+
+void tr_conn_closed(mm_transport *t, conn *c)
+{
+    uint64_t now = mm_now_ms(t);
+    if (c->peer >= 0) {
+        peer *p = &t->peers[c->peer];
+        if (p->conn == c) {
+            p->conn = NULL;
+            t->st.conns_closed++;
+            p->reported_down = true;
+            p->want_since = now;
+            if (c->dialer)
+                p->next_dial = now + jitter(t, t->cfg.backoff_min_ms);
+            if (!t->shutting_down && t->cb.on_peer)
+                t->cb.on_peer(t->cb.ud, p->id, c->got_bye ? MM_PEER_BYE : MM_PEER_DOWN);
+        }
+    }
+    if (c->dialer) {
+        peer *p = &t->peers[c->expect];
+        if (p->dialing == c)
+            p->dialing = NULL;
+        if (!c->was_up) { /* the dial never came up */
+            p->next_dial = now + jitter(t, p->backoff);
+            p->backoff = p->backoff * 2 > t->cfg.backoff_max_ms ? t->cfg.backoff_max_ms
+                                                                : p->backoff * 2;
+            if (!p->reported_down && p->wanted && !t->shutting_down) {
+                p->reported_down = true;
+                mm_warn("peer %u is unreachable; retrying with back-off", p->id);
+                if (t->cb.on_peer)
+                    t->cb.on_peer(t->cb.ud, p->id, MM_PEER_DOWN);
+            }
+        }
+    }
+}
+
+void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload)
+{
+    uint64_t w = t->cfg.round_window, cur = t->round;
+    uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
+    if (h->round < lo || h->round > hi)
+        return conn_refuse(c, &t->st.bad_round, "vector for round %llu is outside the "
+                           "window [%llu, %llu]", (unsigned long long)h->round,
+                           (unsigned long long)lo, (unsigned long long)hi);
+    peer *p = &t->peers[c->peer];
+    double weight;
+    memcpy(&weight, payload, 8);
+    p->lent = true;
+    p->last_used = mm_now_ms(t);
+    conn_pause(c);
+    t->st.vectors_recv++;
+    if (t->cb.on_vector)
+        t->cb.on_vector(t->cb.ud, p->id, h->round, weight, (const float *)(payload + 8));
+}
+
+void tr_handle_closed(mm_transport *t)
+{
+    t->handles--;
+    if (t->shutting_down && t->handles == 0 && t->done)
+        t->done(t->done_ud);
+}
+
+/* ---- dialling, accepting, the tick -------------------------------------- */
+
+static void on_connect(uv_connect_t *req, int status)
+{
+    conn *c = req->data;
+    if (c->st == C_CLOSING)
+        return;
+    if (status < 0) {
+        char why[120];
+        snprintf(why, sizeof why, "connect failed: %s", uv_strerror(status));
+        conn_close(c, false, why);
+        return;
+    }
+    conn_start(c);
+}
+
+static void dial(mm_transport *t, peer *p)
+{
+    conn *c = conn_new(t);
+    if (!c)
+        return;
+    c->dialer = true;
+    c->expect = p->id;
+    int port;
+    sockname(&p->addr, c->ip, sizeof c->ip, &port);
+    snprintf(c->from, sizeof c->from, "peer %u (%s:%d, dialled)", p->id, c->ip, port);
+    p->dialing = c;
+    t->st.conns_dialed++;
+    c->creq.data = c;
+    int r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&p->addr, on_connect);
+    if (r) {
+        char why[120];
+        snprintf(why, sizeof why, "connect failed: %s", uv_strerror(r));
+        conn_close(c, false, why);
+    }
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+    mm_transport *t = server->data;
+    if (status < 0 || t->shutting_down)
+        return;
+    conn *c = conn_new(t);
+    if (!c)
+        return;
+    if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
+        conn_close(c, false, "accept failed");
+        return;
+    }
+    struct sockaddr_storage ss;
+    int len = sizeof ss, port = 0;
+    memset(&ss, 0, sizeof ss);
+    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len);
+    sockname(&ss, c->ip, sizeof c->ip, &port);
+    snprintf(c->from, sizeof c->from, "%s:%d", c->ip, port);
+    t->st.conns_accepted++;
+    /* Connections not yet past the HELLO cost memory and a TLS handshake
+     * each: cap them per source address. */
+    uint32_t pending = 0;
+    for (conn *o = t->conns; o; o = o->next)
+        if (o != c && !o->dialer && o->st != C_UP && o->st != C_CLOSING &&
+            strcmp(o->ip, c->ip) == 0)
+            pending++;
+    if (pending >= t->cfg.max_conns_per_addr) {
+        t->st.flood_refused++;
+        mm_warn("refused %s: %u unauthenticated connections from %s already (flood)",
+                c->from, pending, c->ip);
+        conn_close(c, false, "connection flood");
+        return;
+    }
+    conn_start(c);
+}
+
+static void tick(uv_timer_t *timer)
+{
+    mm_transport *t = timer->data;
+    const mm_transport_config *cfg = &t->cfg;
+    uint64_t now = mm_now_ms(t);
+    for (conn *c = t->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->st == C_CLOSING) {
+            if (now - c->t_close > MM_CLOSE_GRACE_MS)
+                conn_force_close(c);
+            continue;
+        }
+        bool busy = mm_wire_rx_busy(&c->rx);
+        if (busy && !c->paused && now - c->t_frame_start > cfg->frame_timeout_ms) {
+            conn_refuse(c, &t->st.frame_timeouts, "frame started %llu ms ago is still "
+                        "incomplete (frame timeout)",
+                        (unsigned long long)(now - c->t_frame_start));
+            continue;
+        }
+        if (c->st != C_UP) {
+            if (now - c->t_start > cfg->connect_timeout_ms)
+                conn_refuse(c, &t->st.peer_timeouts, "no completed handshake after %u ms",
+                            cfg->connect_timeout_ms);
+            continue;
+        }
+        if (!c->paused && now - c->t_last_recv > cfg->peer_timeout_ms) {
+            conn_refuse(c, &t->st.peer_timeouts, "silent for %llu ms (peer timeout)",
+                        (unsigned long long)(now - c->t_last_recv));
+            continue;
+        }
+        peer *p = &t->peers[c->peer];
+        if (!p->wanted && now - p->last_used > cfg->idle_ms) {
+            conn_send_bye(c);
+            conn_close(c, true, "idle");
+            continue;
+        }
+        if (now - c->t_last_send >= cfg->heartbeat_ms)
+            conn_send_ping(c);
+    }
+    if (t->shutting_down)
+        return;
+    for (uint32_t i = 0; i < cfg->n_peers; i++) {
+        peer *p = &t->peers[i];
+        if (!p->wanted || p->conn)
+            continue;
+        if (i > cfg->self_id) {
+            if (!p->dialing && now >= p->next_dial)
+                dial(t, p);
+        } else if (i < cfg->self_id && !p->reported_down &&
+                   now - p->want_since > cfg->connect_timeout_ms) {
+            /* It should dial us and has not: tell the caller, keep waiting. */
+            p->reported_down = true;
+            mm_warn("peer %u has not connected within %u ms", i, cfg->connect_timeout_ms);
+            if (t->cb.on_peer)
+                t->cb.on_peer(t->cb.ud, i, MM_PEER_DOWN);
+        }
+    }
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    tr_handle_closed(h->data);
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+#define DEFAULT(x, v) do { if (!(x)) (x) = (v); } while (0)
+
+mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_in,
+                               const mm_transport_callbacks *cb, char *err, size_t errlen)
+{
+    mm_transport_config cfg = *cfg_in;
+    /* libuv writes with write(2): a peer that vanished mid-write would kill
+     * the process with SIGPIPE. Ignore it unless the program chose a
+     * handler of its own. */
+    struct sigaction sa;
+    if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+    if (cfg.n_peers == 0 || cfg.self_id >= cfg.n_peers || !cfg.addrs) {
+        snprintf(err, errlen, "self id %u is not among %u peers (or no addresses)",
+                 cfg.self_id, cfg.n_peers);
+        return NULL;
+    }
+    if (cfg.vec_len == 0 || cfg.vec_len > MM_WIRE_MAX_VEC_LEN) {
+        snprintf(err, errlen, "vector length %llu out of range [1, %llu]",
+                 (unsigned long long)cfg.vec_len, (unsigned long long)MM_WIRE_MAX_VEC_LEN);
+        return NULL;
+    }
+    DEFAULT(cfg.connect_timeout_ms, 5000);
+    DEFAULT(cfg.heartbeat_ms, 1000);
+    DEFAULT(cfg.peer_timeout_ms, 10000);
+    DEFAULT(cfg.idle_ms, 60000);
+    DEFAULT(cfg.backoff_min_ms, 100);
+    DEFAULT(cfg.backoff_max_ms, 5000);
+    DEFAULT(cfg.frame_timeout_ms, 30000);
+    DEFAULT(cfg.round_window, 1000);
+    DEFAULT(cfg.max_conns_per_addr, 16);
+    if (cfg.backoff_max_ms < cfg.backoff_min_ms)
+        cfg.backoff_max_ms = cfg.backoff_min_ms;
+
+    mm_transport *t = calloc(1, sizeof *t);
+    if (!t || !(t->peers = calloc(cfg.n_peers, sizeof *t->peers))) {
+        free(t);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    t->loop = loop;
+    t->cb = *cb;
+    t->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)cfg.self_id << 32) ^ uv_hrtime();
+    struct sockaddr_storage listen_ss;
+    for (uint32_t i = 0; i < cfg.n_peers; i++) {
+        peer *p = &t->peers[i];
+        p->id = i;
+        p->backoff = cfg.backoff_min_ms;
+        if (i == cfg.self_id && cfg.listen_addr)
+            continue;
+        if (!cfg.addrs[i] || parse_addr(cfg.addrs[i], &p->addr, err, errlen) != 0) {
+            if (!cfg.addrs[i])
+                snprintf(err, errlen, "no address for peer %u", i);
+            goto fail;
+        }
+        p->addr_ok = true;
+    }
+    if (cfg.listen_addr) {
+        if (parse_addr(cfg.listen_addr, &listen_ss, err, errlen) != 0)
+            goto fail;
+    } else {
+        listen_ss = t->peers[cfg.self_id].addr;
+    }
+    cfg.addrs = NULL; /* not kept: the caller's strings may go away */
+    cfg.listen_addr = NULL;
+    t->cfg = cfg;
+
+    if (cfg.plaintext) {
+        mm_warn("*** PLAINTEXT transport: vectors travel UNENCRYPTED and peers are "
+                "NOT AUTHENTICATED (cfg.plaintext); use TLS outside a test bench ***");
+    } else {
+        t->ctx = mm_tls_ctx_new(cfg.ca_file, cfg.cert_file, cfg.key_file, err, errlen);
+        if (!t->ctx)
+            goto fail;
+    }
+    t->cfg.ca_file = t->cfg.cert_file = t->cfg.key_file = NULL;
+
+    uv_tcp_init(loop, &t->listener);
+    t->listener.data = t;
+    t->handles++;
+    int r = uv_tcp_bind(&t->listener, (const struct sockaddr *)&listen_ss, 0);
+    if (r == 0)
+        r = uv_listen((uv_stream_t *)&t->listener, 128, on_connection);
+    if (r) {
+        char ip[INET6_ADDRSTRLEN];
+        int port;
+        sockname(&listen_ss, ip, sizeof ip, &port);
+        snprintf(err, errlen, "cannot listen on %s:%d: %s", ip, port, uv_strerror(r));
+        /* The handle exists: close it and let the loop finish it. */
+        t->shutting_down = true;
+        uv_close((uv_handle_t *)&t->listener, NULL);
+        t->handles--;
+        uv_run(loop, UV_RUN_NOWAIT);
+        goto fail;
+    }
+    uv_timer_init(loop, &t->tick);
+    t->tick.data = t;
+    t->handles++;
+    uint32_t iv = cfg.heartbeat_ms;
+    if (cfg.backoff_min_ms < iv) iv = cfg.backoff_min_ms;
+    if (cfg.frame_timeout_ms < iv) iv = cfg.frame_timeout_ms;
+    if (cfg.connect_timeout_ms < iv) iv = cfg.connect_timeout_ms;
+    iv /= 4;
+    iv = iv < 5 ? 5 : iv > 250 ? 250 : iv;
+    uv_timer_start(&t->tick, tick, iv, iv);
+    mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s",
+            cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
+            cfg.plaintext ? "PLAINTEXT" : "TLS 1.3 mutual auth",
+            mm_crc32c_is_hw() ? "SSE4.2" : "software");
+    return t;
+fail:
+    if (t->ctx)
+        SSL_CTX_free(t->ctx);
+    free(t->peers);
+    free(t);
+    return NULL;
+}
+
+void mm_transport_want(mm_transport *t, const uint32_t *peers, int n)
+{
+    uint64_t now = mm_now_ms(t);
+    bool *now_wanted = calloc(t->cfg.n_peers, sizeof *now_wanted);
+    if (!now_wanted)
+        return;
+    for (int i = 0; i < n; i++)
+        if (peers[i] < t->cfg.n_peers && peers[i] != t->cfg.self_id)
+            now_wanted[peers[i]] = true;
+    for (uint32_t i = 0; i < t->cfg.n_peers; i++) {
+        peer *p = &t->peers[i];
+        if (now_wanted[i] && !p->wanted) {
+            p->want_since = now;
+            p->reported_down = false;
+        }
+        if (now_wanted[i])
+            p->last_used = now;
+        p->wanted = now_wanted[i];
+        if (p->wanted && !p->conn && !p->dialing && i > t->cfg.self_id &&
+            now >= p->next_dial && !t->shutting_down)
+            dial(t, p);
+    }
+    free(now_wanted);
+}
+
+bool mm_transport_is_up(const mm_transport *t, uint32_t peer_id)
+{
+    return peer_id < t->cfg.n_peers && t->peers[peer_id].conn &&
+           t->peers[peer_id].conn->st == C_UP;
+}
+
+int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double weight,
+                      const float *vec)
+{
+    if (!mm_transport_is_up(t, peer_id))
+        return -1;
+    peer *p = &t->peers[peer_id];
+    size_t vbytes = (size_t)(4 * t->cfg.vec_len);
+    uint8_t w[8];
+    memcpy(w, &weight, 8);
+    uint8_t *owned = NULL;
+    const char *poison = t->cfg.test_poison;
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
+                        .payload_len = 8 + vbytes};
+    if (poison && (!strcmp(poison, "nan") || !strcmp(poison, "inf"))) {
+        owned = malloc(vbytes);
+        if (!owned)
+            return -1;
+        memcpy(owned, vec, vbytes);
+        ((float *)owned)[t->cfg.vec_len / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
+        vec = (const float *)owned;
+    } else if (poison && !strcmp(poison, "huge")) {
+        h.payload_len = 1ULL << 40;
+    }
+    h.payload_crc = mm_crc32c(mm_crc32c(0, w, 8), vec, vbytes);
+    p->last_used = mm_now_ms(t);
+    return conn_send_frame(p->conn, &h, w, 8, (const uint8_t *)vec, vbytes, true, peer_id,
+                           owned);
+}
+
+void mm_transport_release(mm_transport *t, uint32_t peer_id)
+{
+    if (peer_id >= t->cfg.n_peers || !t->peers[peer_id].lent)
+        return;
+    peer *p = &t->peers[peer_id];
+    p->lent = false;
+    if (p->conn)
+        conn_resume(p->conn);
+}
+
+void mm_transport_set_round(mm_transport *t, uint64_t round) { t->round = round; }
+
+void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud)
+{
+    if (t->shutting_down)
+        return;
+    t->shutting_down = true;
+    t->done = done;
+    t->done_ud = ud;
+    for (conn *c = t->conns, *next; c; c = next) {
+        next = c->next;
+        if (c->st == C_UP) {
+            conn_send_bye(c);
+            conn_close(c, true, "shutting down");
+        } else {
+            conn_close(c, false, "shutting down");
+        }
+    }
+    uv_close((uv_handle_t *)&t->listener, on_handle_closed);
+    uv_timer_stop(&t->tick);
+    uv_close((uv_handle_t *)&t->tick, on_handle_closed);
+}
+
+void mm_transport_free(mm_transport *t)
+{
+    if (!t)
+        return;
+    for (uint32_t i = 0; i < t->cfg.n_peers; i++)
+        free(t->peers[i].rxbuf);
+    free(t->peers);
+    if (t->ctx)
+        SSL_CTX_free(t->ctx);
+    free(t);
+}
+
+void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out) { *out = t->st; }

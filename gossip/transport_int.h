@@ -1,0 +1,117 @@
+/* Internals shared by the transport's files (transport.c: peers, timers,
+ * API; conn.c: one connection's reads, writes, TLS and HELLO). */
+#ifndef MURMUR_TRANSPORT_INT_H
+#define MURMUR_TRANSPORT_INT_H
+
+#include "gossip/transport.h"
+#include "gossip/wire.h"
+
+#include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#define MM_TLS_READ_BUF (256 * 1024)
+#define MM_TLS_WRITE_CHUNK (1024 * 1024)     /* plaintext bytes per SSL_write */
+#define MM_WRITE_HIGH_WATER (4 * 1024 * 1024) /* encrypted bytes queued in libuv */
+#define MM_CLOSE_GRACE_MS 2000
+
+typedef struct conn conn;
+
+/* One queued outgoing frame: header and a small payload inline, a large
+ * payload (a caller's vector) by reference. */
+typedef struct out_item {
+    struct out_item *next;
+    conn *c;
+    uv_write_t req;
+    uint8_t head[MM_WIRE_HDR_LEN + MM_WIRE_REFUSE_MAX + 8];
+    size_t head_len;
+    const uint8_t *big;
+    size_t big_len;
+    size_t off;              /* TLS: bytes already encrypted */
+    uint64_t round;
+    uint32_t peer;
+    bool is_vec;
+    uint8_t *owned;          /* test_poison copy, freed with the item */
+} out_item;
+
+typedef enum { C_CONNECTING, C_TLS, C_HELLO, C_UP, C_CLOSING } conn_state;
+
+struct conn {
+    uv_tcp_t tcp;
+    mm_transport *t;
+    conn *next;
+    bool dialer;
+    uint32_t expect;         /* dialer: the id dialled */
+    int64_t peer;            /* bound id after HELLO, else -1 */
+    int64_t cert_id;         /* id named by the TLS certificate, else -1 */
+    conn_state st;
+    bool reading, paused, got_bye, was_up;
+    char from[80];
+    char ip[INET6_ADDRSTRLEN];
+    uint64_t t_start, t_last_recv, t_last_send, t_frame_start, t_close;
+    mm_wire_rx rx;
+    SSL *ssl;
+    BIO *rbio, *wbio;
+    uint8_t *netbuf;
+    out_item *q_head, *q_tail;
+    bool pumping;
+    int writes_pending;
+    uv_connect_t creq;
+    uv_shutdown_t sreq;
+};
+
+typedef struct {
+    uint32_t id;
+    conn *conn;              /* the connection that is up, or NULL */
+    conn *dialing;           /* our dial in progress */
+    bool wanted, lent, reported_down;
+    uint64_t want_since, next_dial, last_used;
+    uint32_t backoff;
+    uint8_t *rxbuf;          /* 8 + 4*vec_len bytes, allocated once */
+    struct sockaddr_storage addr;
+    bool addr_ok;
+} peer;
+
+struct mm_transport {
+    uv_loop_t *loop;
+    mm_transport_config cfg;
+    mm_transport_callbacks cb;
+    SSL_CTX *ctx;
+    uv_tcp_t listener;
+    uv_timer_t tick;
+    peer *peers;
+    conn *conns;
+    uint64_t round;
+    mm_transport_stats st;
+    int handles;             /* open uv handles, for shutdown */
+    bool shutting_down;
+    void (*done)(void *);
+    void *done_ud;
+    uint64_t rng;
+};
+
+uint64_t mm_now_ms(mm_transport *t);
+
+/* conn.c */
+conn *conn_new(mm_transport *t);
+void conn_start(conn *c);           /* after connect/accept */
+void conn_close(conn *c, bool graceful, const char *why);
+void conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Queues one frame; h->payload_len/payload_crc must describe small+big.
+ * Takes ownership of owned. -1 when the connection cannot send. */
+int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t small_len,
+                    const uint8_t *big, size_t big_len, bool is_vec, uint32_t peer_id,
+                    uint8_t *owned);
+int conn_send_ping(conn *c);
+int conn_send_bye(conn *c);
+void conn_force_close(conn *c);   /* a graceful close that took too long */
+void conn_pause(conn *c);
+void conn_resume(conn *c);
+
+/* transport.c, called by conn.c */
+void tr_conn_up(mm_transport *t, conn *c);
+void tr_conn_closed(mm_transport *t, conn *c);
+void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload);
+void tr_handle_closed(mm_transport *t);
+
+#endif

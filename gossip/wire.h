@@ -1,0 +1,107 @@
+/* The gossip wire format (docs/protocol.md): fixed 40-byte frame headers,
+ * HELLO payloads, CRC32C, and an incremental frame decoder. Pure functions,
+ * no I/O, so the decoder can be fuzzed on its own (tests/fuzz_wire.c). */
+#ifndef MURMUR_WIRE_H
+#define MURMUR_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
+#define MM_WIRE_VERSION 1
+#define MM_WIRE_HDR_LEN 40
+#define MM_WIRE_HELLO_LEN 48
+#define MM_WIRE_REFUSE_MAX 512
+/* Floats per vector a HELLO may announce: 2^31 floats = 8 GiB. */
+#define MM_WIRE_MAX_VEC_LEN (1ULL << 31)
+
+enum mm_wire_type {
+    MM_WIRE_HELLO = 1,
+    MM_WIRE_VECTOR = 2,
+    MM_WIRE_PING = 3,
+    MM_WIRE_BYE = 4,
+    MM_WIRE_REFUSE = 5,
+};
+
+typedef struct {
+    uint16_t version, type;
+    uint32_t sender;
+    uint64_t round;
+    uint64_t payload_len;
+    uint32_t payload_crc;
+} mm_wire_header;
+
+typedef struct {
+    uint8_t fingerprint[32];
+    uint64_t vec_len;
+    uint32_t target;    /* the id the sender believes it talks to */
+} mm_wire_hello;
+
+/* Why a frame was refused; each maps to one counter in mm_transport_stats. */
+typedef enum {
+    MM_WIRE_OK = 0,
+    MM_WIRE_E_MAGIC,
+    MM_WIRE_E_VERSION,
+    MM_WIRE_E_HDR_CRC,
+    MM_WIRE_E_TYPE,
+    MM_WIRE_E_LENGTH,
+    MM_WIRE_E_CHECKSUM,
+    MM_WIRE_E_VALUES,
+} mm_wire_err;
+
+const char *mm_wire_err_name(mm_wire_err e);
+
+/* CRC32C (Castagnoli): SSE4.2 when the CPU has it, else slice-by-8 tables. */
+uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
+bool mm_crc32c_is_hw(void);
+uint32_t mm_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h);
+void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h);
+void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h);
+
+/* Checks a received header against what this connection accepts: magic,
+ * version, header CRC, type (only HELLO/REFUSE before the HELLO), and the
+ * payload length (exact for every type, so nothing is allocated from it). */
+mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
+                               uint64_t vec_len, mm_wire_header *h,
+                               char *why, size_t whylen);
+
+/* True when every float is finite; else *bad is the first bad index. */
+bool mm_wire_all_finite(const float *v, uint64_t n, uint64_t *bad);
+
+/* Incremental decoder. The owner asks where the next bytes go (want), puts
+ * up to that many there, and reports how many (advance). Payloads of HELLO,
+ * REFUSE land in ctrl; a VECTOR payload lands in vec_buf (8 + 4*vec_len
+ * bytes, owned by the caller and set once the HELLO is done). */
+typedef enum { MM_RX_MORE, MM_RX_FRAME, MM_RX_ERROR } mm_rx_event;
+
+typedef struct {
+    bool hello_done;
+    uint64_t vec_len;
+    uint8_t *vec_buf;
+
+    uint8_t hdr_raw[MM_WIRE_HDR_LEN];
+    uint8_t ctrl[MM_WIRE_REFUSE_MAX + 1];
+    size_t got;            /* bytes of the current part (header or payload) */
+    bool in_payload;
+    uint32_t crc;
+    uint64_t checked;      /* vector floats already checked for NaN/Inf */
+    uint64_t bad_at;       /* first non-finite float, or UINT64_MAX */
+    mm_wire_header hdr;    /* valid while in_payload and after FRAME */
+    uint8_t *payload;      /* where the current payload lands */
+    mm_wire_err err;
+    char why[160];
+} mm_wire_rx;
+
+void mm_wire_rx_init(mm_wire_rx *rx);
+/* Where the next bytes go and how many at most (never 0). */
+void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len);
+/* n bytes were written at the want() pointer. On FRAME, rx->hdr and
+ * rx->payload describe the whole frame until the next advance(). */
+mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n);
+/* True in the middle of a frame (for the frame timeout). */
+bool mm_wire_rx_busy(const mm_wire_rx *rx);
+
+#endif

@@ -1,0 +1,12 @@
+# make bench-gossip: transport throughput (plaintext, TLS) against a raw TCP
+# copy loop measured in the same run, for 1, 4 and 64 MB vectors.
+#   BENCH_MB=512  megabytes moved per case
+BENCH_MB ?= 512
+
+.PHONY: bench-gossip
+$(BUILD)/bench_gossip: $(BUILD)/tests/bench_gossip.o $(BUILD)/libmurmur.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+bench-gossip: deps $(BUILD)/bench_gossip
+	@sh scripts/make-certs.sh $(BUILD)/bench-certs 2 >/dev/null
+	./$(BUILD)/bench_gossip $(BUILD)/bench-certs $(BENCH_MB)

@@ -1,0 +1,15 @@
+# make test-sanitize: the wire and transport tests built with ASan+UBSan in
+# their own build directory (build-san), then run. Any sanitizer report fails.
+SAN_BUILD = build-san
+SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_transport*.c))
+
+.PHONY: test-sanitize
+test-sanitize: deps
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" OPT=-O1 $(SAN_TESTS:%=$(SAN_BUILD)/tests/%)
+	@fail=0; for t in $(SAN_TESTS); do \
+	  echo "=== $$t (ASan+UBSan)"; \
+	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    timeout -k 10 600 ./$(SAN_BUILD)/tests/$$t >$(SAN_BUILD)/$$t.log 2>&1 \
+	    && echo "--- ok   $$t" || { echo "--- FAIL $$t (log: $(SAN_BUILD)/$$t.log)"; tail -30 $(SAN_BUILD)/$$t.log; fail=1; }; \
+	done; exit $$fail

@@ -1,0 +1,139 @@
+/* libFuzzer target for the frame decoder (gossip/wire.c).
+ * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
+ * checks behind them; bits 1..7: how the stream is split into reads), the
+ * rest = bytes as they would arrive on a socket. The decoder must never
+ * read or write outside its buffers, never ask for 0 bytes, and must stop at
+ * the first error. Built with -DFUZZ_SEEDGEN it writes a seed corpus. */
+#include "gossip/wire.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FZ_MAX_VEC 4096
+
+/* Rewrites header and payload CRCs in place, frame by frame, as far as the
+ * lengths allow. */
+static void repair(uint8_t *s, size_t len)
+{
+    size_t off = 0;
+    while (off + MM_WIRE_HDR_LEN <= len) {
+        uint8_t *h = s + off;
+        uint64_t plen = 0;
+        for (int i = 7; i >= 0; i--)
+            plen = plen << 8 | h[24 + i];
+        size_t body = off + MM_WIRE_HDR_LEN;
+        if (plen <= len - body) {
+            uint32_t c = mm_crc32c(0, s + body, (size_t)plen);
+            for (int i = 0; i < 4; i++)
+                h[32 + i] = (uint8_t)(c >> (8 * i));
+        }
+        uint32_t hc = mm_crc32c(0, h, 36);
+        for (int i = 0; i < 4; i++)
+            h[36 + i] = (uint8_t)(hc >> (8 * i));
+        if (plen > len - body)
+            break;
+        off = body + (size_t)plen;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    uint8_t opt = data[0];
+    size_t len = size - 1;
+    uint8_t *s = malloc(len ? len : 1);
+    memcpy(s, data + 1, len);
+    if (opt & 1)
+        repair(s, len);
+    size_t step = (size_t)(opt >> 1) + 1;
+
+    static uint8_t vbuf[8 + 4 * FZ_MAX_VEC];
+    mm_wire_rx rx;
+    memset(&rx, 0, sizeof rx);
+    mm_wire_rx_init(&rx);
+    size_t pos = 0;
+    while (pos < len) {
+        uint8_t *p;
+        size_t want;
+        mm_wire_rx_want(&rx, &p, &want);
+        if (want == 0)
+            abort();
+        size_t n = want < step ? want : step;
+        if (n > len - pos)
+            n = len - pos;
+        memcpy(p, s + pos, n);
+        pos += n;
+        mm_rx_event ev = mm_wire_rx_advance(&rx, n);
+        if (ev == MM_RX_ERROR) {
+            if (rx.err == MM_WIRE_OK || mm_wire_rx_advance(&rx, 0) != MM_RX_ERROR)
+                abort(); /* errors are final */
+            break;
+        }
+        if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_HELLO) {
+            /* what the transport does after a HELLO it accepts */
+            mm_wire_hello h;
+            mm_wire_get_hello(rx.payload, &h);
+            if (h.vec_len == 0 || h.vec_len > FZ_MAX_VEC)
+                break;
+            rx.hello_done = true;
+            rx.vec_len = h.vec_len;
+            rx.vec_buf = vbuf;
+        }
+        if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR &&
+            !mm_wire_all_finite((const float *)(rx.payload + 8), rx.vec_len, NULL))
+            abort(); /* NaN/Inf must never be delivered */
+    }
+    free(s);
+    return 0;
+}
+
+#ifdef FUZZ_SEEDGEN
+static size_t frame(uint8_t *out, uint16_t type, uint64_t round, const void *p, size_t n)
+{
+    mm_wire_header h = {.type = type, .sender = 1, .round = round, .payload_len = n,
+                        .payload_crc = mm_crc32c(0, p, n)};
+    mm_wire_put_header(out, &h);
+    memcpy(out + MM_WIRE_HDR_LEN, p, n);
+    return MM_WIRE_HDR_LEN + n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2)
+        return 2;
+    static uint8_t buf[1 + 4 * (MM_WIRE_HDR_LEN + 8 + 4 * 16) + 600];
+    for (int k = 0; k < 4; k++) {
+        size_t n = 0;
+        buf[n++] = (uint8_t)(k * 37);
+        mm_wire_hello h = {.vec_len = 16, .target = 2};
+        memset(h.fingerprint, 7, 32);
+        uint8_t hp[MM_WIRE_HELLO_LEN];
+        mm_wire_put_hello(hp, &h);
+        if (k == 3) {
+            n += frame(buf + n, MM_WIRE_REFUSE, 0, "fingerprint differs", 19);
+        } else {
+            n += frame(buf + n, MM_WIRE_HELLO, 0, hp, sizeof hp);
+            uint8_t v[8 + 4 * 16] = {0};
+            double w = 0.5;
+            memcpy(v, &w, 8);
+            for (int i = 0; i < 16; i++) {
+                float f = (float)i;
+                memcpy(v + 8 + 4 * i, &f, 4);
+            }
+            n += frame(buf + n, MM_WIRE_VECTOR, 3, v, sizeof v);
+            n += frame(buf + n, MM_WIRE_PING, 4, NULL, 0);
+            if (k == 2)
+                n += frame(buf + n, MM_WIRE_BYE, 4, NULL, 0);
+        }
+        char path[512];
+        snprintf(path, sizeof path, "%s/seed-%d", argv[1], k);
+        FILE *f = fopen(path, "wb");
+        if (!f || fwrite(buf, 1, n, f) != n)
+            return 1;
+        fclose(f);
+    }
+    return 0;
+}
+#endif

@@ -1,0 +1,395 @@
+/* The data layer on a synthetic corpus the test writes itself: the Brown
+ * detagger, the index, the train/validation split, both partitions over
+ * several peer counts, shard loading, sampling, and the messages for
+ * missing, truncated and corrupted files. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "model/brown.h"
+#include "model/data.h"
+#include "model/sha256.h"
+#include "node/commands.h"
+
+/* Genres of 23, 12, 7 and 3 files: 20, 10, 6 and 2 training files once
+ * files 0, 10, 20 of each go to validation. */
+static const struct { const char *genre; int n; } GENRES[] = {
+    {"news", 23}, {"fiction", 12}, {"humor", 7}, {"lore", 3},
+};
+#define N_GENRES 4
+#define N_FILES 45
+
+static char dir[256];
+
+static void file_text(int i, char *buf, size_t n)
+{
+    /* Distinct per file, so a shard's content tells which files it holds. */
+    snprintf(buf, n, "<<file f%02d>> The quick brown fox %d jumps over the lazy dog.\n\n"
+                     "A second paragraph of file %d, long enough for a window.\n", i, i * 7, i);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void make_corpus(void)
+{
+    mm_data_file files[N_FILES];
+    int k = 0;
+    for (int g = 0; g < N_GENRES; g++)
+        for (int j = 0; j < GENRES[g].n; j++, k++) {
+            char text[256], path[512];
+            file_text(k, text, sizeof text);
+            memset(&files[k], 0, sizeof files[k]);
+            snprintf(files[k].name, sizeof files[k].name, "f%02d", k);
+            snprintf(files[k].genre, sizeof files[k].genre, "%s", GENRES[g].genre);
+            files[k].bytes = strlen(text);
+            mm_sha256(text, strlen(text), files[k].sha256);
+            snprintf(path, sizeof path, "%s/f%02d.txt", dir, k);
+            write_file(path, text, strlen(text));
+        }
+    assert_int_equal(k, N_FILES);
+    char err[256];
+    assert_int_equal(mm_data_index_write(dir, files, N_FILES, "synthetic", err, sizeof err), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/murmur-test-data-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    make_corpus();
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_detag(void **state)
+{
+    (void)state;
+    const char *in =
+        "\n\n\tThe/at jury/nn said/vbd ``/`` no/at evidence/nn ''/'' ,/, Mr./np Jr./np ./.\n"
+        "It/pps ended/vbd (/( at/in 1/2/cd )/) ;/. '/' odd/jj '/' ok/uh ?/.\n"
+        "\n\n"
+        "Merger/nn-hl proposed/vbn-hl\n"
+        "However/wrb ,/, done/vbn !/.\n";
+    const char *want = "The jury said \"no evidence\", Mr. Jr. It ended (at 1/2); 'odd' ok?\n\n"
+                       "Merger proposed\n\n"
+                       "However, done!\n";
+    char *out, err[128];
+    size_t n;
+    assert_int_equal(mm_brown_detag(in, strlen(in), &out, &n, err, sizeof err), 0);
+    assert_int_equal(n, strlen(out));
+    assert_string_equal(out, want);
+    free(out);
+
+    const char *bad = "\tgood/jj\n\tnotag here/rb\n";
+    assert_int_equal(mm_brown_detag(bad, strlen(bad), &out, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "line 2"));
+    assert_non_null(strstr(err, "notag"));
+    const char bin[] = "a/b \x80/c";
+    assert_int_equal(mm_brown_detag(bin, sizeof bin - 1, &out, &n, err, sizeof err), -1);
+    assert_non_null(strstr(err, "ASCII"));
+    assert_int_equal(mm_brown_detag("\n\n", 2, &out, &n, err, sizeof err), -1);
+}
+
+/* data-prepare on a small tagged source, then the prepared dir verifies. */
+static void test_prepare(void **state)
+{
+    (void)state;
+    char src[512], dst[512], path[600];
+    snprintf(src, sizeof src, "%s/src", dir);
+    snprintf(dst, sizeof dst, "%s/prepared", dir);
+    assert_int_equal(mkdir(src, 0755), 0);
+    snprintf(path, sizeof path, "%s/cats.txt", src);
+    const char *cats = "ca01 news\nca02 news\ncb01 editorial\n";
+    write_file(path, cats, strlen(cats));
+    const char *t = "\n\n\tA/at dog/nn ./.\n";
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", src, i == 0 ? "ca01" : i == 1 ? "ca02" : "cb01");
+        write_file(path, t, strlen(t));
+    }
+    char *argv[] = {"data-prepare", src, dst, NULL};
+    assert_int_equal(cmd_data_prepare(3, argv), 0);
+    char *vargv[] = {"data-verify", dst, NULL};
+    assert_int_equal(cmd_data_verify(2, vargv), 0);
+    mm_data_index ix;
+    char err[256];
+    assert_int_equal(mm_data_index_load(&ix, dst, err, sizeof err), 0);
+    assert_int_equal(ix.n_files, 3);
+    assert_int_equal(ix.n_genres, 2);
+    assert_string_equal(ix.files[2].genre, "editorial");
+    assert_int_equal(ix.files[0].bytes, strlen("A dog.\n"));
+    mm_data_index_free(&ix);
+
+    /* A source file that is missing: the error names it, exit status 1. */
+    snprintf(path, sizeof path, "%s/cb01", src);
+    assert_int_equal(unlink(path), 0);
+    char dst2[520];
+    snprintf(dst2, sizeof dst2, "%s2", dst);
+    char *argv2[] = {"data-prepare", src, dst2, NULL};
+    assert_int_equal(cmd_data_prepare(3, argv2), 1);
+}
+
+static void test_split(void **state)
+{
+    (void)state;
+    mm_data_index a, b;
+    char err[256];
+    assert_int_equal(mm_data_index_load(&a, dir, err, sizeof err), 0);
+    assert_int_equal(mm_data_index_load(&b, dir, err, sizeof err), 0);
+    assert_int_equal(a.n_files, N_FILES);
+    assert_int_equal(a.n_genres, N_GENRES);
+    int k = 0;
+    for (int g = 0; g < N_GENRES; g++) {
+        assert_string_equal(a.genres[g], GENRES[g].genre);
+        int val = 0;
+        for (int j = 0; j < GENRES[g].n; j++, k++) {
+            assert_int_equal(a.files[k].genre_id, g);
+            assert_int_equal(a.files[k].val, j % 10 == 0);
+            assert_int_equal(a.files[k].val, b.files[k].val);
+            val += a.files[k].val;
+        }
+        assert_int_equal(val, (GENRES[g].n + 9) / 10); /* every genre validates */
+    }
+    mm_data_index_free(&a);
+    mm_data_index_free(&b);
+}
+
+/* Disjoint and complete for both partitions and many peer counts. */
+static void test_partition(void **state)
+{
+    (void)state;
+    mm_data_index ix;
+    char err[256];
+    assert_int_equal(mm_data_index_load(&ix, dir, err, sizeof err), 0);
+    int owner[N_FILES], again[N_FILES];
+    const int peers[] = {1, 2, 3, 4, 5, 7, 11, 38};
+    for (int part = 0; part < 2; part++)
+        for (size_t pi = 0; pi < sizeof peers / sizeof peers[0]; pi++) {
+            int n = peers[pi];
+            assert_int_equal(mm_data_assign(&ix, (mm_partition)part, n, owner, err, sizeof err), 0);
+            assert_int_equal(mm_data_assign(&ix, (mm_partition)part, n, again, err, sizeof err), 0);
+            assert_memory_equal(owner, again, sizeof owner);
+            int count[64] = {0};
+            unsigned genres_of[64] = {0};
+            for (int i = 0; i < N_FILES; i++) {
+                if (ix.files[i].val) {
+                    assert_int_equal(owner[i], -1); /* validation is nobody's */
+                    continue;
+                }
+                assert_in_range(owner[i], 0, n - 1); /* every training file owned once */
+                count[owner[i]]++;
+                genres_of[owner[i]] |= 1u << ix.files[i].genre_id;
+            }
+            for (int p = 0; p < n; p++)
+                assert_true(count[p] > 0);
+            if (part == MM_PART_IID) {
+                /* balanced, and spread: a genre with >= n training files
+                 * reaches every peer */
+                int lo = 1 << 30, hi = 0;
+                for (int p = 0; p < n; p++) {
+                    lo = count[p] < lo ? count[p] : lo;
+                    hi = count[p] > hi ? count[p] : hi;
+                    for (int g = 0; g < N_GENRES; g++) {
+                        int tr = GENRES[g].n - (GENRES[g].n + 9) / 10;
+                        if (tr >= n)
+                            assert_true(genres_of[p] & (1u << g));
+                    }
+                }
+                assert_true(hi - lo <= 1);
+            } else {
+                /* whole genres: with n <= genres every genre's files sit
+                 * with one peer; with more peers each peer has one genre */
+                for (int i = 0; i < N_FILES; i++)
+                    for (int j = 0; j < N_FILES; j++)
+                        if (n <= N_GENRES && !ix.files[i].val && !ix.files[j].val &&
+                            ix.files[i].genre_id == ix.files[j].genre_id)
+                            assert_int_equal(owner[i], owner[j]);
+                if (n > N_GENRES)
+                    for (int p = 0; p < n; p++)
+                        assert_int_equal(__builtin_popcount(genres_of[p]), 1);
+            }
+        }
+    /* 38 training files: a 39th peer would have nothing. */
+    assert_int_equal(mm_data_assign(&ix, MM_PART_IID, 39, owner, err, sizeof err), -1);
+    assert_non_null(strstr(err, "39 peers"));
+    assert_int_equal(mm_data_assign(&ix, MM_PART_GENRE, 0, owner, err, sizeof err), -1);
+    mm_data_index_free(&ix);
+}
+
+static void test_shards(void **state)
+{
+    (void)state;
+    char err[256];
+    for (int part = 0; part < 2; part++) {
+        int n = 3, files = 0;
+        int seen[N_FILES] = {0};
+        for (int p = 0; p < n; p++) {
+            mm_shard s;
+            assert_int_equal(mm_shard_load(&s, dir, (mm_partition)part, p, n, err, sizeof err), 0);
+            files += s.n_files;
+            for (int i = 0; i < N_FILES; i++) {
+                char mark[32];
+                snprintf(mark, sizeof mark, "<<file f%02d>>", i);
+                if (memmem(s.train, s.train_len, mark, strlen(mark)))
+                    seen[i]++;
+                /* validation files are in every shard's val, in nobody's train */
+                if (memmem(s.val, s.val_len, mark, strlen(mark)))
+                    assert_int_equal(memmem(s.train, s.train_len, mark, strlen(mark)), NULL);
+            }
+            assert_true(strlen(s.genres) > 0);
+            mm_shard_free(&s);
+        }
+        assert_int_equal(files, 38);
+        int total_seen = 0;
+        for (int i = 0; i < N_FILES; i++) {
+            assert_true(seen[i] <= 1);
+            total_seen += seen[i];
+        }
+        assert_int_equal(total_seen, 38);
+    }
+}
+
+static void test_sampling(void **state)
+{
+    (void)state;
+    char err[256];
+    mm_shard s;
+    assert_int_equal(mm_shard_load(&s, dir, MM_PART_IID, 0, 1, err, sizeof err), 0);
+    enum { B = 5, T = 16 };
+    uint8_t a[B * (T + 1)], b[B * (T + 1)], c[B * (T + 1)];
+    mm_rng r1, r2;
+    mm_rng_seed(&r1, 42);
+    r2 = r1;
+    mm_batch_sample(&s, &r1, a, B, T);
+    mm_batch_sample(&s, &r2, b, B, T);
+    assert_memory_equal(a, b, sizeof a); /* same rng state, same batch */
+    mm_rng saved = r1;                   /* a checkpointed rng resumes the stream */
+    mm_batch_sample(&s, &r1, a, B, T);
+    mm_batch_sample(&s, &saved, c, B, T);
+    assert_memory_equal(a, c, sizeof a);
+    assert_memory_not_equal(a, b, sizeof a);
+    for (int w = 0; w < B; w++)
+        assert_non_null(memmem(s.train, s.train_len, a + w * (T + 1), T + 1));
+
+    uint8_t v1[T + 1], v2[T + 1];
+    mm_val_window(&s, 3, 10, v1, T);
+    mm_val_window(&s, 3, 10, v2, T);
+    assert_memory_equal(v1, v2, sizeof v1);
+    assert_non_null(memmem(s.val, s.val_len, v1, T + 1));
+    mm_val_window(&s, 9, 10, v2, T);
+    assert_memory_not_equal(v1, v2, sizeof v1);
+    mm_shard_free(&s);
+}
+
+/* Damage one training file and check each peer's view: the owner gets a
+ * message naming the file, other peers do not read it and load fine. */
+static void damage(const char *how, const char *expect)
+{
+    mm_data_index ix;
+    char err[512], path[600];
+    assert_int_equal(mm_data_index_load(&ix, dir, err, sizeof err), 0);
+    int owner[N_FILES];
+    assert_int_equal(mm_data_assign(&ix, MM_PART_GENRE, 2, owner, err, sizeof err), 0);
+    int victim = 1; /* f01: news, training */
+    assert_int_equal(ix.files[victim].val, 0);
+    snprintf(path, sizeof path, "%s/%s.txt", dir, ix.files[victim].name);
+    char text[256];
+    file_text(victim, text, sizeof text);
+    if (!strcmp(how, "missing"))
+        assert_int_equal(unlink(path), 0);
+    else if (!strcmp(how, "truncated"))
+        write_file(path, text, strlen(text) - 5);
+    else {
+        text[10] ^= 0x20;
+        write_file(path, text, strlen(text));
+    }
+    mm_shard s;
+    assert_int_equal(mm_shard_load(&s, dir, MM_PART_GENRE, owner[victim], 2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "f01.txt"));
+    assert_non_null(strstr(err, expect));
+    assert_int_equal(mm_data_verify(dir, err, sizeof err), -1);
+    assert_non_null(strstr(err, "f01.txt"));
+    assert_int_equal(mm_shard_load(&s, dir, MM_PART_GENRE, 1 - owner[victim], 2, err, sizeof err), 0);
+    mm_shard_free(&s);
+    file_text(victim, text, sizeof text);
+    write_file(path, text, strlen(text));
+    assert_int_equal(mm_data_verify(dir, err, sizeof err), 0);
+    mm_data_index_free(&ix);
+}
+
+static void test_bad_files(void **state)
+{
+    (void)state;
+    damage("missing", "cannot open");
+    damage("truncated", "truncated");
+    damage("corrupted", "corrupted");
+}
+
+static void test_bad_index(void **state)
+{
+    (void)state;
+    char bad[300], path[400], err[512];
+    snprintf(bad, sizeof bad, "%s/bad", dir);
+    assert_int_equal(mkdir(bad, 0755), 0);
+    mm_data_index ix;
+    assert_int_equal(mm_data_index_load(&ix, bad, err, sizeof err), -1);
+    assert_non_null(strstr(err, "index.tsv"));
+    assert_non_null(strstr(err, "make data"));
+
+    static const struct { const char *text, *expect; } cases[] = {
+        {"garbage\n", "not a murmur data index"},
+        {"# murmur-data 1\n", "lists no files"},
+        {"# murmur-data 1\nf00\tnews\t12\n", "line 2"},
+        {"# murmur-data 1\nf00\tnews\tx12\t"
+         "0000000000000000000000000000000000000000000000000000000000000000\n", "byte count"},
+        {"# murmur-data 1\nf00\tnews\t12\t00zz\n", "line 2"},
+        {"# murmur-data 1\n../etc\tnews\t12\t"
+         "0000000000000000000000000000000000000000000000000000000000000000\n", "line 2"},
+        {"# murmur-data 1\nf00\tnews\t12\t"
+         "0000000000000000000000000000000000000000000000000000000000000000\n"
+         "f00\tnews\t12\t"
+         "0000000000000000000000000000000000000000000000000000000000000000\n", "twice"},
+    };
+    snprintf(path, sizeof path, "%s/index.tsv", bad);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        write_file(path, cases[i].text, strlen(cases[i].text));
+        assert_int_equal(mm_data_index_load(&ix, bad, err, sizeof err), -1);
+        if (!strstr(err, cases[i].expect))
+            fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].expect);
+    }
+    assert_int_equal(mm_partition_parse("iid"), MM_PART_IID);
+    assert_int_equal(mm_partition_parse("genre"), MM_PART_GENRE);
+    assert_int_equal(mm_partition_parse("random"), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detag),     cmocka_unit_test(test_prepare),
+        cmocka_unit_test(test_split),     cmocka_unit_test(test_partition),
+        cmocka_unit_test(test_shards),    cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_bad_files), cmocka_unit_test(test_bad_index),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

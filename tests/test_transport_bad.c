@@ -1,0 +1,574 @@
+/* Bad input on a real loopback socket: each attack is refused with a log
+ * line, a counter and a closed connection, and the victim keeps serving its
+ * honest neighbour (whose vector is checked bit for bit after the attack).
+ * Cluster: honest peer 0, victim peer 2; the attacker poses as peer 1. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <math.h>
+#include <openssl/ssl.h>
+#include <pthread.h>
+
+#include "tests/tnet.h"
+
+#define VLEN 1000
+#define HONEST 0
+#define ATT_ID 1
+#define VICTIM 2
+
+static char certdir[80], otherdir[80], selfdir[80];
+
+typedef struct {
+    tn_cluster cl;
+    uint64_t round;
+    int fds[64];
+    int nfds;
+    uint8_t got[4096];     /* what the victim sent the attacker */
+    size_t ngot;
+} fixture;
+
+static fixture *setup_cluster(bool tls, void (*tweak)(mm_transport_config *))
+{
+    fixture *f = calloc(1, sizeof *f);
+    tn_init(&f->cl, 3, VLEN);
+    for (uint32_t i = 0; i < 3; i += 2) {
+        mm_transport_config c = tn_config(&f->cl, i, tls ? certdir : NULL);
+        c.frame_timeout_ms = 300;
+        c.connect_timeout_ms = 1500;
+        c.max_conns_per_addr = 8;
+        if (tweak)
+            tweak(&c);
+        assert_non_null(tn_start(&f->cl, i, &c));
+    }
+    uint32_t vw[2] = {HONEST, ATT_ID}, hw = VICTIM;
+    mm_transport_want(f->cl.node[VICTIM].t, vw, 2);
+    mm_transport_want(f->cl.node[HONEST].t, &hw, 1);
+    assert_true(tn_wait_up(&f->cl, HONEST, VICTIM, 5000));
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+    return f;
+}
+
+static void teardown_cluster(fixture *f)
+{
+    for (int i = 0; i < f->nfds; i++)
+        close(f->fds[i]);
+    assert_int_equal(f->cl.node[VICTIM].bad_content, 0);
+    assert_int_equal(tn_destroy(&f->cl), 0);
+    free(f);
+}
+
+static int victim_port(fixture *f)
+{
+    return atoi(strrchr(f->cl.addr[VICTIM], ':') + 1);
+}
+
+static int att_connect(fixture *f)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)victim_port(f))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    f->fds[f->nfds++] = fd;
+    return fd;
+}
+
+static void att_write(int fd, const void *buf, size_t len)
+{
+    const uint8_t *p = buf;
+    while (len) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == EAGAIN) {
+            usleep(1000);
+            continue;
+        }
+        assert_true(n > 0);
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static void att_frame(int fd, uint16_t type, uint32_t sender, uint64_t round,
+                      const void *payload, size_t len)
+{
+    uint8_t hdr[MM_WIRE_HDR_LEN];
+    mm_wire_header h = {.type = type, .sender = sender, .round = round, .payload_len = len,
+                        .payload_crc = mm_crc32c(0, payload, len)};
+    mm_wire_put_header(hdr, &h);
+    att_write(fd, hdr, sizeof hdr);
+    if (len)
+        att_write(fd, payload, len);
+}
+
+static void att_hello(int fd, uint32_t sender, uint8_t fp, uint64_t vec_len)
+{
+    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM};
+    memset(h.fingerprint, fp, 32);
+    uint8_t buf[MM_WIRE_HELLO_LEN];
+    mm_wire_put_hello(buf, &h);
+    att_frame(fd, MM_WIRE_HELLO, sender, 0, buf, sizeof buf);
+}
+
+/* A vector payload: weight 1.0 then VLEN floats, one of them replaced. */
+static uint8_t *att_vector(float bad)
+{
+    uint8_t *p = calloc(1, 8 + 4 * VLEN);
+    double w = 1.0;
+    memcpy(p, &w, 8);
+    float *v = (float *)(p + 8);
+    for (int i = 0; i < VLEN; i++)
+        v[i] = (float)i;
+    v[VLEN / 3] = bad;
+    return p;
+}
+
+typedef struct { fixture *f; int fd; size_t off; uint64_t before; } watch;
+
+static uint64_t stat_at(fixture *f, size_t off)
+{
+    mm_transport_stats st;
+    mm_transport_get_stats(f->cl.node[VICTIM].t, &st);
+    uint64_t v;
+    memcpy(&v, (uint8_t *)&st + off, 8);
+    return v;
+}
+
+/* True once the counter moved and the victim closed the attacker's socket. */
+static bool refused(tn_cluster *cl, void *arg)
+{
+    watch *w = arg;
+    fixture *f = w->f;
+    bool closed = false;
+    for (;;) {
+        uint8_t buf[4096];
+        ssize_t n = recv(w->fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0) {
+            size_t k = (size_t)n < sizeof f->got - f->ngot ? (size_t)n : sizeof f->got - f->ngot;
+            memcpy(f->got + f->ngot, buf, k);
+            f->ngot += k;
+            continue;
+        }
+        closed = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+        break;
+    }
+    return closed && stat_at(f, w->off) > w->before;
+}
+
+/* The attack on fd was refused and counted; the honest peer still gets
+ * through, bit-exact. */
+static void expect_refused(fixture *f, int fd, size_t off, uint64_t before)
+{
+    watch w = {f, fd, off, before};
+    assert_true(tn_pump(&f->cl, refused, &w, 5000));
+    f->round++;
+    mm_transport_set_round(f->cl.node[VICTIM].t, f->round);
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+    assert_true(tn_send_and_wait(&f->cl, VICTIM, HONEST, f->round, 5000));
+    assert_int_equal(f->cl.node[VICTIM].bad_content, 0);
+    assert_true(mm_transport_is_up(f->cl.node[VICTIM].t, HONEST));
+}
+
+/* True when the victim's REFUSE frame to the attacker contains text. */
+static bool refusal_says(fixture *f, const char *text)
+{
+    if (f->ngot < MM_WIRE_HDR_LEN * 2)
+        return false;
+    for (size_t off = 0; off + MM_WIRE_HDR_LEN <= f->ngot;) {
+        mm_wire_header h;
+        char why[160];
+        if (mm_wire_get_header(f->got + off, false, 0, &h, why, sizeof why) != MM_WIRE_OK &&
+            mm_wire_get_header(f->got + off, true, VLEN, &h, why, sizeof why) != MM_WIRE_OK)
+            return false;
+        size_t end = off + MM_WIRE_HDR_LEN + (size_t)h.payload_len;
+        if (end > f->ngot)
+            return false;
+        if (h.type == MM_WIRE_REFUSE) {
+            char msg[MM_WIRE_REFUSE_MAX + 1];
+            memcpy(msg, f->got + off + MM_WIRE_HDR_LEN, (size_t)h.payload_len);
+            msg[h.payload_len] = 0;
+            return strstr(msg, text) != NULL;
+        }
+        off = end;
+    }
+    return false;
+}
+
+#define OFF(field) offsetof(mm_transport_stats, field)
+#define ATTACK(field, body) do { \
+        fixture *f = setup_cluster(false, NULL); \
+        uint64_t before = stat_at(f, OFF(field)); \
+        int fd = att_connect(f); \
+        body; \
+        expect_refused(f, fd, OFF(field), before); \
+        teardown_cluster(f); \
+    } while (0)
+
+static void garbage(void **s)
+{
+    static const char g[] = "GET / HTTP/1.1\r\nHost: murmur\r\nAccept: */*\r\n\r\n";
+    ATTACK(bad_magic, att_write(fd, g, sizeof g - 1));
+}
+
+static void wrong_magic(void **s)
+{
+    uint8_t hdr[MM_WIRE_HDR_LEN];
+    mm_wire_header h = {.type = MM_WIRE_HELLO, .sender = ATT_ID, .payload_len = MM_WIRE_HELLO_LEN};
+    mm_wire_put_header(hdr, &h);
+    hdr[0] ^= 0x20;
+    ATTACK(bad_magic, att_write(fd, hdr, sizeof hdr));
+}
+
+static void wrong_version(void **s)
+{
+    uint8_t hdr[MM_WIRE_HDR_LEN];
+    mm_wire_header h = {.version = 9, .type = MM_WIRE_HELLO, .sender = ATT_ID,
+                        .payload_len = MM_WIRE_HELLO_LEN};
+    mm_wire_put_header(hdr, &h);
+    ATTACK(bad_version, att_write(fd, hdr, sizeof hdr));
+}
+
+static void unknown_type(void **s)
+{
+    ATTACK(bad_type, att_frame(fd, 77, ATT_ID, 0, "x", 1));
+}
+
+static void vector_before_hello(void **s)
+{
+    uint8_t *v = att_vector(1.0f);
+    ATTACK(bad_type, att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN));
+    free(v);
+}
+
+static void huge_length(void **s)
+{
+    /* Only a header: the victim must refuse without waiting for (or
+     * allocating) 1 TiB. */
+    uint8_t hdr[MM_WIRE_HDR_LEN];
+    mm_wire_header h = {.type = MM_WIRE_HELLO, .sender = ATT_ID, .payload_len = 1ULL << 40};
+    mm_wire_put_header(hdr, &h);
+    ATTACK(bad_length, att_write(fd, hdr, sizeof hdr));
+    /* after the HELLO, a vector longer than the agreed vector length */
+    mm_wire_header v = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = 8 + 4 * VLEN + 4};
+    mm_wire_put_header(hdr, &v);
+    ATTACK(bad_length, { att_hello(fd, ATT_ID, 0xAB, VLEN); att_write(fd, hdr, sizeof hdr); });
+}
+
+static void short_frame_then_silence(void **s)
+{
+    uint8_t hdr[MM_WIRE_HDR_LEN];
+    mm_wire_header h = {.type = MM_WIRE_HELLO, .sender = ATT_ID, .payload_len = MM_WIRE_HELLO_LEN};
+    mm_wire_put_header(hdr, &h);
+    ATTACK(frame_timeouts, att_write(fd, hdr, 17));
+    /* a whole header, then half the payload */
+    ATTACK(frame_timeouts, { att_write(fd, hdr, sizeof hdr); att_write(fd, "0123456789", 10); });
+}
+
+static void bad_checksum(void **s)
+{
+    uint8_t *v = att_vector(2.0f);
+    uint8_t hdr[MM_WIRE_HDR_LEN];
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = 8 + 4 * VLEN,
+                        .payload_crc = mm_crc32c(0, v, 8 + 4 * VLEN) ^ 1};
+    mm_wire_put_header(hdr, &h);
+    ATTACK(bad_checksum, {
+        att_hello(fd, ATT_ID, 0xAB, VLEN);
+        att_write(fd, hdr, sizeof hdr);
+        att_write(fd, v, 8 + 4 * VLEN);
+    });
+    /* a header whose own checksum is wrong */
+    mm_wire_put_header(hdr, &h);
+    hdr[20] ^= 1;
+    ATTACK(bad_checksum, att_write(fd, hdr, sizeof hdr));
+    free(v);
+}
+
+static void wrong_fingerprint(void **s)
+{
+    ATTACK(bad_fingerprint, att_hello(fd, ATT_ID, 0xCD, VLEN));
+    fixture *f = setup_cluster(false, NULL);
+    uint64_t before = stat_at(f, OFF(bad_fingerprint));
+    int fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN + 1);
+    expect_refused(f, fd, OFF(bad_fingerprint), before);
+    assert_true(refusal_says(f, "vector length differs"));
+    teardown_cluster(f);
+
+    f = setup_cluster(false, NULL);
+    before = stat_at(f, OFF(bad_fingerprint));
+    fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xCD, VLEN);
+    expect_refused(f, fd, OFF(bad_fingerprint), before);
+    assert_true(refusal_says(f, "fingerprint differs"));
+    teardown_cluster(f);
+}
+
+static void round_outside_window(void **s)
+{
+    uint8_t *v = att_vector(3.0f);
+    ATTACK(bad_round, {
+        att_hello(fd, ATT_ID, 0xAB, VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 5000000, v, 8 + 4 * VLEN);
+    });
+    free(v);
+}
+
+static void nan_and_inf(void **s)
+{
+    uint8_t *v = att_vector(NAN);
+    ATTACK(bad_values, {
+        att_hello(fd, ATT_ID, 0xAB, VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+    });
+    free(v);
+    v = att_vector(-INFINITY);
+    ATTACK(bad_values, {
+        att_hello(fd, ATT_ID, 0xAB, VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+    });
+    double w = NAN;
+    memcpy(v, &w, 8);
+    ((float *)(v + 8))[VLEN / 3] = 1.0f;
+    ATTACK(bad_values, {
+        att_hello(fd, ATT_ID, 0xAB, VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+    });
+    free(v);
+}
+
+static void claims_other_id_plain(void **s)
+{
+    /* its own id, and an id that must be dialled rather than dial */
+    ATTACK(bad_identity, att_hello(fd, VICTIM, 0xAB, VLEN));
+    ATTACK(bad_identity, att_hello(fd, 7, 0xAB, VLEN));
+}
+
+static void flood(void **s)
+{
+    fixture *f = setup_cluster(false, NULL);
+    for (int i = 0; i < 40; i++)
+        att_connect(f);
+    watch w = {f, f->fds[39], OFF(flood_refused), 0};
+    assert_true(tn_pump(&f->cl, refused, &w, 5000));
+    uint64_t n = stat_at(f, OFF(flood_refused));
+    assert_true(n >= 40 - 8);
+    f->round++;
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+    assert_true(tn_send_and_wait(&f->cl, VICTIM, HONEST, f->round, 5000));
+    /* the silent ones that were let in are closed by the handshake timeout */
+    watch w0 = {f, f->fds[0], OFF(peer_timeouts), 0};
+    assert_true(tn_pump(&f->cl, refused, &w0, 5000));
+    teardown_cluster(f);
+}
+
+/* A real transport that poisons its vectors (cfg.test_poison). */
+static void poisoned_peer(void **s)
+{
+    const char *kinds[] = {"nan", "inf", "huge"};
+    size_t offs[] = {OFF(bad_values), OFF(bad_values), OFF(bad_length)};
+    for (int k = 0; k < 3; k++) {
+        fixture *f = setup_cluster(false, NULL);
+        mm_transport_config c = tn_config(&f->cl, ATT_ID, NULL);
+        c.test_poison = kinds[k];
+        assert_non_null(tn_start(&f->cl, ATT_ID, &c));
+        uint32_t w = VICTIM;
+        mm_transport_want(f->cl.node[ATT_ID].t, &w, 1);
+        assert_true(tn_wait_up(&f->cl, ATT_ID, VICTIM, 5000));
+        uint64_t before = stat_at(f, offs[k]);
+        float *v = calloc(VLEN, 4);
+        assert_int_equal(mm_transport_send(f->cl.node[ATT_ID].t, VICTIM, 0, 1.0, v), 0);
+        uint64_t end = uv_hrtime() / 1000000 + 5000;
+        while (stat_at(f, offs[k]) == before && uv_hrtime() / 1000000 < end)
+            uv_run(&f->cl.loop, UV_RUN_ONCE);
+        assert_true(stat_at(f, offs[k]) > before);
+        assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], 0);
+        f->round++;
+        assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+        /* let the closing finish before the buffer goes */
+        tn_run_for(&f->cl, 50);
+        teardown_cluster(f);
+        free(v);
+    }
+}
+
+/* ---- TLS ---------------------------------------------------------------- */
+
+static void set_cert(mm_transport_config *c) { (void)c; }
+
+/* A transport with a valid certificate for peer 0 that claims to be peer 1. */
+static void tls_claims_other_id(void **s)
+{
+    fixture *f = setup_cluster(true, set_cert);
+    mm_transport_config c = tn_config(&f->cl, ATT_ID, certdir);
+    static char cert[128], key[128];
+    snprintf(cert, sizeof cert, "%s/node-0.pem", certdir);
+    snprintf(key, sizeof key, "%s/node-0.key", certdir);
+    c.cert_file = cert;
+    c.key_file = key;
+    assert_non_null(tn_start(&f->cl, ATT_ID, &c));
+    uint64_t before = stat_at(f, OFF(bad_identity));
+    uint32_t w = VICTIM;
+    mm_transport_want(f->cl.node[ATT_ID].t, &w, 1);
+    uint64_t end = uv_hrtime() / 1000000 + 5000;
+    while (stat_at(f, OFF(bad_identity)) == before && uv_hrtime() / 1000000 < end)
+        uv_run(&f->cl.loop, UV_RUN_ONCE);
+    assert_true(stat_at(f, OFF(bad_identity)) > before);
+    assert_false(mm_transport_is_up(f->cl.node[VICTIM].t, ATT_ID));
+    assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
+    f->round++;
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+    teardown_cluster(f);
+}
+
+typedef struct {
+    int port;
+    const char *cert, *key;
+    volatile int done;
+    int handshake_ok;   /* the client's view; TLS 1.3 servers verify later */
+    int got_data;       /* the victim sent application data: a failure */
+} tls_att;
+
+static void *tls_attack(void *arg)
+{
+    tls_att *a = arg;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    if (a->cert) {
+        SSL_CTX_use_certificate_file(ctx, a->cert, SSL_FILETYPE_PEM);
+        SSL_CTX_use_PrivateKey_file(ctx, a->key, SSL_FILETYPE_PEM);
+    }
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct timeval tv = {3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)a->port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0) {
+        SSL *ssl = SSL_new(ctx);
+        SSL_set_fd(ssl, fd);
+        a->handshake_ok = SSL_connect(ssl) == 1;
+        if (a->handshake_ok) {
+            uint8_t hello[MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN];
+            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM};
+            memset(h.fingerprint, 0xAB, 32);
+            mm_wire_put_hello(hello + MM_WIRE_HDR_LEN, &h);
+            mm_wire_header hd = {.type = MM_WIRE_HELLO, .sender = ATT_ID,
+                                 .payload_len = MM_WIRE_HELLO_LEN,
+                                 .payload_crc = mm_crc32c(0, hello + MM_WIRE_HDR_LEN,
+                                                          MM_WIRE_HELLO_LEN)};
+            mm_wire_put_header(hello, &hd);
+            SSL_write(ssl, hello, sizeof hello);
+            uint8_t buf[256];
+            a->got_data = SSL_read(ssl, buf, sizeof buf) > 0;
+        }
+        SSL_free(ssl);
+    }
+    close(fd);
+    SSL_CTX_free(ctx);
+    a->done = 1;
+    return NULL;
+}
+
+static void tls_bad_client(const char *cert, const char *key)
+{
+    fixture *f = setup_cluster(true, NULL);
+    uint64_t before = stat_at(f, OFF(bad_tls));
+    tls_att a = {.port = victim_port(f), .cert = cert, .key = key};
+    pthread_t th;
+    pthread_create(&th, NULL, tls_attack, &a);
+    uint64_t end = uv_hrtime() / 1000000 + 8000;
+    while ((!a.done || stat_at(f, OFF(bad_tls)) == before) && uv_hrtime() / 1000000 < end)
+        uv_run(&f->cl.loop, UV_RUN_ONCE);
+    pthread_join(th, NULL);
+    assert_true(stat_at(f, OFF(bad_tls)) > before);
+    assert_int_equal(a.got_data, 0);
+    assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
+    f->round++;
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+    assert_true(tn_send_and_wait(&f->cl, VICTIM, HONEST, f->round, 5000));
+    teardown_cluster(f);
+}
+
+static void tls_no_cert(void **s) { tls_bad_client(NULL, NULL); }
+
+static void tls_self_signed(void **s)
+{
+    char c[128], k[128];
+    snprintf(c, sizeof c, "%s/self.pem", selfdir);
+    snprintf(k, sizeof k, "%s/self.key", selfdir);
+    tls_bad_client(c, k);
+}
+
+static void tls_other_ca(void **s)
+{
+    char c[128], k[128];
+    snprintf(c, sizeof c, "%s/node-1.pem", otherdir);
+    snprintf(k, sizeof k, "%s/node-1.key", otherdir);
+    tls_bad_client(c, k);
+}
+
+/* Control: the same client with a good certificate does get a HELLO back,
+ * so the refusals above are not an artefact of the test client. */
+static void tls_good_client_control(void **s)
+{
+    fixture *f = setup_cluster(true, NULL);
+    char c[128], k[128];
+    snprintf(c, sizeof c, "%s/node-1.pem", certdir);
+    snprintf(k, sizeof k, "%s/node-1.key", certdir);
+    tls_att a = {.port = victim_port(f), .cert = c, .key = k};
+    pthread_t th;
+    pthread_create(&th, NULL, tls_attack, &a);
+    uint64_t end = uv_hrtime() / 1000000 + 8000;
+    while (!a.done && uv_hrtime() / 1000000 < end)
+        uv_run(&f->cl.loop, UV_RUN_ONCE);
+    pthread_join(th, NULL);
+    assert_true(a.handshake_ok);
+    assert_true(a.got_data);
+    assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 1);
+    teardown_cluster(f);
+}
+
+int main(void)
+{
+    mm_log_set_level(MM_LOG_WARN);
+    int pid = (int)getpid();
+    snprintf(certdir, sizeof certdir, "/tmp/murmur-bad-certs-%d", pid);
+    snprintf(otherdir, sizeof otherdir, "/tmp/murmur-bad-other-%d", pid);
+    snprintf(selfdir, sizeof selfdir, "/tmp/murmur-bad-self-%d", pid);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s && openssl req -x509 -newkey ec -pkeyopt "
+             "ec_paramgen_curve:P-256 -nodes -keyout %s/self.key -out %s/self.pem "
+             "-subj /CN=murmur-peer-1 -days 2 2>/dev/null", selfdir, selfdir, selfdir);
+    if (!tn_certs(certdir, 3) || !tn_certs(otherdir, 3) || system(cmd) != 0) {
+        fprintf(stderr, "cannot make certificates\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(garbage),
+        cmocka_unit_test(wrong_magic),
+        cmocka_unit_test(wrong_version),
+        cmocka_unit_test(unknown_type),
+        cmocka_unit_test(vector_before_hello),
+        cmocka_unit_test(huge_length),
+        cmocka_unit_test(short_frame_then_silence),
+        cmocka_unit_test(bad_checksum),
+        cmocka_unit_test(wrong_fingerprint),
+        cmocka_unit_test(round_outside_window),
+        cmocka_unit_test(nan_and_inf),
+        cmocka_unit_test(claims_other_id_plain),
+        cmocka_unit_test(flood),
+        cmocka_unit_test(poisoned_peer),
+        cmocka_unit_test(tls_claims_other_id),
+        cmocka_unit_test(tls_no_cert),
+        cmocka_unit_test(tls_self_signed),
+        cmocka_unit_test(tls_other_ca),
+        cmocka_unit_test(tls_good_client_control),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", certdir, otherdir, selfdir);
+    if (system(cmd) != 0 && rc == 0)
+        rc = 1;
+    return rc;
+}
