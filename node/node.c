@@ -110,6 +110,38 @@ static void on_transport_closed(void *ud)
     uv_close((uv_handle_t *)&nd->sigterm, NULL);
 }
 
+/* Send one snapshot (loop thread). One send in flight per peer: a peer that
+ * has not taken the last one yet is slow and is skipped, not queued. Returns
+ * false when the peer is not up. */
+static bool try_send(node *nd, const node_cmd *c)
+{
+    pthread_mutex_lock(&nd->mu);
+    bool busy = nd->inflight[c->peer];
+    bool current = nd->snap_exchange[c->buf] == (int64_t)c->exchange;
+    if (!busy && current) {
+        nd->inflight[c->peer] = true;
+        nd->inflight_buf[c->peer] = c->buf;
+        nd->refs[c->buf]++;
+        nd->has_pending[c->peer] = false;
+    }
+    pthread_mutex_unlock(&nd->mu);
+    if (busy) {
+        nd->skipped_sends++;
+        return true;
+    }
+    if (!current)
+        return true; /* overtaken by a newer snapshot: nothing to send */
+    mm_transport_set_round(nd->transport, c->exchange);
+    if (mm_transport_send(nd->transport, c->peer, c->exchange, c->weight, nd->snap[c->buf]) == 0)
+        return true;
+    pthread_mutex_lock(&nd->mu);
+    nd->inflight[c->peer] = false;
+    nd->refs[c->buf]--;
+    pthread_cond_broadcast(&nd->cv);
+    pthread_mutex_unlock(&nd->mu);
+    return false;
+}
+
 static void on_wake(uv_async_t *h)
 {
     node *nd = h->data;
@@ -141,27 +173,12 @@ static void on_wake(uv_async_t *h)
             mm_transport_release(nd->transport, c->peer);
             continue;
         }
-        /* CMD_SEND: one send in flight per peer; a peer that has not taken
-         * the last one yet is slow, and is skipped rather than queued. */
-        pthread_mutex_lock(&nd->mu);
-        bool busy = nd->inflight[c->peer];
-        if (!busy) {
-            nd->inflight[c->peer] = true;
-            nd->inflight_buf[c->peer] = c->buf;
-            nd->refs[c->buf]++;
-        }
-        pthread_mutex_unlock(&nd->mu);
-        if (busy) {
-            nd->skipped_sends++;
-            continue;
-        }
-        mm_transport_set_round(nd->transport, c->exchange);
-        if (mm_transport_send(nd->transport, c->peer, c->exchange, c->weight,
-                              nd->snap[c->buf]) != 0) {
+        if (!try_send(nd, c)) {
+            /* Not up (yet): deliver it when the peer comes up, if the
+             * snapshot still holds this exchange by then. */
             pthread_mutex_lock(&nd->mu);
-            nd->inflight[c->peer] = false;
-            nd->refs[c->buf]--;
-            pthread_cond_broadcast(&nd->cv);
+            nd->pending[c->peer] = *c;
+            nd->has_pending[c->peer] = true;
             pthread_mutex_unlock(&nd->mu);
         }
     }
@@ -218,6 +235,15 @@ static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
     pthread_mutex_unlock(&nd->mu);
     if (old != nd->peer_state[peer])
         mm_info("peer %u is %s", peer, names[state]);
+    if (state == MM_PEER_UP) {
+        pthread_mutex_lock(&nd->mu);
+        bool pend = nd->has_pending[peer];
+        node_cmd c = nd->pending[peer];
+        nd->has_pending[peer] = false;
+        pthread_mutex_unlock(&nd->mu);
+        if (pend)
+            try_send(nd, &c);
+    }
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -406,9 +432,13 @@ int mm_node_run(const mm_node_config *c)
     nd->inflight = calloc(nd->n, sizeof *nd->inflight);
     nd->inflight_buf = calloc(nd->n, sizeof *nd->inflight_buf);
     nd->want = calloc(nd->n, sizeof *nd->want);
+    nd->pending = calloc(nd->n, sizeof *nd->pending);
+    nd->has_pending = calloc(nd->n, sizeof *nd->has_pending);
+    for (int b = 0; b < NODE_SNAP_BUFS; b++)
+        nd->snap_exchange[b] = -1;
     for (int b = 0; b < NODE_SNAP_BUFS; b++)
         nd->snap[b] = malloc(nd->P * sizeof(float));
-    if (!nd->inbox || !nd->peer_state || !nd->inflight || !nd->inflight_buf || !nd->want ||
+    if (!nd->inbox || !nd->peer_state || !nd->inflight || !nd->inflight_buf || !nd->want || !nd->pending || !nd->has_pending ||
         !nd->snap[0] || !nd->snap[1]) {
         mm_error("out of memory for %u peers and %zu parameters", nd->n, nd->P);
         goto out;
@@ -493,6 +523,8 @@ out:
     free(nd->inflight);
     free(nd->inflight_buf);
     free(nd->want);
+    free(nd->pending);
+    free(nd->has_pending);
     free(nd->tokens);
     mm_log_set_file(NULL);
     if (logf)

@@ -77,6 +77,9 @@ typedef struct node {
     bool *inflight;                 /* [n]: a send to this peer is not done */
     int *inflight_buf;              /* [n] */
     int refs[NODE_SNAP_BUFS];
+    int64_t snap_exchange[NODE_SNAP_BUFS]; /* exchange a buffer holds; -1 while being written */
+    node_cmd *pending;              /* [n]: a send refused because the peer was not up */
+    bool *has_pending;              /* [n] */
     node_cmd queue[NODE_QUEUE_CAP];
     int q_len;
     uint32_t *want;                 /* [n] */

@@ -65,6 +65,7 @@ static int acquire_snapshot(node *nd)
     for (;;) {
         for (int b = 0; b < NODE_SNAP_BUFS; b++) {
             if (nd->refs[b] == 0) {
+                nd->snap_exchange[b] = -1; /* being written: the loop must not send it */
                 pthread_mutex_unlock(&nd->mu);
                 return b;
             }
@@ -274,6 +275,9 @@ static int exchange(node *nd, trainer *tr, uint64_t e, bool with_compute)
     double t1 = node_now();
     float *s = nd->snap[b];
     mm_mix_scale_copy(s, (float)nd->w, nd->x, nd->P);
+    pthread_mutex_lock(&nd->mu);
+    nd->snap_exchange[b] = (int64_t)e;
+    pthread_mutex_unlock(&nd->mu);
     for (int k = 0; k < tr->v.n_out; k++) {
         node_cmd cmd = {.kind = CMD_SEND, .peer = tr->v.out[k].peer, .exchange = e, .buf = b,
                         .weight = nd->w};

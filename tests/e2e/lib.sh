@@ -1,0 +1,79 @@
+# Shared helpers for the end-to-end tests (sourced, POSIX sh).
+# Every test gets a private temp dir that is removed on exit, and peers it
+# starts are killed on exit whatever happens.
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+MURMUR="$ROOT/murmur"
+T=$(mktemp -d "${TMPDIR:-/tmp}/murmur-e2e.XXXXXX")
+E2E_PIDS=""
+E2E_CLEANUP=""
+e2e_exit() {
+    rc=$?
+    for p in $E2E_PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    [ -z "$E2E_CLEANUP" ] || eval "$E2E_CLEANUP" || true
+    if [ $rc -ne 0 ] && [ -n "${KEEP:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+    exit $rc
+}
+trap e2e_exit EXIT
+trap 'exit 130' INT TERM
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+note() { echo "  $*"; }
+
+# A base port with n free ports above it (random, so parallel runs don't clash).
+free_ports() {
+    n=$1
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        base=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
+        busy=$(ss -Htln 2>/dev/null | awk -v b="$base" -v n="$n" \
+            '{ sub(/.*:/, "", $4); if ($4 >= b && $4 < b + n) c++ } END { print c + 0 }')
+        [ "$busy" -eq 0 ] && { echo "$base"; return 0; }
+    done
+    fail "no free ports"
+}
+
+# A small corpus in the Brown layout (word/TAG tokens, cats.txt), prepared
+# into DIR: 3 genres x 6 files of simple, learnable English-like text.
+tiny_data() {
+    dir=$1
+    src="$T/tiny-src"
+    mkdir -p "$src"
+    : > "$src/cats.txt"
+    for g in news fiction science; do
+        for i in 1 2 3 4 5 6; do
+            f="c${g%"${g#?}"}0$i"
+            echo "$f $g" >> "$src/cats.txt"
+            awk -v seed="$i$g" -v g="$g" 'BEGIN {
+                srand(length(seed) * 7 + index("nfs", substr(g,1,1)) * 13 + seed);
+                split("the a one this every that", det, " ");
+                split("cat dog man report star cell city river model story", noun, " ");
+                split("sees finds likes reads makes takes", verb, " ");
+                for (p = 0; p < 40; p++) {
+                    printf "\n\n\t";
+                    for (s = 0; s < 4; s++)
+                        printf "%s/at %s/nn %s/vbz %s/at %s/nn ./. ", det[int(rand()*6)+1],
+                            noun[int(rand()*10)+1], verb[int(rand()*6)+1], det[int(rand()*6)+1], noun[int(rand()*10)+1];
+                }
+                printf "\n";
+            }' > "$src/$f"
+        done
+    done
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" data-prepare "$src" "$dir" >/dev/null
+}
+
+# Start a background command, remembering its pid for cleanup; prints the pid.
+bg() { "$@" & E2E_PIDS="$E2E_PIDS $!"; echo $! > "$T/.lastpid"; }
+lastpid() { cat "$T/.lastpid"; }
+
+# wait_all PID...: wait for each, fail if any exits non-zero.
+wait_all() {
+    bad=0
+    for p in "$@"; do wait "$p" || { echo "process $p exited $?" >&2; bad=1; }; done
+    return $bad
+}
+
+# Numbers out of JSON lines without jq: jfield FILE EV FIELD prints FIELD of
+# every line whose "ev" is EV.
+jfield() {
+    grep "\"ev\":\"$2\"" "$1" | sed -n "s/.*\"$3\":\(-\{0,1\}[0-9.eE+-]*\).*/\1/p"
+}
