@@ -32,33 +32,11 @@ free_ports() {
     fail "no free ports"
 }
 
-# A small corpus in the Brown layout (word/TAG tokens, cats.txt), prepared
-# into DIR: 3 genres x 6 files of simple, learnable English-like text.
+# A small synthetic corpus (tests/e2e/lib/corpus.sh), prepared into DIR.
+. "$ROOT/tests/e2e/lib/corpus.sh"
 tiny_data() {
-    dir=$1
-    src="$T/tiny-src"
-    mkdir -p "$src"
-    : > "$src/cats.txt"
-    for g in news fiction science; do
-        for i in 1 2 3 4 5 6; do
-            f="c${g%"${g#?}"}0$i"
-            echo "$f $g" >> "$src/cats.txt"
-            awk -v seed="$i$g" -v g="$g" 'BEGIN {
-                srand(length(seed) * 7 + index("nfs", substr(g,1,1)) * 13 + seed);
-                split("the a one this every that", det, " ");
-                split("cat dog man report star cell city river model story", noun, " ");
-                split("sees finds likes reads makes takes", verb, " ");
-                for (p = 0; p < 40; p++) {
-                    printf "\n\n\t";
-                    for (s = 0; s < 4; s++)
-                        printf "%s/at %s/nn %s/vbz %s/at %s/nn ./. ", det[int(rand()*6)+1],
-                            noun[int(rand()*10)+1], verb[int(rand()*6)+1], det[int(rand()*6)+1], noun[int(rand()*10)+1];
-                }
-                printf "\n";
-            }' > "$src/$f"
-        done
-    done
-    MURMUR_NO_BLAS_FIX=1 "$MURMUR" data-prepare "$src" "$dir" >/dev/null
+    make_tagged_corpus "$T/tiny-src" "${2:-6}"
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" data-prepare "$T/tiny-src" "$1" >/dev/null
 }
 
 # Start a background command, remembering its pid for cleanup; prints the pid.
