@@ -48,8 +48,9 @@ static int progress(const char *dir, double stale)
     char err[512];
     int rc = 0;
     if (mm_report_load(dir, &opt, &r, err, sizeof err) != 0) {
-        printf("waiting for metrics: %s\n", err);
-        rc = strstr(err, "cannot open") ? 1 : 0;
+        bool none_yet = strstr(err, "empty run") != NULL;
+        printf("%s\n", none_yet ? "waiting for the first metrics" : err);
+        rc = none_yet ? 0 : 1;
     } else {
         mm_report_print_progress(&r, now_s(), stale, stdout);
         mm_report_free(&r);
