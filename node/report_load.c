@@ -14,12 +14,12 @@
 void mm_report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
 {
     FILE *w = opt && opt->warn ? opt->warn : stderr;
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    fputs("murmur report: warning: ", w);
-    vfprintf(w, fmt, ap);
-    fputc('\n', w);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    fprintf(w, "murmur report: warning: %s\n", msg);
     r->warnings++;
 }
 
