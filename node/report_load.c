@@ -218,6 +218,17 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
         char err[160];
         if (mm_json_parse(line, (size_t)len, &o, err, sizeof err) != 0) {
             mm_json_free(&o);
+            /* A peer killed in the middle of a line and restarted appends
+             * its next line to the fragment: keep that line. */
+            const char *again = strstr(line + 1, "{\"ev\":");
+            if (again && mm_json_parse(again, (size_t)(line + len - again), &o, err,
+                                       sizeof err) == 0) {
+                mm_report_warn(r, opt, "%s:%zu: an incomplete record (%zu bytes) precedes this "
+                               "line; the fragment is ignored", path, lineno,
+                               (size_t)(again - line));
+                goto parsed;
+            }
+            mm_json_free(&o);
             if (torn) {
                 p->torn_tail = true;
                 if (!opt || !opt->quiet_tail)
@@ -230,6 +241,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
             }
             continue;
         }
+    parsed:;
         const char *ev = mm_json_str(&o, "ev");
         if (!ev) {
             p->bad_lines++;

@@ -184,6 +184,7 @@ static void make_run(void)
         int64_t s0 = 0;
         for (int64_t r = 0; r < 20; r++) {
             if (i == 2 && r == 13 && s0 == 0) { /* peer 2 crashed after round 12, resumed at 10 */
+                fprintf(f, "{\"ev\":\"round\",\"round\":13,\"st"); /* killed mid-line */
                 start_line(f, i, 10);
                 s0 = 10;
                 r = 10;
@@ -316,7 +317,7 @@ static void test_synthetic_run(void **state)
     assert_int_equal(r.peers[0].bad_lines, 1);
     assert_true(r.peers[0].ended);
     assert_string_equal(r.peers[0].end_reason, "done");
-    assert_true(r.warnings >= 4); /* garbage, torn line, damaged snapshot, partial snapshots */
+    assert_true(r.warnings >= 5); /* garbage, torn lines, damaged snapshot, partial snapshots */
 
     char csv[512];
     snprintf(csv, sizeof csv, "%s/report.csv", run);
