@@ -354,10 +354,6 @@ static int train(train_args *a)
     mm_shard shard = {0};
     uint8_t *tokens = NULL;
 
-    if (mkdir_p(a->out) != 0) {
-        mm_error("%s: cannot create: %s", a->out, strerror(errno));
-        return 1;
-    }
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", a->out);
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", a->out);
 
@@ -424,6 +420,10 @@ static int train(train_args *a)
         mm_info("resumed %s at step %ld of %ld", ckpt, opt.step, opt.cfg.total_steps);
     }
 
+    if (mkdir_p(a->out) != 0) {
+        mm_error("%s: cannot create: %s", a->out, strerror(errno));
+        goto out;
+    }
     fd = open(mpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         mm_error("%s: cannot open: %s", mpath, strerror(errno));
