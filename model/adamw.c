@@ -4,13 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/hot.h"
 #include "model/model.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(MM_NO_CLONES)
-#define MM_HOT __attribute__((target_clones("avx2,fma", "default")))
-#else
-#define MM_HOT
-#endif
 
 mm_adamw_config mm_adamw_config_default(void)
 {

@@ -1,8 +1,7 @@
 /* Forward and backward of each layer. Matrix products go to cblas_sgemm;
  * the loops in between are written so that compilers vectorise them
- * (contiguous inner loops, restrict, sums in fixed lanes), and the hot ones
- * are compiled twice, for AVX2+FMA and for baseline x86-64, with the CPU
- * picking at load time: the default build must run on any x86-64. */
+ * (contiguous inner loops, restrict, sums in fixed lanes); the hot ones are
+ * multiversioned (model/hot.h). */
 #include "model/kernels.h"
 
 #include <cblas.h>
@@ -10,15 +9,11 @@
 #include <string.h>
 
 #include "model/fastmath.h"
+#include "model/hot.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(MM_NO_CLONES)
-#define MM_HOT __attribute__((target_clones("avx2,fma", "default")))
-#else
-#define MM_HOT
-#endif
 
 /* Sums in LANES independent accumulators: vectorisable without
- * -ffast-math, and the same order (so the same result) in every clone. */
+ * -ffast-math, in an order fixed by the source. */
 #define LANES 16
 
 static inline float sum_lanes(const float *restrict x, int n)
@@ -86,7 +81,7 @@ void mm_encoder_backward(float *restrict dwte, float *restrict dwpe, const float
 /* --- layernorm ------------------------------------------------------------- */
 
 MM_HOT
-void mm_layernorm_forward(float *restrict out, float *restrict mean, float *restrict rstd,
+static void mm_layernorm_forward_impl(float *restrict out, float *restrict mean, float *restrict rstd,
                           const float *restrict inp, const float *restrict w,
                           const float *restrict b, int N, int C)
 {
@@ -106,7 +101,7 @@ void mm_layernorm_forward(float *restrict out, float *restrict mean, float *rest
 }
 
 MM_HOT
-void mm_layernorm_backward(float *restrict dinp, float *restrict dw, float *restrict db,
+static void mm_layernorm_backward_impl(float *restrict dinp, float *restrict dw, float *restrict db,
                            const float *restrict dout, const float *restrict inp,
                            const float *restrict w, const float *restrict mean,
                            const float *restrict rstd, int N, int C)
@@ -210,7 +205,7 @@ void mm_matmul_gelu_forward(float *pre, float *out, const float *inp, const floa
 }
 
 MM_HOT
-void mm_gelu_backward(float *restrict d, const float *restrict pre, long n)
+static void mm_gelu_backward_impl(float *restrict d, const float *restrict pre, long n)
 {
     for (long i = 0; i < n; i++)
         d[i] *= mm_gelu_grad(pre[i]);
@@ -302,7 +297,7 @@ void mm_attention_backward(float *dqkv, float *scratch, const float *dout,
 /* --- loss ------------------------------------------------------------------ */
 
 MM_HOT
-float mm_crossentropy_forward(float *restrict probs, const float *restrict logits,
+static float mm_crossentropy_forward_impl(float *restrict probs, const float *restrict logits,
                               const uint8_t *tokens, int B, int T, int V)
 {
     double total = 0.0;
@@ -323,7 +318,7 @@ float mm_crossentropy_forward(float *restrict probs, const float *restrict logit
 }
 
 MM_HOT
-void mm_crossentropy_backward(float *restrict dlogits, const float *restrict probs,
+static void mm_crossentropy_backward_impl(float *restrict dlogits, const float *restrict probs,
                               const uint8_t *tokens, int B, int T, int V)
 {
     float inv = 1.0f / ((float)B * (float)T);
@@ -334,4 +329,39 @@ void mm_crossentropy_backward(float *restrict dlogits, const float *restrict pro
                 dlogits[row + j] = probs[row + j] * inv;
             dlogits[row + tokens[(long)b * (T + 1) + t + 1]] -= inv;
         }
+}
+
+/* Exported entry points. The clones are static because clang 14 does not
+ * export the plain name of a target_clones function to other files. */
+
+void mm_layernorm_forward(float *out, float *mean, float *rstd,
+                          const float *inp, const float *w,
+                          const float *b, int N, int C)
+{
+    mm_layernorm_forward_impl(out, mean, rstd, inp, w, b, N, C);
+}
+
+void mm_layernorm_backward(float *dinp, float *dw, float *db,
+                           const float *dout, const float *inp,
+                           const float *w, const float *mean,
+                           const float *rstd, int N, int C)
+{
+    mm_layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+void mm_gelu_backward(float *d, const float *pre, long n)
+{
+    mm_gelu_backward_impl(d, pre, n);
+}
+
+float mm_crossentropy_forward(float *probs, const float *logits,
+                              const uint8_t *tokens, int B, int T, int V)
+{
+    return mm_crossentropy_forward_impl(probs, logits, tokens, B, T, V);
+}
+
+void mm_crossentropy_backward(float *dlogits, const float *probs,
+                              const uint8_t *tokens, int B, int T, int V)
+{
+    mm_crossentropy_backward_impl(dlogits, probs, tokens, B, T, V);
 }
