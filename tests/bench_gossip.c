@@ -319,9 +319,11 @@ int main(int argc, char **argv)
     for (int i = 0; i < 3; i++) {
         size_t size = sizes[i], reps = per_case / size < 4 ? 4 : per_case / size;
         int bad1 = 0, bad2 = 0;
+        /* BENCH_ONLY=plain|tls: profile one kind (the others print 0) */
+        const char *only = getenv("BENCH_ONLY");
         double raw = raw_run(size, reps);
-        double plain = transport_run(argv[1], true, size, reps, &bad1);
-        double tls = transport_run(argv[1], false, size, reps, &bad2);
+        double plain = only && strcmp(only, "plain") ? 0 : transport_run(argv[1], true, size, reps, &bad1);
+        double tls = only && strcmp(only, "tls") ? 0 : transport_run(argv[1], false, size, reps, &bad2);
         failures += bad1 + bad2;
         printf("%5zu MB %6zu %12.2f %12.2f %12.2f %8.0f%% %8.0f%%%s\n", size >> 20, reps,
                raw / 1e9, plain / 1e9, tls / 1e9, 100 * plain / raw, 100 * tls / raw,
