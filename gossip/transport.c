@@ -103,7 +103,8 @@ void tr_conn_up(mm_transport *t, conn *c)
     c->st = C_UP;
     c->was_up = true;
     c->t_last_recv = mm_now_ms(t);
-    mm_info("connection to %s is up (%s)", c->from, t->ctx ? "TLS 1.3" : "PLAINTEXT");
+    mm_info("connection to %s is up (%s)", c->from,
+            c->ssl ? SSL_get_cipher_name(c->ssl) : "PLAINTEXT");
     if (p->lent)
         conn_pause(c);
     if (t->cb.on_peer)
