@@ -341,6 +341,9 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.frame_timeout_ms, 30000);
     DEFAULT(cfg.round_window, 1000);
     DEFAULT(cfg.max_conns_per_addr, 16);
+    /* A quiet but healthy peer must ping well within the other's timeout. */
+    if (cfg.heartbeat_ms > cfg.peer_timeout_ms / 3)
+        cfg.heartbeat_ms = cfg.peer_timeout_ms / 3 ? cfg.peer_timeout_ms / 3 : 1;
     if (cfg.backoff_max_ms < cfg.backoff_min_ms)
         cfg.backoff_max_ms = cfg.backoff_min_ms;
 
