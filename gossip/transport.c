@@ -446,7 +446,7 @@ void mm_transport_want(mm_transport *t, const uint32_t *peers, int n)
             p->want_since = now;
             p->reported_down = false;
         }
-        if (now_wanted[i])
+        if (now_wanted[i] || p->wanted) /* idle time counts from the last want */
             p->last_used = now;
         p->wanted = now_wanted[i];
         if (p->wanted && !p->conn && !p->dialing && i > t->cfg.self_id &&
