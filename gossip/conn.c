@@ -12,12 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    uv_write_t req;
-    conn *c;
-    size_t len;
-    uint8_t data[];
-} tls_chunk;
 
 static void tls_drain(conn *c);
 static void tls_pump(conn *c);
@@ -54,7 +48,8 @@ static void on_closed(uv_handle_t *h)
             break;
         }
     if (c->ssl)
-        SSL_free(c->ssl); /* frees both BIOs */
+        SSL_free(c->ssl); /* frees the BIO */
+    conn_chunks_free(c);
     free(c->netbuf);
     free(c);
     tr_handle_closed(t);
@@ -239,7 +234,7 @@ static void tls_write_cb(uv_write_t *req, int status)
     tls_chunk *ch = req->data;
     conn *c = ch->c;
     c->writes_pending--;
-    free(ch);
+    conn_chunk_put(c, ch);
     if (status < 0) {
         if (status != UV_ECANCELED)
             conn_close(c, false, uv_strerror(status));
@@ -248,29 +243,31 @@ static void tls_write_cb(uv_write_t *req, int status)
     tls_pump(c);
 }
 
-/* Hands whatever OpenSSL produced to libuv. */
+/* Hands the records OpenSSL wrote (conn_bio.c) to libuv. */
 static int tls_flush(conn *c)
 {
-    size_t n;
-    while ((n = (size_t)BIO_ctrl_pending(c->wbio)) > 0) {
-        tls_chunk *ch = malloc(sizeof *ch + n);
-        if (!ch)
-            return -1;
-        ch->c = c;
-        ch->len = n;
-        int r = BIO_read(c->wbio, ch->data, (int)n);
-        if (r <= 0) {
-            free(ch);
-            return -1;
-        }
+    if (c->w_cur && c->w_cur->len) {
+        if (c->w_ready_tail)
+            c->w_ready_tail->next = c->w_cur;
+        else
+            c->w_ready = c->w_cur;
+        c->w_ready_tail = c->w_cur;
+        c->w_cur = NULL;
+    }
+    while (c->w_ready) {
+        tls_chunk *ch = c->w_ready;
+        c->w_ready = ch->next;
+        if (!c->w_ready)
+            c->w_ready_tail = NULL;
+        ch->next = NULL;
         ch->req.data = ch;
-        uv_buf_t b = uv_buf_init((char *)ch->data, (unsigned)r);
+        uv_buf_t b = uv_buf_init((char *)ch->data, (unsigned)ch->len);
         if (uv_write(&ch->req, stream(c), &b, 1, tls_write_cb) != 0) {
             free(ch);
             return -1;
         }
         c->writes_pending++;
-        c->t->st.bytes_sent += (uint64_t)r;
+        c->t->st.bytes_sent += ch->len;
     }
     return 0;
 }
@@ -435,8 +432,12 @@ static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     conn *c = h->data;
     if (c->ssl) {
-        buf->base = (char *)c->netbuf;
-        buf->len = MM_TLS_READ_BUF;
+        /* keep what OpenSSL has not taken yet (only after a pause) */
+        if (c->in_len && c->in_off)
+            memmove(c->netbuf, c->netbuf + c->in_off, c->in_len);
+        c->in_off = 0;
+        buf->base = (char *)c->netbuf + c->in_len;
+        buf->len = MM_TLS_READ_BUF - c->in_len;
         return;
     }
     /* Plaintext reads land exactly where the decoder wants them: headers in
@@ -542,10 +543,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         rx_bytes(c, (size_t)nread, busy);
         return;
     }
-    if (BIO_write(c->rbio, buf->base, (int)nread) != (int)nread) {
-        conn_close(c, false, "out of memory");
-        return;
-    }
+    c->in_len += (size_t)nread; /* bytes at netbuf + in_off, see alloc_cb */
     tls_drain(c);
 }
 
@@ -595,18 +593,12 @@ void conn_start(conn *c)
     }
     c->netbuf = malloc(MM_TLS_READ_BUF);
     c->ssl = SSL_new(t->ctx);
-    c->rbio = BIO_new(BIO_s_mem());
-    c->wbio = BIO_new(BIO_s_mem());
-    if (!c->netbuf || !c->ssl || !c->rbio || !c->wbio) {
-        if (c->rbio && !c->ssl) BIO_free(c->rbio);
-        if (c->wbio && !c->ssl) BIO_free(c->wbio);
+    BIO *bio = c->ssl ? conn_bio_new(c) : NULL;
+    if (!c->netbuf || !bio) {
         conn_close(c, false, "out of memory for TLS");
         return;
     }
-    /* A mem BIO that is empty reports "retry" instead of EOF. */
-    BIO_set_mem_eof_return(c->rbio, -1);
-    BIO_set_mem_eof_return(c->wbio, -1);
-    SSL_set_bio(c->ssl, c->rbio, c->wbio);
+    SSL_set_bio(c->ssl, bio, bio); /* one BIO both ways: one reference */
     c->st = C_TLS;
     if (c->dialer)
         SSL_set_connect_state(c->ssl);

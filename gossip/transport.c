@@ -103,7 +103,8 @@ void tr_conn_up(mm_transport *t, conn *c)
     c->st = C_UP;
     c->was_up = true;
     c->t_last_recv = mm_now_ms(t);
-    mm_info("connection to %s is up (%s)", c->from, t->ctx ? "TLS 1.3" : "PLAINTEXT");
+    mm_info("connection to %s is up (%s)", c->from,
+            c->ssl ? SSL_get_cipher_name(c->ssl) : "PLAINTEXT");
     if (p->lent)
         conn_pause(c);
     if (t->cb.on_peer)
@@ -340,6 +341,9 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.frame_timeout_ms, 30000);
     DEFAULT(cfg.round_window, 1000);
     DEFAULT(cfg.max_conns_per_addr, 16);
+    /* A quiet but healthy peer must ping well within the other's timeout. */
+    if (cfg.heartbeat_ms > cfg.peer_timeout_ms / 3)
+        cfg.heartbeat_ms = cfg.peer_timeout_ms / 3 ? cfg.peer_timeout_ms / 3 : 1;
     if (cfg.backoff_max_ms < cfg.backoff_min_ms)
         cfg.backoff_max_ms = cfg.backoff_min_ms;
 
@@ -442,7 +446,7 @@ void mm_transport_want(mm_transport *t, const uint32_t *peers, int n)
             p->want_since = now;
             p->reported_down = false;
         }
-        if (now_wanted[i])
+        if (now_wanted[i] || p->wanted) /* idle time counts from the last want */
             p->last_used = now;
         p->wanted = now_wanted[i];
         if (p->wanted && !p->conn && !p->dialing && i > t->cfg.self_id &&

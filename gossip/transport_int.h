@@ -33,6 +33,19 @@ typedef struct out_item {
     uint8_t *owned;          /* test_poison copy, freed with the item */
 } out_item;
 
+/* Encrypted bytes on their way to the socket: OpenSSL writes records
+ * straight into these (conn_bio.c), libuv writes them out, and they go back
+ * to a small per-connection pool. */
+#define MM_CHUNK_CAP (256 * 1024)
+#define MM_CHUNK_POOL 24
+typedef struct tls_chunk {
+    uv_write_t req;
+    conn *c;
+    struct tls_chunk *next;
+    size_t len;
+    uint8_t data[MM_CHUNK_CAP];
+} tls_chunk;
+
 typedef enum { C_CONNECTING, C_TLS, C_HELLO, C_UP, C_CLOSING } conn_state;
 
 struct conn {
@@ -50,8 +63,10 @@ struct conn {
     uint64_t t_start, t_last_recv, t_last_send, t_frame_start, t_close;
     mm_wire_rx rx;
     SSL *ssl;
-    BIO *rbio, *wbio;
-    uint8_t *netbuf;
+    uint8_t *netbuf;         /* TLS: bytes read from the socket ... */
+    size_t in_off, in_len;   /* ... not yet taken by OpenSSL */
+    tls_chunk *w_cur, *w_ready, *w_ready_tail, *pool;
+    int pool_n;
     out_item *q_head, *q_tail;
     bool pumping;
     int writes_pending;
@@ -107,6 +122,12 @@ int conn_send_bye(conn *c);
 void conn_force_close(conn *c);   /* a graceful close that took too long */
 void conn_pause(conn *c);
 void conn_resume(conn *c);
+
+/* conn_bio.c: the BIO between OpenSSL and libuv (no memory BIO copies) */
+BIO *conn_bio_new(conn *c);
+tls_chunk *conn_chunk_get(conn *c);
+void conn_chunk_put(conn *c, tls_chunk *ch);
+void conn_chunks_free(conn *c);
 
 /* transport.c, called by conn.c */
 void tr_conn_up(mm_transport *t, conn *c);

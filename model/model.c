@@ -15,6 +15,7 @@
  * scratch of backward: all one allocation, sized for (B, T). */
 struct mm_acts {
     float *mem;
+    size_t cap;                     /* floats in mem */
     float *encoded;                 /* [B,T,C] */
     float *ln1, *ln1_mean, *ln1_rstd; /* [L,B,T,C], [L,B,T] x2 */
     float *qkv;                     /* [L,B,T,3C] */
@@ -224,12 +225,23 @@ void mm_model_free(mm_model *m)
 
 #define ACT_PAD 64 /* floats */
 
+/* Lays out the activations for (B, T) in the existing block when it is big
+ * enough (so alternating training and evaluation shapes costs nothing),
+ * else in a new one. */
 static int alloc_acts(mm_model *m, int B, int T)
 {
-    free_acts(m);
-    struct mm_acts *a = calloc(1, sizeof *a);
-    if (!a)
-        return -1;
+    struct mm_acts *a = m->acts;
+    if (!a) {
+        a = calloc(1, sizeof *a);
+        if (!a)
+            return -1;
+        m->acts = a;
+    }
+    float *mem = a->mem;
+    size_t cap = a->cap;
+    memset(a, 0, sizeof *a);
+    a->mem = mem;
+    a->cap = cap;
     size_t L = (size_t)m->cfg.n_layer, C = (size_t)m->cfg.d_model;
     size_t NH = (size_t)m->cfg.n_head, N = (size_t)B * (size_t)T, V = MM_VOCAB;
     struct { float **p; size_t n; } plan[] = {
@@ -247,23 +259,27 @@ static int alloc_acts(mm_model *m, int B, int T)
         {&a->dfch, N * 4 * C}, {&a->datt, (size_t)T * (size_t)T}, {&a->dlogits, N * V},
     };
     size_t n_plan = sizeof plan / sizeof plan[0], total = 0;
-    /* Each array starts on a 64-byte boundary, then 256 bytes more: sizes
-     * here are multiples of 4 KiB, and arrays at equal offsets modulo 4 KiB
-     * alias in the store buffer (loads of fch stalled on stores to
-     * fch_gelu: a quarter of the step time before this padding). */
+    /* Each array starts on a 64-byte boundary, then 256 bytes more: the
+     * sizes here are multiples of 4 KiB, and streams at equal offsets modulo
+     * 4 KiB (fch and fch_gelu, read and written in one loop) falsely alias
+     * in the store buffer. */
     for (size_t i = 0; i < n_plan; i++)
         total += ((plan[i].n + 15) & ~(size_t)15) + ACT_PAD;
-    a->mem = alloc_floats(total);
-    if (!a->mem) {
-        free(a);
-        return -1;
+    if (total > a->cap) {
+        free(a->mem);
+        a->cap = 0;
+        a->mem = alloc_floats(total);
+        if (!a->mem) {
+            free_acts(m);
+            return -1;
+        }
+        a->cap = total;
     }
     float *p = a->mem;
     for (size_t i = 0; i < n_plan; i++) {
         *plan[i].p = p;
         p += ((plan[i].n + 15) & ~(size_t)15) + ACT_PAD;
     }
-    m->acts = a;
     m->B = B;
     m->T = T;
     return 0;

@@ -29,7 +29,11 @@ const char *mm_model_config_check(const mm_model_config *cfg);
 size_t mm_model_param_count(const mm_model_config *cfg);
 
 /* SHA-256 over a canonical encoding of the config and the parameter count:
- * two peers may average only when their fingerprints are equal. */
+ * two peers may average only when their fingerprints are equal. Encoding:
+ * "murmur-gpt2-v1", then n_layer, d_model, n_head, n_ctx, MM_VOCAB as int32
+ * little-endian, then the parameter count as uint64 little-endian. SHA-256
+ * itself is model/sha256.h (mm_sha256, incremental mm_sha256_init/update/
+ * final), for checkpoints too. */
 #define MM_FINGERPRINT_LEN 32
 void mm_model_fingerprint(const mm_model_config *cfg, uint8_t out[MM_FINGERPRINT_LEN]);
 
@@ -74,18 +78,20 @@ mm_tensor_info mm_model_tensor(const mm_model *m, int i);
 /* Forward pass over B sequences of T+1 bytes each (tokens[b*(T+1) + t]):
  * inputs are bytes 0..T-1, targets 1..T. Returns the mean cross-entropy
  * (natural log). T <= cfg.n_ctx. Activations are (re)allocated on a shape
- * change only. */
+ * change only (about 42 MB for B=16, T=64 and the default config); NAN on
+ * a bad shape or when that allocation fails. The model keeps a pointer to
+ * tokens: they must stay unchanged until mm_model_backward. */
 float mm_model_forward(mm_model *m, const uint8_t *tokens, int B, int T);
 
-/* Backward pass for the last forward: overwrites m->grads. */
+/* Backward pass for the last forward: overwrites m->grads (no need to
+ * zero them). */
 void mm_model_backward(mm_model *m);
 
-/* Logits of the last forward, [B, T, V], and per-position argmax accuracy
- * helpers for evaluation. */
+/* Logits of the last forward, [B, T, V] (NULL before the first). */
 const float *mm_model_logits(const mm_model *m);
 
 /* Number of positions in the last forward whose top-1 prediction equals the
- * target byte. */
+ * target byte (tokens as passed to that forward); out of B*T. */
 long mm_model_correct(const mm_model *m, const uint8_t *tokens);
 
 /* --- AdamW ------------------------------------------------------------- */
@@ -97,6 +103,8 @@ typedef struct {
     float grad_clip;          /* clip the global gradient norm to this; 0: off */
 } mm_adamw_config;
 
+/* lr 1e-3 -> 1e-4, warm-up 100, total 5000, betas 0.9/0.95, eps 1e-8,
+ * weight decay 0.1, clip 1.0. */
 mm_adamw_config mm_adamw_config_default(void);
 
 typedef struct {
@@ -109,7 +117,9 @@ typedef struct {
 int mm_adamw_init(mm_adamw *opt, const mm_adamw_config *cfg, size_t n);
 void mm_adamw_free(mm_adamw *opt);
 
-/* Learning rate for update number step (0-based). */
+/* Learning rate for update number step (0-based): lr_max*(step+1)/warmup
+ * during warm-up, then lr_min + (lr_max-lr_min)*(1+cos(pi*r))/2 with r =
+ * (step-warmup)/(total-warmup) clamped to [0,1] (lr_max if total<=warmup). */
 float mm_adamw_lr(const mm_adamw_config *cfg, long step);
 
 /* One AdamW update of params from grads (clipping grads in place when

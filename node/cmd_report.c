@@ -1,11 +1,201 @@
-/* Placeholder until this command lands. */
+/* murmur report: a run directory's metrics -> table, CSV and plots; also
+ * the one-line progress view the launcher polls, and the comparison of
+ * several runs. The work is in node/report_*.c. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
 #include "node/commands.h"
+#include "node/report.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: murmur report RUN_DIR [--csv FILE] [--plots DIR] [--no-plots]\n"
+            "       murmur report --progress RUN_DIR [--stale SEC]\n"
+            "       murmur report --compare RUN_DIR... [--csv FILE] [--plot FILE.png] [--no-plots]\n\n"
+            "Merges the peers' node-K/metrics.jsonl of a run (docs/metrics.md). For each\n"
+            "evaluation round: consensus distance (exact from snapshots when every peer\n"
+            "present has one, else estimated from the eval sketches), validation accuracy\n"
+            "and loss across peers, bytes sent, and the compute/comm/wait split.\n\n"
+            "  --csv FILE      where the CSV goes (default RUN_DIR/report.csv;\n"
+            "                  with --compare: compare.csv)\n"
+            "  --plots DIR     where the PNGs and their gnuplot scripts go (default RUN_DIR/plots)\n"
+            "  --no-plots      no gnuplot\n"
+            "  --progress      one status line for a run in progress: round, mean loss,\n"
+            "                  accuracy, consensus estimate, peer liveness\n"
+            "                  (. live, x no metrics written for --stale SEC (default 30),\n"
+            "                  E ended, - no metrics yet)\n"
+            "  --compare       several runs: final accuracy, consensus distance, bytes per\n"
+            "                  peer and wall time per run, and one PNG (default compare.png)\n"
+            "                  overlaying consensus distance and accuracy vs round\n\n"
+            "Exit status: 0 ok, 1 no metrics or an output failed, 2 usage.\n");
+}
+
+static double now_s(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + 1e-6 * (double)tv.tv_usec;
+}
+
+static int progress(const char *dir, double stale)
+{
+    FILE *devnull = fopen("/dev/null", "w");
+    mm_report_opts opt = {.no_exact = true, .quiet_tail = true, .warn = devnull};
+    mm_report r;
+    char err[512];
+    int rc = 0;
+    if (mm_report_load(dir, &opt, &r, err, sizeof err) != 0) {
+        bool none_yet = strstr(err, "empty run") != NULL;
+        printf("%s\n", none_yet ? "waiting for the first metrics" : err);
+        rc = none_yet ? 0 : 1;
+    } else {
+        mm_report_print_progress(&r, now_s(), stale, stdout);
+        mm_report_free(&r);
+    }
+    if (devnull)
+        fclose(devnull);
+    fflush(stdout);
+    return rc;
+}
+
+static int compare(char **dirs, int n, const char *csv, const char *png, bool plots)
+{
+    mm_report **runs = calloc((size_t)n, sizeof *runs);
+    int loaded = 0, rc = 0;
+    if (!runs)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        mm_report *r = malloc(sizeof *r);
+        char err[512];
+        mm_report_opts opt = {0};
+        if (!r || mm_report_load(dirs[i], &opt, r, err, sizeof err) != 0) {
+            fprintf(stderr, "murmur report: %s; left out of the comparison\n", r ? err : "out of memory");
+            free(r);
+            rc = 1;
+            continue;
+        }
+        runs[loaded++] = r;
+    }
+    if (loaded == 0) {
+        fprintf(stderr, "murmur report: no run to compare\n");
+        free(runs);
+        return 1;
+    }
+    printf("\n");
+    mm_report_compare_table(runs, loaded, stdout);
+    if (mm_report_compare_csv(runs, loaded, csv) != 0) {
+        fprintf(stderr, "murmur report: cannot write %s\n", csv);
+        rc = 1;
+    } else {
+        printf("csv: %s\n", csv);
+    }
+    if (plots && mm_report_compare_plot(runs, loaded, png, stdout) < 0)
+        rc = 1;
+    for (int i = 0; i < loaded; i++) {
+        mm_report_free(runs[i]);
+        free(runs[i]);
+    }
+    free(runs);
+    return rc;
+}
 
 int cmd_report(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "murmur report: not built yet\n");
-    return 2;
+    const char *csv = NULL, *plots_dir = NULL, *png = NULL;
+    bool plots = true, prog = false, cmp = false;
+    double stale = 30;
+    char **dirs = calloc((size_t)argc, sizeof *dirs);
+    int n_dirs = 0;
+    if (!dirs)
+        return 1;
+    int rc = 2;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_val = i + 1 < argc;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            rc = 0;
+            goto out;
+        } else if (!strcmp(a, "--csv") && has_val) {
+            csv = argv[++i];
+        } else if (!strcmp(a, "--plots") && has_val) {
+            plots_dir = argv[++i];
+        } else if (!strcmp(a, "--plot") && has_val) {
+            png = argv[++i];
+        } else if (!strcmp(a, "--no-plots")) {
+            plots = false;
+        } else if (!strcmp(a, "--progress")) {
+            prog = true;
+        } else if (!strcmp(a, "--compare")) {
+            cmp = true;
+        } else if (!strcmp(a, "--stale") && has_val) {
+            char *end;
+            stale = strtod(argv[++i], &end);
+            if (*end || !(stale > 0)) {
+                fprintf(stderr, "murmur report: --stale wants a positive number of seconds\n");
+                goto out;
+            }
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "murmur report: unknown option or missing value: %s\n\n", a);
+            usage(stderr);
+            goto out;
+        } else {
+            dirs[n_dirs++] = argv[i];
+        }
+    }
+    if (n_dirs == 0 || (!cmp && n_dirs > 1) || (prog && cmp)) {
+        fprintf(stderr, "murmur report: %s\n\n",
+                n_dirs == 0 ? "which run? give RUN_DIR" :
+                prog && cmp ? "--progress and --compare do not mix"
+                            : "one RUN_DIR (several only with --compare)");
+        usage(stderr);
+        goto out;
+    }
+    if (prog) {
+        rc = progress(dirs[0], stale);
+        goto out;
+    }
+    if (cmp) {
+        rc = compare(dirs, n_dirs, csv ? csv : "compare.csv", png ? png : "compare.png", plots);
+        goto out;
+    }
+
+    mm_report r;
+    char err[512];
+    mm_report_opts opt = {0};
+    if (mm_report_load(dirs[0], &opt, &r, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur report: %s\n", err);
+        rc = 1;
+        goto out;
+    }
+    rc = 0;
+    mm_report_print_table(&r, stdout);
+    printf("\n");
+    char path[4096];
+    if (!csv) {
+        snprintf(path, sizeof path, "%s/report.csv", dirs[0]);
+        csv = path;
+    }
+    if (mm_report_write_csv(&r, csv) != 0) {
+        fprintf(stderr, "murmur report: cannot write %s\n", csv);
+        rc = 1;
+    } else {
+        printf("csv: %s\n", csv);
+    }
+    if (plots) {
+        char pd[4096];
+        if (!plots_dir) {
+            snprintf(pd, sizeof pd, "%s/plots", dirs[0]);
+            plots_dir = pd;
+        }
+        if (mm_report_plots(&r, plots_dir, stdout) < 0)
+            rc = 1;
+    }
+    mm_report_free(&r);
+out:
+    free(dirs);
+    return rc;
 }

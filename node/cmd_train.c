@@ -345,6 +345,9 @@ static int mkdir_p(const char *path)
     return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* The schedule length of a --minutes run before its speed is known. */
+#define UNSIZED (1L << 40)
+
 static int train(train_args *a)
 {
     char err[512], ckpt[4096], mpath[4096];
@@ -354,10 +357,6 @@ static int train(train_args *a)
     mm_shard shard = {0};
     uint8_t *tokens = NULL;
 
-    if (mkdir_p(a->out) != 0) {
-        mm_error("%s: cannot create: %s", a->out, strerror(errno));
-        return 1;
-    }
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", a->out);
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", a->out);
 
@@ -394,7 +393,7 @@ static int train(train_args *a)
     /* With --minutes alone the schedule's length is unknown until the speed
      * is measured; until then it is "very long" (only warm-up matters). */
     bool estimate_total = !a->resume && a->minutes > 0 && !a->set_steps;
-    a->opt.total_steps = estimate_total ? (1L << 40) : a->steps;
+    a->opt.total_steps = estimate_total ? UNSIZED : a->steps;
     if (mm_model_init(&m, &a->cfg, a->seed, err, sizeof err) != 0 ||
         mm_adamw_init(&opt, &a->opt, m.n_params) != 0) {
         mm_error("model: %s", m.params ? "out of memory" : err);
@@ -415,6 +414,20 @@ static int train(train_args *a)
                      st.peer_id, st.n_peers, a->peer, a->n_peers);
             goto out;
         }
+        if (opt.cfg.total_steps == UNSIZED) {
+            /* Stopped before its --minutes schedule was sized: size it now. */
+            if (a->set_steps) {
+                opt.cfg.total_steps = a->steps;
+            } else if (a->minutes > 0) {
+                estimate_total = true;
+            } else {
+                mm_error("cannot resume: the checkpoint's schedule was never sized (the run "
+                         "stopped within its first 20 steps); give --steps or --minutes");
+                rc = 2;
+                goto out;
+            }
+            a->set_steps = false;
+        }
         if (check_resumed_opt(a, &opt.cfg, st.seed) != 0) {
             rc = 2;
             goto out;
@@ -424,6 +437,10 @@ static int train(train_args *a)
         mm_info("resumed %s at step %ld of %ld", ckpt, opt.step, opt.cfg.total_steps);
     }
 
+    if (mkdir_p(a->out) != 0) {
+        mm_error("%s: cannot create: %s", a->out, strerror(errno));
+        goto out;
+    }
     fd = open(mpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0) {
         mm_error("%s: cannot open: %s", mpath, strerror(errno));
@@ -472,7 +489,7 @@ static int train(train_args *a)
 
     double t0 = now(), deadline = a->minutes > 0 ? t0 + a->minutes * 60 : 0;
     double t_last = t0, loss_sum = 0;
-    long start_step = opt.step, n_sum = 0;
+    long start_step = opt.step, n_sum = 0, evaluated = a->resume ? -1 : opt.step;
     const char *reason = "done";
     if (!a->resume)
         evaluate(a, &m, &shard, tokens, T, opt.step, &base, fd, 0);
@@ -533,23 +550,29 @@ static int train(train_args *a)
             loss_sum = 0;
             n_sum = 0;
         }
-        if (a->eval_every && step % a->eval_every == 0 && step < opt.cfg.total_steps)
+        if (a->eval_every && step % a->eval_every == 0 && step < opt.cfg.total_steps) {
             evaluate(a, &m, &shard, tokens, T, step, &base, fd, t - t0);
+            evaluated = step;
+        }
         if (a->checkpoint_every && step % a->checkpoint_every == 0 &&
             save(a, ckpt, &m, &opt, &rng, seed) != 0)
             goto out;
     }
-    evaluate(a, &m, &shard, tokens, T, opt.step, &base, fd, now() - t0);
-    if (save(a, ckpt, &m, &opt, &rng, seed) != 0)
-        goto out;
+    bool diverged = !strcmp(reason, "diverged");
+    if (!diverged) { /* keep the last good checkpoint rather than save NaNs */
+        if (evaluated != opt.step)
+            evaluate(a, &m, &shard, tokens, T, opt.step, &base, fd, now() - t0);
+        if (save(a, ckpt, &m, &opt, &rng, seed) != 0)
+            goto out;
+    }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double secs = now() - t0;
-    mm_info("stopped (%s) at step %ld after %.1f s: checkpoint %s; peak RSS %.1f MiB", reason,
-            opt.step, secs, ckpt, ru.ru_maxrss / 1024.0);
+    mm_info("stopped (%s) at step %ld after %.1f s: checkpoint %s%s; peak RSS %.1f MiB", reason,
+            opt.step, secs, ckpt, diverged ? " not updated" : "", ru.ru_maxrss / 1024.0);
     metric(fd, "{\"ev\":\"end\",\"step\":%ld,\"time\":%.3f,\"reason\":\"%s\",\"peak_rss_kib\":%ld}",
            opt.step, secs, reason, (long)ru.ru_maxrss);
-    rc = strcmp(reason, "diverged") == 0 ? 1 : 0;
+    rc = diverged ? 1 : 0;
 out:
     if (fd >= 0)
         close(fd);

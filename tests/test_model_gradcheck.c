@@ -216,6 +216,60 @@ static void test_config_check(void **state)
     assert_int_equal(mm_model_param_count(&c), 834304);
 }
 
+/* mm_model_correct reads the target of position t at tokens[b*(T+1)+t+1]:
+ * targets made equal to the argmax at chosen positions count exactly those. */
+static void test_correct_counts_argmax_hits(void **state)
+{
+    (void)state;
+    mm_model m;
+    char err[128];
+    mm_model_config c = tiny();
+    assert_int_equal(mm_model_init(&m, &c, 9, err, sizeof err), 0);
+    randomise(&m, 4);
+    uint8_t tok[GC_B * (GC_T + 1)], tgt[GC_B * (GC_T + 1)];
+    make_tokens(tok, (int)sizeof tok, 8);
+    assert_true(isfinite(mm_model_forward(&m, tok, GC_B, GC_T)));
+    const float *lg = mm_model_logits(&m);
+    assert_non_null(lg);
+    long want = 0;
+    for (int b = 0; b < GC_B; b++) {
+        tgt[b * (GC_T + 1)] = 0;
+        for (int t = 0; t < GC_T; t++) {
+            const float *row = lg + ((size_t)b * GC_T + t) * MM_VOCAB;
+            int best = 0;
+            for (int j = 1; j < MM_VOCAB; j++)
+                best = row[j] > row[best] ? j : best;
+            int hit = (b * GC_T + t) % 3 == 0;
+            want += hit;
+            tgt[b * (GC_T + 1) + t + 1] = (uint8_t)(hit ? best : (best + 1) % 256);
+        }
+    }
+    assert_int_equal(mm_model_correct(&m, tgt), want);
+    mm_model_free(&m);
+}
+
+/* Switching shapes (training and evaluation batches) reuses or regrows the
+ * activations without changing results. */
+static void test_shape_changes(void **state)
+{
+    (void)state;
+    mm_model m;
+    char err[128];
+    mm_model_config c = tiny();
+    assert_int_equal(mm_model_init(&m, &c, 9, err, sizeof err), 0);
+    uint8_t tok[4 * (GC_T + 1)];
+    make_tokens(tok, (int)sizeof tok, 2);
+    float a = mm_model_forward(&m, tok, 2, GC_T);
+    float small = mm_model_forward(&m, tok, 1, 3);
+    float big = mm_model_forward(&m, tok, 4, GC_T);
+    float again = mm_model_forward(&m, tok, 2, GC_T);
+    assert_true(isfinite(small) && isfinite(big));
+    assert_true(a == again);
+    assert_true(isnan(mm_model_forward(&m, tok, 1, GC_T + 1))); /* T > n_ctx */
+    assert_true(isnan(mm_model_forward(&m, tok, 0, GC_T)));
+    mm_model_free(&m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +278,8 @@ int main(void)
         cmocka_unit_test(test_layout_is_contiguous),
         cmocka_unit_test(test_fingerprint_fields),
         cmocka_unit_test(test_config_check),
+        cmocka_unit_test(test_correct_counts_argmax_hits),
+        cmocka_unit_test(test_shape_changes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

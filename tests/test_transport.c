@@ -162,6 +162,8 @@ static void hold_and_release(void **s)
     tn_fill(b, 1 << 20, 0, 2);
     assert_int_equal(mm_transport_send(cl.node[0].t, 1, 1, tn_weight(0, 1), a), 0);
     assert_int_equal(mm_transport_send(cl.node[0].t, 1, 2, tn_weight(0, 2), b), 0);
+    tn_recv_arg first = {1, 0, 1};
+    assert_true(tn_pump(&cl, tn_has_recv, &first, 5000));
     tn_run_for(&cl, 300);
     assert_int_equal(cl.node[1].recv_count[0], 1); /* second one waits */
     assert_int_equal(cl.node[1].last_round[0], 1);

@@ -362,6 +362,27 @@ static void flood(void **s)
     teardown_cluster(f);
 }
 
+static void short_peer_timeout(mm_transport_config *c) { c->peer_timeout_ms = 400; }
+
+/* A peer that completes the HELLO and then says nothing, not even PING:
+ * closed after peer_timeout_ms and reported DOWN; the honest one (which
+ * pings) stays up through the same period. */
+static void silent_peer(void **s)
+{
+    fixture *f = setup_cluster(false, short_peer_timeout);
+    uint64_t before = stat_at(f, OFF(peer_timeouts));
+    int fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    watch w = {f, fd, OFF(peer_timeouts), before};
+    assert_true(tn_pump(&f->cl, refused, &w, 5000));
+    assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 1);
+    assert_true(f->cl.node[VICTIM].down[ATT_ID] >= 1);
+    assert_true(mm_transport_is_up(f->cl.node[VICTIM].t, HONEST));
+    f->round++;
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+    teardown_cluster(f);
+}
+
 /* A real transport that poisons its vectors (cfg.test_poison). */
 static void poisoned_peer(void **s)
 {
@@ -426,7 +447,8 @@ typedef struct {
     const char *cert, *key;
     volatile int done;
     int handshake_ok;   /* the client's view; TLS 1.3 servers verify later */
-    int got_data;       /* the victim sent application data: a failure */
+    int got_data;       /* the victim sent application data */
+    bool garbage;       /* send garbage instead of a HELLO */
 } tls_att;
 
 static void *tls_attack(void *arg)
@@ -459,6 +481,8 @@ static void *tls_attack(void *arg)
                                  .payload_crc = mm_crc32c(0, hello + MM_WIRE_HDR_LEN,
                                                           MM_WIRE_HELLO_LEN)};
             mm_wire_put_header(hello, &hd);
+            if (a->garbage)
+                memset(hello, 'G', sizeof hello);
             SSL_write(ssl, hello, sizeof hello);
             uint8_t buf[256];
             a->got_data = SSL_read(ssl, buf, sizeof buf) > 0;
@@ -530,6 +554,28 @@ static void tls_good_client_control(void **s)
     teardown_cluster(f);
 }
 
+/* Garbage inside an authenticated TLS channel is refused like in plain. */
+static void tls_garbage_after_handshake(void **s)
+{
+    fixture *f = setup_cluster(true, NULL);
+    char c[128], k[128];
+    snprintf(c, sizeof c, "%s/node-1.pem", certdir);
+    snprintf(k, sizeof k, "%s/node-1.key", certdir);
+    uint64_t before = stat_at(f, OFF(bad_magic));
+    tls_att a = {.port = victim_port(f), .cert = c, .key = k, .garbage = true};
+    pthread_t th;
+    pthread_create(&th, NULL, tls_attack, &a);
+    uint64_t end = uv_hrtime() / 1000000 + 8000;
+    while ((!a.done || stat_at(f, OFF(bad_magic)) == before) && uv_hrtime() / 1000000 < end)
+        uv_run(&f->cl.loop, UV_RUN_ONCE);
+    pthread_join(th, NULL);
+    assert_true(stat_at(f, OFF(bad_magic)) > before);
+    assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
+    f->round++;
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
+    teardown_cluster(f);
+}
+
 int main(void)
 {
     mm_log_set_level(MM_LOG_WARN);
@@ -559,12 +605,14 @@ int main(void)
         cmocka_unit_test(nan_and_inf),
         cmocka_unit_test(claims_other_id_plain),
         cmocka_unit_test(flood),
+        cmocka_unit_test(silent_peer),
         cmocka_unit_test(poisoned_peer),
         cmocka_unit_test(tls_claims_other_id),
         cmocka_unit_test(tls_no_cert),
         cmocka_unit_test(tls_self_signed),
         cmocka_unit_test(tls_other_ca),
         cmocka_unit_test(tls_good_client_control),
+        cmocka_unit_test(tls_garbage_after_handshake),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", certdir, otherdir, selfdir);

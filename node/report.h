@@ -1,0 +1,150 @@
+/* murmur report: turns a run directory (docs/metrics.md) into results.
+ *
+ * Loading reads every node-K/metrics.jsonl, keeps the records of every
+ * (re)start (counters restart at zero with the process, so they are summed
+ * over restarts; a round done twice keeps its latest record), and folds the
+ * eval sketches of each round into per-round accumulators. Rows are the
+ * evaluation rounds (and snapshot rounds) with consensus distance, exact
+ * from snapshots when every peer present has a verified one, else
+ * estimated from the sketches. */
+#ifndef MURMUR_REPORT_H
+#define MURMUR_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    int64_t round;
+    double step, time, loss, lr;
+    /* Cumulative since the peer first started (summed over restarts). */
+    double bytes_sent, bytes_recv, t_compute, t_comm, t_wait;
+    double nbrs, missing;
+    double dist_mean; /* mean of the round's neighbour distances, NaN if none */
+} mm_rep_round;
+
+typedef struct {
+    int64_t round;
+    double step, time, val_loss, val_bpb, val_acc, norm;
+    bool has_sketch;
+} mm_rep_eval;
+
+typedef struct {
+    int id; /* K of node-K */
+    bool has_metrics;
+    int n_starts, n_ends;
+    bool ended;          /* the last start was followed by an end line */
+    char end_reason[16];
+    int64_t params;      /* from the last start line, -1 unknown */
+    int n_peers, sketch_dim;
+    uint64_t sketch_seed;
+    char topology[128], algo[32];
+    mm_rep_round *rounds; /* sorted by round, one per round */
+    size_t n_rounds;
+    mm_rep_eval *evals;   /* sorted by round, one per round */
+    size_t n_evals;
+    size_t bad_lines;
+    bool torn_tail;       /* last line had no newline (being written or cut) */
+    double mtime;         /* metrics file modification time (epoch s) */
+} mm_rep_peer;
+
+typedef struct {
+    int64_t round;
+    int n_present;          /* peers with an eval (or snapshot) at this round */
+    double xi;              /* consensus distance chosen (exact if possible) */
+    const char *method;     /* "exact", "sketch" or "none" */
+    double xi_exact, xi_sketch; /* NaN when not available */
+    int n_sketch;           /* peers whose sketch went into xi_sketch */
+    double acc_mean, acc_min, acc_max;
+    double vloss_mean, vloss_min, vloss_max;
+    double loss_mean;       /* training loss of the round records */
+    double sent_sum, recv_sum, sent_peer; /* cumulative bytes */
+    double f_compute, f_comm, f_wait; /* cumulative fractions of wall time */
+    double wall;            /* max peer wall time (summed over restarts) */
+    double nbr_dist;        /* mean neighbour distance seen while mixing */
+    /* Exact rows only (else NaN): ||xbar||, min/max over peers of
+     * ||x_i - xbar||, and the averaged model's validation figures when the
+     * hook (mm_report_eval_average) is wired. */
+    double avg_norm, dev_min, dev_max, avg_val_loss, avg_val_acc;
+} mm_rep_row;
+
+typedef struct mm_rep_sketch_acc mm_rep_sketch_acc;
+
+typedef struct {
+    char *dir;
+    mm_rep_peer *peers;
+    int n_peers;            /* node-K directories found */
+    int n_expected;         /* max(n_peers, declared n_peers) */
+    int64_t params;
+    char topology[128], algo[32];
+    mm_rep_row *rows;
+    size_t n_rows;
+    size_t warnings;
+    /* internal: per-round sketch accumulators */
+    mm_rep_sketch_acc *acc;
+    size_t n_acc, cap_acc;
+} mm_report;
+
+typedef struct {
+    bool no_exact;      /* skip snapshots (progress mode) */
+    bool quiet_tail;    /* a line without newline is normal (run in progress) */
+    FILE *warn;         /* where warnings go; NULL: stderr */
+} mm_report_opts;
+
+/* Load dir and compute its rows. 0 on success; -1 with a message in err
+ * when dir is missing or holds no metrics at all (the empty run). */
+int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, char *err,
+                   size_t errlen);
+void mm_report_free(mm_report *r);
+
+/* Parse one peer's metrics file into p (p->id set by the caller). Used by
+ * mm_report_load; exposed for tests. */
+int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm_report_opts *opt);
+
+/* Exact consensus distance of one round from the snapshot files of peers
+ * ids[0..n). 0 on success (row's exact fields set, hook called); -1 if a
+ * file is missing, malformed or fails its SHA-256 (a warning says which). */
+int mm_report_exact(mm_report *r, const int *ids, int n, int64_t round,
+                    const mm_report_opts *opt, mm_rep_row *row);
+/* node-K/snap/rNNNNNNNN.bin */
+void mm_report_snap_path(const char *dir, int id, int64_t round, char *out, size_t len);
+
+/* THE HOOK for the averaged model: called with the exact average xbar of
+ * every round where snapshots allow it. Wire it to the model (load the
+ * run's config, set the parameters to xbar, evaluate on the validation
+ * split) and return 0 with *val_loss and *val_acc set. Returns 1 while not
+ * wired (the report then prints only the distance figures). */
+int mm_report_eval_average(const float *xbar, size_t n, int64_t round, const char *run_dir,
+                           double *val_loss, double *val_acc);
+
+/* Output. */
+void mm_report_print_table(const mm_report *r, FILE *out);
+int mm_report_write_csv(const mm_report *r, const char *path);
+void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out);
+/* Plots into dir (created): consensus.png, accuracy.png,
+ * acc_vs_consensus.png, with their .gp scripts and plot.dat beside them.
+ * Prints the paths. 0 ok, 1 gnuplot missing (warning), -1 failure. */
+int mm_report_plots(const mm_report *r, const char *dir, FILE *out);
+
+/* Several runs side by side: table, CSV and one PNG. */
+void mm_report_compare_table(mm_report *const *runs, int n, FILE *out);
+int mm_report_compare_csv(mm_report *const *runs, int n, const char *path);
+int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out);
+
+/* Internal: a warning line "murmur report: ..." (counted in r->warnings). */
+void mm_report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Internal: fold one peer's sketch of a round into that round's accumulator. */
+void mm_report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int64_t round,
+                          const double *y, int dim, uint64_t seed);
+/* Internal: sketch estimate for a round, NaN if fewer than 2 peers or the
+ * peers' sketches disagree on seed or dimension. */
+double mm_report_sketch_xi(const mm_report *r, int64_t round, int *n_peers);
+/* Internal: build r->rows from the loaded peers. */
+void mm_report_build_rows(mm_report *r, const mm_report_opts *opt);
+
+/* Runs gnuplot on script; 1 if gnuplot is not installed. */
+int mm_report_gnuplot(const char *script);
+
+#endif

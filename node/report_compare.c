@@ -1,0 +1,136 @@
+/* Several runs side by side (same training, different topologies): the
+ * final figures of each, as a table and a CSV. */
+#include "node/report.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    int64_t round, last_round;
+    double acc, vloss, xi, sent_peer, wall;
+    const char *method;
+    int peers;
+} final_figs;
+
+static void finals(const mm_report *r, final_figs *f)
+{
+    memset(f, 0, sizeof *f);
+    f->round = f->last_round = -1;
+    f->acc = f->vloss = f->xi = f->sent_peer = f->wall = NAN;
+    f->method = "none";
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const mm_rep_row *w = &r->rows[i];
+        if (!isnan(w->acc_mean)) {
+            f->acc = w->acc_mean;
+            f->vloss = w->vloss_mean;
+            f->round = w->round;
+            f->peers = w->n_present;
+        }
+        if (!isnan(w->xi)) {
+            f->xi = w->xi;
+            f->method = w->method;
+        }
+    }
+    double sent = 0;
+    int n = 0;
+    for (int i = 0; i < r->n_peers; i++) {
+        const mm_rep_peer *p = &r->peers[i];
+        if (!p->n_rounds)
+            continue;
+        const mm_rep_round *last = &p->rounds[p->n_rounds - 1];
+        sent += last->bytes_sent;
+        n++;
+        if (!(f->wall >= last->time))
+            f->wall = last->time;
+        if (last->round > f->last_round)
+            f->last_round = last->round;
+    }
+    f->sent_peer = n ? sent / n : NAN;
+}
+
+static void name_of(const mm_report *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", r->dir);
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = 0;
+    const char *s = strrchr(buf, '/');
+    if (s)
+        memmove(buf, s + 1, strlen(s + 1) + 1);
+}
+
+static const char *num(char *buf, size_t len, const char *fm, double v)
+{
+    if (isnan(v))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, fm, v);
+    return buf;
+}
+
+#define N(f, v) num((char[32]){0}, 32, f, v)
+
+void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
+{
+    fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s\n", "run", "topology", "peers",
+            "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s");
+    for (int k = 0; k < n; k++) {
+        final_figs f;
+        finals(runs[k], &f);
+        char name[256];
+        name_of(runs[k], name, sizeof name);
+        fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", name,
+                runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
+                (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
+                N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall));
+    }
+    fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer)\n");
+}
+
+static void csv_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_num(FILE *f, const char *fm, double v)
+{
+    fputc(',', f);
+    if (!isnan(v))
+        fprintf(f, fm, v);
+}
+
+int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
+               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s\n");
+    for (int k = 0; k < n; k++) {
+        final_figs fi;
+        finals(runs[k], &fi);
+        char name[256];
+        name_of(runs[k], name, sizeof name);
+        csv_str(f, name);
+        fputc(',', f);
+        csv_str(f, runs[k]->dir);
+        fputc(',', f);
+        csv_str(f, runs[k]->topology);
+        fprintf(f, ",%d,%lld,%lld", runs[k]->n_peers, (long long)(fi.last_round + 1),
+                (long long)fi.round);
+        csv_num(f, "%.9g", fi.acc);
+        csv_num(f, "%.9g", fi.vloss);
+        csv_num(f, "%.9g", fi.xi);
+        fprintf(f, ",%s", fi.method);
+        csv_num(f, "%.1f", fi.sent_peer);
+        csv_num(f, "%.3f", fi.wall);
+        fputc('\n', f);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}

@@ -1,0 +1,170 @@
+/* The report's text outputs: the table, the CSV and the progress line. */
+#include "node/report.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A number for humans: "-" when not available. */
+static const char *fmt(char *buf, size_t len, const char *f, double v)
+{
+    if (isnan(v))
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, f, v);
+    return buf;
+}
+
+#define F(f, v) fmt((char[32]){0}, 32, f, v)
+
+void mm_report_print_table(const mm_report *r, FILE *out)
+{
+    fprintf(out, "run %s: %d peer%s (%d expected), topology %s, algo %s, %lld parameters\n",
+            r->dir, r->n_peers, r->n_peers == 1 ? "" : "s", r->n_expected,
+            r->topology[0] ? r->topology : "?", r->algo[0] ? r->algo : "?",
+            (long long)r->params);
+    fprintf(out, "consensus distance Xi = sqrt(1/n sum ||x_i - xbar||^2) over the peers present; "
+                 "time split and bytes are cumulative to that round\n\n");
+    fprintf(out, "%8s %5s %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s\n",
+            "round", "peers", "consensus", "how", "acc", "acc_min", "acc_max", "val_loss",
+            "vl_min", "vl_max", "train", "MB/peer", "comp%", "comm%", "wait%", "wall_s");
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const mm_rep_row *w = &r->rows[i];
+        fprintf(out, "%8lld %2d/%-2d %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s\n",
+                (long long)w->round, w->n_present, r->n_expected, F("%.4e", w->xi), w->method,
+                F("%.4f", w->acc_mean), F("%.4f", w->acc_min), F("%.4f", w->acc_max),
+                F("%.4f", w->vloss_mean), F("%.4f", w->vloss_min), F("%.4f", w->vloss_max),
+                F("%.4f", w->loss_mean), F("%.3f", w->sent_peer / 1e6),
+                F("%.1f", 100 * w->f_compute), F("%.1f", 100 * w->f_comm),
+                F("%.1f", 100 * w->f_wait), F("%.1f", w->wall));
+    }
+
+    bool any_exact = false;
+    for (size_t i = 0; i < r->n_rows; i++)
+        any_exact |= !isnan(r->rows[i].xi_exact);
+    if (any_exact) {
+        fprintf(out, "\nexact rounds (snapshots): the averaged model xbar\n");
+        fprintf(out, "%8s %11s %11s %11s %11s %11s %9s %9s %9s\n", "round", "Xi", "||xbar||",
+                "Xi/||xbar||", "min|x-xbar|", "max|x-xbar|", "sketch%", "avg_loss", "avg_acc");
+        for (size_t i = 0; i < r->n_rows; i++) {
+            const mm_rep_row *w = &r->rows[i];
+            if (isnan(w->xi_exact))
+                continue;
+            double err = w->xi_exact > 0 ? 100 * (w->xi_sketch / w->xi_exact - 1) : NAN;
+            fprintf(out, "%8lld %11s %11s %11s %11s %11s %9s %9s %9s\n", (long long)w->round,
+                    F("%.4e", w->xi_exact), F("%.4e", w->avg_norm),
+                    F("%.3e", w->avg_norm > 0 ? w->xi_exact / w->avg_norm : NAN),
+                    F("%.4e", w->dev_min), F("%.4e", w->dev_max), F("%+.2f", err),
+                    F("%.4f", w->avg_val_loss), F("%.4f", w->avg_val_acc));
+        }
+        fprintf(out, "(sketch%%: error of the sketch estimate against exact; avg_loss/avg_acc: "
+                     "the averaged model, once mm_report_eval_average is wired)\n");
+    }
+
+    fprintf(out, "\n%-8s %6s %8s %6s %-8s %10s %9s %5s\n", "peer", "starts", "rounds", "evals",
+            "end", "MB sent", "wall_s", "bad");
+    for (int i = 0; i < r->n_peers; i++) {
+        const mm_rep_peer *p = &r->peers[i];
+        const mm_rep_round *last = p->n_rounds ? &p->rounds[p->n_rounds - 1] : NULL;
+        char rounds[24];
+        if (last)
+            snprintf(rounds, sizeof rounds, "%lld", (long long)last->round + 1);
+        else
+            snprintf(rounds, sizeof rounds, "0");
+        char name[24];
+        snprintf(name, sizeof name, "node-%d", p->id);
+        fprintf(out, "%-8s %6d %8s %6zu %-8s %10s %9s %5zu%s\n", name, p->n_starts, rounds, p->n_evals,
+                !p->has_metrics ? "none" : p->ended ? (p->end_reason[0] ? p->end_reason : "end")
+                                                    : "running?",
+                F("%.3f", last ? last->bytes_sent / 1e6 : NAN), F("%.1f", last ? last->time : NAN),
+                p->bad_lines, p->torn_tail ? " (torn last line)" : "");
+    }
+    if (r->warnings)
+        fprintf(out, "\n%zu warning%s (above, on stderr)\n", r->warnings,
+                r->warnings == 1 ? "" : "s");
+}
+
+static void csv_num(FILE *f, const char *fm, double v)
+{
+    fputc(',', f);
+    if (!isnan(v))
+        fprintf(f, fm, v);
+}
+
+int mm_report_write_csv(const mm_report *r, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "round,peers,consensus,method,consensus_exact,consensus_sketch,sketch_peers,"
+               "acc_mean,acc_min,acc_max,val_loss_mean,val_loss_min,val_loss_max,train_loss,"
+               "bytes_sent_sum,bytes_recv_sum,bytes_sent_per_peer,frac_compute,frac_comm,"
+               "frac_wait,wall_s,nbr_dist,avg_norm,dev_min,dev_max,avg_val_loss,avg_val_acc\n");
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const mm_rep_row *w = &r->rows[i];
+        fprintf(f, "%lld,%d", (long long)w->round, w->n_present);
+        csv_num(f, "%.9g", w->xi);
+        fprintf(f, ",%s", w->method);
+        csv_num(f, "%.9g", w->xi_exact);
+        csv_num(f, "%.9g", w->xi_sketch);
+        fprintf(f, ",%d", w->n_sketch);
+        const double v[] = {w->acc_mean, w->acc_min, w->acc_max, w->vloss_mean, w->vloss_min,
+                            w->vloss_max, w->loss_mean};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+            csv_num(f, "%.9g", v[k]);
+        csv_num(f, "%.0f", w->sent_sum);
+        csv_num(f, "%.0f", w->recv_sum);
+        csv_num(f, "%.1f", w->sent_peer);
+        const double u[] = {w->f_compute, w->f_comm, w->f_wait, w->wall, w->nbr_dist,
+                            w->avg_norm, w->dev_min, w->dev_max, w->avg_val_loss, w->avg_val_acc};
+        for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
+            csv_num(f, "%.9g", u[k]);
+        fputc('\n', f);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out)
+{
+    int64_t hi = -1, lo = -1;
+    double loss = 0;
+    int n_loss = 0, live = 0;
+    char peers[256];
+    int np = 0;
+    for (int i = 0; i < r->n_peers; i++) {
+        const mm_rep_peer *p = &r->peers[i];
+        if (p->n_rounds) {
+            const mm_rep_round *last = &p->rounds[p->n_rounds - 1];
+            hi = last->round > hi ? last->round : hi;
+            lo = lo < 0 || last->round < lo ? last->round : lo;
+            if (!isnan(last->loss)) {
+                loss += last->loss;
+                n_loss++;
+            }
+        }
+        /* . live, x stale (no write for stale_s), E ended, - no metrics */
+        char c = !p->has_metrics ? '-' : p->ended ? 'E' : now - p->mtime > stale_s ? 'x' : '.';
+        live += c == '.';
+        if (np < (int)sizeof peers - 4)
+            peers[np++] = c;
+    }
+    peers[np] = 0;
+    const mm_rep_row *acc = NULL, *xi = NULL;
+    for (size_t i = 0; i < r->n_rows; i++) {
+        if (!isnan(r->rows[i].acc_mean))
+            acc = &r->rows[i];
+        if (!isnan(r->rows[i].xi))
+            xi = &r->rows[i];
+    }
+    fprintf(out, "round %lld (slowest %lld) | loss %s", (long long)hi, (long long)lo,
+            F("%.4f", n_loss ? loss / n_loss : NAN));
+    if (acc)
+        fprintf(out, " | acc %.4f @%lld (%d peers)", acc->acc_mean, (long long)acc->round,
+                acc->n_present);
+    else
+        fprintf(out, " | acc -");
+    if (xi)
+        fprintf(out, " | Xi %.3e %s @%lld", xi->xi, xi->method, (long long)xi->round);
+    else
+        fprintf(out, " | Xi -");
+    fprintf(out, " | live %d/%d [%s]\n", live, r->n_expected, peers);
+}

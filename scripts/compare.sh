@@ -1,0 +1,77 @@
+#!/bin/sh
+# Runs the same training over several topologies and compares them.
+#
+#   scripts/compare.sh -n N -r NAME [-p BASE_PORT] [-i SEC] [-s SEED]
+#                      [--partition MODE] TOPOLOGY_FILE... [-- extra node flags]
+#
+# One run per topology file, one after the other, through run-local.sh with
+# the same peers, seed and node flags: runs/NAME/<topology name>/. Then
+# `murmur report --compare` writes the comparison -- final accuracy, final
+# consensus distance, bytes per peer and wall time per topology -- to
+# stdout and runs/NAME/compare.csv, and one PNG (runs/NAME/compare.png)
+# overlaying consensus distance (log) and accuracy against round.
+#   -s SEED            adds --seed SEED to the node flags
+#   --partition MODE   adds --partition MODE (e.g. genre) to the node flags
+# Exit status: 0 all runs and the comparison succeeded; 1 something failed
+# (the comparison still covers the runs that produced metrics); 2 usage;
+# 130 interrupted (the remaining topologies are not run).
+# Environment: as run-local.sh (MURMUR, MAKE_CERTS, RUNS, GRACE).
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+MURMUR=${MURMUR:-./murmur}
+RUNS=${RUNS:-runs}
+bad() { echo "compare: $*" >&2; echo "usage: compare.sh -n N -r NAME [-p PORT] [-i SEC] [-s SEED] [--partition MODE] TOPOLOGY_FILE... [-- node flags]" >&2; exit 2; }
+
+n='' name='' port=29500 interval=5 seed='' partition=''
+topos_n=0
+tlist=$(mktemp) || exit 1
+trap 'rm -f "$tlist"' EXIT
+while [ $# -gt 0 ]; do
+    case $1 in
+    -n|-r|-p|-i|-s|--partition) [ $# -ge 2 ] || bad "$1 needs a value" ;;
+    esac
+    case $1 in
+    -n) n=$2; shift 2 ;;
+    -r) name=$2; shift 2 ;;
+    -p) port=$2; shift 2 ;;
+    -i) interval=$2; shift 2 ;;
+    -s) seed=$2; shift 2 ;;
+    --partition) partition=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --) shift; break ;;
+    -*) bad "unknown option: $1" ;;
+    *) printf '%s\n' "$1" >>"$tlist"; topos_n=$((topos_n + 1)); shift ;;
+    esac
+done
+[ -n "$n" ] || bad "-n N is required"
+[ -n "$name" ] || bad "-r NAME is required"
+[ "$topos_n" -ge 1 ] || bad "give at least one topology file"
+case $port in ''|*[!0-9]*) bad "-p PORT: a number" ;; esac
+[ -e "$RUNS/$name" ] && { echo "compare: $RUNS/$name already exists" >&2; exit 1; }
+[ -n "$seed" ] && set -- --seed "$seed" "$@"
+[ -n "$partition" ] && set -- --partition "$partition" "$@"
+
+failed=0
+i=0
+dirs=''
+# Topology names never hold newlines in practice; one per line in $tlist.
+while IFS= read -r topo <&3; do
+    t=$(basename "$topo")
+    t=${t%.*}
+    [ -e "$RUNS/$name/$t" ] && t="$t-$i"
+    echo "=== compare: $topo -> $RUNS/$name/$t"
+    # A fresh port range per run: sockets of the previous run may linger.
+    sh "$here/run-local.sh" -n "$n" -t "$topo" -r "$name/$t" -p $((port + i * n)) \
+        -i "$interval" --no-report -- "$@" 3<&-
+    rc=$?
+    [ $rc -eq 130 ] && { echo "compare: interrupted" >&2; exit 130; }
+    [ $rc -ne 0 ] && { echo "compare: run $t failed (exit $rc)" >&2; failed=1; }
+    [ -d "$RUNS/$name/$t" ] && dirs="$dirs $t"
+    i=$((i + 1))
+done 3<"$tlist"
+
+set --
+for t in $dirs; do set -- "$@" "$RUNS/$name/$t"; done
+[ $# -gt 0 ] || { echo "compare: no run produced a directory" >&2; exit 1; }
+"$MURMUR" report --compare "$@" --csv "$RUNS/$name/compare.csv" --plot "$RUNS/$name/compare.png" || failed=1
+exit $failed

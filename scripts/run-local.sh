@@ -1,0 +1,199 @@
+#!/bin/sh
+# Runs N murmur peers on this machine as one experiment in runs/NAME/.
+#
+#   scripts/run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p BASE_PORT] [-i SEC]
+#                        [--no-report] [-- extra murmur node flags]
+#
+# Makes runs/NAME/ with manifest.json (this command, the node flags, the
+# topology file's name and SHA-256, the seed, `murmur --version`), a copy of
+# the topology (topology.txt) and TLS certificates (certs/, through
+# scripts/make-certs.sh), starts the peers in the background
+#   murmur node --id K --topology FILE --base-port P --run-dir runs/NAME
+#               --tls-dir runs/NAME/certs [extra flags]
+# (console output in runs/NAME/node-K/console.log), prints one progress line
+# every -i seconds (default 5; `murmur report --progress`), and at the end
+# runs `murmur report runs/NAME`. Ctrl-C (or SIGTERM) sends SIGTERM to every
+# peer and waits for them (SIGKILL after GRACE seconds, default 30).
+#
+# Exit status: 0 every peer exited 0; 1 a peer failed (non-zero exit) or the
+# run could not start; 2 usage; 130 interrupted.
+# Environment: MURMUR (default ./murmur), MAKE_CERTS (default
+# scripts/make-certs.sh next to this script), RUNS (default runs), GRACE.
+set -u
+
+usage() {
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+}
+die() { echo "run-local: $*" >&2; exit 1; }
+bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [-- node flags]" >&2; exit 2; }
+is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
+json_str() { # a JSON string literal of $1
+    printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/	/\\t/g' | tr '\n' ' ')"
+}
+json_arr() { # a JSON array of the arguments as strings
+    printf '['; sep=''
+    for a in "$@"; do printf '%s' "$sep"; json_str "$a"; sep=', '; done
+    printf ']'
+}
+
+here=$(cd "$(dirname "$0")" && pwd)
+MURMUR=${MURMUR:-./murmur}
+MAKE_CERTS=${MAKE_CERTS:-$here/make-certs.sh}
+RUNS=${RUNS:-runs}
+GRACE=${GRACE:-30}
+command_json=$(json_arr "$0" "$@")
+
+n='' topo='' name='' port=29500 interval=5 report=1
+while [ $# -gt 0 ]; do
+    case $1 in
+    -n|-t|-r|-p|-i) [ $# -ge 2 ] || bad "$1 needs a value" ;;
+    esac
+    case $1 in
+    -n) n=$2; shift 2 ;;
+    -t) topo=$2; shift 2 ;;
+    -r) name=$2; shift 2 ;;
+    -p) port=$2; shift 2 ;;
+    -i) interval=$2; shift 2 ;;
+    --no-report) report=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; break ;;
+    *) bad "unknown argument: $1" ;;
+    esac
+done
+is_uint "$n" && [ "$n" -ge 1 ] && [ "$n" -le 4096 ] || bad "-n N: number of peers (1..4096)"
+[ -n "$topo" ] || bad "-t TOPOLOGY_FILE is required"
+[ -f "$topo" ] && [ -r "$topo" ] || die "topology file $topo: not a readable file"
+[ -n "$name" ] || bad "-r NAME is required"
+case $name in /*|*..*|-*) bad "-r NAME: a name under $RUNS/ (no leading /, no ..)" ;; esac
+is_uint "$port" && [ "$port" -ge 1024 ] && [ $((port + n)) -le 65535 ] || bad "-p PORT: 1024..$((65535 - n))"
+is_uint "$interval" && [ "$interval" -ge 1 ] || bad "-i SEC: a whole number of seconds >= 1"
+[ -x "$MURMUR" ] || command -v "$MURMUR" >/dev/null 2>&1 || die "$MURMUR not found (run make, or set MURMUR=path)"
+[ -f "$MAKE_CERTS" ] || die "$MAKE_CERTS not found: it makes the TLS certificates"
+
+dir=$RUNS/$name
+[ -e "$dir" ] && die "$dir already exists: choose another -r NAME or remove it"
+mkdir -p "$dir/launch" || die "cannot create $dir"
+cp "$topo" "$dir/topology.txt" || die "cannot copy $topo"
+
+# The seed as the node flags give it (--seed S or --seed=S), else the node's default.
+seed=null prev=''
+for a in "$@"; do
+    case $a in --seed=*) seed=$(json_str "${a#--seed=}") ;; esac
+    [ "$prev" = --seed ] && seed=$(json_str "$a")
+    prev=$a
+done
+sha=$(sha256sum "$topo" | cut -d' ' -f1)
+version=$("$MURMUR" --version 2>/dev/null) || version=unknown
+{
+    printf '{\n'
+    printf '  "command": %s,\n' "$command_json"
+    printf '  "cwd": %s,\n' "$(json_str "$(pwd)")"
+    printf '  "host": %s,\n' "$(json_str "$(hostname 2>/dev/null || echo unknown)")"
+    printf '  "started": %s,\n' "$(json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
+    printf '  "version": %s,\n' "$(json_str "$version")"
+    printf '  "n_peers": %s,\n' "$n"
+    printf '  "base_port": %s,\n' "$port"
+    printf '  "topology": {"file": %s, "path": %s, "sha256": %s, "copy": "topology.txt"},\n' \
+        "$(json_str "$(basename "$topo")")" "$(json_str "$topo")" "$(json_str "$sha")"
+    printf '  "seed": %s,\n' "$seed"
+    printf '  "node_flags": %s,\n' "$(json_arr "$@")"
+    printf '  "node_command": %s\n' "$(json_arr "$MURMUR" node --id K --topology "$topo" \
+        --base-port "$port" --run-dir "$dir" --tls-dir "$dir/certs" "$@")"
+    printf '}\n'
+} >"$dir/manifest.json" || die "cannot write $dir/manifest.json"
+
+sh "$MAKE_CERTS" "$dir/certs" "$n" >"$dir/launch/certs.log" 2>&1 ||
+    die "making certificates failed (see $dir/launch/certs.log)"
+
+# Each peer runs under a small watcher subshell that records its exit status
+# in launch/node-K.exit: the launcher then knows who ended and how without
+# relying on the shell's job table.
+k=0
+while [ "$k" -lt "$n" ]; do
+    mkdir -p "$dir/node-$k"
+    (
+        "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" --run-dir "$dir" \
+            --tls-dir "$dir/certs" "$@" >"$dir/node-$k/console.log" 2>&1 &
+        echo $! >"$dir/launch/node-$k.pid"
+        wait $!
+        echo $? >"$dir/launch/node-$k.exit.tmp"
+        mv "$dir/launch/node-$k.exit.tmp" "$dir/launch/node-$k.exit"
+    ) &
+    k=$((k + 1))
+done
+echo "run-local: $n peers of $dir started (topology $topo, ports $port..$((port + n - 1)))"
+
+stopping=0
+interrupted=0
+signalled=' '
+stop_peers() { # SIGTERM once to each running peer (a second one may mean "now")
+    for f in "$dir"/launch/node-*.pid; do
+        [ -f "$f" ] || continue
+        case $signalled in *" $f "*) continue ;; esac
+        signalled="$signalled$f "
+        [ -f "${f%.pid}.exit" ] || kill -TERM "$(cat "$f")" 2>/dev/null
+    done
+}
+on_signal() {
+    interrupted=1
+    if [ "$stopping" = 0 ]; then
+        stopping=$(date +%s)
+        echo "run-local: stopping the peers (SIGTERM; SIGKILL after ${GRACE}s)" >&2
+        stop_peers
+    fi
+}
+trap on_signal INT TERM HUP
+
+start=$(date +%s)
+reported_fail=''
+while :; do
+    done_n=0
+    k=0
+    while [ "$k" -lt "$n" ]; do
+        if [ -f "$dir/launch/node-$k.exit" ]; then
+            done_n=$((done_n + 1))
+            st=$(cat "$dir/launch/node-$k.exit")
+            case " $reported_fail " in *" $k "*) ;; *)
+                if [ "$st" != 0 ]; then
+                    echo "run-local: peer $k exited with status $st (see $dir/node-$k/console.log)" >&2
+                    reported_fail="$reported_fail $k"
+                fi ;;
+            esac
+        fi
+        k=$((k + 1))
+    done
+    [ "$done_n" -eq "$n" ] && break
+    [ "$stopping" != 0 ] && stop_peers # peers whose pid file came late
+    if [ "$stopping" != 0 ] && [ $(($(date +%s) - stopping)) -ge "$GRACE" ]; then
+        echo "run-local: peers still running after ${GRACE}s: SIGKILL" >&2
+        for f in "$dir"/launch/node-*.pid; do
+            [ -f "${f%.pid}.exit" ] || kill -KILL "$(cat "$f")" 2>/dev/null
+        done
+        stopping=$(date +%s)
+    fi
+    if [ "$stopping" = 0 ]; then
+        line=$("$MURMUR" report --progress "$dir" 2>/dev/null | tail -n 1)
+        printf '[%5ss] peers %d/%d running | %s\n' "$(($(date +%s) - start))" \
+            "$((n - done_n))" "$n" "$line"
+    fi
+    # Sleep in the background so a signal interrupts the wait at once.
+    sleep "$interval" &
+    wait $! 2>/dev/null
+    [ "$stopping" != 0 ] && interval=1
+done
+trap - INT TERM HUP
+
+failed=0
+k=0
+while [ "$k" -lt "$n" ]; do
+    st=$(cat "$dir/launch/node-$k.exit")
+    [ "$st" = 0 ] || failed=$((failed + 1))
+    k=$((k + 1))
+done
+echo "run-local: all peers stopped after $(($(date +%s) - start))s; $failed failed"
+if [ "$report" = 1 ]; then
+    "$MURMUR" report "$dir" || echo "run-local: murmur report failed" >&2
+fi
+[ "$interrupted" = 1 ] && exit 130
+[ "$failed" -eq 0 ] || exit 1
+exit 0

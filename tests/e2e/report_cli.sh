@@ -1,0 +1,72 @@
+#!/bin/sh
+# `murmur report` from the command line on run directories written here:
+# an empty run is a clear error (exit 1), a torn last line is a warning,
+# outputs land where asked, --progress prints one line, usage errors exit 2.
+set -u
+root=$(pwd)
+m=$root/murmur
+[ -x "$m" ] || { echo "build ./murmur first"; exit 1; }
+tmp=$(mktemp -d /tmp/mm-report-cli-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() {
+    what=$1; shift
+    if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+
+mkdir -p "$tmp/empty/node-0" "$tmp/empty/node-1"
+"$m" report "$tmp/empty" >"$tmp/out" 2>"$tmp/err"
+check "empty run exits 1" [ $? -eq 1 ]
+check "empty run says so" grep -q 'empty run' "$tmp/err"
+"$m" report "$tmp/nowhere" >/dev/null 2>"$tmp/err"
+check "missing run dir exits 1" [ $? -eq 1 ]
+"$m" report >/dev/null 2>&1
+check "no run dir is a usage error" [ $? -eq 2 ]
+"$m" report "$tmp/empty" --bogus >/dev/null 2>&1
+check "unknown option is a usage error" [ $? -eq 2 ]
+"$m" report "$tmp/empty" "$tmp/empty" >/dev/null 2>&1
+check "two runs without --compare is a usage error" [ $? -eq 2 ]
+
+# Two peers, evals at rounds 1 and 3; peer 1 died in the middle of a line.
+r=$tmp/run
+for k in 0 1; do
+    mkdir -p "$r/node-$k"
+    f=$r/node-$k/metrics.jsonl
+    printf '{"ev":"start","peer":%d,"n_peers":2,"params":3,"algo":"dpsgd","topology":"pair.topo","sketch_dim":2,"sketch_seed":5,"resumed_round":0,"time":0}\n' $k >"$f"
+    for i in 0 1 2 3; do
+        printf '{"ev":"round","round":%d,"step":%d,"time":%d,"loss":2.5,"lr":0.1,"bytes_sent":%d,"bytes_recv":0,"t_compute":%d,"t_comm":0,"t_wait":0,"nbrs":1,"missing":0,"dist":{"%d":0.1}}\n' \
+            $i $i $((i + 1)) $((1000 * (i + 1))) $((i + 1)) $((1 - k)) >>"$f"
+        [ $((i % 2)) = 1 ] && printf '{"ev":"eval","round":%d,"step":%d,"time":%d,"val_loss":1.5,"val_bpb":1,"val_acc":0.%d,"norm":1,"sketch":[%d,0]}\n' \
+            $i $i $((i + 1)) $((k + 4)) $((3 * k)) >>"$f"
+    done
+done
+printf '{"ev":"eval","round":5,"sk' >>"$r/node-1/metrics.jsonl"
+"$m" report "$r" --csv "$tmp/x.csv" --no-plots >"$tmp/out" 2>"$tmp/err"
+check "report exits 0" [ $? -eq 0 ]
+check "torn line warned about" grep -q 'node-1/metrics.jsonl:8: last line is incomplete' "$tmp/err"
+check "csv where asked" [ -f "$tmp/x.csv" ]
+check "no default csv" [ ! -f "$r/report.csv" ]
+check "no plots with --no-plots" [ ! -d "$r/plots" ]
+# sketches [0,0] and [3,0]: Xi = sqrt((1.5^2 + 1.5^2) / 2) = 1.5
+check "sketch estimate in the csv" grep -q '^3,2,1.5,sketch,,1.5,2,0.45,0.4,0.5,' "$tmp/x.csv"
+check "table printed" grep -q '^       3  2/2   1.5000e+00 sketch' "$tmp/out"
+check "compute fraction 100%" grep -q '100.0' "$tmp/out"
+
+"$m" report --progress "$r" >"$tmp/out" 2>"$tmp/err"
+check "progress exits 0" [ $? -eq 0 ]
+check "progress is one line" [ "$(wc -l <"$tmp/out")" -eq 1 ]
+check "progress names round, accuracy, liveness" grep -q '^round 3 .* acc 0.4500 @3 .* Xi 1.500e+00 sketch @3 | live 2/2 \[..\]' "$tmp/out"
+check "progress is quiet about the torn line" [ ! -s "$tmp/err" ]
+
+if command -v gnuplot >/dev/null 2>&1; then
+    "$m" report "$r" --plots "$tmp/p" >"$tmp/out" 2>/dev/null
+    check "plots written" [ -s "$tmp/p/consensus.png" -a -s "$tmp/p/accuracy.png" -a -s "$tmp/p/acc_vs_consensus.png" ]
+    check "plot paths printed" grep -q "^plot: $tmp/p/consensus.png" "$tmp/out"
+    cp -r "$r" "$tmp/run2"
+    (cd "$tmp" && "$m" report --compare run "$tmp/run2" "$tmp/empty" >"$tmp/out" 2>"$tmp/err")
+    check "compare with an empty run exits 1" [ $? -eq 1 ]
+    check "compare still written" [ -s "$tmp/compare.png" -a -s "$tmp/compare.csv" ]
+    check "compare csv: 2 runs" [ "$(wc -l <"$tmp/compare.csv")" -eq 3 ]
+fi
+
+[ $fails -eq 0 ] || { cat "$tmp/out" "$tmp/err"; exit 1; }

@@ -1,0 +1,144 @@
+#!/bin/sh
+# scripts/run-local.sh and scripts/compare.sh with a stand-in for
+# `murmur node` (a shell script writing metrics in the documented format)
+# and the real `murmur report`: a clean run, a failing peer, Ctrl-C, a name
+# already taken, bad usage, and a comparison of two topologies.
+set -u
+root=$(pwd)
+[ -x "$root/murmur" ] || { echo "build ./murmur first"; exit 1; }
+tmp=$(mktemp -d /tmp/mm-launch-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+check() { # description, then a command that must succeed
+    what=$1; shift
+    if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
+}
+
+# The stand-in: `node` writes FAKE_ROUNDS rounds (an eval every 2, with a
+# 4-float sketch that shrinks towards agreement), FAKE_FAIL=K makes peer K
+# exit 3 after one round; SIGTERM ends it with reason "signal".
+cat >"$tmp/murmur" <<FAKE
+#!/bin/sh
+case \$1 in
+--version) echo "murmur 0.0.0-fake"; exit 0 ;;
+report) shift; exec "$root/murmur" report "\$@" ;;
+node) ;;
+*) exit 2 ;;
+esac
+shift
+id='' rd='' topo=''
+while [ \$# -gt 0 ]; do
+    case \$1 in
+    --id) id=\$2; shift 2 ;;
+    --run-dir) rd=\$2; shift 2 ;;
+    --topology) topo=\$2; shift 2 ;;
+    *) echo "flag \$1" >&2; shift ;;
+    esac
+done
+m=\$rd/node-\$id/metrics.jsonl
+mkdir -p "\$rd/node-\$id"
+r=0
+trap 'echo "{\"ev\":\"end\",\"round\":\$r,\"step\":\$r,\"time\":1,\"reason\":\"signal\"}" >>"\$m"; exit 0' TERM
+echo "{\"ev\":\"start\",\"peer\":\$id,\"n_peers\":3,\"params\":4,\"algo\":\"dpsgd\",\"topology\":\"\$(basename "\$topo")\",\"sketch_dim\":4,\"sketch_seed\":1,\"resumed_round\":0,\"time\":0}" >>"\$m"
+while [ \$r -lt \${FAKE_ROUNDS:-4} ]; do
+    echo "{\"ev\":\"round\",\"round\":\$r,\"step\":\$r,\"time\":\$r.5,\"loss\":3.\$r,\"lr\":0.1,\"bytes_sent\":\$((r * 100 + 100)),\"bytes_recv\":0,\"t_compute\":0.2,\"t_comm\":0.1,\"t_wait\":0.1,\"nbrs\":2,\"missing\":0,\"dist\":{}}" >>"\$m"
+    if [ \$((r % 2)) = 1 ]; then
+        echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2.\$r,\"val_bpb\":1,\"val_acc\":0.\$((id + 1))\$r,\"norm\":1,\"sketch\":[\$id,0,1,\$((id * 2))e-\$r]}" >>"\$m"
+    fi
+    [ "\${FAKE_FAIL:-x}" = "\$id" ] && exit 3
+    sleep 0.2
+    r=\$((r + 1))
+done
+echo "{\"ev\":\"end\",\"round\":\$r,\"step\":\$r,\"time\":\$r,\"reason\":\"done\"}" >>"\$m"
+exit 0
+FAKE
+chmod +x "$tmp/murmur"
+cat >"$tmp/make-certs.sh" <<'CERTS'
+mkdir -p "$1" && : >"$1/ca.pem" && k=0 && while [ $k -lt "$2" ]; do : >"$1/node-$k.pem"; : >"$1/node-$k.key"; k=$((k + 1)); done
+CERTS
+printf 'ring 3\n' >"$tmp/ring-3.topo"
+printf 'full 3\n' >"$tmp/full-3.topo"
+export MURMUR="$tmp/murmur" MAKE_CERTS="$tmp/make-certs.sh" RUNS="$tmp/runs"
+rl() { sh "$root/scripts/run-local.sh" "$@"; }
+
+# 1. a clean run
+FAKE_ROUNDS=8 rl -n 3 -t "$tmp/ring-3.topo" -r clean -p 31000 -i 1 -- --seed 7 --lr "a \"b\"" >"$tmp/clean.out" 2>&1
+check "clean run exits 0" [ $? -eq 0 ]
+d=$tmp/runs/clean
+check "manifest written" [ -f "$d/manifest.json" ]
+check "certs made" [ -f "$d/certs/node-2.key" ]
+check "topology copied" cmp -s "$d/topology.txt" "$tmp/ring-3.topo"
+sha=$(sha256sum "$tmp/ring-3.topo" | cut -d' ' -f1)
+check "manifest records sha256, seed, version" grep -q "\"sha256\": \"$sha\"" "$d/manifest.json"
+check "manifest seed" grep -q '"seed": "7"' "$d/manifest.json"
+check "manifest version" grep -q '"version": "murmur 0.0.0-fake"' "$d/manifest.json"
+if command -v python3 >/dev/null 2>&1; then
+    check "manifest is valid JSON" python3 -c "import json,sys; m=json.load(open(sys.argv[1])); assert m['node_flags'][-1]=='a \"b\"' and m['n_peers']==3" "$d/manifest.json"
+fi
+check "progress lines printed" grep -q 'peers [0-9]/3 running | round' "$tmp/clean.out"
+check "report ran at the end" grep -q '^csv: ' "$tmp/clean.out"
+check "report.csv has 4 eval rows" [ "$(wc -l <"$d/report.csv")" -eq 5 ]
+check "all peers done" [ "$(grep -l '"reason":"done"' "$d"/node-*/metrics.jsonl | wc -l)" -eq 3 ]
+
+# 2. a failing peer makes the launcher fail
+FAKE_FAIL=1 rl -n 3 -t "$tmp/ring-3.topo" -r failing -p 31010 -i 1 --no-report >"$tmp/fail.out" 2>&1
+rc=$?
+check "failing peer -> exit 1 (got $rc)" [ $rc -eq 1 ]
+check "failing peer named" grep -q 'peer 1 exited with status 3' "$tmp/fail.out"
+
+# 3. a name already taken
+rl -n 3 -t "$tmp/ring-3.topo" -r clean -p 31020 >"$tmp/taken.out" 2>&1
+rc=$?
+check "existing run refused (exit $rc)" [ $rc -eq 1 ]
+check "existing run: message" grep -q 'already exists' "$tmp/taken.out"
+
+# 4. bad usage
+rl -n x -t "$tmp/ring-3.topo" -r u >/dev/null 2>&1
+check "bad -n is a usage error" [ $? -eq 2 ]
+rl -n 3 -t "$tmp/nope.topo" -r u >/dev/null 2>&1
+check "missing topology file fails" [ $? -eq 1 ]
+
+# 5. Ctrl-C: SIGINT to the launcher stops every peer cleanly. A background
+# job of a non-interactive shell ignores SIGINT, so start it through
+# python3 with SIGINT restored (else use SIGTERM, handled the same way).
+sig=TERM
+if command -v python3 >/dev/null 2>&1; then
+    sig=INT
+    FAKE_ROUNDS=1000 python3 -c 'import os,signal,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp("sh", ["sh"] + sys.argv[1:])' \
+        "$root/scripts/run-local.sh" -n 3 -t "$tmp/ring-3.topo" -r ctrlc -p 31030 -i 1 --no-report >"$tmp/int.out" 2>&1 &
+else
+    FAKE_ROUNDS=1000 rl -n 3 -t "$tmp/ring-3.topo" -r ctrlc -p 31030 -i 1 --no-report >"$tmp/int.out" 2>&1 &
+fi
+lp=$!
+i=0
+while [ $i -lt 50 ] && [ "$(cat "$tmp"/runs/ctrlc/node-*/metrics.jsonl 2>/dev/null | grep -c '"ev":"round"')" -lt 6 ]; do
+    sleep 0.2; i=$((i + 1))
+done
+kill -$sig $lp
+i=0
+while [ $i -lt 100 ] && kill -0 $lp 2>/dev/null; do sleep 0.1; i=$((i + 1)); done
+check "launcher ended within 10 s of SIG$sig" sh -c "! kill -0 $lp 2>/dev/null"
+wait $lp
+rc=$?
+check "interrupted launcher exits 130 (got $rc)" [ $rc -eq 130 ]
+alive=0
+for f in "$tmp"/runs/ctrlc/launch/node-*.pid; do kill -0 "$(cat "$f")" 2>/dev/null && alive=$((alive + 1)); done
+check "no peer left running" [ $alive -eq 0 ]
+check "every peer ended by the signal" [ "$(grep -l '"reason":"signal"' "$tmp"/runs/ctrlc/node-*/metrics.jsonl | wc -l)" -eq 3 ]
+
+# 6. compare two topologies
+sh "$root/scripts/compare.sh" -n 3 -r cmp -p 31040 -i 1 --partition genre "$tmp/ring-3.topo" "$tmp/full-3.topo" -- --seed 3 >"$tmp/cmp.out" 2>&1
+rc=$?
+check "compare exits 0 (got $rc)" [ $rc -eq 0 ]
+check "compare ran both topologies" [ -f "$tmp/runs/cmp/ring-3/node-2/metrics.jsonl" -a -f "$tmp/runs/cmp/full-3/node-2/metrics.jsonl" ]
+check "partition flag passed to the node" grep -q '"--partition", "genre"' "$tmp/runs/cmp/ring-3/manifest.json"
+check "comparison csv has both runs" [ "$(grep -c 'ring-3\|full-3' "$tmp/runs/cmp/compare.csv")" -eq 2 ]
+if command -v gnuplot >/dev/null 2>&1; then
+    check "comparison png" [ -s "$tmp/runs/cmp/compare.png" ]
+fi
+
+if [ $fails -ne 0 ]; then
+    for f in "$tmp"/*.out; do echo "--- $f"; cat "$f"; done
+    exit 1
+fi
+exit 0
