@@ -21,6 +21,7 @@
 #include "gossip/log.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
+#include "model/eval.h"
 #include "model/sha256.h"
 #include "node/node_internal.h"
 
@@ -309,19 +310,10 @@ static void evaluate(node *nd, trainer *tr, double t_start)
     const mm_node_config *c = nd->cfg;
     double loss = NAN, acc = NAN;
     if (nd->have_model && nd->shard.val_len > 0) {
-        int B = c->batch, T = c->model.n_ctx;
-        int n = (c->eval_windows + B - 1) / B * B;
-        double sum = 0;
-        long correct = 0, positions = 0;
-        for (int k0 = 0; k0 < n; k0 += B) {
-            for (int b = 0; b < B; b++)
-                mm_val_window(&nd->shard, k0 + b, n, nd->tokens + (size_t)b * (size_t)(T + 1), T);
-            sum += mm_model_forward(&nd->model, nd->tokens, B, T);
-            correct += mm_model_correct(&nd->model, nd->tokens);
-            positions += (long)B * T;
-        }
-        loss = sum / (n / B);
-        acc = (double)correct / (double)positions;
+        mm_eval_result r;
+        mm_evaluate(&nd->model, &nd->shard, c->eval_windows, c->batch, c->model.n_ctx, nd->tokens, &r);
+        loss = r.loss;
+        acc = r.acc;
     }
     mm_sketch(nd->x, nd->P, c->sketch_seed, tr->sketch, c->sketch_dim);
     mm_metrics *m = &nd->metrics;
@@ -447,6 +439,17 @@ static void write_start(node *nd)
     mm_metrics_int(m, "resumed_round", nd->round);
     mm_metrics_int(m, "local_steps", c->local_steps);
     mm_metrics_int(m, "gossip_steps", c->gossip_steps);
+    if (nd->have_model) {
+        /* what it takes to evaluate a snapshot offline (murmur report) */
+        mm_metrics_int(m, "layers", c->model.n_layer);
+        mm_metrics_int(m, "width", c->model.d_model);
+        mm_metrics_int(m, "heads", c->model.n_head);
+        mm_metrics_int(m, "ctx", c->model.n_ctx);
+        mm_metrics_int(m, "batch", c->batch);
+        mm_metrics_int(m, "eval_windows", c->eval_windows);
+        mm_metrics_str(m, "data", c->data_dir);
+        mm_metrics_str(m, "partition", mm_partition_name(c->partition));
+    }
     mm_metrics_num(m, "time", 0);
     mm_metrics_end(m);
 }
