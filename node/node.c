@@ -74,6 +74,43 @@ void mm_node_config_defaults(mm_node_config *c)
 
 /* --- mailbox: training thread -> loop --------------------------------- */
 
+/* Sends. The training thread registers each send as pending (holding a
+ * reference on its snapshot buffer); the loop then makes it when the peer
+ * is up, or keeps it pending until the peer comes up, unless a newer send
+ * replaces it or the training thread needs the buffer back first. One send
+ * is in flight per peer: a peer that has not taken the last one yet is slow
+ * and is skipped, not queued. */
+static void drop_pending_locked(node *nd, uint32_t peer)
+{
+    if (nd->has_pending[peer]) {
+        nd->has_pending[peer] = false;
+        nd->refs[nd->pending[peer].buf]--;
+        pthread_cond_broadcast(&nd->cv);
+    }
+}
+
+
+void node_drop_pending_on(node *nd, int buf)
+{
+    /* called with nd->mu held, by the training thread needing buf back */
+    for (uint32_t p = 0; p < nd->n; p++)
+        if (nd->has_pending[p] && nd->pending[p].buf == buf)
+            drop_pending_locked(nd, p);
+}
+
+void node_post_send(node *nd, const node_cmd *c)
+{
+    /* Registered here, on the training thread, so that the round's wait
+     * sees the send at once, before the loop has even read the queue. */
+    pthread_mutex_lock(&nd->mu);
+    drop_pending_locked(nd, c->peer);
+    nd->pending[c->peer] = *c;
+    nd->has_pending[c->peer] = true;
+    nd->refs[c->buf]++;
+    pthread_mutex_unlock(&nd->mu);
+    node_post(nd, c);
+}
+
 void node_post(node *nd, const node_cmd *c)
 {
     pthread_mutex_lock(&nd->mu);
@@ -87,6 +124,18 @@ void node_post(node *nd, const node_cmd *c)
 void node_post_want(node *nd, const uint32_t *peers, int n)
 {
     pthread_mutex_lock(&nd->mu);
+    /* A peer wanted now but not in the last list, and not up, is about to be
+     * dialled (or to dial us): wait for it rather than count it missing. */
+    bool *now_wanted = calloc(nd->n, sizeof *now_wanted);
+    for (int i = 0; now_wanted && i < n; i++) {
+        now_wanted[peers[i]] = true;
+        if (!nd->wanted[peers[i]] && nd->peer_state[peers[i]] != PEER_UP)
+            nd->peer_state[peers[i]] = PEER_CONNECTING;
+    }
+    if (now_wanted) {
+        memcpy(nd->wanted, now_wanted, nd->n * sizeof *now_wanted);
+        free(now_wanted);
+    }
     memcpy(nd->want, peers, (size_t)n * sizeof *peers);
     nd->want_n = n;
     nd->want_dirty = true;
@@ -110,36 +159,42 @@ static void on_transport_closed(void *ud)
     uv_close((uv_handle_t *)&nd->sigterm, NULL);
 }
 
-/* Send one snapshot (loop thread). One send in flight per peer: a peer that
- * has not taken the last one yet is slow and is skipped, not queued. Returns
- * false when the peer is not up. */
-static bool try_send(node *nd, const node_cmd *c)
+static void try_send(node *nd, const node_cmd *c)
 {
     pthread_mutex_lock(&nd->mu);
-    bool busy = nd->inflight[c->peer];
+    /* node_post_send registered it as pending; anything else is obsolete
+     * (a newer exchange replaced it, or it was already handled). */
+    if (!nd->has_pending[c->peer] || nd->pending[c->peer].exchange != c->exchange ||
+        nd->pending[c->peer].buf != c->buf) {
+        pthread_mutex_unlock(&nd->mu);
+        return;
+    }
     bool current = nd->snap_exchange[c->buf] == (int64_t)c->exchange;
-    if (!busy && current) {
-        nd->inflight[c->peer] = true;
-        nd->inflight_buf[c->peer] = c->buf;
-        nd->refs[c->buf]++;
-        nd->has_pending[c->peer] = false;
+    bool busy = nd->inflight[c->peer];
+    if (!current || busy) {
+        drop_pending_locked(nd, c->peer);
+        if (busy)
+            nd->skipped_sends++;
+        pthread_mutex_unlock(&nd->mu);
+        return;
     }
+    if (nd->peer_state[c->peer] != PEER_UP) {
+        pthread_mutex_unlock(&nd->mu); /* stays pending until the peer is up */
+        return;
+    }
+    nd->has_pending[c->peer] = false; /* its buffer reference passes to the send */
+    nd->inflight[c->peer] = true;
+    nd->inflight_buf[c->peer] = c->buf;
     pthread_mutex_unlock(&nd->mu);
-    if (busy) {
-        nd->skipped_sends++;
-        return true;
-    }
-    if (!current)
-        return true; /* overtaken by a newer snapshot: nothing to send */
+
     mm_transport_set_round(nd->transport, c->exchange);
     if (mm_transport_send(nd->transport, c->peer, c->exchange, c->weight, nd->snap[c->buf]) == 0)
-        return true;
-    pthread_mutex_lock(&nd->mu);
+        return;
+    pthread_mutex_lock(&nd->mu); /* refused after all: keep it for when it is up */
     nd->inflight[c->peer] = false;
-    nd->refs[c->buf]--;
-    pthread_cond_broadcast(&nd->cv);
+    nd->pending[c->peer] = *c;
+    nd->has_pending[c->peer] = true;
     pthread_mutex_unlock(&nd->mu);
-    return false;
 }
 
 static void on_wake(uv_async_t *h)
@@ -173,14 +228,7 @@ static void on_wake(uv_async_t *h)
             mm_transport_release(nd->transport, c->peer);
             continue;
         }
-        if (!try_send(nd, c)) {
-            /* Not up (yet): deliver it when the peer comes up, if the
-             * snapshot still holds this exchange by then. */
-            pthread_mutex_lock(&nd->mu);
-            nd->pending[c->peer] = *c;
-            nd->has_pending[c->peer] = true;
-            pthread_mutex_unlock(&nd->mu);
-        }
+        try_send(nd, c);
     }
 
     if (done) {
@@ -227,10 +275,12 @@ static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
 static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
 {
     node *nd = ud;
-    static const char *names[] = {"up", "down", "gone (said goodbye)"};
+    static const char *names[] = {"up", "down", "gone (said goodbye or closed an idle link)"};
     pthread_mutex_lock(&nd->mu);
     node_peer_state old = nd->peer_state[peer];
     nd->peer_state[peer] = state == MM_PEER_UP ? PEER_UP : state == MM_PEER_BYE ? PEER_GONE : PEER_DOWN;
+    if (state == MM_PEER_UP)
+        nd->ever_up[peer] = true;
     pthread_cond_broadcast(&nd->cv);
     pthread_mutex_unlock(&nd->mu);
     if (old != nd->peer_state[peer])
@@ -239,7 +289,6 @@ static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
         pthread_mutex_lock(&nd->mu);
         bool pend = nd->has_pending[peer];
         node_cmd c = nd->pending[peer];
-        nd->has_pending[peer] = false;
         pthread_mutex_unlock(&nd->mu);
         if (pend)
             try_send(nd, &c);
@@ -432,13 +481,15 @@ int mm_node_run(const mm_node_config *c)
     nd->inflight = calloc(nd->n, sizeof *nd->inflight);
     nd->inflight_buf = calloc(nd->n, sizeof *nd->inflight_buf);
     nd->want = calloc(nd->n, sizeof *nd->want);
+    nd->wanted = calloc(nd->n, sizeof *nd->wanted);
+    nd->ever_up = calloc(nd->n, sizeof *nd->ever_up);
     nd->pending = calloc(nd->n, sizeof *nd->pending);
     nd->has_pending = calloc(nd->n, sizeof *nd->has_pending);
     for (int b = 0; b < NODE_SNAP_BUFS; b++)
         nd->snap_exchange[b] = -1;
     for (int b = 0; b < NODE_SNAP_BUFS; b++)
         nd->snap[b] = malloc(nd->P * sizeof(float));
-    if (!nd->inbox || !nd->peer_state || !nd->inflight || !nd->inflight_buf || !nd->want || !nd->pending || !nd->has_pending ||
+    if (!nd->inbox || !nd->peer_state || !nd->inflight || !nd->inflight_buf || !nd->want || !nd->wanted || !nd->ever_up || !nd->pending || !nd->has_pending ||
         !nd->snap[0] || !nd->snap[1]) {
         mm_error("out of memory for %u peers and %zu parameters", nd->n, nd->P);
         goto out;
@@ -523,6 +574,8 @@ out:
     free(nd->inflight);
     free(nd->inflight_buf);
     free(nd->want);
+    free(nd->wanted);
+    free(nd->ever_up);
     free(nd->pending);
     free(nd->has_pending);
     free(nd->tokens);

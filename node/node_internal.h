@@ -17,7 +17,9 @@
 #define NODE_SNAP_BUFS 2   /* snapshots in flight: this round's and a slow send of the last */
 #define NODE_QUEUE_CAP 256
 
-typedef enum { PEER_UNKNOWN, PEER_UP, PEER_DOWN, PEER_GONE } node_peer_state;
+/* CONNECTING: newly wanted and not up yet; worth waiting for. DOWN and GONE
+ * were reported by the transport: not worth waiting for. */
+typedef enum { PEER_UNKNOWN, PEER_CONNECTING, PEER_UP, PEER_DOWN, PEER_GONE } node_peer_state;
 
 /* A vector lent to us by the transport, waiting for the training thread. */
 typedef struct {
@@ -83,12 +85,16 @@ typedef struct node {
     node_cmd queue[NODE_QUEUE_CAP];
     int q_len;
     uint32_t *want;                 /* [n] */
+    bool *wanted;                   /* [n]: in the last want list */
+    bool *ever_up;                  /* [n]: has been up at least once */
     int want_n;
     bool want_dirty;
     bool trainer_done;
     atomic_int stop;                /* signals received */
     int exit_status;
     mm_transport_stats stats;       /* copied by the loop on every wake */
+
+    mm_round_view ff_view;          /* training thread: this round's view, for fast_forward */
 
     /* counters for metrics (training thread only) */
     double t_compute, t_comm, t_wait;
@@ -97,8 +103,11 @@ typedef struct node {
 
 /* node.c (loop side, callable from the training thread) */
 void node_post(node *nd, const node_cmd *c);
+void node_post_send(node *nd, const node_cmd *c);
 void node_post_want(node *nd, const uint32_t *peers, int n);
 void node_trainer_finished(node *nd);
+/* With nd->mu held: cancel pending sends that hold snapshot buffer buf. */
+void node_drop_pending_on(node *nd, int buf);
 
 /* round.c (the training thread) */
 void *node_train_main(void *arg);

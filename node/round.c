@@ -75,6 +75,15 @@ static int acquire_snapshot(node *nd)
             pthread_mutex_unlock(&nd->mu);
             return -1;
         }
+        /* Sends still waiting for a peer to come up are for exchanges we
+         * have left behind: their buffers are needed more now. */
+        bool freed = false;
+        for (int b = 0; b < NODE_SNAP_BUFS; b++) {
+            node_drop_pending_on(nd, b);
+            freed = freed || nd->refs[b] == 0;
+        }
+        if (freed)
+            continue;
         struct timespec ts;
         timespec_at(node_now() + 0.5, &ts);
         pthread_cond_timedwait(&nd->cv, &nd->mu, &ts);
@@ -103,20 +112,31 @@ static void want_round(node *nd, trainer *tr, long round)
     node_post_want(nd, tr->ids, m);
 }
 
-/* dpsgd/pushsum: a neighbour already holding a vector from a later round
- * has moved on (we were slow, or we restarted from a checkpoint): jump to
- * its round instead of timing out round after round. */
+/* dpsgd/pushsum: when every in-neighbour of this round has already sent a
+ * vector of a later round, they have all moved past us (we were slow, or we
+ * restarted from an older checkpoint): jump to the earliest of their rounds
+ * instead of mixing with nobody round after round. A later vector from a
+ * peer that is not our partner this round proves nothing: in a time-varying
+ * graph it may simply be early. Returns the round to run. */
 static long fast_forward(node *nd, long round)
 {
-    long g = nd->cfg->gossip_steps;
-    long target = round;
+    uint64_t g = (uint64_t)nd->cfg->gossip_steps;
+    long target = -1;
     pthread_mutex_lock(&nd->mu);
-    for (uint32_t p = 0; p < nd->n; p++)
-        if (nd->inbox[p].present && (long)(nd->inbox[p].exchange / (uint64_t)g) > target)
-            target = (long)(nd->inbox[p].exchange / (uint64_t)g);
+    for (int k = 0; k < nd->ff_view.n_in; k++) {
+        inbox_slot *s = &nd->inbox[nd->ff_view.in[k].peer];
+        long r = s->present ? (long)(s->exchange / g) : -1;
+        if (r <= round) {
+            target = -1;
+            break;
+        }
+        if (target < 0 || r < target)
+            target = r;
+    }
     pthread_mutex_unlock(&nd->mu);
-    if (target > round)
-        mm_info("neighbours are at round %ld: skipping from round %ld", target, round);
+    if (target <= round)
+        return round;
+    mm_info("neighbours are at round %ld: skipping from round %ld", target, round);
     return target;
 }
 
@@ -131,8 +151,15 @@ static void wait_sync(node *nd, trainer *tr, uint64_t e)
 {
     const mm_node_config *c = nd->cfg;
     double deadline = node_now() + c->round_timeout_ms / 1000.0;
-    if (!tr->started && tr->start_deadline > deadline)
-        deadline = tr->start_deadline;
+    /* While peers are starting, wait for those never seen up as long as
+     * the start timeout allows. */
+    pthread_mutex_lock(&nd->mu);
+    for (int k = 0; k < tr->v.n_in + tr->v.n_out; k++) {
+        uint32_t p = k < tr->v.n_in ? tr->v.in[k].peer : tr->v.out[k - tr->v.n_in].peer;
+        if (!nd->ever_up[p] && tr->start_deadline > deadline)
+            deadline = tr->start_deadline;
+    }
+    pthread_mutex_unlock(&nd->mu);
     uint32_t *stale = tr->ids; /* scratch: no round has more than max_degree stale */
 
     pthread_mutex_lock(&nd->mu);
@@ -151,6 +178,8 @@ static void wait_sync(node *nd, trainer *tr, uint64_t e)
             }
             if (s->present && s->exchange > e) {
                 tr->status[k] = IN_MISSING; /* it has moved on without us */
+                mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
+                         (unsigned long long)e, p, (unsigned long long)s->exchange);
                 continue;
             }
             if (s->present) {
@@ -158,12 +187,29 @@ static void wait_sync(node *nd, trainer *tr, uint64_t e)
                 stale[n_stale++] = p;
                 nd->stale_dropped++;
             }
+            /* Reported down or gone: not worth waiting for, unless it has
+             * never been up and peers are still starting. */
             node_peer_state st = nd->peer_state[p];
-            if (st == PEER_GONE || (st != PEER_UP && tr->started)) {
+            bool starting = !nd->ever_up[p] && node_now() < tr->start_deadline;
+            if ((st == PEER_GONE || st == PEER_DOWN) && !starting) {
                 tr->status[k] = IN_MISSING;
+                mm_debug("exchange %llu: peer %u is %s: missing", (unsigned long long)e, p,
+                         st == PEER_GONE ? "gone" : "down");
                 continue;
             }
             waiting++;
+        }
+        /* Our own vector must leave too: a send still pending because its
+         * peer is not up yet holds the round open (a synchronous round is
+         * an exchange), unless that peer was reported down or gone. */
+        for (int k = 0; k < tr->v.n_out; k++) {
+            uint32_t p = tr->v.out[k].peer;
+            if (!nd->has_pending[p] || nd->pending[p].exchange != e)
+                continue;
+            node_peer_state st = nd->peer_state[p];
+            bool starting = !nd->ever_up[p] && node_now() < tr->start_deadline;
+            if ((st != PEER_GONE && st != PEER_DOWN) || starting)
+                waiting++;
         }
         if (n_stale) {
             pthread_mutex_unlock(&nd->mu);
@@ -282,7 +328,7 @@ static int exchange(node *nd, trainer *tr, uint64_t e, bool with_compute)
     for (int k = 0; k < tr->v.n_out; k++) {
         node_cmd cmd = {.kind = CMD_SEND, .peer = tr->v.out[k].peer, .exchange = e, .buf = b,
                         .weight = nd->w};
-        node_post(nd, &cmd);
+        node_post_send(nd, &cmd);
     }
     double t2 = node_now();
     if (with_compute)
@@ -501,15 +547,18 @@ void *node_train_main(void *arg)
     int G = c->gossip_steps > 0 ? c->gossip_steps : 1;
     bool checkpoint_failed = false;
     while (nd->round < c->rounds && !stopping(nd)) {
-        if (c->algo != MM_ALGO_ASYNC) {
-            nd->round = fast_forward(nd, nd->round);
-            if (nd->round >= c->rounds)
-                break;
-        }
         if (mm_topo_round(nd->topo, nd->id, (uint64_t)nd->round, &tr.v) != 0) {
             mm_error("topology has no round %ld for peer %u", nd->round, nd->id);
             nd->exit_status = 1;
             break;
+        }
+        if (c->algo != MM_ALGO_ASYNC) {
+            nd->ff_view = tr.v;
+            long r = fast_forward(nd, nd->round);
+            if (r != nd->round) {
+                nd->round = r;
+                continue; /* the new round has other neighbours */
+            }
         }
         want_round(nd, &tr, nd->round);
         tr.loss_sum = 0;

@@ -20,12 +20,17 @@ trap 'exit 130' INT TERM
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "  $*"; }
 
-# A base port with n free ports above it (random, so parallel runs don't clash).
+# A base port with n free ports above it (random, so parallel runs don't
+# clash), below the kernel's ephemeral range so that no outgoing connection
+# can be holding one of them.
 free_ports() {
     n=$1
+    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    span=$((lo - 20000 - n))
+    [ "$span" -gt 100 ] || fail "no room for test ports below the ephemeral range ($lo)"
     for _ in 1 2 3 4 5 6 7 8 9 10; do
-        base=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 ))
-        busy=$(ss -Htln 2>/dev/null | awk -v b="$base" -v n="$n" \
+        base=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % span ))
+        busy=$(ss -Htan 2>/dev/null | awk -v b="$base" -v n="$n" \
             '{ sub(/.*:/, "", $4); if ($4 >= b && $4 < b + n) c++ } END { print c + 0 }')
         [ "$busy" -eq 0 ] && { echo "$base"; return 0; }
     done
