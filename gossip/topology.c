@@ -434,6 +434,52 @@ uint64_t mm_topo_window(const mm_topology *t)
     return t->period > 0 ? (uint64_t)t->period : 1;
 }
 
+static uint32_t uf_find(uint32_t *parent, uint32_t x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+/* Random matchings join up within O(log n) rounds almost surely; merge
+ * rounds' pairs with union-find until one component remains or the sample
+ * window ends. Lowest peer apart from 0 then, -1 if connected, -2 no memory. */
+static int matching_unreached(const mm_topology *t)
+{
+    uint32_t n = (uint32_t)t->n;
+    uint32_t *parent = malloc(n * sizeof *parent), *perm = malloc(n * sizeof *perm),
+             *partner = malloc(n * sizeof *partner);
+    int bad = -2;
+    if (!parent || !perm || !partner)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        parent[i] = i;
+    uint32_t components = n;
+    for (uint64_t r = 0; r < MM_TOPO_SAMPLE_ROUNDS && components > 1; r++) {
+        draw_matching(t, r, perm, partner);
+        for (uint32_t i = 0; i < n; i++) {
+            if (partner[i] == UINT32_MAX)
+                continue;
+            uint32_t a = uf_find(parent, i), b = uf_find(parent, partner[i]);
+            if (a != b) {
+                parent[a] = b;
+                components--;
+            }
+        }
+    }
+    bad = -1;
+    for (uint32_t i = 1; i < n && bad < 0; i++)
+        if (uf_find(parent, i) != uf_find(parent, 0))
+            bad = (int)i;
+out:
+    free(parent);
+    free(perm);
+    free(partner);
+    return bad;
+}
+
 mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
 {
     if (s->n < 1 || s->n > MM_TOPO_MAX_PEERS) {
@@ -493,14 +539,24 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         if (!build_static(s, t, name, err, errlen))
             return NULL;
     }
-    mm_arcs a;
-    if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
+    int bad;
+    if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
+        bad = matching_unreached(t);
+    } else {
+        mm_arcs a;
+        if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
+            mm_topo_err(err, errlen, name, 0, "out of memory");
+            mm_topo_free(t);
+            return NULL;
+        }
+        bad = mm_arcs_unreached(&a);
+        mm_arcs_free(&a);
+    }
+    if (bad == -2) {
         mm_topo_err(err, errlen, name, 0, "out of memory");
         mm_topo_free(t);
         return NULL;
     }
-    int bad = mm_arcs_unreached(&a);
-    mm_arcs_free(&a);
     if (bad >= 0) {
         const char *over = t->schedule == MM_SCHED_NONE ? ""
                            : t->schedule == MM_SCHED_ONE_PEER_EXP ? " over one period"
