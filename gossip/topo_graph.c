@@ -137,13 +137,14 @@ static int bfs(const uint32_t *off, const uint32_t *adj, int n, int src, int *di
     return far;
 }
 
-int mm_arcs_unreached(const mm_arcs *a)
+int mm_arcs_unreached(const mm_arcs *a, bool *from0)
 {
     int n = a->n, bad = -1, bad2 = -1;
     int *dist = malloc((size_t)n * sizeof *dist);
     uint32_t *queue = malloc((size_t)n * sizeof *queue);
     uint32_t *roff = calloc((size_t)n + 1, sizeof *roff);
     uint32_t *radj = malloc((a->arcs ? a->arcs : 1) * sizeof *radj);
+    *from0 = true;
     if (!dist || !queue || !roff || !radj) {
         bad = 0;
         goto out;
@@ -164,7 +165,8 @@ int mm_arcs_unreached(const mm_arcs *a)
     roff[0] = 0;
     if (bfs(roff, radj, n, 0, dist, queue, &bad2) >= 0)
         bad2 = -1;
-    if (bad < 0 || (bad2 >= 0 && bad2 < bad))
+    *from0 = bad >= 0;
+    if (bad < 0)
         bad = bad2;
 out:
     free(dist);

@@ -47,9 +47,9 @@ typedef struct {
 
 int mm_arcs_union(const mm_topology *t, uint64_t rounds, mm_arcs *a);
 void mm_arcs_free(mm_arcs *a);
-/* Lowest peer that 0 cannot reach, or that cannot reach 0; -1 when strongly
- * connected. */
-int mm_arcs_unreached(const mm_arcs *a);
+/* Lowest peer that 0 cannot reach (*from0 = true), else lowest that cannot
+ * reach 0 (*from0 = false); -1 when strongly connected. */
+int mm_arcs_unreached(const mm_arcs *a, bool *from0);
 /* Longest shortest path; -1 when not strongly connected. O(n (n + arcs)). */
 int mm_arcs_diameter(const mm_arcs *a);
 /* Rounds whose union shows the graph: the period, or a sample of random ones. */

@@ -292,7 +292,8 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
     free(indeg);
     f->deg_min = f->in_min < f->out_min ? f->in_min : f->out_min;
     f->deg_max = f->in_max > f->out_max ? f->in_max : f->out_max;
-    f->connected = mm_arcs_unreached(&a) < 0;
+    bool from0;
+    f->connected = mm_arcs_unreached(&a, &from0) < 0;
     f->diameter = f->connected ? mm_arcs_diameter(&a) : -1;
     mm_arcs_free(&a);
     mm_arcs_free(&a0);

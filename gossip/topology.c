@@ -540,6 +540,7 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
             return NULL;
     }
     int bad;
+    bool from0 = true;
     if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
         bad = matching_unreached(t);
     } else {
@@ -549,7 +550,7 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
             mm_topo_free(t);
             return NULL;
         }
-        bad = mm_arcs_unreached(&a);
+        bad = mm_arcs_unreached(&a, &from0);
         mm_arcs_free(&a);
     }
     if (bad == -2) {
@@ -563,8 +564,8 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
                                                                   : " over the first rounds";
         if (t->directed)
             mm_topo_err(err, errlen, name, 0,
-                        "not strongly connected%s: peer %d and peer 0 cannot both reach "
-                        "each other along directed edges", over, bad);
+                        "not strongly connected%s: peer %d %s peer 0 along directed edges",
+                        over, bad, from0 ? "cannot be reached from" : "cannot reach");
         else
             mm_topo_err(err, errlen, name, 0,
                         "not connected%s: no path from peer 0 to peer %d", over, bad);
