@@ -281,7 +281,7 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         s->seed = o->seed;
     } else if (!strcmp(kind, "regular")) {
         int d = o->degree ? o->degree : 3 + (n * 3) % 2; /* d = 3 needs n even */
-        if (d >= n)
+        if (!o->degree && d >= n)
             d = n - 1;
         snprintf(extra, sizeof extra, ", d = %d, seed %" PRIu64, d, o->seed);
         rc = gen_regular(s, n, d, o->seed, err, errlen);
