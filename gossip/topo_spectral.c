@@ -271,6 +271,7 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
                 sym = false;
                 break;
             }
+    f->arcs_directed = !sym;
     f->edges = sym ? a.arcs / 2 : a.arcs;
     f->edges_per_round = sym ? a0.arcs / 2 : a0.arcs;
     int *indeg = calloc((size_t)t->n, sizeof *indeg);
@@ -325,11 +326,13 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
                                  : "||W - J||_2";
     if (f->rho < 0)
         return -1;
+    /* A periodic schedule promises its rate only over whole periods. */
+    int per = t->period > 1 ? t->period : 1;
     if (f->rho >= 1 - 1e-12)
         f->rounds_tenfold = INFINITY;
     else if (f->rho < 1e-12)
-        f->rounds_tenfold = 1;
+        f->rounds_tenfold = per;
     else
-        f->rounds_tenfold = ceil(log(10.0) / -log(f->rho) - 1e-9);
+        f->rounds_tenfold = per * ceil(log(10.0) / (-log(f->rho) * per) - 1e-9);
     return 0;
 }

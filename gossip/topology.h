@@ -151,7 +151,8 @@ double mm_mat_norm2(const double *a, int n);
  * MM_TOPO_SAMPLE_ROUNDS rounds) and W facts hold for every round of it. */
 #define MM_TOPO_SAMPLE_ROUNDS 1024
 typedef struct {
-    size_t edges;          /* undirected edges, or arcs when directed */
+    bool arcs_directed;    /* some link u -> v has no v -> u (e.g. one-peer-exp) */
+    size_t edges;          /* undirected edges, or arcs when arcs_directed */
     size_t edges_per_round;
     int deg_min, deg_max;  /* undirected degree, or min/max over in and out */
     int in_min, in_max, out_min, out_max;
@@ -163,7 +164,8 @@ typedef struct {
     double rho_rounds[64]; /* per round of the period */
     double rho;            /* mm_topo_rho */
     const char *rho_how;   /* how rho was obtained, for the reader */
-    double rounds_tenfold; /* ceil(ln 10 / -ln rho); INFINITY when rho >= 1 */
+    double rounds_tenfold; /* ceil(ln 10 / -ln rho), in whole periods for a
+                            * periodic schedule; INFINITY when rho >= 1 */
 } mm_topo_facts;
 
 int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f);
