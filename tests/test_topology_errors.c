@@ -146,6 +146,50 @@ static void small_error_buffer(void **state)
     assert_true(memchr(err, 0, sizeof err) != NULL);
 }
 
+/* Mangled files: refused with a message or accepted, never a crash (run
+ * under the sanitizers with SANITIZE=...). */
+static void mangled_inputs_never_crash(void **state)
+{
+    (void)state;
+    const char *base = "# a ring\npeers 5\nkind ring\ngraph undirected\nweights explicit\n"
+                       "self 0 1/3\n0 1 1/3\n1 2 1/3\n2 3 1/3\n3 4 1/3\n4 0 1/3\n";
+    const char alphabet[] = "0123456789 -/#\n.peirsxglfd\t\r\x00\xff";
+    size_t len = strlen(base);
+    char *buf = malloc(len + 8);
+    uint64_t x = 12345;
+    int refused = 0, accepted = 0;
+    for (int iter = 0; iter < 5000; iter++) {
+        memcpy(buf, base, len);
+        size_t l = len;
+        int edits = 1 + iter % 4;
+        for (int k = 0; k < edits; k++) {
+            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+            size_t at = (size_t)(x >> 33) % l;
+            char c = alphabet[(x >> 20) % (sizeof alphabet - 1)];
+            if ((x >> 10) % 3 == 0 && l > 1) { /* delete */
+                memmove(buf + at, buf + at + 1, l - at - 1);
+                l--;
+            } else {
+                buf[at] = c;
+            }
+        }
+        char err[256] = "";
+        mm_topology *t = mm_topo_parse(buf, l, "m.topo", err, sizeof err);
+        if (t) {
+            accepted++;
+            double *w = mm_topo_matrix(t, 0);
+            assert_non_null(w);
+            free(w);
+            mm_topo_free(t);
+        } else {
+            refused++;
+            assert_true(strncmp(err, "m.topo:", 7) == 0);
+        }
+    }
+    free(buf);
+    assert_true(refused > 0 && accepted > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +197,7 @@ int main(void)
         cmocka_unit_test(fixed_versions_are_accepted),
         cmocka_unit_test(load_names_the_path),
         cmocka_unit_test(small_error_buffer),
+        cmocka_unit_test(mangled_inputs_never_crash),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }
