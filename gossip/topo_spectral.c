@@ -315,6 +315,7 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
     f->doubly = f->row && f->column;
 
     f->period = t->period;
+    f->window = (int)window;
     uint64_t shown = t->schedule == MM_SCHED_RANDOM_MATCHING ? 4 : window;
     f->n_rho_rounds = shown < 64 ? (int)shown : 64;
     for (int r = 0; r < f->n_rho_rounds; r++)

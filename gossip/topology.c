@@ -420,8 +420,10 @@ static int ceil_log2(int n)
 
 uint64_t mm_topo_window(const mm_topology *t)
 {
-    if (t->schedule == MM_SCHED_RANDOM_MATCHING)
-        return MM_TOPO_SAMPLE_ROUNDS;
+    if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
+        int lg = ceil_log2(t->n);
+        return (uint64_t)(t->connect_rounds > lg ? t->connect_rounds : lg);
+    }
     return t->period > 0 ? (uint64_t)t->period : 1;
 }
 
@@ -437,7 +439,7 @@ static uint32_t uf_find(uint32_t *parent, uint32_t x)
 /* Random matchings join up within O(log n) rounds almost surely; merge
  * rounds' pairs with union-find until one component remains or the sample
  * window ends. Lowest peer apart from 0 then, -1 if connected, -2 no memory. */
-static int matching_unreached(const mm_topology *t)
+static int matching_unreached(mm_topology *t)
 {
     uint32_t n = (uint32_t)t->n;
     uint32_t *parent = malloc(n * sizeof *parent), *perm = malloc(n * sizeof *perm),
@@ -448,7 +450,8 @@ static int matching_unreached(const mm_topology *t)
     for (uint32_t i = 0; i < n; i++)
         parent[i] = i;
     uint32_t components = n;
-    for (uint64_t r = 0; r < MM_TOPO_SAMPLE_ROUNDS && components > 1; r++) {
+    uint64_t r = 0;
+    for (; r < MM_TOPO_SAMPLE_ROUNDS && components > 1; r++) {
         draw_matching(t, r, perm, partner);
         for (uint32_t i = 0; i < n; i++) {
             if (partner[i] == UINT32_MAX)
@@ -460,6 +463,7 @@ static int matching_unreached(const mm_topology *t)
             }
         }
     }
+    t->connect_rounds = (int)r;
     bad = -1;
     for (uint32_t i = 1; i < n && bad < 0; i++)
         if (uf_find(parent, i) != uf_find(parent, 0))
@@ -552,7 +556,7 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
     if (bad >= 0) {
         const char *over = t->schedule == MM_SCHED_NONE ? ""
                            : t->schedule == MM_SCHED_ONE_PEER_EXP ? " over one period"
-                                                                  : " over the first rounds";
+                                                                  : " over the first 1024 rounds";
         if (t->directed)
             mm_topo_err(err, errlen, name, 0,
                         "not strongly connected%s: peer %d %s peer 0 along directed edges",

@@ -147,8 +147,9 @@ double mm_topo_rho_round(const mm_topology *t, uint64_t round);
 double mm_mat_norm2(const double *a, int n);
 
 /* Facts `murmur topo info` prints. For schedules, graph facts are about the
- * union of one period's edges (random matching: of the first
- * MM_TOPO_SAMPLE_ROUNDS rounds) and W facts hold for every round of it. */
+ * union of one period's edges (random matching: of the first `window`
+ * rounds, as many as it took for the union to be connected but at least
+ * ceil(log2 n)) and W facts hold for every round of it. */
 #define MM_TOPO_SAMPLE_ROUNDS 1024
 typedef struct {
     bool arcs_directed;    /* some link u -> v has no v -> u (e.g. one-peer-exp) */
@@ -160,6 +161,7 @@ typedef struct {
     bool connected;
     bool symmetric, doubly, column, row; /* stochasticity of W, every round */
     int period;            /* 0 for random matching (never repeats) */
+    int window;            /* rounds whose union the graph facts describe */
     int n_rho_rounds;      /* entries in rho_rounds (<= 64) */
     double rho_rounds[64]; /* per round of the period */
     double rho;            /* mm_topo_rho */

@@ -204,9 +204,9 @@ static int info(int argc, char **argv)
         json_str(path);
         printf(", \"kind\": ");
         json_str(mm_topo_kind(t));
-        printf(", \"peers\": %d, \"directed\": %s, \"push_sum\": %s, \"time_varying\": %s, \"period\": %d,\n",
+        printf(", \"peers\": %d, \"directed\": %s, \"push_sum\": %s, \"time_varying\": %s, \"period\": %d, \"window\": %d,\n",
                n, f.arcs_directed ? "true" : "false", mm_topo_directed(t) ? "true" : "false",
-               period == 1 ? "false" : "true", period);
+               period == 1 ? "false" : "true", period, f.window);
         printf(" \"edges\": %zu, \"edges_per_round\": %zu, \"degree_min\": %d, \"degree_max\": %d,"
                " \"in_degree_min\": %d, \"in_degree_max\": %d, \"out_degree_min\": %d, \"out_degree_max\": %d,\n",
                f.edges, f.edges_per_round, f.deg_min, f.deg_max, f.in_min, f.in_max, f.out_min, f.out_max);
@@ -230,8 +230,11 @@ static int info(int argc, char **argv)
         printf("graph         %s, %s\n", links, tv);
         if (period > 1)
             printf("period        %d rounds\n", period);
-        const char *over = period == 1 ? "" : period == 0 ? " (union of the first sampled rounds)"
-                                                          : " (union over one period)";
+        char over[64] = "";
+        if (period == 0)
+            snprintf(over, sizeof over, " (union of rounds 0..%d)", f.window - 1);
+        else if (period > 1)
+            snprintf(over, sizeof over, " (union over one period)");
         printf("edges         %zu%s%s\n", f.edges, sym ? "" : " directed", over);
         if (period != 1)
             printf("per round     %zu edges\n", f.edges_per_round);
