@@ -40,7 +40,7 @@ while [ $# -gt 0 ]; do
     -i) interval=$2; shift 2 ;;
     -s) seed=$2; shift 2 ;;
     --partition) partition=$2; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     -*) bad "unknown option: $1" ;;
     *) printf '%s\n' "$1" >>"$tlist"; topos_n=$((topos_n + 1)); shift ;;
