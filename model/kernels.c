@@ -205,10 +205,18 @@ void mm_matmul_gelu_forward(float *pre, float *out, const float *inp, const floa
 }
 
 MM_HOT
-static void mm_gelu_backward_impl(float *restrict d, const float *restrict pre, long n)
+static void mm_gelu_backward_impl(float *restrict d, float *restrict dbias,
+                                  const float *restrict pre, int N, int OC)
 {
-    for (long i = 0; i < n; i++)
-        d[i] *= mm_gelu_grad(pre[i]);
+    for (int r = 0; r < N; r++) {
+        float *dr = d + (long)r * OC;
+        const float *x = pre + (long)r * OC;
+        for (int j = 0; j < OC; j++) {
+            float v = dr[j] * mm_gelu_grad(x[j]);
+            dr[j] = v;
+            dbias[j] += v;
+        }
+    }
 }
 
 /* --- attention ------------------------------------------------------------- */
@@ -349,9 +357,9 @@ void mm_layernorm_backward(float *dinp, float *dw, float *db,
     mm_layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
-void mm_gelu_backward(float *d, const float *pre, long n)
+void mm_gelu_backward(float *d, float *dbias, const float *pre, int N, int OC)
 {
-    mm_gelu_backward_impl(d, pre, n);
+    mm_gelu_backward_impl(d, dbias, pre, N, OC);
 }
 
 float mm_crossentropy_forward(float *probs, const float *logits,
