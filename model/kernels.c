@@ -81,9 +81,9 @@ void mm_encoder_backward(float *restrict dwte, float *restrict dwpe, const float
 /* --- layernorm ------------------------------------------------------------- */
 
 MM_HOT
-static void mm_layernorm_forward_impl(float *restrict out, float *restrict mean, float *restrict rstd,
-                          const float *restrict inp, const float *restrict w,
-                          const float *restrict b, int N, int C)
+static void layernorm_forward_impl(float *restrict out, float *restrict mean, float *restrict rstd,
+                                   const float *restrict inp, const float *restrict w,
+                                   const float *restrict b, int N, int C)
 {
     for (int r = 0; r < N; r++) {
         const float *x = inp + (long)r * C;
@@ -101,10 +101,10 @@ static void mm_layernorm_forward_impl(float *restrict out, float *restrict mean,
 }
 
 MM_HOT
-static void mm_layernorm_backward_impl(float *restrict dinp, float *restrict dw, float *restrict db,
-                           const float *restrict dout, const float *restrict inp,
-                           const float *restrict w, const float *restrict mean,
-                           const float *restrict rstd, int N, int C)
+static void layernorm_backward_impl(float *restrict dinp, float *restrict dw, float *restrict db,
+                                    const float *restrict dout, const float *restrict inp,
+                                    const float *restrict w, const float *restrict mean,
+                                    const float *restrict rstd, int N, int C)
 {
     float tmp[2 * 4096]; /* C <= 4096, checked by the config */
     float *dnorm = tmp, *prod = tmp + C;
@@ -205,8 +205,8 @@ void mm_matmul_gelu_forward(float *pre, float *out, const float *inp, const floa
 }
 
 MM_HOT
-static void mm_gelu_backward_impl(float *restrict d, float *restrict dbias,
-                                  const float *restrict pre, int N, int OC)
+static void gelu_backward_impl(float *restrict d, float *restrict dbias,
+                               const float *restrict pre, int N, int OC)
 {
     for (int r = 0; r < N; r++) {
         float *dr = d + (long)r * OC;
@@ -305,8 +305,8 @@ void mm_attention_backward(float *dqkv, float *scratch, const float *dout,
 /* --- loss ------------------------------------------------------------------ */
 
 MM_HOT
-static float mm_crossentropy_forward_impl(float *restrict probs, const float *restrict logits,
-                              const uint8_t *tokens, int B, int T, int V)
+static float crossentropy_forward_impl(float *restrict probs, const float *restrict logits,
+                                       const uint8_t *tokens, int B, int T, int V)
 {
     double total = 0.0;
     for (int b = 0; b < B; b++)
@@ -326,8 +326,8 @@ static float mm_crossentropy_forward_impl(float *restrict probs, const float *re
 }
 
 MM_HOT
-static void mm_crossentropy_backward_impl(float *restrict dlogits, const float *restrict probs,
-                              const uint8_t *tokens, int B, int T, int V)
+static void crossentropy_backward_impl(float *restrict dlogits, const float *restrict probs,
+                                       const uint8_t *tokens, int B, int T, int V)
 {
     float inv = 1.0f / ((float)B * (float)T);
     for (int b = 0; b < B; b++)
@@ -346,7 +346,7 @@ void mm_layernorm_forward(float *out, float *mean, float *rstd,
                           const float *inp, const float *w,
                           const float *b, int N, int C)
 {
-    mm_layernorm_forward_impl(out, mean, rstd, inp, w, b, N, C);
+    layernorm_forward_impl(out, mean, rstd, inp, w, b, N, C);
 }
 
 void mm_layernorm_backward(float *dinp, float *dw, float *db,
@@ -354,22 +354,22 @@ void mm_layernorm_backward(float *dinp, float *dw, float *db,
                            const float *w, const float *mean,
                            const float *rstd, int N, int C)
 {
-    mm_layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
 void mm_gelu_backward(float *d, float *dbias, const float *pre, int N, int OC)
 {
-    mm_gelu_backward_impl(d, dbias, pre, N, OC);
+    gelu_backward_impl(d, dbias, pre, N, OC);
 }
 
 float mm_crossentropy_forward(float *probs, const float *logits,
                               const uint8_t *tokens, int B, int T, int V)
 {
-    return mm_crossentropy_forward_impl(probs, logits, tokens, B, T, V);
+    return crossentropy_forward_impl(probs, logits, tokens, B, T, V);
 }
 
 void mm_crossentropy_backward(float *dlogits, const float *probs,
                               const uint8_t *tokens, int B, int T, int V)
 {
-    mm_crossentropy_backward_impl(dlogits, probs, tokens, B, T, V);
+    crossentropy_backward_impl(dlogits, probs, tokens, B, T, V);
 }
