@@ -221,16 +221,25 @@ static void gelu_backward_impl(float *restrict d, float *restrict dbias,
 
 /* --- attention ------------------------------------------------------------- */
 
-/* Row t of a causal score matrix: softmax over columns 0..t, zeros after. */
+/* Row t of a causal score matrix: softmax over columns 0..t, zeros after.
+ * Each row is processed up to the next multiple of LANES past t with the
+ * mask as a select, so every loop runs in whole vectors (variable-length
+ * rows left half of the work in scalar tails) and the masked rest of the
+ * row costs only a store of zeros. */
 MM_HOT
 static void causal_softmax(float *restrict s, int T)
 {
     for (int t = 0; t < T; t++) {
         float *row = s + (long)t * T;
-        int n = t + 1;
-        float m = max_lanes(row, n);
+        int n = (t + LANES) / LANES * LANES;
+        n = n < T ? n : T;
         for (int j = 0; j < n; j++)
-            row[j] = mm_expf(row[j] - m);
+            row[j] = j <= t ? row[j] : -1e30f;
+        float m = max_lanes(row, n);
+        for (int j = 0; j < n; j++) {
+            float e = mm_expf(row[j] - m);
+            row[j] = j <= t ? e : 0.0f;
+        }
         float inv = 1.0f / sum_lanes(row, n);
         for (int j = 0; j < n; j++)
             row[j] *= inv;
@@ -257,8 +266,9 @@ void mm_attention_forward(float *out, float *att, const float *qkv,
         }
 }
 
-/* dS = P * (dP - rowsum(P * dP)) on the causal part; P is zero above the
- * diagonal, so the product is too. */
+/* dS = P * (dP - rowsum(P * dP)). P is zero above the diagonal, so rows
+ * cut at the next multiple of LANES past t (as in causal_softmax) give the
+ * causal result with no mask; the rest of each row is zeroed. */
 MM_HOT
 static void softmax_backward(float *restrict dp, const float *restrict p, int T)
 {
@@ -266,7 +276,8 @@ static void softmax_backward(float *restrict dp, const float *restrict p, int T)
     for (int t = 0; t < T; t++) {
         float *d = dp + (long)t * T;
         const float *pr = p + (long)t * T;
-        int n = t + 1;
+        int n = (t + LANES) / LANES * LANES;
+        n = n < T ? n : T;
         for (int j = 0; j < n; j++)
             tmp[j] = pr[j] * d[j];
         float dot = sum_lanes(tmp, n);
