@@ -15,6 +15,7 @@
 
 static void tls_drain(conn *c);
 static void tls_pump(conn *c);
+static void plain_pump(conn *c);
 static int tls_flush(conn *c);
 
 static uv_stream_t *stream(conn *c) { return (uv_stream_t *)&c->tcp; }
@@ -103,6 +104,8 @@ void conn_close(conn *c, bool graceful, const char *why)
     while (c->q_head) {
         out_item *it = c->q_head;
         c->q_head = it->next;
+        if (!it->ready)
+            tr_crc_remove(t, it);
         item_done(c, it, false);
     }
     c->q_tail = NULL;
@@ -166,7 +169,7 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
         return -1;
     }
     it->c = c;
-    mm_wire_put_header(it->head, h);
+    it->hdr = *h;
     if (small_len)
         memcpy(it->head + MM_WIRE_HDR_LEN, small, small_len);
     it->head_len = MM_WIRE_HDR_LEN + small_len;
@@ -176,35 +179,62 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
     it->peer = peer_id;
     it->is_vec = is_vec;
     it->owned = owned;
+    it->crc = mm_crc32c(0, it->head + MM_WIRE_HDR_LEN, small_len);
     c->t_last_send = mm_now_ms(c->t);
-
-    if (!c->ssl) {
-        uv_buf_t b[2] = {uv_buf_init((char *)it->head, (unsigned)it->head_len),
-                         uv_buf_init((char *)big, 0)};
-        /* uv_buf_t.len is size_t on unix: set it directly for huge vectors. */
-        b[1].len = big_len;
-        it->req.data = it;
-        int r = uv_write(&it->req, stream(c), b, big_len ? 2 : 1, plain_write_cb);
-        if (r) {
-            free_item(it);
-            return -1;
-        }
-        c->writes_pending++;
-        return 0;
-    }
     if (c->q_tail)
         c->q_tail->next = it;
     else
         c->q_head = it;
     c->q_tail = it;
-    tls_pump(c);
+    if (big_len >= MM_CRC_INLINE) {
+        tr_crc_enqueue(c->t, it);
+        return 0;
+    }
+    it->crc = mm_crc32c(it->crc, big, big_len);
+    conn_item_ready(it);
     return 0;
+}
+
+void conn_item_ready(out_item *it)
+{
+    it->hdr.payload_crc = it->crc;
+    mm_wire_put_header(it->head, &it->hdr);
+    it->ready = true;
+    conn *c = it->c;
+    if (c->ssl)
+        tls_pump(c);
+    else
+        plain_pump(c);
+}
+
+/* Plaintext: ready frames go to libuv as they are, the vector straight from
+ * the caller's buffer (no copy); libuv keeps the unwritten rest. */
+static void plain_pump(conn *c)
+{
+    while (c->q_head && c->q_head->ready && c->st != C_CLOSING) {
+        out_item *it = c->q_head;
+        c->q_head = it->next;
+        if (!c->q_head)
+            c->q_tail = NULL;
+        uv_buf_t b[2] = {uv_buf_init((char *)it->head, (unsigned)it->head_len),
+                         uv_buf_init((char *)it->big, 0)};
+        /* uv_buf_t.len is size_t on unix: set it directly for huge vectors. */
+        b[1].len = it->big_len;
+        it->req.data = it;
+        int r = uv_write(&it->req, stream(c), b, it->big_len ? 2 : 1, plain_write_cb);
+        if (r) {
+            item_done(c, it, false);
+            conn_close(c, false, uv_strerror(r));
+            return;
+        }
+        c->writes_pending++;
+    }
 }
 
 static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
 {
     mm_wire_header h = {.type = type, .sender = c->t->cfg.self_id, .round = c->t->round,
-                        .payload_len = len, .payload_crc = mm_crc32c(0, payload, len)};
+                        .payload_len = len};
     return conn_send_frame(c, &h, payload, len, NULL, 0, false, 0, NULL);
 }
 
@@ -280,7 +310,7 @@ static void tls_pump(conn *c)
     if (c->pumping || c->st < C_HELLO || c->st == C_CLOSING)
         return;
     c->pumping = true;
-    while (c->q_head && c->st != C_CLOSING &&
+    while (c->q_head && c->q_head->ready && c->st != C_CLOSING &&
            uv_stream_get_write_queue_size(stream(c)) < MM_WRITE_HIGH_WATER) {
         out_item *it = c->q_head;
         size_t total = it->head_len + it->big_len, n;
