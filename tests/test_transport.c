@@ -119,6 +119,8 @@ static void tls_8(void **s) { mesh(8, 1 << 16, true, 2); mesh(8, 1, true, 1); }
 static void big_3(void **s) { mesh(3, 1 << 24, true, 1); }
 /* 64 MB around a ring of 8 (16 transfers of 64 MB, one thread does all) */
 static void big_ring_8(void **s) { run_graph(8, 1 << 24, true, 1, true); }
+/* "hundreds of MB": 256 MB each way over TLS */
+static void huge_2(void **s) { mesh(2, 1 << 26, true, 1); }
 static void plain_ring_8(void **s) { run_graph(8, 1 << 22, false, 2, true); }
 
 static bool down_seen(tn_cluster *cl, void *arg)
@@ -276,6 +278,7 @@ int main(void)
         cmocka_unit_test(big_3),
         cmocka_unit_test(big_ring_8),
         cmocka_unit_test(plain_ring_8),
+        cmocka_unit_test(huge_2),
         cmocka_unit_test(down_then_up),
         cmocka_unit_test(hold_and_release),
         cmocka_unit_test(idle_close),
