@@ -522,6 +522,9 @@ static void tls_handshake(conn *c)
 
 static void tls_drain(conn *c)
 {
+    if (c->draining)
+        return; /* the outer drain goes on (e.g. a release in on_vector) */
+    c->draining = true;
     if (c->st == C_TLS)
         tls_handshake(c);
     while (c->st >= C_HELLO && c->st != C_CLOSING && !c->paused) {
@@ -548,6 +551,7 @@ static void tls_drain(conn *c)
         }
         rx_bytes(c, (size_t)n, busy);
     }
+    c->draining = false;
     if (c->st != C_CLOSING)
         tls_flush(c);
     tls_pump(c);
@@ -604,8 +608,8 @@ void conn_resume(conn *c)
         return;
     start_reading(c);
     /* Records OpenSSL already holds would otherwise wait for more socket
-     * data; drain them now (unless we are inside a drain already). */
-    if (c->ssl && !c->pumping)
+     * data; drain them now (inside a drain, the outer loop goes on). */
+    if (c->ssl)
         tls_drain(c);
 }
 

@@ -79,7 +79,7 @@ struct conn {
     tls_chunk *w_cur, *w_ready, *w_ready_tail, *pool;
     int pool_n;
     out_item *q_head, *q_tail;
-    bool pumping;
+    bool pumping, draining;
     int writes_pending;
     uv_connect_t creq;
     uv_shutdown_t sreq;

@@ -78,9 +78,10 @@ static int att_connect(fixture *f)
 static void att_write(int fd, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
+    int waits = 0;
     while (len) {
         ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-        if (n < 0 && errno == EAGAIN) {
+        if (n < 0 && errno == EAGAIN && waits++ < 5000) {
             usleep(1000);
             continue;
         }
