@@ -257,7 +257,11 @@ static void tick(uv_timer_t *timer)
             continue;
         }
         bool busy = mm_wire_rx_busy(&c->rx);
-        if (busy && !c->paused && now - c->t_frame_start > cfg->frame_timeout_ms) {
+        /* A big vector on a slow link is not an attack: allow 1 ms per KiB
+         * (1 MB/s) on top of frame_timeout_ms once its length is known. */
+        uint64_t limit = cfg->frame_timeout_ms +
+                         (c->rx.in_payload ? c->rx.hdr.payload_len >> 10 : 0);
+        if (busy && !c->paused && now - c->t_frame_start > limit) {
             conn_refuse(c, &t->st.frame_timeouts, "frame started %llu ms ago is still "
                         "incomplete (frame timeout)",
                         (unsigned long long)(now - c->t_frame_start));

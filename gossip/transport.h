@@ -58,7 +58,7 @@ typedef struct {
     uint32_t peer_timeout_ms;      /* silent this long: down (default 10000) */
     uint32_t idle_ms;              /* unused this long: closed (default 60000) */
     uint32_t backoff_min_ms, backoff_max_ms; /* reconnect (default 100, 5000) */
-    uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000) */
+    uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000, +1 ms per KiB of payload) */
 
     /* Rounds accepted are within [current - window, current + window]. */
     uint64_t round_window;          /* default 1000 */
