@@ -1,7 +1,7 @@
 /* One connection: reads parsed incrementally by the wire decoder, writes
- * queued with back-pressure, TLS through memory BIOs driven by uv_read and
- * uv_write, and the HELLO exchange. Every refusal is logged with where it
- * came from, counted, and closes only this connection. */
+ * queued in order with back-pressure, TLS through a BIO (conn_bio.c) driven
+ * by uv_read and uv_write, and the HELLO exchange. Every refusal is logged
+ * with where it came from, counted, and closes only this connection. */
 #include "gossip/transport_int.h"
 #include "gossip/log.h"
 #include "gossip/tls.h"
@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 
 static void tls_drain(conn *c);
 static void tls_pump(conn *c);
@@ -315,11 +314,7 @@ static void tls_pump(conn *c)
         out_item *it = c->q_head;
         size_t total = it->head_len + it->big_len, n;
         const uint8_t *p;
-        if (it->off < it->head_len && it->big_len && it->head_len < 4096) {
-            /* Small head + start of the vector in one record. */
-            p = it->head + it->off;
-            n = it->head_len - it->off;
-        } else if (it->off < it->head_len) {
+        if (it->off < it->head_len) {
             p = it->head + it->off;
             n = it->head_len - it->off;
         } else {
@@ -501,7 +496,6 @@ static void tls_handshake(conn *c)
         else
             conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: %s",
                         mm_tls_error(eb, sizeof eb));
-        tls_flush(c);
         return;
     }
     uint32_t id;
