@@ -1,7 +1,7 @@
 /* One connection: reads parsed incrementally by the wire decoder, writes
- * queued with back-pressure, TLS through memory BIOs driven by uv_read and
- * uv_write, and the HELLO exchange. Every refusal is logged with where it
- * came from, counted, and closes only this connection. */
+ * queued in order with back-pressure, TLS through a BIO (conn_bio.c) driven
+ * by uv_read and uv_write, and the HELLO exchange. Every refusal is logged
+ * with where it came from, counted, and closes only this connection. */
 #include "gossip/transport_int.h"
 #include "gossip/log.h"
 #include "gossip/tls.h"
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static void tls_drain(conn *c);
 static void tls_pump(conn *c);
+static void plain_pump(conn *c);
 static int tls_flush(conn *c);
 
 static uv_stream_t *stream(conn *c) { return (uv_stream_t *)&c->tcp; }
@@ -103,6 +103,8 @@ void conn_close(conn *c, bool graceful, const char *why)
     while (c->q_head) {
         out_item *it = c->q_head;
         c->q_head = it->next;
+        if (!it->ready)
+            tr_crc_remove(t, it);
         item_done(c, it, false);
     }
     c->q_tail = NULL;
@@ -166,7 +168,7 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
         return -1;
     }
     it->c = c;
-    mm_wire_put_header(it->head, h);
+    it->hdr = *h;
     if (small_len)
         memcpy(it->head + MM_WIRE_HDR_LEN, small, small_len);
     it->head_len = MM_WIRE_HDR_LEN + small_len;
@@ -176,35 +178,62 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
     it->peer = peer_id;
     it->is_vec = is_vec;
     it->owned = owned;
+    it->crc = mm_crc32c(0, it->head + MM_WIRE_HDR_LEN, small_len);
     c->t_last_send = mm_now_ms(c->t);
-
-    if (!c->ssl) {
-        uv_buf_t b[2] = {uv_buf_init((char *)it->head, (unsigned)it->head_len),
-                         uv_buf_init((char *)big, 0)};
-        /* uv_buf_t.len is size_t on unix: set it directly for huge vectors. */
-        b[1].len = big_len;
-        it->req.data = it;
-        int r = uv_write(&it->req, stream(c), b, big_len ? 2 : 1, plain_write_cb);
-        if (r) {
-            free_item(it);
-            return -1;
-        }
-        c->writes_pending++;
-        return 0;
-    }
     if (c->q_tail)
         c->q_tail->next = it;
     else
         c->q_head = it;
     c->q_tail = it;
-    tls_pump(c);
+    if (big_len >= MM_CRC_INLINE) {
+        tr_crc_enqueue(c->t, it);
+        return 0;
+    }
+    it->crc = mm_crc32c(it->crc, big, big_len);
+    conn_item_ready(it);
     return 0;
+}
+
+void conn_item_ready(out_item *it)
+{
+    it->hdr.payload_crc = it->crc;
+    mm_wire_put_header(it->head, &it->hdr);
+    it->ready = true;
+    conn *c = it->c;
+    if (c->ssl)
+        tls_pump(c);
+    else
+        plain_pump(c);
+}
+
+/* Plaintext: ready frames go to libuv as they are, the vector straight from
+ * the caller's buffer (no copy); libuv keeps the unwritten rest. */
+static void plain_pump(conn *c)
+{
+    while (c->q_head && c->q_head->ready && c->st != C_CLOSING) {
+        out_item *it = c->q_head;
+        c->q_head = it->next;
+        if (!c->q_head)
+            c->q_tail = NULL;
+        uv_buf_t b[2] = {uv_buf_init((char *)it->head, (unsigned)it->head_len),
+                         uv_buf_init((char *)it->big, 0)};
+        /* uv_buf_t.len is size_t on unix: set it directly for huge vectors. */
+        b[1].len = it->big_len;
+        it->req.data = it;
+        int r = uv_write(&it->req, stream(c), b, it->big_len ? 2 : 1, plain_write_cb);
+        if (r) {
+            item_done(c, it, false);
+            conn_close(c, false, uv_strerror(r));
+            return;
+        }
+        c->writes_pending++;
+    }
 }
 
 static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
 {
     mm_wire_header h = {.type = type, .sender = c->t->cfg.self_id, .round = c->t->round,
-                        .payload_len = len, .payload_crc = mm_crc32c(0, payload, len)};
+                        .payload_len = len};
     return conn_send_frame(c, &h, payload, len, NULL, 0, false, 0, NULL);
 }
 
@@ -280,16 +309,12 @@ static void tls_pump(conn *c)
     if (c->pumping || c->st < C_HELLO || c->st == C_CLOSING)
         return;
     c->pumping = true;
-    while (c->q_head && c->st != C_CLOSING &&
+    while (c->q_head && c->q_head->ready && c->st != C_CLOSING &&
            uv_stream_get_write_queue_size(stream(c)) < MM_WRITE_HIGH_WATER) {
         out_item *it = c->q_head;
         size_t total = it->head_len + it->big_len, n;
         const uint8_t *p;
-        if (it->off < it->head_len && it->big_len && it->head_len < 4096) {
-            /* Small head + start of the vector in one record. */
-            p = it->head + it->off;
-            n = it->head_len - it->off;
-        } else if (it->off < it->head_len) {
+        if (it->off < it->head_len) {
             p = it->head + it->off;
             n = it->head_len - it->off;
         } else {
@@ -471,7 +496,6 @@ static void tls_handshake(conn *c)
         else
             conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: %s",
                         mm_tls_error(eb, sizeof eb));
-        tls_flush(c);
         return;
     }
     uint32_t id;
@@ -492,6 +516,9 @@ static void tls_handshake(conn *c)
 
 static void tls_drain(conn *c)
 {
+    if (c->draining)
+        return; /* the outer drain goes on (e.g. a release in on_vector) */
+    c->draining = true;
     if (c->st == C_TLS)
         tls_handshake(c);
     while (c->st >= C_HELLO && c->st != C_CLOSING && !c->paused) {
@@ -518,6 +545,7 @@ static void tls_drain(conn *c)
         }
         rx_bytes(c, (size_t)n, busy);
     }
+    c->draining = false;
     if (c->st != C_CLOSING)
         tls_flush(c);
     tls_pump(c);
@@ -574,8 +602,8 @@ void conn_resume(conn *c)
         return;
     start_reading(c);
     /* Records OpenSSL already holds would otherwise wait for more socket
-     * data; drain them now (unless we are inside a drain already). */
-    if (c->ssl && !c->pumping)
+     * data; drain them now (inside a drain, the outer loop goes on). */
+    if (c->ssl)
         tls_drain(c);
 }
 

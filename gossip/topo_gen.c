@@ -153,6 +153,18 @@ static int gen_er(mm_topo_spec *s, int n, double p, uint64_t seed, char *err, si
     return mm_topo_err(err, errlen, "gen er", 0, "no connected G(%d, %g) in 1000 draws; raise -p", n, p);
 }
 
+/* W[me][from], read from me's view of round 0. */
+static double in_weight(const mm_topology *t, uint32_t me, uint32_t from, mm_neighbour *in,
+                        mm_neighbour *out)
+{
+    mm_round_view v = {.in = in, .out = out};
+    mm_topo_round(t, me, 0, &v);
+    for (int k = 0; k < v.n_in; k++)
+        if (in[k].peer == from)
+            return in[k].weight;
+    return NAN;
+}
+
 /* Turns a rule-weighted spec into one with the numbers written out. */
 static int write_weights(mm_topo_spec *s, char *err, size_t errlen)
 {
@@ -172,21 +184,13 @@ static int write_weights(mm_topo_spec *s, char *err, size_t errlen)
         mm_round_view v = {.in = in, .out = out};
         mm_topo_round(t, (uint32_t)i, 0, &v);
         s->self_w[i] = v.self_weight;
-        /* edge u-v / u->v carries W[v][u]: find u among v's in-neighbours */
-        for (size_t e = 0; e < s->n_edges; e++) {
-            if (s->edges[e].v != (uint32_t)i)
-                continue;
-            for (int k = 0; k < v.n_in; k++)
-                if (in[k].peer == s->edges[e].u)
-                    s->edges[e].w = in[k].weight;
-        }
-        if (!s->directed)
-            for (size_t e = 0; e < s->n_edges; e++)
-                if (s->edges[e].u == (uint32_t)i)
-                    for (int k = 0; k < v.n_in; k++)
-                        if (in[k].peer == s->edges[e].v && s->weights == MM_W_UNIFORM &&
-                            in[k].weight != s->edges[e].w)
-                            goto asym;
+    }
+    /* Edge u-v / u->v carries W[v][u]; undirected, it must equal W[u][v]. */
+    for (size_t e = 0; e < s->n_edges; e++) {
+        double wvu = in_weight(t, s->edges[e].v, s->edges[e].u, in, out);
+        if (!s->directed && in_weight(t, s->edges[e].u, s->edges[e].v, in, out) != wvu)
+            goto asym;
+        s->edges[e].w = wvu;
     }
     s->weights = MM_W_EXPLICIT;
     rc = 0;
@@ -281,7 +285,7 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         s->seed = o->seed;
     } else if (!strcmp(kind, "regular")) {
         int d = o->degree ? o->degree : 3 + (n * 3) % 2; /* d = 3 needs n even */
-        if (d >= n)
+        if (!o->degree && d >= n)
             d = n - 1;
         snprintf(extra, sizeof extra, ", d = %d, seed %" PRIu64, d, o->seed);
         rc = gen_regular(s, n, d, o->seed, err, errlen);

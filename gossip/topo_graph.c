@@ -20,8 +20,30 @@ static int cmp_pair(const void *pa, const void *pb)
     return (x[1] > y[1]) - (x[1] < y[1]);
 }
 
+/* Static graphs: the out-lists are already sorted and distinct. */
+static int static_arcs(const mm_topology *t, mm_arcs *a)
+{
+    size_t n = (size_t)t->n, m = t->out_off[n];
+    a->n = t->n;
+    a->arcs = m;
+    a->off = malloc((n + 1) * sizeof *a->off);
+    a->adj = malloc((m ? m : 1) * sizeof *a->adj);
+    if (!a->off || !a->adj) {
+        mm_arcs_free(a);
+        return -1;
+    }
+    memcpy(a->off, t->out_off, (n + 1) * sizeof *a->off);
+    for (size_t k = 0; k < m; k++)
+        a->adj[k] = t->out_nb[k].peer;
+    return 0;
+}
+
 int mm_arcs_union(const mm_topology *t, uint64_t rounds, mm_arcs *a)
 {
+    if (t->schedule == MM_SCHED_NONE) {
+        memset(a, 0, sizeof *a);
+        return static_arcs(t, a);
+    }
     size_t n = (size_t)t->n;
     int md = t->max_degree > 0 ? t->max_degree : 1;
     size_t cap = 1024, len = 0;
@@ -115,13 +137,14 @@ static int bfs(const uint32_t *off, const uint32_t *adj, int n, int src, int *di
     return far;
 }
 
-int mm_arcs_unreached(const mm_arcs *a)
+int mm_arcs_unreached(const mm_arcs *a, bool *from0)
 {
     int n = a->n, bad = -1, bad2 = -1;
     int *dist = malloc((size_t)n * sizeof *dist);
     uint32_t *queue = malloc((size_t)n * sizeof *queue);
     uint32_t *roff = calloc((size_t)n + 1, sizeof *roff);
     uint32_t *radj = malloc((a->arcs ? a->arcs : 1) * sizeof *radj);
+    *from0 = true;
     if (!dist || !queue || !roff || !radj) {
         bad = 0;
         goto out;
@@ -142,7 +165,8 @@ int mm_arcs_unreached(const mm_arcs *a)
     roff[0] = 0;
     if (bfs(roff, radj, n, 0, dist, queue, &bad2) >= 0)
         bad2 = -1;
-    if (bad < 0 || (bad2 >= 0 && bad2 < bad))
+    *from0 = bad >= 0;
+    if (bad < 0)
         bad = bad2;
 out:
     free(dist);

@@ -16,6 +16,7 @@ struct mm_topology {
     uint64_t seed;
     char kind[32];
     int period, max_degree, tau;
+    int connect_rounds; /* random matching: rounds until their union is connected */
     /* static graphs: CSR lists sorted by peer id */
     uint32_t *in_off, *out_off;
     mm_neighbour *in_nb, *out_nb;
@@ -47,12 +48,13 @@ typedef struct {
 
 int mm_arcs_union(const mm_topology *t, uint64_t rounds, mm_arcs *a);
 void mm_arcs_free(mm_arcs *a);
-/* Lowest peer that 0 cannot reach, or that cannot reach 0; -1 when strongly
- * connected. */
-int mm_arcs_unreached(const mm_arcs *a);
+/* Lowest peer that 0 cannot reach (*from0 = true), else lowest that cannot
+ * reach 0 (*from0 = false); -1 when strongly connected. */
+int mm_arcs_unreached(const mm_arcs *a, bool *from0);
 /* Longest shortest path; -1 when not strongly connected. O(n (n + arcs)). */
 int mm_arcs_diameter(const mm_arcs *a);
-/* Rounds whose union shows the graph: the period, or a sample of random ones. */
+/* Rounds whose union shows the graph: the period, or for random matching
+ * the first max(ceil(log2 n), connect_rounds) rounds. */
 uint64_t mm_topo_window(const mm_topology *t);
 
 #endif

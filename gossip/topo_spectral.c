@@ -271,6 +271,7 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
                 sym = false;
                 break;
             }
+    f->arcs_directed = !sym;
     f->edges = sym ? a.arcs / 2 : a.arcs;
     f->edges_per_round = sym ? a0.arcs / 2 : a0.arcs;
     int *indeg = calloc((size_t)t->n, sizeof *indeg);
@@ -292,7 +293,8 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
     free(indeg);
     f->deg_min = f->in_min < f->out_min ? f->in_min : f->out_min;
     f->deg_max = f->in_max > f->out_max ? f->in_max : f->out_max;
-    f->connected = mm_arcs_unreached(&a) < 0;
+    bool from0;
+    f->connected = mm_arcs_unreached(&a, &from0) < 0;
     f->diameter = f->connected ? mm_arcs_diameter(&a) : -1;
     mm_arcs_free(&a);
     mm_arcs_free(&a0);
@@ -313,6 +315,7 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
     f->doubly = f->row && f->column;
 
     f->period = t->period;
+    f->window = (int)window;
     uint64_t shown = t->schedule == MM_SCHED_RANDOM_MATCHING ? 4 : window;
     f->n_rho_rounds = shown < 64 ? (int)shown : 64;
     for (int r = 0; r < f->n_rho_rounds; r++)
@@ -324,11 +327,13 @@ int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f)
                                  : "||W - J||_2";
     if (f->rho < 0)
         return -1;
+    /* A periodic schedule promises its rate only over whole periods. */
+    int per = t->period > 1 ? t->period : 1;
     if (f->rho >= 1 - 1e-12)
         f->rounds_tenfold = INFINITY;
     else if (f->rho < 1e-12)
-        f->rounds_tenfold = 1;
+        f->rounds_tenfold = per;
     else
-        f->rounds_tenfold = ceil(log(10.0) / -log(f->rho) - 1e-9);
+        f->rounds_tenfold = per * ceil(log(10.0) / (-log(f->rho) * per) - 1e-9);
     return 0;
 }

@@ -207,31 +207,24 @@ static int cmp_nb(const void *a, const void *b)
     return cmp_u32(&((const mm_neighbour *)a)->peer, &((const mm_neighbour *)b)->peer);
 }
 
-static const mm_edge *sort_edges_base;
-static bool sort_edges_directed;
+/* Edges as (low, high) for undirected graphs, so u-v and v-u compare equal;
+ * ties by line, so the first occurrence is reported as the original. */
+typedef struct {
+    uint32_t a, b;
+    int line;
+    size_t idx;
+} edge_key;
 
-static void edge_key(const mm_edge *e, uint32_t *a, uint32_t *b)
+static int cmp_edge_key(const void *pa, const void *pb)
 {
-    if (sort_edges_directed || e->u < e->v) {
-        *a = e->u;
-        *b = e->v;
-    } else {
-        *a = e->v;
-        *b = e->u;
-    }
-}
-
-static int cmp_edge_idx(const void *pa, const void *pb)
-{
-    const mm_edge *x = &sort_edges_base[*(const size_t *)pa], *y = &sort_edges_base[*(const size_t *)pb];
-    uint32_t xa, xb, ya, yb;
-    edge_key(x, &xa, &xb);
-    edge_key(y, &ya, &yb);
-    if (xa != ya)
-        return xa < ya ? -1 : 1;
-    if (xb != yb)
-        return xb < yb ? -1 : 1;
-    return x->line - y->line;
+    const edge_key *x = pa, *y = pb;
+    if (x->a != y->a)
+        return x->a < y->a ? -1 : 1;
+    if (x->b != y->b)
+        return x->b < y->b ? -1 : 1;
+    if (x->line != y->line)
+        return x->line < y->line ? -1 : 1;
+    return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
 static const char *sep(bool directed) { return directed ? "->" : "-"; }
@@ -258,21 +251,19 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
     }
     if (s->n_edges < 2)
         return 0;
-    size_t *idx = malloc(s->n_edges * sizeof *idx);
-    if (!idx)
+    edge_key *keys = malloc(s->n_edges * sizeof *keys);
+    if (!keys)
         return mm_topo_err(err, errlen, name, 0, "out of memory");
-    for (size_t i = 0; i < s->n_edges; i++)
-        idx[i] = i;
-    sort_edges_base = s->edges;
-    sort_edges_directed = s->directed;
-    qsort(idx, s->n_edges, sizeof *idx, cmp_edge_idx);
+    for (size_t i = 0; i < s->n_edges; i++) {
+        const mm_edge *e = &s->edges[i];
+        bool swap = !s->directed && e->u > e->v;
+        keys[i] = (edge_key){swap ? e->v : e->u, swap ? e->u : e->v, e->line, i};
+    }
+    qsort(keys, s->n_edges, sizeof *keys, cmp_edge_key);
     int rc = 0;
     for (size_t i = 1; i < s->n_edges && !rc; i++) {
-        uint32_t a1, b1, a2, b2;
-        edge_key(&s->edges[idx[i - 1]], &a1, &b1);
-        edge_key(&s->edges[idx[i]], &a2, &b2);
-        if (a1 == a2 && b1 == b2) {
-            const mm_edge *first = &s->edges[idx[i - 1]], *dup = &s->edges[idx[i]];
+        if (keys[i - 1].a == keys[i].a && keys[i - 1].b == keys[i].b) {
+            const mm_edge *first = &s->edges[keys[i - 1].idx], *dup = &s->edges[keys[i].idx];
             char where[48] = "";
             if (first->line > 0)
                 snprintf(where, sizeof where, " (first on line %d)", first->line);
@@ -280,7 +271,7 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
                              dup->u, sep(s->directed), dup->v, where);
         }
     }
-    free(idx);
+    free(keys);
     return rc;
 }
 
@@ -429,9 +420,59 @@ static int ceil_log2(int n)
 
 uint64_t mm_topo_window(const mm_topology *t)
 {
-    if (t->schedule == MM_SCHED_RANDOM_MATCHING)
-        return MM_TOPO_SAMPLE_ROUNDS;
+    if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
+        int lg = ceil_log2(t->n);
+        return (uint64_t)(t->connect_rounds > lg ? t->connect_rounds : lg);
+    }
     return t->period > 0 ? (uint64_t)t->period : 1;
+}
+
+static uint32_t uf_find(uint32_t *parent, uint32_t x)
+{
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+/* Random matchings join up within O(log n) rounds almost surely; merge
+ * rounds' pairs with union-find until one component remains or the sample
+ * window ends. Lowest peer apart from 0 then, -1 if connected, -2 no memory. */
+static int matching_unreached(mm_topology *t)
+{
+    uint32_t n = (uint32_t)t->n;
+    uint32_t *parent = malloc(n * sizeof *parent), *perm = malloc(n * sizeof *perm),
+             *partner = malloc(n * sizeof *partner);
+    int bad = -2;
+    if (!parent || !perm || !partner)
+        goto out;
+    for (uint32_t i = 0; i < n; i++)
+        parent[i] = i;
+    uint32_t components = n;
+    uint64_t r = 0;
+    for (; r < MM_TOPO_SAMPLE_ROUNDS && components > 1; r++) {
+        draw_matching(t, r, perm, partner);
+        for (uint32_t i = 0; i < n; i++) {
+            if (partner[i] == UINT32_MAX)
+                continue;
+            uint32_t a = uf_find(parent, i), b = uf_find(parent, partner[i]);
+            if (a != b) {
+                parent[a] = b;
+                components--;
+            }
+        }
+    }
+    t->connect_rounds = (int)r;
+    bad = -1;
+    for (uint32_t i = 1; i < n && bad < 0; i++)
+        if (uf_find(parent, i) != uf_find(parent, 0))
+            bad = (int)i;
+out:
+    free(parent);
+    free(perm);
+    free(partner);
+    return bad;
 }
 
 mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
@@ -493,22 +534,33 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         if (!build_static(s, t, name, err, errlen))
             return NULL;
     }
-    mm_arcs a;
-    if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
+    int bad;
+    bool from0 = true;
+    if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
+        bad = matching_unreached(t);
+    } else {
+        mm_arcs a;
+        if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
+            mm_topo_err(err, errlen, name, 0, "out of memory");
+            mm_topo_free(t);
+            return NULL;
+        }
+        bad = mm_arcs_unreached(&a, &from0);
+        mm_arcs_free(&a);
+    }
+    if (bad == -2) {
         mm_topo_err(err, errlen, name, 0, "out of memory");
         mm_topo_free(t);
         return NULL;
     }
-    int bad = mm_arcs_unreached(&a);
-    mm_arcs_free(&a);
     if (bad >= 0) {
         const char *over = t->schedule == MM_SCHED_NONE ? ""
                            : t->schedule == MM_SCHED_ONE_PEER_EXP ? " over one period"
-                                                                  : " over the first rounds";
+                                                                  : " over the first 1024 rounds";
         if (t->directed)
             mm_topo_err(err, errlen, name, 0,
-                        "not strongly connected%s: peer %d and peer 0 cannot both reach "
-                        "each other along directed edges", over, bad);
+                        "not strongly connected%s: peer %d %s peer 0 along directed edges",
+                        over, bad, from0 ? "cannot be reached from" : "cannot reach");
         else
             mm_topo_err(err, errlen, name, 0,
                         "not connected%s: no path from peer 0 to peer %d", over, bad);

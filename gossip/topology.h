@@ -102,7 +102,10 @@ mm_topology *mm_topo_parse(const char *text, size_t len, const char *name,
 void mm_topo_free(mm_topology *t);
 
 int mm_topo_n(const mm_topology *t);              /* number of peers */
-bool mm_topo_directed(const mm_topology *t);      /* needs push-sum */
+/* True for 'graph directed' files: W is column-stochastic, use push-sum.
+ * The one-peer exponential graph has one-way links but a doubly stochastic
+ * W, so it is false there: always send to out[] and receive from in[]. */
+bool mm_topo_directed(const mm_topology *t);
 int mm_topo_period(const mm_topology *t);         /* 1 for static graphs, ceil(log2 n)
                                                    * for one-peer-exp, 0 for random
                                                    * matching (never repeats) */
@@ -118,7 +121,7 @@ typedef struct {
  * their vectors by in[k].weight (= W[me][peer]); send to out[0..n_out)
  * (out[k].weight = W[peer][me], which push-sum applies when sending);
  * self_weight = W[me][me]. Arrays must hold mm_topo_max_degree() entries.
- * O(degree) for static graphs and schedules; never O(n^2). */
+ * Static graphs: O(degree) (lists built at load); one-peer-exp: O(1). */
 typedef struct {
     double self_weight;
     int n_in, n_out;
@@ -127,9 +130,11 @@ typedef struct {
 
 /* 0, or -1 if me is out of range. Thread-safe. Random matching costs O(n)
  * for the first call of a round (all peers' partners are drawn and kept),
- * O(1) for further calls with the same round. Peers in in[] and out[] are distinct from me;
- * for undirected graphs they are the same peers in the same order, but the
- * one-peer exponential graph receives from i-2^k and sends to i+2^k. */
+ * O(1) for further calls with the same round; never O(n^2). Peers in in[]
+ * and out[] are distinct from me and sorted by id; for undirected graphs
+ * they are the same peers, but the one-peer exponential graph receives
+ * from i-2^k and sends to i+2^k. A peer that sits a round out (random
+ * matching, n odd) gets n_in = n_out = 0 and self_weight = 1. */
 int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
 
 /* Dense W for round r, row-major n*n doubles (caller frees). For tools and
@@ -147,11 +152,13 @@ double mm_topo_rho_round(const mm_topology *t, uint64_t round);
 double mm_mat_norm2(const double *a, int n);
 
 /* Facts `murmur topo info` prints. For schedules, graph facts are about the
- * union of one period's edges (random matching: of the first
- * MM_TOPO_SAMPLE_ROUNDS rounds) and W facts hold for every round of it. */
+ * union of one period's edges (random matching: of the first `window`
+ * rounds, as many as it took for the union to be connected but at least
+ * ceil(log2 n)) and W facts hold for every round of it. */
 #define MM_TOPO_SAMPLE_ROUNDS 1024
 typedef struct {
-    size_t edges;          /* undirected edges, or arcs when directed */
+    bool arcs_directed;    /* some link u -> v has no v -> u (e.g. one-peer-exp) */
+    size_t edges;          /* undirected edges, or arcs when arcs_directed */
     size_t edges_per_round;
     int deg_min, deg_max;  /* undirected degree, or min/max over in and out */
     int in_min, in_max, out_min, out_max;
@@ -159,11 +166,13 @@ typedef struct {
     bool connected;
     bool symmetric, doubly, column, row; /* stochasticity of W, every round */
     int period;            /* 0 for random matching (never repeats) */
+    int window;            /* rounds whose union the graph facts describe */
     int n_rho_rounds;      /* entries in rho_rounds (<= 64) */
     double rho_rounds[64]; /* per round of the period */
     double rho;            /* mm_topo_rho */
     const char *rho_how;   /* how rho was obtained, for the reader */
-    double rounds_tenfold; /* ceil(ln 10 / -ln rho); INFINITY when rho >= 1 */
+    double rounds_tenfold; /* ceil(ln 10 / -ln rho), in whole periods for a
+                            * periodic schedule; INFINITY when rho >= 1 */
 } mm_topo_facts;
 
 int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f);

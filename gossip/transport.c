@@ -257,7 +257,11 @@ static void tick(uv_timer_t *timer)
             continue;
         }
         bool busy = mm_wire_rx_busy(&c->rx);
-        if (busy && !c->paused && now - c->t_frame_start > cfg->frame_timeout_ms) {
+        /* A big vector on a slow link is not an attack: allow 1 ms per KiB
+         * (1 MB/s) on top of frame_timeout_ms once its length is known. */
+        uint64_t limit = cfg->frame_timeout_ms +
+                         (c->rx.in_payload ? c->rx.hdr.payload_len >> 10 : 0);
+        if (busy && !c->paused && now - c->t_frame_start > limit) {
             conn_refuse(c, &t->st.frame_timeouts, "frame started %llu ms ago is still "
                         "incomplete (frame timeout)",
                         (unsigned long long)(now - c->t_frame_start));
@@ -301,6 +305,61 @@ static void tick(uv_timer_t *timer)
                 t->cb.on_peer(t->cb.ud, i, MM_PEER_DOWN);
         }
     }
+}
+
+/* ---- deferred CRCs of large outgoing payloads ---------------------------- */
+
+static void crc_slice(uv_idle_t *h);
+
+void tr_crc_enqueue(mm_transport *t, out_item *it)
+{
+    it->crc_next = NULL;
+    if (t->crc_tail)
+        t->crc_tail->crc_next = it;
+    else
+        t->crc_head = it;
+    t->crc_tail = it;
+    if (!uv_is_active((uv_handle_t *)&t->crc_idle))
+        uv_idle_start(&t->crc_idle, crc_slice);
+}
+
+void tr_crc_remove(mm_transport *t, out_item *it)
+{
+    out_item *prev = NULL;
+    for (out_item *x = t->crc_head; x; prev = x, x = x->crc_next)
+        if (x == it) {
+            if (prev)
+                prev->crc_next = x->crc_next;
+            else
+                t->crc_head = x->crc_next;
+            if (t->crc_tail == x)
+                t->crc_tail = prev;
+            return;
+        }
+}
+
+/* One slice per loop turn, so sockets and timers are served in between. */
+static void crc_slice(uv_idle_t *h)
+{
+    mm_transport *t = h->data;
+    size_t budget = MM_CRC_SLICE;
+    while (budget && t->crc_head) {
+        out_item *it = t->crc_head;
+        size_t n = it->big_len - it->crc_done;
+        if (n > budget)
+            n = budget;
+        it->crc = mm_crc32c(it->crc, it->big + it->crc_done, n);
+        it->crc_done += n;
+        budget -= n;
+        if (it->crc_done == it->big_len) {
+            t->crc_head = it->crc_next;
+            if (!t->crc_head)
+                t->crc_tail = NULL;
+            conn_item_ready(it); /* may call back into the caller */
+        }
+    }
+    if (!t->crc_head)
+        uv_idle_stop(&t->crc_idle);
 }
 
 static void on_handle_closed(uv_handle_t *h)
@@ -408,6 +467,9 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
         uv_run(loop, UV_RUN_NOWAIT);
         goto fail;
     }
+    uv_idle_init(loop, &t->crc_idle);
+    t->crc_idle.data = t;
+    t->handles++;
     uv_timer_init(loop, &t->tick);
     t->tick.data = t;
     t->handles++;
@@ -485,7 +547,6 @@ int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double 
     } else if (poison && !strcmp(poison, "huge")) {
         h.payload_len = 1ULL << 40;
     }
-    h.payload_crc = mm_crc32c(mm_crc32c(0, w, 8), vec, vbytes);
     p->last_used = mm_now_ms(t);
     return conn_send_frame(p->conn, &h, w, 8, (const uint8_t *)vec, vbytes, true, peer_id,
                            owned);
@@ -520,6 +581,7 @@ void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud)
         }
     }
     uv_close((uv_handle_t *)&t->listener, on_handle_closed);
+    uv_close((uv_handle_t *)&t->crc_idle, on_handle_closed);
     uv_timer_stop(&t->tick);
     uv_close((uv_handle_t *)&t->tick, on_handle_closed);
 }

@@ -58,7 +58,7 @@ typedef struct {
     uint32_t peer_timeout_ms;      /* silent this long: down (default 10000) */
     uint32_t idle_ms;              /* unused this long: closed (default 60000) */
     uint32_t backoff_min_ms, backoff_max_ms; /* reconnect (default 100, 5000) */
-    uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000) */
+    uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000, +1 ms per KiB of payload) */
 
     /* Rounds accepted are within [current - window, current + window]. */
     uint64_t round_window;          /* default 1000 */
@@ -68,7 +68,11 @@ typedef struct {
     const char *test_poison;
 } mm_transport_config;
 
-/* Create and start listening. NULL on error with the reason in err. */
+/* Create and start listening. NULL on error with the reason in err.
+ * Addresses are resolved here, once (numeric or getaddrinfo). Sets SIGPIPE
+ * to ignored if it was at its default (libuv writes with write(2)). Plain
+ * TCP only with cfg->plaintext; otherwise ca/cert/key files are required and
+ * a key readable by group/others is refused. */
 mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg,
                                const mm_transport_callbacks *cb,
                                char *err, size_t errlen);
@@ -93,7 +97,8 @@ void mm_transport_release(mm_transport *t, uint32_t peer);
 void mm_transport_set_round(mm_transport *t, uint64_t round);
 
 /* Say goodbye to every connected peer, close everything and call done()
- * once all handles are closed; then free with mm_transport_free(). */
+ * once all handles are closed; then free with mm_transport_free() (only
+ * after done(): the loop still owns the handles until then). */
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud);
 void mm_transport_free(mm_transport *t);
 

@@ -31,7 +31,18 @@ typedef struct out_item {
     uint32_t peer;
     bool is_vec;
     uint8_t *owned;          /* test_poison copy, freed with the item */
+    /* A large payload's CRC is computed a slice per loop iteration
+     * (transport.c) so a vector of hundreds of MB never stalls the loop;
+     * the frame waits in its connection's queue until ready. */
+    mm_wire_header hdr;
+    bool ready;
+    uint32_t crc;
+    size_t crc_done;
+    struct out_item *crc_next;
 } out_item;
+
+#define MM_CRC_INLINE (1024 * 1024)      /* payloads below: CRC at once */
+#define MM_CRC_SLICE (4 * 1024 * 1024)   /* bytes checksummed per loop turn */
 
 /* Encrypted bytes on their way to the socket: OpenSSL writes records
  * straight into these (conn_bio.c), libuv writes them out, and they go back
@@ -68,7 +79,7 @@ struct conn {
     tls_chunk *w_cur, *w_ready, *w_ready_tail, *pool;
     int pool_n;
     out_item *q_head, *q_tail;
-    bool pumping;
+    bool pumping, draining;
     int writes_pending;
     uv_connect_t creq;
     uv_shutdown_t sreq;
@@ -93,6 +104,8 @@ struct mm_transport {
     SSL_CTX *ctx;
     uv_tcp_t listener;
     uv_timer_t tick;
+    uv_idle_t crc_idle;
+    out_item *crc_head, *crc_tail;
     peer *peers;
     conn *conns;
     uint64_t round;
@@ -112,14 +125,16 @@ void conn_start(conn *c);           /* after connect/accept */
 void conn_close(conn *c, bool graceful, const char *why);
 void conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Queues one frame; h->payload_len/payload_crc must describe small+big.
- * Takes ownership of owned. -1 when the connection cannot send. */
+/* Queues one frame; h->payload_len must describe small+big (the CRC is
+ * computed here). Takes ownership of owned. -1 when the connection cannot
+ * send. */
 int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t small_len,
                     const uint8_t *big, size_t big_len, bool is_vec, uint32_t peer_id,
                     uint8_t *owned);
 int conn_send_ping(conn *c);
 int conn_send_bye(conn *c);
-void conn_force_close(conn *c);   /* a graceful close that took too long */
+void conn_force_close(conn *c);
+void conn_item_ready(out_item *it); /* its deferred CRC is done */   /* a graceful close that took too long */
 void conn_pause(conn *c);
 void conn_resume(conn *c);
 
@@ -134,5 +149,7 @@ void tr_conn_up(mm_transport *t, conn *c);
 void tr_conn_closed(mm_transport *t, conn *c);
 void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload);
 void tr_handle_closed(mm_transport *t);
+void tr_crc_enqueue(mm_transport *t, out_item *it);
+void tr_crc_remove(mm_transport *t, out_item *it);
 
 #endif

@@ -182,7 +182,9 @@ void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len)
     } else {
         uint64_t left = rx->hdr.payload_len - rx->got;
         *ptr = rx->payload + rx->got;
-        *len = left > (1U << 30) ? (1U << 30) : (size_t)left;
+        /* 256 KiB slices: the CRC and NaN check that follow each read
+         * find the bytes still in L2. */
+        *len = left > MM_RX_SLICE ? MM_RX_SLICE : (size_t)left;
     }
 }
 

@@ -15,6 +15,7 @@
 #define MM_WIRE_REFUSE_MAX 512
 /* Floats per vector a HELLO may announce: 2^31 floats = 8 GiB. */
 #define MM_WIRE_MAX_VEC_LEN (1ULL << 31)
+#define MM_RX_SLICE (256u * 1024)
 
 enum mm_wire_type {
     MM_WIRE_HELLO = 1,

@@ -109,6 +109,8 @@ static int is_matrix(const char *name)
 float mm_adamw_step(mm_adamw *opt, const mm_model *mdl, float *params, float *grads)
 {
     const mm_adamw_config *c = &opt->cfg;
+    if (opt->n != mdl->n_params || !opt->m || !opt->v)
+        return NAN; /* optimizer built for another model: touch nothing */
     float norm = (float)sqrt(sumsq(grads, opt->n));
     if (c->grad_clip > 0.0f && norm > c->grad_clip)
         scale_inplace(grads, opt->n, c->grad_clip / norm);

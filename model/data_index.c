@@ -152,8 +152,12 @@ int mm_data_index_load(mm_data_index *ix, const char *dir, char *err, size_t err
     }
     size_t cap = 0;
     int lineno = 0, rc = -1;
-    char *save = NULL;
-    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    /* Line by line without strtok, which would skip empty lines and make
+     * the line numbers in messages wrong. */
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
         lineno++;
         if (line[0] == '#' || line[0] == '\0')
             continue;

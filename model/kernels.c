@@ -81,9 +81,9 @@ void mm_encoder_backward(float *restrict dwte, float *restrict dwpe, const float
 /* --- layernorm ------------------------------------------------------------- */
 
 MM_HOT
-static void mm_layernorm_forward_impl(float *restrict out, float *restrict mean, float *restrict rstd,
-                          const float *restrict inp, const float *restrict w,
-                          const float *restrict b, int N, int C)
+static void layernorm_forward_impl(float *restrict out, float *restrict mean, float *restrict rstd,
+                                   const float *restrict inp, const float *restrict w,
+                                   const float *restrict b, int N, int C)
 {
     for (int r = 0; r < N; r++) {
         const float *x = inp + (long)r * C;
@@ -101,10 +101,10 @@ static void mm_layernorm_forward_impl(float *restrict out, float *restrict mean,
 }
 
 MM_HOT
-static void mm_layernorm_backward_impl(float *restrict dinp, float *restrict dw, float *restrict db,
-                           const float *restrict dout, const float *restrict inp,
-                           const float *restrict w, const float *restrict mean,
-                           const float *restrict rstd, int N, int C)
+static void layernorm_backward_impl(float *restrict dinp, float *restrict dw, float *restrict db,
+                                    const float *restrict dout, const float *restrict inp,
+                                    const float *restrict w, const float *restrict mean,
+                                    const float *restrict rstd, int N, int C)
 {
     float tmp[2 * 4096]; /* C <= 4096, checked by the config */
     float *dnorm = tmp, *prod = tmp + C;
@@ -205,24 +205,41 @@ void mm_matmul_gelu_forward(float *pre, float *out, const float *inp, const floa
 }
 
 MM_HOT
-static void mm_gelu_backward_impl(float *restrict d, const float *restrict pre, long n)
+static void gelu_backward_impl(float *restrict d, float *restrict dbias,
+                               const float *restrict pre, int N, int OC)
 {
-    for (long i = 0; i < n; i++)
-        d[i] *= mm_gelu_grad(pre[i]);
+    for (int r = 0; r < N; r++) {
+        float *dr = d + (long)r * OC;
+        const float *x = pre + (long)r * OC;
+        for (int j = 0; j < OC; j++) {
+            float v = dr[j] * mm_gelu_grad(x[j]);
+            dr[j] = v;
+            dbias[j] += v;
+        }
+    }
 }
 
 /* --- attention ------------------------------------------------------------- */
 
-/* Row t of a causal score matrix: softmax over columns 0..t, zeros after. */
+/* Row t of a causal score matrix: softmax over columns 0..t, zeros after.
+ * Each row is processed up to the next multiple of LANES past t with the
+ * mask as a select, so every loop runs in whole vectors (variable-length
+ * rows left half of the work in scalar tails) and the masked rest of the
+ * row costs only a store of zeros. */
 MM_HOT
 static void causal_softmax(float *restrict s, int T)
 {
     for (int t = 0; t < T; t++) {
         float *row = s + (long)t * T;
-        int n = t + 1;
-        float m = max_lanes(row, n);
+        int n = (t + LANES) / LANES * LANES;
+        n = n < T ? n : T;
         for (int j = 0; j < n; j++)
-            row[j] = mm_expf(row[j] - m);
+            row[j] = j <= t ? row[j] : -1e30f;
+        float m = max_lanes(row, n);
+        for (int j = 0; j < n; j++) {
+            float e = mm_expf(row[j] - m);
+            row[j] = j <= t ? e : 0.0f;
+        }
         float inv = 1.0f / sum_lanes(row, n);
         for (int j = 0; j < n; j++)
             row[j] *= inv;
@@ -249,8 +266,9 @@ void mm_attention_forward(float *out, float *att, const float *qkv,
         }
 }
 
-/* dS = P * (dP - rowsum(P * dP)) on the causal part; P is zero above the
- * diagonal, so the product is too. */
+/* dS = P * (dP - rowsum(P * dP)). P is zero above the diagonal, so rows
+ * cut at the next multiple of LANES past t (as in causal_softmax) give the
+ * causal result with no mask; the rest of each row is zeroed. */
 MM_HOT
 static void softmax_backward(float *restrict dp, const float *restrict p, int T)
 {
@@ -258,7 +276,8 @@ static void softmax_backward(float *restrict dp, const float *restrict p, int T)
     for (int t = 0; t < T; t++) {
         float *d = dp + (long)t * T;
         const float *pr = p + (long)t * T;
-        int n = t + 1;
+        int n = (t + LANES) / LANES * LANES;
+        n = n < T ? n : T;
         for (int j = 0; j < n; j++)
             tmp[j] = pr[j] * d[j];
         float dot = sum_lanes(tmp, n);
@@ -297,8 +316,8 @@ void mm_attention_backward(float *dqkv, float *scratch, const float *dout,
 /* --- loss ------------------------------------------------------------------ */
 
 MM_HOT
-static float mm_crossentropy_forward_impl(float *restrict probs, const float *restrict logits,
-                              const uint8_t *tokens, int B, int T, int V)
+static float crossentropy_forward_impl(float *restrict probs, const float *restrict logits,
+                                       const uint8_t *tokens, int B, int T, int V)
 {
     double total = 0.0;
     for (int b = 0; b < B; b++)
@@ -318,8 +337,8 @@ static float mm_crossentropy_forward_impl(float *restrict probs, const float *re
 }
 
 MM_HOT
-static void mm_crossentropy_backward_impl(float *restrict dlogits, const float *restrict probs,
-                              const uint8_t *tokens, int B, int T, int V)
+static void crossentropy_backward_impl(float *restrict dlogits, const float *restrict probs,
+                                       const uint8_t *tokens, int B, int T, int V)
 {
     float inv = 1.0f / ((float)B * (float)T);
     for (int b = 0; b < B; b++)
@@ -338,7 +357,7 @@ void mm_layernorm_forward(float *out, float *mean, float *rstd,
                           const float *inp, const float *w,
                           const float *b, int N, int C)
 {
-    mm_layernorm_forward_impl(out, mean, rstd, inp, w, b, N, C);
+    layernorm_forward_impl(out, mean, rstd, inp, w, b, N, C);
 }
 
 void mm_layernorm_backward(float *dinp, float *dw, float *db,
@@ -346,22 +365,22 @@ void mm_layernorm_backward(float *dinp, float *dw, float *db,
                            const float *w, const float *mean,
                            const float *rstd, int N, int C)
 {
-    mm_layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+    layernorm_backward_impl(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
 }
 
-void mm_gelu_backward(float *d, const float *pre, long n)
+void mm_gelu_backward(float *d, float *dbias, const float *pre, int N, int OC)
 {
-    mm_gelu_backward_impl(d, pre, n);
+    gelu_backward_impl(d, dbias, pre, N, OC);
 }
 
 float mm_crossentropy_forward(float *probs, const float *logits,
                               const uint8_t *tokens, int B, int T, int V)
 {
-    return mm_crossentropy_forward_impl(probs, logits, tokens, B, T, V);
+    return crossentropy_forward_impl(probs, logits, tokens, B, T, V);
 }
 
 void mm_crossentropy_backward(float *dlogits, const float *probs,
                               const uint8_t *tokens, int B, int T, int V)
 {
-    mm_crossentropy_backward_impl(dlogits, probs, tokens, B, T, V);
+    crossentropy_backward_impl(dlogits, probs, tokens, B, T, V);
 }

@@ -33,8 +33,9 @@ void mm_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
 /* pre = inp @ w^T + bias, out = gelu(pre) (tanh approximation). */
 void mm_matmul_gelu_forward(float *pre, float *out, const float *inp, const float *w,
                             const float *bias, int N, int C, int OC);
-/* d (in place): dgelu -> dpre. */
-void mm_gelu_backward(float *d, const float *pre, long n);
+/* d [N, OC] in place: dgelu -> dpre; and dbias += colsum(dpre), fused
+ * here to save a pass over d (the fc bias gradient). */
+void mm_gelu_backward(float *d, float *dbias, const float *pre, int N, int OC);
 
 /* qkv [B,T,3C] -> out [B,T,C]; att [B,NH,T,T] keeps the causal softmax
  * probabilities (zero above the diagonal) for backward. */

@@ -352,8 +352,8 @@ void mm_model_backward(mm_model *m)
         /* dres is the gradient of res3, which is also that of the MLP output */
         mm_matmul_backward(a->dfch, g->fcprojw + lc * 4 * C, g->fcprojb + lc, a->dres,
                            fchg, p->fcprojw + lc * 4 * C, N, 4 * C, C);
-        mm_gelu_backward(a->dfch, fch, (long)N * 4 * C);
-        mm_matmul_backward(a->dbuf, g->fcw + lc * 4 * C, g->fcb + lc * 4, a->dfch,
+        mm_gelu_backward(a->dfch, g->fcb + lc * 4, fch, N, 4 * C);
+        mm_matmul_backward(a->dbuf, g->fcw + lc * 4 * C, NULL, a->dfch,
                            ln2, p->fcw + lc * 4 * C, N, C, 4 * C);
         mm_layernorm_backward(a->dres, g->ln2w + lc, g->ln2b + lc, a->dbuf, res2,
                               p->ln2w + lc, a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C);

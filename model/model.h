@@ -126,7 +126,8 @@ float mm_adamw_lr(const mm_adamw_config *cfg, long step);
  * configured), at the learning rate of update number opt->step, which it
  * then increments. Weight decay applies to the 2-D weight matrices only (as
  * in GPT-2 and llm.c), which is why it needs the model's layout. Returns the
- * gradient norm before clipping. */
+ * gradient norm before clipping (NAN, changing nothing, when opt was not
+ * initialised for m->n_params floats). */
 float mm_adamw_step(mm_adamw *opt, const mm_model *m, float *params, float *grads);
 
 #endif

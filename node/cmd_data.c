@@ -66,8 +66,12 @@ static int prepare(const char *src, const char *dst, const char *note)
     mm_data_file *files = NULL;
     int n = 0, cap = 0, lineno = 0, rc = 1;
     size_t total = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(cats, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+    /* Line by line without strtok, which would skip empty lines and make
+     * the line numbers in messages wrong. */
+    for (char *line = cats, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
         lineno++;
         char name[MM_DATA_NAME_MAX], genre[MM_DATA_NAME_MAX], extra;
         if (line[0] == '#' || strspn(line, " \t\r") == strlen(line))

@@ -193,14 +193,20 @@ static int info(int argc, char **argv)
     int n = mm_topo_n(t), period = mm_topo_period(t);
     const char *tv = period == 1 ? "static" : period == 0 ? "time-varying (random, never repeats)"
                                                           : "time-varying (periodic)";
-    bool sym = f.in_min == f.out_min && f.in_max == f.out_max && !mm_topo_directed(t);
+    bool sym = !f.arcs_directed;
+    const char *links = mm_topo_directed(t) ? (f.doubly ? "directed, W doubly stochastic all the same "
+                                                          "(push-sum not required)"
+                                                        : "directed, column-stochastic W: needs push-sum")
+                        : f.arcs_directed ? "directed links, doubly stochastic W: no push-sum needed"
+                                          : "undirected";
     if (json) {
         printf("{\"file\": ");
         json_str(path);
         printf(", \"kind\": ");
         json_str(mm_topo_kind(t));
-        printf(", \"peers\": %d, \"directed\": %s, \"time_varying\": %s, \"period\": %d,\n",
-               n, mm_topo_directed(t) ? "true" : "false", period == 1 ? "false" : "true", period);
+        printf(", \"peers\": %d, \"directed\": %s, \"push_sum\": %s, \"time_varying\": %s, \"period\": %d, \"window\": %d,\n",
+               n, f.arcs_directed ? "true" : "false", mm_topo_directed(t) ? "true" : "false",
+               period == 1 ? "false" : "true", period, f.window);
         printf(" \"edges\": %zu, \"edges_per_round\": %zu, \"degree_min\": %d, \"degree_max\": %d,"
                " \"in_degree_min\": %d, \"in_degree_max\": %d, \"out_degree_min\": %d, \"out_degree_max\": %d,\n",
                f.edges, f.edges_per_round, f.deg_min, f.deg_max, f.in_min, f.in_max, f.out_min, f.out_max);
@@ -221,16 +227,18 @@ static int info(int argc, char **argv)
         printf("file          %s\n", path);
         printf("kind          %s\n", mm_topo_kind(t));
         printf("peers         %d\n", n);
-        printf("graph         %s, %s%s\n", mm_topo_directed(t) ? "directed (push-sum)" : "undirected mixing",
-               tv, period > 1 ? "" : "");
+        printf("graph         %s, %s\n", links, tv);
         if (period > 1)
             printf("period        %d rounds\n", period);
-        const char *over = period == 1 ? "" : period == 0 ? " (union of the first sampled rounds)"
-                                                          : " (union over one period)";
+        char over[64] = "";
+        if (period == 0)
+            snprintf(over, sizeof over, " (union of rounds 0..%d)", f.window - 1);
+        else if (period > 1)
+            snprintf(over, sizeof over, " (union over one period)");
         printf("edges         %zu%s%s\n", f.edges, sym ? "" : " directed", over);
         if (period != 1)
             printf("per round     %zu edges\n", f.edges_per_round);
-        if (sym && f.in_min == f.out_min)
+        if (sym)
             printf("degree        min %d, max %d%s\n", f.deg_min, f.deg_max, over);
         else
             printf("degree        in %d..%d, out %d..%d%s\n", f.in_min, f.in_max, f.out_min, f.out_max, over);
@@ -249,8 +257,8 @@ static int info(int argc, char **argv)
         if (isinf(f.rounds_tenfold))
             printf("tenfold       never: rho >= 1, pure gossip does not shrink the consensus distance\n");
         else
-            printf("tenfold       %.0f rounds of pure gossip shrink the consensus distance tenfold\n",
-                   f.rounds_tenfold);
+            printf("tenfold       %.0f round%s of pure gossip shrink%s the consensus distance tenfold\n",
+                   f.rounds_tenfold, f.rounds_tenfold == 1 ? "" : "s", f.rounds_tenfold == 1 ? "s" : "");
     }
     mm_topo_free(t);
     return fflush(stdout) ? 1 : 0;

@@ -63,6 +63,7 @@ typedef struct {
     double f_compute, f_comm, f_wait; /* cumulative fractions of wall time */
     double wall;            /* max peer wall time (summed over restarts) */
     double nbr_dist;        /* mean neighbour distance seen while mixing */
+    double norm_mean;       /* mean ||x_i|| from the eval lines (Xi/norm: relative spread) */
     /* Exact rows only (else NaN): ||xbar||, min/max over peers of
      * ||x_i - xbar||, and the averaged model's validation figures when the
      * hook (mm_report_eval_average) is wired. */

@@ -98,7 +98,8 @@ int mm_report_write_csv(const mm_report *r, const char *path)
     fprintf(f, "round,peers,consensus,method,consensus_exact,consensus_sketch,sketch_peers,"
                "acc_mean,acc_min,acc_max,val_loss_mean,val_loss_min,val_loss_max,train_loss,"
                "bytes_sent_sum,bytes_recv_sum,bytes_sent_per_peer,frac_compute,frac_comm,"
-               "frac_wait,wall_s,nbr_dist,avg_norm,dev_min,dev_max,avg_val_loss,avg_val_acc\n");
+               "frac_wait,wall_s,nbr_dist,norm_mean,avg_norm,dev_min,dev_max,avg_val_loss,"
+               "avg_val_acc\n");
     for (size_t i = 0; i < r->n_rows; i++) {
         const mm_rep_row *w = &r->rows[i];
         fprintf(f, "%lld,%d", (long long)w->round, w->n_present);
@@ -115,7 +116,8 @@ int mm_report_write_csv(const mm_report *r, const char *path)
         csv_num(f, "%.0f", w->recv_sum);
         csv_num(f, "%.1f", w->sent_peer);
         const double u[] = {w->f_compute, w->f_comm, w->f_wait, w->wall, w->nbr_dist,
-                            w->avg_norm, w->dev_min, w->dev_max, w->avg_val_loss, w->avg_val_acc};
+                            w->norm_mean, w->avg_norm, w->dev_min, w->dev_max,
+                            w->avg_val_loss, w->avg_val_acc};
         for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
             csv_num(f, "%.9g", u[k]);
         fputc('\n', f);

@@ -133,7 +133,8 @@ void mm_report_build_rows(mm_report *r, const mm_report_opts *opt)
         row->xi_exact = row->xi_sketch = row->xi = NAN;
         row->avg_norm = row->dev_min = row->dev_max = row->avg_val_loss = row->avg_val_acc = NAN;
         int n = 0, n_acc = 0, n_vl = 0, n_snap = 0, n_loss = 0, n_dist = 0, n_ctr = 0;
-        double loss = 0, dist = 0, t = 0, tc = 0, tm = 0, tw = 0;
+        double loss = 0, dist = 0, t = 0, tc = 0, tm = 0, tw = 0, norm = 0;
+        int n_norm = 0;
         row->wall = NAN;
         for (int i = 0; i < r->n_peers; i++) {
             const mm_rep_peer *p = &r->peers[i];
@@ -153,6 +154,10 @@ void mm_report_build_rows(mm_report *r, const mm_report_opts *opt)
                     acc[n_acc++] = e->val_acc;
                 if (!isnan(e->val_loss))
                     vl[n_vl++] = e->val_loss;
+                if (!isnan(e->norm)) {
+                    norm += e->norm;
+                    n_norm++;
+                }
                 if (!(row->wall >= e->time))
                     row->wall = e->time;
             }
@@ -182,6 +187,7 @@ void mm_report_build_rows(mm_report *r, const mm_report_opts *opt)
         minmeanmax(vl, n_vl, &row->vloss_min, &row->vloss_mean, &row->vloss_max);
         row->loss_mean = n_loss ? loss / n_loss : NAN;
         row->nbr_dist = n_dist ? dist / n_dist : NAN;
+        row->norm_mean = n_norm ? norm / n_norm : NAN;
         row->sent_peer = n_ctr ? row->sent_sum / n_ctr : NAN;
         row->f_compute = t > 0 ? tc / t : NAN;
         row->f_comm = t > 0 ? tm / t : NAN;

@@ -18,7 +18,10 @@
 # Environment: as run-local.sh (MURMUR, MAKE_CERTS, RUNS, GRACE).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-MURMUR=${MURMUR:-./murmur}
+# ./murmur from the repository root, else the one next to scripts/.
+if [ -z "${MURMUR:-}" ]; then
+    if [ -x ./murmur ]; then MURMUR=./murmur; else MURMUR=$here/../murmur; fi
+fi
 RUNS=${RUNS:-runs}
 bad() { echo "compare: $*" >&2; echo "usage: compare.sh -n N -r NAME [-p PORT] [-i SEC] [-s SEED] [--partition MODE] TOPOLOGY_FILE... [-- node flags]" >&2; exit 2; }
 
@@ -37,7 +40,7 @@ while [ $# -gt 0 ]; do
     -i) interval=$2; shift 2 ;;
     -s) seed=$2; shift 2 ;;
     --partition) partition=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --) shift; break ;;
     -*) bad "unknown option: $1" ;;
     *) printf '%s\n' "$1" >>"$tlist"; topos_n=$((topos_n + 1)); shift ;;

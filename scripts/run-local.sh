@@ -22,7 +22,7 @@
 set -u
 
 usage() {
-    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
 }
 die() { echo "run-local: $*" >&2; exit 1; }
 bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [-- node flags]" >&2; exit 2; }
@@ -37,7 +37,10 @@ json_arr() { # a JSON array of the arguments as strings
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
-MURMUR=${MURMUR:-./murmur}
+# ./murmur from the repository root, else the one next to scripts/.
+if [ -z "${MURMUR:-}" ]; then
+    if [ -x ./murmur ]; then MURMUR=./murmur; else MURMUR=$here/../murmur; fi
+fi
 MAKE_CERTS=${MAKE_CERTS:-$here/make-certs.sh}
 RUNS=${RUNS:-runs}
 GRACE=${GRACE:-30}

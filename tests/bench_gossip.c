@@ -4,7 +4,7 @@
  * blocking send/recv over loopback). Also measures the checksum (CRC32C)
  * so its cost can be set against the transfer. Prints figures and ratios;
  * it asserts nothing about speed.
- *   bench_gossip CERTDIR [MB_PER_CASE]   (default 512 MB moved per case) */
+ *   bench_gossip CERTDIR [MB_PER_TRIAL]   (default 256 MB moved per trial) */
 #include "gossip/log.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"
@@ -297,6 +297,8 @@ out:
     return rate;
 }
 
+#define TRIALS 3
+
 static void crc_speed(void)
 {
     size_t n = 64u << 20;
@@ -323,11 +325,12 @@ int main(int argc, char **argv)
         return 2;
     }
     mm_log_set_level(getenv("BENCH_VERBOSE") ? MM_LOG_INFO : MM_LOG_ERROR);
-    size_t per_case = (argc > 2 ? (size_t)atoi(argv[2]) : 512) << 20;
+    size_t per_case = (argc > 2 ? (size_t)atoi(argv[2]) : 256) << 20;
     crc_speed();
     size_t sizes[] = {1u << 20, 4u << 20, 64u << 20};
-    printf("\nthroughput, one direction, peer 0 -> peer 1 (cpu: CPU ns per byte, both sides)\n"
-           "%-8s %5s %9s %10s %9s %9s %9s %17s\n", "vector", "reps", "raw GB/s",
+    printf("\nthroughput, one direction, peer 0 -> peer 1, best of %d trials "
+           "(cpu: CPU ns per byte, both sides)\n"
+           "%-8s %5s %9s %10s %9s %9s %9s %17s\n", TRIALS, "vector", "reps", "raw GB/s",
            "plain GB/s", "TLS GB/s", "plain/raw", "TLS/raw", "cpu raw/plain/TLS");
     int failures = 0;
     for (int i = 0; i < 3; i++) {
@@ -335,16 +338,30 @@ int main(int argc, char **argv)
         int bad1 = 0, bad2 = 0;
         /* BENCH_ONLY=plain|tls: profile one kind (the others print 0) */
         const char *only = getenv("BENCH_ONLY");
-        double c_raw = 0, c_plain = 0, c_tls = 0;
-        double raw = raw_run(size, reps, &c_raw);
-        double plain = only && strcmp(only, "plain") ? 0
-                       : transport_run(argv[1], true, size, reps, &bad1, &c_plain);
-        double tls = only && strcmp(only, "tls") ? 0
-                     : transport_run(argv[1], false, size, reps, &bad2, &c_tls);
-        failures += bad1 + bad2;
+        /* Best of TRIALS for each kind, interleaved, so a burst of load from
+         * other processes hurts one trial rather than one kind. */
+        double raw = 0, plain = 0, tls = 0, c_raw = 9e9, c_plain = 9e9, c_tls = 9e9;
+        for (int trial = 0; trial < TRIALS; trial++) {
+            double c, r;
+            r = raw_run(size, reps, &c);
+            raw = r > raw ? r : raw;
+            c_raw = c < c_raw ? c : c_raw;
+            if (!only || !strcmp(only, "plain")) {
+                r = transport_run(argv[1], true, size, reps, &bad1, &c);
+                plain = r > plain ? r : plain;
+                c_plain = c < c_plain ? c : c_plain;
+            }
+            if (!only || !strcmp(only, "tls")) {
+                r = transport_run(argv[1], false, size, reps, &bad2, &c);
+                tls = r > tls ? r : tls;
+                c_tls = c < c_tls ? c : c_tls;
+            }
+            failures += bad1 + bad2;
+        }
         printf("%5zu MB %5zu %9.2f %10.2f %9.2f %8.0f%% %8.0f%%    %4.2f/%4.2f/%4.2f%s\n",
                size >> 20, reps, raw / 1e9, plain / 1e9, tls / 1e9, 100 * plain / raw,
-               100 * tls / raw, c_raw, c_plain, c_tls, bad1 || bad2 ? "  (ERRORS)" : "");
+               100 * tls / raw, c_raw, only && strcmp(only, "plain") ? 0 : c_plain,
+               only && strcmp(only, "tls") ? 0 : c_tls, failures ? "  (ERRORS)" : "");
         fflush(stdout);
     }
     printf("\ntargets: plaintext >= 70%% of raw, TLS >= 50%% of raw "

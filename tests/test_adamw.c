@@ -74,6 +74,13 @@ static void test_clipping(void **state)
     assert_true(m.grads[7] == 3.0f);
     assert_float_equal(norm, 3.0 * sqrt((double)m.n_params), 1e-2);
     assert_int_equal(opt.step, 3);
+    /* an optimizer sized for another model is refused */
+    mm_adamw other;
+    assert_int_equal(mm_adamw_init(&other, &c, m.n_params - 1), 0);
+    float p0 = m.params[0];
+    assert_true(isnan(mm_adamw_step(&other, &m, m.params, m.grads)));
+    assert_true(m.params[0] == p0 && other.step == 0);
+    mm_adamw_free(&other);
     mm_adamw_free(&opt);
     mm_model_free(&m);
 }

@@ -95,6 +95,45 @@ static void test_bad_lines_refused(void **state)
     }
 }
 
+/* Mutated and truncated versions of a real line: each is parsed or refused,
+ * never a crash (run under -fsanitize=address to make that mean something). */
+static void test_mutations_never_crash(void **state)
+{
+    (void)state;
+    const char *good = "{\"ev\":\"eval\",\"round\":9,\"val_acc\":0.5,\"sketch\":[1e-3,-2,NaN],"
+                       "\"dist\":{\"3\":0.25},\"s\":\"x\\u00e9\"}";
+    size_t n = strlen(good);
+    char buf[256];
+    uint64_t st = 12345;
+    int parsed = 0, refused = 0;
+    for (int it = 0; it < 20000; it++) {
+        memcpy(buf, good, n + 1);
+        size_t len = n;
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        int muts = 1 + (int)((st >> 60) & 3);
+        for (int m = 0; m < muts; m++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            size_t pos = (size_t)(st >> 33) % len;
+            switch ((st >> 20) & 3) {
+            case 0: buf[pos] = (char)(st >> 40); break;          /* any byte */
+            case 1: len = pos; buf[len] = 0; break;              /* truncate */
+            case 2: buf[pos] = "{}[]\":,\\-.eE0"[(st >> 44) % 15]; break;
+            default: memmove(buf + pos, buf + pos + 1, len - pos); len--; break;
+            }
+            if (len == 0)
+                break;
+        }
+        mm_json_obj o;
+        char err[128];
+        if (mm_json_parse(buf, len, &o, err, sizeof err) == 0)
+            parsed++;
+        else
+            refused++;
+        mm_json_free(&o);
+    }
+    assert_true(parsed > 0 && refused > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -102,6 +141,7 @@ int main(void)
         cmocka_unit_test(test_u64_nan_escapes),
         cmocka_unit_test(test_unknown_nested_skipped),
         cmocka_unit_test(test_bad_lines_refused),
+        cmocka_unit_test(test_mutations_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

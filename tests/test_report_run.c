@@ -297,6 +297,7 @@ static void test_synthetic_run(void **state)
     close_rel(w->f_wait, 0.2, 1e-6);
     close_rel(w->wall, 0.5 * 23 + 0.01, 1e-6);
     close_rel(w->nbr_dist, 1.0, 1e-12);
+    close_rel(w->norm_mean, 1.0, 1e-12);
     close_rel(w->loss_mean, 5.0 - 1.9 + 0.015, 1e-6);
 
     /* the hook saw the exact average at rounds 9 and 14 */

@@ -217,6 +217,14 @@ static bool tn_has_recv(tn_cluster *cl, void *arg)
     return cl->node[r->to].recv_count[r->from] >= r->count;
 }
 
+typedef struct { uint32_t node; uint64_t count; } tn_sent_arg;
+
+static inline bool tn_has_sent(tn_cluster *cl, void *arg)
+{
+    tn_sent_arg *a = arg;
+    return cl->node[a->node].sent_ok >= a->count;
+}
+
 /* Sends node from's vector for round to node to and waits for it. */
 static inline bool tn_send_and_wait(tn_cluster *cl, uint32_t from, uint32_t to, uint64_t round,
                                     uint64_t ms)

@@ -1,0 +1,20 @@
+# Topology files shipped in topologies/: `make topologies` regenerates them
+# with the murmur binary (tests/e2e/topo_shipped.sh checks they still match).
+TOPO_SIZES = 4 8 16 32
+
+.PHONY: topologies
+topologies: murmur
+	@for n in $(TOPO_SIZES); do \
+	  ./murmur topo gen ring -n $$n > topologies/ring-$$n.topo && \
+	  ./murmur topo gen chain -n $$n > topologies/chain-$$n.topo && \
+	  ./murmur topo gen star -n $$n > topologies/star-$$n.topo && \
+	  ./murmur topo gen complete -n $$n > topologies/complete-$$n.topo && \
+	  ./murmur topo gen torus -n $$n > topologies/torus-$$n.topo && \
+	  ./murmur topo gen exp -n $$n > topologies/exp-$$n.topo && \
+	  ./murmur topo gen exp -n $$n --directed > topologies/exp-directed-$$n.topo && \
+	  ./murmur topo gen one-peer-exp -n $$n > topologies/onepeer-exp-$$n.topo && \
+	  ./murmur topo gen regular -n $$n -d 3 --seed 1 > topologies/regular-d3-$$n.topo && \
+	  ./murmur topo gen er -n $$n --seed 1 > topologies/er-$$n.topo && \
+	  ./murmur topo gen random-matching -n $$n --seed 1 > topologies/random-matching-$$n.topo \
+	  || exit 1; \
+	done; echo "topologies/: $$(ls topologies/*.topo | wc -l) files"
