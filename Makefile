@@ -70,6 +70,9 @@ $(BUILD)/%.o: %.c
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libmurmur.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIBS)
 
+# Test objects are intermediate files to make; keep them for incremental builds.
+.SECONDARY:
+
 # --- tests -------------------------------------------------------------------
 test: deps murmur $(TEST_BIN)
 	@BUILD=$(BUILD) sh tests/run-tests.sh

@@ -11,15 +11,16 @@ static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
     const char *summary;
+    int heavy_blas; /* worth re-executing for the right OpenBLAS kernel */
 } commands[] = {
-    {"train", cmd_train, "train one replica alone (no gossip)"},
-    {"generate", cmd_generate, "sample text from a checkpoint"},
-    {"node", cmd_node, "run one peer: train and gossip with its neighbours"},
-    {"topo", cmd_topo, "generate topology files and print their spectral facts"},
-    {"report", cmd_report, "merge a run's metrics: consensus distance vs accuracy"},
+    {"train", cmd_train, "train one replica alone (no gossip)", 1},
+    {"generate", cmd_generate, "sample text from a checkpoint", 1},
+    {"node", cmd_node, "run one peer: train and gossip with its neighbours", 1},
+    {"topo", cmd_topo, "generate topology files and print their spectral facts", 0},
+    {"report", cmd_report, "merge a run's metrics: consensus distance vs accuracy", 0},
     /* Hidden (no summary): used by scripts/fetch-brown.sh and the tests. */
-    {"data-prepare", cmd_data_prepare, NULL},
-    {"data-verify", cmd_data_verify, NULL},
+    {"data-prepare", cmd_data_prepare, NULL, 0},
+    {"data-verify", cmd_data_verify, NULL, 0},
 };
 
 static void usage(FILE *out)
@@ -50,7 +51,8 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (!strcmp(argv[1], commands[i].name)) {
-            mm_blas_fix_kernel(argc, argv);
+            if (commands[i].heavy_blas)
+                mm_blas_fix_kernel(argc, argv);
             return commands[i].run(argc - 1, argv + 1);
         }
     }
