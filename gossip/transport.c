@@ -399,7 +399,8 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.backoff_max_ms, 5000);
     DEFAULT(cfg.frame_timeout_ms, 30000);
     DEFAULT(cfg.round_window, 1000);
-    DEFAULT(cfg.max_conns_per_addr, 16);
+    /* Every other peer of a cluster launched on one host may dial at once. */
+    DEFAULT(cfg.max_conns_per_addr, cfg.n_peers > 16 ? cfg.n_peers : 16);
     /* A quiet but healthy peer must ping well within the other's timeout. */
     if (cfg.heartbeat_ms > cfg.peer_timeout_ms / 3)
         cfg.heartbeat_ms = cfg.peer_timeout_ms / 3 ? cfg.peer_timeout_ms / 3 : 1;

@@ -62,7 +62,7 @@ typedef struct {
 
     /* Rounds accepted are within [current - window, current + window]. */
     uint64_t round_window;          /* default 1000 */
-    uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default 16) */
+    uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
 
     /* Test-only: corrupt outgoing vectors ("nan", "inf", "huge"); NULL off. */
     const char *test_poison;
