@@ -276,8 +276,6 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
-    if (c.vector_len > 0)
-        c.eval_every = c.eval_every ? c.eval_every : 0;
     const char *why = mm_model_config_check(&c.model);
     if (why) {
         fprintf(stderr, "murmur node: %s\n", why);
