@@ -15,3 +15,8 @@ demo: all data report-deps
 	sh scripts/compare.sh -n $(DEMO_PEERS) -r $$name -p $(DEMO_PORT) -s 1 --partition genre \
 	    $(DEMO_TOPOS) -- $(DEMO_FLAGS) && \
 	echo && echo "demo: per-run reports: murmur report runs/$$name/<topology>; plots in runs/$$name/*/plots/"
+
+# make bench-node: the time split of 4 peers on a ring (scripts/bench-node.sh).
+.PHONY: bench-node
+bench-node: all data
+	@sh scripts/bench-node.sh
