@@ -5,7 +5,9 @@
 
 Prints key=value lines like tests/bench_model.c. The caller sets
 OPENBLAS_NUM_THREADS (and OPENBLAS_CORETYPE when comparing kernels) in the
-environment; this sets torch's own thread count to THREADS."""
+environment; this sets torch's own thread count to THREADS. A run stops
+early after BENCH_MAX_SECONDS (default 20) once it has 5 timed steps:
+oversubscribed threads on a loaded machine can make steps take seconds."""
 import os
 import statistics
 import sys
@@ -29,6 +31,8 @@ def main():
     data = torch.randint(0, 256, (B, T + 1))
     x, y = data[:, :-1], data[:, 1:]
     times = []
+    budget = float(os.environ.get("BENCH_MAX_SECONDS", "20"))
+    start = time.perf_counter()
     for s in range(steps + 3):
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
@@ -38,8 +42,11 @@ def main():
         opt.step()
         if s >= 3:
             times.append(time.perf_counter() - t0)
+            if len(times) >= 5 and time.perf_counter() - start > budget:
+                break
     step = statistics.median(times)
-    print(f"torch={torch.__version__} threads={torch.get_num_threads()} B={B} T={T}")
+    print(f"torch={torch.__version__} threads={torch.get_num_threads()} B={B} T={T} "
+          f"steps={len(times)}")
     print(f"step_ms={step * 1e3:.2f} loss={loss.item():.4f}")
     print(f"tokens_per_s={B * T / step:.0f}")
 
