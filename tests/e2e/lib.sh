@@ -3,7 +3,7 @@
 # starts are killed on exit whatever happens.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-MURMUR="$ROOT/murmur"
+MURMUR=${MURMUR:-$ROOT/murmur}
 T=$(mktemp -d "${TMPDIR:-/tmp}/murmur-e2e.XXXXXX")
 E2E_PIDS=""
 E2E_CLEANUP=""
