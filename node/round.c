@@ -351,6 +351,16 @@ static int exchange(node *nd, trainer *tr, uint64_t e, bool with_compute)
     return 0;
 }
 
+/* Every metrics line begins alike: what it is, whose, when. */
+static void metrics_head(node *nd, const char *ev, double t_start)
+{
+    mm_metrics_begin(&nd->metrics, ev);
+    mm_metrics_int(&nd->metrics, "peer", nd->id);
+    mm_metrics_int(&nd->metrics, "round", nd->round);
+    mm_metrics_int(&nd->metrics, "step", nd->step);
+    mm_metrics_num(&nd->metrics, "time", node_now() - t_start);
+}
+
 static void evaluate(node *nd, trainer *tr, double t_start)
 {
     const mm_node_config *c = nd->cfg;
@@ -363,11 +373,7 @@ static void evaluate(node *nd, trainer *tr, double t_start)
     }
     mm_sketch(nd->x, nd->P, c->sketch_seed, tr->sketch, c->sketch_dim);
     mm_metrics *m = &nd->metrics;
-    mm_metrics_begin(m, "eval");
-    mm_metrics_int(m, "peer", nd->id);
-    mm_metrics_int(m, "round", nd->round);
-    mm_metrics_int(m, "step", nd->step);
-    mm_metrics_num(m, "time", node_now() - t_start);
+    metrics_head(nd, "eval", t_start);
     mm_metrics_num(m, "val_loss", loss);
     mm_metrics_num(m, "val_bpb", loss / log(2.0));
     mm_metrics_num(m, "val_acc", acc);
@@ -441,11 +447,7 @@ static void log_round(node *nd, trainer *tr, double t_start, double loss, float 
             miss[missing++] = tr->v.in[k].peer;
 
     mm_metrics *m = &nd->metrics;
-    mm_metrics_begin(m, "round");
-    mm_metrics_int(m, "peer", nd->id);
-    mm_metrics_int(m, "round", nd->round);
-    mm_metrics_int(m, "step", nd->step);
-    mm_metrics_num(m, "time", node_now() - t_start);
+    metrics_head(nd, "round", t_start);
     mm_metrics_num(m, "loss", loss);
     mm_metrics_num(m, "lr", lr);
     mm_metrics_int(m, "bytes_sent", (long long)st.bytes_sent);
@@ -590,11 +592,7 @@ void *node_train_main(void *arg)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     mm_metrics *m = &nd->metrics;
-    mm_metrics_begin(m, "end");
-    mm_metrics_int(m, "peer", nd->id);
-    mm_metrics_int(m, "round", nd->round);
-    mm_metrics_int(m, "step", nd->step);
-    mm_metrics_num(m, "time", node_now() - t_start);
+    metrics_head(nd, "end", t_start);
     mm_metrics_str(m, "reason", stopping(nd) ? "signal" : "done");
     mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
     mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
