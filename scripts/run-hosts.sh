@@ -107,29 +107,42 @@ stop_all() {
     [ $stopped -eq 1 ] && return 0
     stopped=1
     echo "run-hosts: stopping every peer (SIGTERM on its host)" >&2
-    s=0
+    s=0; kpids=""
     for _ in $pids; do
         rssh "$(dest_of $s)" "f=$(quote "$(rdir_of $s)/node-$s/pid"); \
-            [ -f \"\$f\" ] && kill -TERM \$(cat \"\$f\") 2>/dev/null" || true
+            [ -f \"\$f\" ] && kill -TERM \$(cat \"\$f\") 2>/dev/null" &
+        kpids="$kpids $!"
         s=$((s + 1))
     done
+    for p in $kpids; do wait "$p" || true; done
 }
 on_signal() { interrupted=1; stop_all; }
+# wait_pid P: P's exit status in st. A trapped signal interrupts `wait`:
+# wait again until the process has really ended.
+wait_pid() {
+    while :; do
+        st=0; wait "$1" || st=$?
+        [ $st -gt 128 ] && kill -0 "$1" 2>/dev/null && continue
+        return 0
+    done
+}
 trap on_signal INT TERM HUP
 
-# start_peer K: copy what peer K needs to its host and start it there; the
-# ssh session lasts as long as the peer and ends with its exit status.
-start_peer() {
+# prepare_peer K: make peer K's directory on its host and copy there what
+# it needs (its own key only).
+prepare_peer() {
     k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
     rssh "$dest" "mkdir -p $(quote "$rdir/certs") $(quote "$rdir/node-$k") && \
         rm -f $(quote "$rdir/node-$k/pid")" || return 1
-    if ! in_place "$k"; then
-        rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
-        if [ $plaintext -eq 0 ]; then
-            rscp -p "$run/certs/ca.pem" "$run/certs/node-$k.pem" "$run/certs/node-$k.key" \
-                "$dest:$rdir/certs/" || return 1
-        fi
-    fi
+    in_place "$k" && return 0
+    rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
+    [ $plaintext -eq 1 ] && return 0
+    rscp -p "$run/certs/ca.pem" "$run/certs/node-$k.pem" "$run/certs/node-$k.key" "$dest:$rdir/certs/"
+}
+# start_peer K: start peer K on its host; the ssh session lasts as long as
+# the peer and ends with its exit status.
+start_peer() {
+    k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
     tls="--tls-dir $(quote "$rdir/certs")"
     [ $plaintext -eq 1 ] && tls=""
     # exec keeps the shell's pid for murmur, so node-K/pid is the peer's own
@@ -139,28 +152,39 @@ start_peer() {
     pids="$pids $!"
 }
 
+# Prepare every host at once, then start the peers in quick succession:
+# they wait --start-timeout for each other, so the copying must not spread
+# their starts.
 pids=""
 failed=0
+ppids=""
 k=0
-while [ $k -lt "$n" ] && [ $interrupted -eq 0 ]; do
-    if ! start_peer $k; then
-        echo "run-hosts: could not start peer $k on $(dest_of $k)" >&2
-        failed=1
-        stop_all
-        break
-    fi
+while [ $k -lt "$n" ]; do
+    prepare_peer $k > "$run/.prepare-$k.log" 2>&1 &
+    ppids="$ppids $!"
+    k=$((k + 1))
+done
+k=0
+for p in $ppids; do
+    wait_pid "$p"
+    [ $st -eq 0 ] || {
+        echo "run-hosts: could not prepare peer $k on $(dest_of $k):" >&2
+        sed 's/^/    /' "$run/.prepare-$k.log" >&2
+        failed=$((failed + 1))
+    }
+    rm -f "$run/.prepare-$k.log"
+    k=$((k + 1))
+done
+k=0
+while [ $k -lt "$n" ] && [ $failed -eq 0 ] && [ $interrupted -eq 0 ]; do
+    start_peer $k
     k=$((k + 1))
 done
 [ $failed -eq 0 ] && [ $interrupted -eq 0 ] && echo "run-hosts: started $n peers; run directory $run"
 
-# A trapped signal interrupts `wait`: wait again until the session has ended.
 k=0
 for p in $pids; do
-    while :; do
-        st=0; wait "$p" || st=$?
-        [ $st -gt 128 ] && kill -0 "$p" 2>/dev/null && continue
-        break
-    done
+    wait_pid "$p"
     if [ $st -ne 0 ]; then
         echo "run-hosts: peer $k exited with status $st (see node-$k/console.log)" >&2
         failed=$((failed + 1))

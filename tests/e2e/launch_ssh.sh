@@ -31,7 +31,12 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 LogLevel ERROR
 CFG
 # privilege separation directory: Debian's service creates it, we are no service
-[ "$(id -u)" = 0 ] && mkdir -p /run/sshd
+if [ "$(id -u)" = 0 ]; then
+    mkdir -p /run/sshd
+elif [ ! -d /run/sshd ]; then
+    echo "skip: sshd needs /run/sshd, and only root can make it"
+    exit 0
+fi
 /usr/sbin/sshd -t -f "$S/sshd_config" || fail "sshd rejects its test configuration"
 /usr/sbin/sshd -D -f "$S/sshd_config" -E "$S/sshd.log" &
 E2E_PIDS="$E2E_PIDS $!"
@@ -81,7 +86,7 @@ while [ $k -lt $n ]; do
     # TLS: only its own key went to its host, and it used it
     [ -f "$T/host-$k/short/certs/node-$k.key" ] || fail "peer $k's key not copied to its host"
     [ "$(ls "$T/host-$k/short/certs" | grep -c '\.key$')" = 1 ] || fail "host $k got other peers' keys"
-    grep -q -- "--plaintext" "$T/short.out" && fail "run went plaintext"
+    grep -q "is up (TLS" "$run/node-$k/node.log" || fail "peer $k's connections were not TLS"
     mixed=$(grep '"ev":"round"' "$m" | grep -c '"nbrs":\[[0-9]' || true)
     [ "$mixed" -gt $((rounds / 2)) ] || fail "peer $k mixed with its neighbours in only $mixed rounds"
     k=$((k + 1))
