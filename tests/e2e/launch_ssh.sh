@@ -41,9 +41,9 @@ fi
 /usr/sbin/sshd -D -f "$S/sshd_config" -E "$S/sshd.log" &
 E2E_PIDS="$E2E_PIDS $!"
 
-opts="-i $S/client_key -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5"
-export MURMUR_SSH="ssh -p $sport $opts"
-export MURMUR_SCP="scp -P $sport $opts"
+opts="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5 -o IdentitiesOnly=yes"
+export MURMUR_SSH="ssh -p $sport -i $S/client_key $opts"
+export MURMUR_SCP="scp -P $sport -i $S/client_key $opts"
 me=$(id -un)
 i=0
 until $MURMUR_SSH -o BatchMode=yes "$me@127.0.0.1" true </dev/null 2>/dev/null; do
@@ -95,6 +95,21 @@ MURMUR_NO_BLAS_FIX=1 "$MURMUR" report "$run" --no-plots > "$T/report.out" 2>&1 |
     { cat "$T/report.out" >&2; fail "murmur report failed on the collected run"; }
 [ -s "$run/report.csv" ] || fail "murmur report wrote no report.csv"
 note "murmur report: $(wc -l < "$run/report.csv") csv lines"
+
+# Bad launches fail at once with a reason: a hosts file that misses a
+# peer (usage, 2), and a host that refuses our key (1, nothing started).
+head -3 "$T/hosts" > "$T/hosts3"
+st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts3" -t "$T/ring.topo" -r bad1 \
+    -D "$T/data" > "$T/bad1.out" 2>&1 || st=$?
+[ $st = 2 ] && grep -q "must list 4 peers" "$T/bad1.out" || fail "a hosts file without peer 3 was not refused ($st)"
+ssh-keygen -q -t ed25519 -N '' -f "$S/stranger_key"
+hosts "$T/hosts4" bad2
+st=0; MURMUR_SSH="ssh -p $sport -i $S/stranger_key $opts" RUNS="$T/runs" \
+    sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts4" -t "$T/ring.topo" -r bad2 -D "$T/data" \
+    -- --no-train --vector-len 10 --rounds 1 > "$T/bad2.out" 2>&1 || st=$?
+[ $st = 1 ] && grep -q "could not prepare peer 0" "$T/bad2.out" || { cat "$T/bad2.out" >&2; fail "a refused ssh key did not fail the launch ($st)"; }
+ls "$T"/host-*/bad2/node-*/pid > /dev/null 2>&1 && fail "peers started although a host refused the key"
+note "bad hosts file: exit 2; refused key: exit 1, nothing started"
 
 # 2. Ctrl-C: SIGINT to run-hosts.sh stops every peer (SIGTERM on its host),
 # which ends its round, checkpoints and exits; the directories still come home.
