@@ -80,11 +80,15 @@ done
 if [ $plaintext -eq 0 ]; then
     sh "$here/make-certs.sh" "$run/certs" "$n" >/dev/null
 fi
+json_str() { # a JSON string literal of $1
+    printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/	/\\t/g' | tr '\n' ' ')"
+}
 {
-    printf '{"launcher":"run-hosts","name":"%s","peers":%s,' "$name" "$n"
-    printf '"topology":"%s","topology_sha256":"%s",' "$(basename "$topo")" "$(sha256sum "$topo" | cut -d' ' -f1)"
-    printf '"version":"%s","command":"%s","node_flags":"%s"}\n' "$("$murmur_local" --version)" \
-        "$0 -H $hosts -t $topo -r $name" "$*"
+    printf '{"launcher":"run-hosts","name":%s,"peers":%s,' "$(json_str "$name")" "$n"
+    printf '"topology":%s,"topology_sha256":"%s",' "$(json_str "$(basename "$topo")")" \
+        "$(sha256sum "$topo" | cut -d' ' -f1)"
+    printf '"started":"%s","version":%s,' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(json_str "$("$murmur_local" --version)")"
+    printf '"command":%s,"node_flags":%s}\n' "$(json_str "$0 -H $hosts -t $topo -r $name")" "$(json_str "$*")"
 } > "$run/manifest.json"
 
 # field K COLUMN: one column of peer K's line in the hosts file
@@ -132,7 +136,9 @@ trap on_signal INT TERM HUP
 # it needs (its own key only).
 prepare_peer() {
     k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
-    rssh "$dest" "mkdir -p $(quote "$rdir/certs") $(quote "$rdir/node-$k") && \
+    dirs="$(quote "$rdir/node-$k")"
+    [ $plaintext -eq 1 ] || dirs="$dirs $(quote "$rdir/certs")"
+    rssh "$dest" "mkdir -p $dirs && \
         rm -f $(quote "$rdir/node-$k/pid")" || return 1
     in_place "$k" && return 0
     rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
@@ -192,13 +198,23 @@ for p in $pids; do
     k=$((k + 1))
 done
 
-# Bring every peer's directory home (unless it already writes here).
-k=0
+# Bring every peer's directory home (unless it already writes here), all at once.
+k=0; fpids=""
 for _ in $pids; do
-    if ! in_place $k; then
+    if in_place $k; then
+        fpids="$fpids -"
+    else
         rm -rf "$run/node-$k"
-        rscp -r "$(dest_of $k):$(rdir_of $k)/node-$k" "$run/" ||
-            { echo "run-hosts: could not fetch node-$k from $(dest_of $k)" >&2; failed=$((failed + 1)); }
+        rscp -r "$(dest_of $k):$(rdir_of $k)/node-$k" "$run/" &
+        fpids="$fpids $!"
+    fi
+    k=$((k + 1))
+done
+k=0
+for p in $fpids; do
+    if [ "$p" != - ]; then
+        wait_pid "$p"
+        [ $st -eq 0 ] || { echo "run-hosts: could not fetch node-$k from $(dest_of $k)" >&2; failed=$((failed + 1)); }
     fi
     k=$((k + 1))
 done

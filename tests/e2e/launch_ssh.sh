@@ -76,6 +76,7 @@ RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts" -t "$T/ring.topo" -
     { cat "$T/short.out" >&2; fail "run-hosts.sh failed"; }
 note "4 peers over ssh, $rounds rounds: $(($(date +%s) - start))s"
 run="$T/runs/short"
+grep -q '"launcher":"run-hosts","name":"short","peers":4,' "$run/manifest.json" || fail "no manifest.json for the run"
 k=0
 while [ $k -lt $n ]; do
     m="$run/node-$k/metrics.jsonl"
@@ -95,6 +96,18 @@ MURMUR_NO_BLAS_FIX=1 "$MURMUR" report "$run" --no-plots > "$T/report.out" 2>&1 |
     { cat "$T/report.out" >&2; fail "murmur report failed on the collected run"; }
 [ -s "$run/report.csv" ] || fail "murmur report wrote no report.csv"
 note "murmur report: $(wc -l < "$run/report.csv") csv lines"
+
+# Two-column hosts file, plaintext: every peer is on this machine and writes
+# straight into runs/NAME (nothing copied either way).
+awk '{ print $1, $2 }' "$T/hosts" > "$T/hosts-inplace"
+RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts-inplace" -t "$T/ring.topo" -r inplace \
+    -D "$T/nodata" -- --plaintext --no-train --vector-len 100 --rounds 5 --log-every 0 --eval-every 0 \
+    > "$T/inplace.out" 2>&1 || { cat "$T/inplace.out" >&2; fail "in-place plaintext run failed"; }
+for k in 0 1 2 3; do
+    [ "$(jfield "$T/runs/inplace/node-$k/metrics.jsonl" end round)" = 5 ] || fail "in place: peer $k did not finish"
+done
+[ -d "$T/runs/inplace/certs" ] && fail "plaintext run made certificates"
+note "two-column hosts file, plaintext, in place: ok"
 
 # Bad launches fail at once with a reason: a hosts file that misses a
 # peer (usage, 2), and a host that refuses our key (1, nothing started).
