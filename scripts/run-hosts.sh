@@ -113,8 +113,10 @@ stop_all() {
     echo "run-hosts: stopping every peer (SIGTERM on its host)" >&2
     s=0; kpids=""
     for _ in $pids; do
-        rssh "$(dest_of $s)" "f=$(quote "$(rdir_of $s)/node-$s/pid"); \
-            [ -f \"\$f\" ] && kill -TERM \$(cat \"\$f\") 2>/dev/null" &
+        # node-K/stop stops a peer whose session has not yet got as far as
+        # writing its pid (the start checks it after writing the pid)
+        rssh "$(dest_of $s)" "d=$(quote "$(rdir_of $s)/node-$s"); touch \"\$d/stop\"; \
+            [ -s \"\$d/pid\" ] && kill -TERM \$(cat \"\$d/pid\") 2>/dev/null" &
         kpids="$kpids $!"
         s=$((s + 1))
     done
@@ -139,7 +141,7 @@ prepare_peer() {
     dirs="$(quote "$rdir/node-$k")"
     [ $plaintext -eq 1 ] || dirs="$dirs $(quote "$rdir/certs")"
     rssh "$dest" "mkdir -p $dirs && \
-        rm -f $(quote "$rdir/node-$k/pid")" || return 1
+        rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop")" || return 1
     in_place "$k" && return 0
     rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
     [ $plaintext -eq 1 ] && return 0
@@ -152,7 +154,8 @@ start_peer() {
     tls="--tls-dir $(quote "$rdir/certs")"
     [ $plaintext -eq 1 ] && tls=""
     # exec keeps the shell's pid for murmur, so node-K/pid is the peer's own
-    rssh "$dest" "cd $(quote "$rdir") && echo \$\$ > node-$k/pid && exec $(quote "$rmurmur") node \
+    rssh "$dest" "cd $(quote "$rdir") && echo \$\$ > node-$k/pid && { [ ! -e node-$k/stop ] || exit 130; } && \
+        exec $(quote "$rmurmur") node \
         --id $k --topology topology.txt --hosts hosts.txt --run-dir . $tls --data $(quote "$data") \
         $flags > node-$k/console.log 2>&1" &
     pids="$pids $!"

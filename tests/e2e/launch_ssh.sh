@@ -160,4 +160,30 @@ while [ $k -lt $n ]; do
     grep -q '"ev":"end".*"reason":"signal"' "$m" || fail "peer $k did not stop cleanly on the signal"
     k=$((k + 1))
 done
+# 3. SIGINT the moment the peers are launched (before some have even
+# written their pid): none may be left behind.
+hosts "$T/hosts3b" early
+RUNS="$T/runs" env --default-signal=INT sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts3b" -t "$T/ring.topo" \
+    -r early -D "$T/data" -- $model --rounds 100000 --eval-every 0 > "$T/early.out" 2>&1 &
+rh=$!; E2E_PIDS="$E2E_PIDS $rh"
+i=0
+until grep -q "started 4 peers" "$T/early.out"; do
+    i=$((i + 1)); [ $i -lt 600 ] || { cat "$T/early.out" >&2; fail "the early run never started"; }
+    sleep 0.05
+done
+kill -INT $rh
+i=0
+while kill -0 $rh 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 300 ] || fail "run-hosts.sh still running 30s after an early SIGINT"
+    sleep 0.1
+done
+st=0; wait $rh || st=$?
+[ $st = 130 ] || { cat "$T/early.out" >&2; fail "early SIGINT: exit $st, not 130"; }
+for k in 0 1 2 3; do
+    f="$T/host-$k/early/node-$k/pid"
+    # every session got as far as the pid (run-hosts.sh waited for them all)
+    [ -s "$f" ] || fail "early SIGINT: no pid file for peer $k"
+    kill -0 "$(cat "$f")" 2>/dev/null && fail "early SIGINT: peer $k still running"
+done
+note "early SIGINT: every peer stopped, $(grep -l '"ev":"round"' "$T"/host-*/early/node-*/metrics.jsonl 2>/dev/null | wc -l) of them after starting to train"
 echo "ok: run-hosts.sh over ssh (run, collect, report, SIGINT)"
