@@ -1,20 +1,22 @@
 # Several hosts for real on one machine: scripts/netns-lab.sh puts 4 network
 # namespaces on a bridge (10.213.0.1-4); one peer runs inside each, listening
 # on its lab address, and they find each other through a hosts file (TLS, a
-# short training run). Needs root and iproute2: without root the test says
-# why and passes; as root a lab that cannot be made is a failure.
+# short training run). Needs root and iproute2: when namespaces are refused
+# to a non-root user the test says why and passes; as root a lab that cannot
+# be made is a failure.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/pkgs.sh"
 lab="$ROOT/scripts/netns-lab.sh"
-if [ "$(id -u)" != 0 ]; then
-    echo "skip: network namespaces need root (scripts/netns-lab.sh); not root"
+need_pkgs iproute2 || { echo "skip: iproute2 missing and not root to install it"; exit 0; }
+tag="mt$(($$ % 10000))"
+sh "$lab" down "$tag" 2>/dev/null
+E2E_CLEANUP='sh "$lab" down "$tag" 2>/dev/null'
+if ! sh "$lab" up "$tag" 4 2> "$T/up.err"; then
+    # only root may be refused quietly: as root a broken lab is a failure
+    [ "$(id -u)" = 0 ] && { cat "$T/up.err" >&2; fail "scripts/netns-lab.sh up $tag 4 failed as root"; }
+    echo "skip: network namespaces not permitted (not root): $(head -1 "$T/up.err")"
     exit 0
 fi
-need_pkgs iproute2
-tag="mt$(($$ % 10000))"
-sh "$lab" down "$tag"
-E2E_CLEANUP='sh "$lab" down "$tag"'
-sh "$lab" up "$tag" 4 || fail "scripts/netns-lab.sh up $tag 4 failed: network namespaces must work as root"
 export MURMUR_NO_BLAS_FIX=1
 n=4
 rounds=30

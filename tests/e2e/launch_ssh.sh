@@ -37,6 +37,9 @@ elif [ ! -d /run/sshd ]; then
     echo "skip: sshd needs /run/sshd, and only root can make it"
     exit 0
 fi
+case "$(getent passwd "$(id -un)" | cut -d: -f7)" in
+*/nologin|*/false) echo "skip: $(id -un) has no login shell: sshd cannot run commands as it"; exit 0 ;;
+esac
 /usr/sbin/sshd -t -f "$S/sshd_config" || fail "sshd rejects its test configuration"
 /usr/sbin/sshd -D -f "$S/sshd_config" -E "$S/sshd.log" &
 E2E_PIDS="$E2E_PIDS $!"
