@@ -8,7 +8,8 @@
 #             HOST:PORT is where peer K listens (what the other peers dial);
 #             SSH_DEST is how to reach it with ssh (default HOST; may be
 #             user@host); REMOTE_DIR is where its run directory goes there
-#             (default: the same absolute path as runs/NAME here).
+#             (default: the same absolute path as runs/NAME here). Paths
+#             must not contain spaces or shell metacharacters.
 #   -t FILE   topology file        -r NAME   run name (runs/NAME)
 #   -m PATH   murmur binary on the hosts (default: this one's absolute path)
 #   -D DIR    prepared data directory on the hosts (default: data/brown's
@@ -17,16 +18,22 @@
 #
 # ssh and scp are taken from $MURMUR_SSH and $MURMUR_SCP (default 'ssh' and
 # 'scp', both with BatchMode=yes so that a missing key fails at once instead
-# of asking for a password). Ctrl-C stops every peer cleanly (SIGTERM on its
-# host) and still collects what they wrote. Exit status: non-zero if any peer
-# failed.
+# of asking for a password). RUNS (default runs/ next to scripts/) is where
+# runs/NAME goes. Each peer's console output is node-K/console.log.
+# Ctrl-C (or SIGTERM) stops every peer cleanly (SIGTERM on its host) and
+# still collects what they wrote. Exit status: 0 every peer exited 0 and was
+# collected; 1 a peer failed or could not be started or collected; 2 usage;
+# 130 interrupted.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 murmur_local="$root/murmur"
 hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"
-usage() { sed -n '2,25p' "$0" >&2; exit 2; }
+usage() { sed -n '2,27p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
+    case "$1" in
+    -H|-t|-r|-m|-D) [ $# -ge 2 ] || { echo "run-hosts: $1 needs a value" >&2; usage; } ;;
+    esac
     case "$1" in
     -H) hosts=$2; shift 2 ;;
     -t) topo=$2; shift 2 ;;
@@ -39,6 +46,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ -n "$hosts" ] && [ -n "$topo" ] && [ -n "$name" ] || usage
+case $name in /*|*..*|-*) echo "run-hosts: -r NAME: a name under runs/ (no leading /, no ..)" >&2; exit 2 ;; esac
 [ -f "$hosts" ] || { echo "run-hosts: no hosts file $hosts" >&2; exit 2; }
 [ -f "$topo" ] || { echo "run-hosts: no topology file $topo" >&2; exit 2; }
 [ -x "$murmur_local" ] || { echo "run-hosts: build murmur first (make)" >&2; exit 2; }
@@ -48,7 +56,11 @@ SCP=${MURMUR_SCP:-scp}
 plaintext=0
 for a in "$@"; do [ "$a" = --plaintext ] && plaintext=1; done
 
-run="$root/runs/$name"
+runs=${RUNS:-$root/runs}
+mkdir -p "$runs"
+runs=$(cd "$runs" && pwd)   # the peers cd elsewhere: paths must be absolute
+run="$runs/$name"
+[ -e "$run" ] && { echo "run-hosts: $run already exists: choose another -r NAME or remove it" >&2; exit 1; }
 mkdir -p "$run"
 cp "$topo" "$run/topology.txt"
 n=$("$murmur_local" topo info --json "$topo" | sed -n 's/.*"peers": *\([0-9]*\).*/\1/p' | head -1)
@@ -58,15 +70,25 @@ n=$("$murmur_local" topo info --json "$topo" | sed -n 's/.*"peers": *\([0-9]*\).
 awk '!/^[ \t]*(#|$)/ { print $1, $2 }' "$hosts" > "$run/hosts.txt"
 [ "$(wc -l < "$run/hosts.txt")" -eq "$n" ] ||
     { echo "run-hosts: $hosts must list $n peers (the topology has $n)" >&2; exit 2; }
+k=0
+while [ $k -lt "$n" ]; do
+    [ "$(awk -v k=$k '$1 == k' "$run/hosts.txt" | wc -l)" -eq 1 ] ||
+        { echo "run-hosts: $hosts must list peer $k exactly once" >&2; exit 2; }
+    k=$((k + 1))
+done
 
 if [ $plaintext -eq 0 ]; then
     sh "$here/make-certs.sh" "$run/certs" "$n" >/dev/null
 fi
+json_str() { # a JSON string literal of $1
+    printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/	/\\t/g' | tr '\n' ' ')"
+}
 {
-    printf '{"launcher":"run-hosts","name":"%s","peers":%s,' "$name" "$n"
-    printf '"topology":"%s","topology_sha256":"%s",' "$(basename "$topo")" "$(sha256sum "$topo" | cut -d' ' -f1)"
-    printf '"version":"%s","command":"%s","node_flags":"%s"}\n' "$("$murmur_local" --version)" \
-        "$0 -H $hosts -t $topo -r $name" "$*"
+    printf '{"launcher":"run-hosts","name":%s,"peers":%s,' "$(json_str "$name")" "$n"
+    printf '"topology":%s,"topology_sha256":"%s",' "$(json_str "$(basename "$topo")")" \
+        "$(sha256sum "$topo" | cut -d' ' -f1)"
+    printf '"started":"%s","version":%s,' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(json_str "$("$murmur_local" --version)")"
+    printf '"command":%s,"node_flags":%s}\n' "$(json_str "$0 -H $hosts -t $topo -r $name")" "$(json_str "$*")"
 } > "$run/manifest.json"
 
 # field K COLUMN: one column of peer K's line in the hosts file
@@ -74,66 +96,132 @@ field() { awk -v k="$1" -v c="$2" '!/^[ \t]*(#|$)/ && $1 == k { print $c }' "$ho
 dest_of() { d=$(field "$1" 3); [ -n "$d" ] || d=$(field "$1" 2 | sed 's/:[0-9]*$//'); echo "$d"; }
 rdir_of() { d=$(field "$1" 4); [ -n "$d" ] || d=$run; echo "$d"; }
 is_local() { case "${1#*@}" in localhost|127.*|"$(hostname)") return 0 ;; esac; return 1; }
+# the peer writes straight into this run directory: nothing to copy either way
+in_place() { [ "$(rdir_of "$1")" = "$run" ] && is_local "$(dest_of "$1")"; }
 quote() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+rssh() { $SSH -o BatchMode=yes "$@" </dev/null; }
+rscp() { $SCP -o BatchMode=yes -q "$@" </dev/null; }
 
 flags=""
 for a in "$@"; do flags="$flags $(quote "$a")"; done
 
-pids=""
-k=0
-while [ $k -lt "$n" ]; do
-    dest=$(dest_of $k); rdir=$(rdir_of $k)
-    $SSH -o BatchMode=yes "$dest" "mkdir -p $(quote "$rdir/certs")" </dev/null
-    files="$run/topology.txt $run/hosts.txt"
-    [ $plaintext -eq 1 ] || files="$files $run/certs/ca.pem $run/certs/node-$k.pem $run/certs/node-$k.key"
-    for f in $files; do
-        case "$f" in */certs/*) to="$rdir/certs/" ;; *) to="$rdir/" ;; esac
-        # the same file on this very machine: copying it onto itself would truncate it
-        if [ "$rdir" = "$run" ] && is_local "$dest"; then continue; fi
-        $SCP -o BatchMode=yes -q -p "$f" "$dest:$to" </dev/null
-    done
-    tls="--tls-dir $(quote "$rdir/certs")"
-    [ $plaintext -eq 1 ] && tls=""
-    $SSH -o BatchMode=yes "$dest" "cd $(quote "$rdir") && mkdir -p node-$k && \
-        echo \$\$ > node-$k/pid && exec $(quote "$rmurmur") node --id $k \
-        --topology topology.txt --hosts hosts.txt --run-dir . $tls --data $(quote "$data") $flags \
-        > node-$k/stdout.log 2>&1" </dev/null &
-    pids="$pids $!"
-    k=$((k + 1))
-done
-echo "run-hosts: started $n peers; run directory $run"
-
+interrupted=0
+stopped=0
 stop_all() {
-    trap '' INT TERM
-    echo "run-hosts: stopping every peer" >&2
-    k=0
-    while [ $k -lt "$n" ]; do
-        $SSH -o BatchMode=yes "$(dest_of $k)" "kill -TERM \$(cat $(quote "$(rdir_of $k)/node-$k/pid")) 2>/dev/null" </dev/null || true
-        k=$((k + 1))
+    [ $stopped -eq 1 ] && return 0
+    stopped=1
+    echo "run-hosts: stopping every peer (SIGTERM on its host)" >&2
+    s=0; kpids=""
+    for _ in $pids; do
+        # node-K/stop stops a peer whose session has not yet got as far as
+        # writing its pid (the start checks it after writing the pid)
+        rssh "$(dest_of $s)" "d=$(quote "$(rdir_of $s)/node-$s"); touch \"\$d/stop\"; \
+            [ -s \"\$d/pid\" ] && kill -TERM \$(cat \"\$d/pid\") 2>/dev/null" &
+        kpids="$kpids $!"
+        s=$((s + 1))
+    done
+    for p in $kpids; do wait "$p" || true; done
+}
+on_signal() { interrupted=1; stop_all; }
+# wait_pid P: P's exit status in st. A trapped signal interrupts `wait`:
+# wait again until the process has really ended.
+wait_pid() {
+    while :; do
+        st=0; wait "$1" || st=$?
+        [ $st -gt 128 ] && kill -0 "$1" 2>/dev/null && continue
+        return 0
     done
 }
-trap stop_all INT TERM
+trap on_signal INT TERM HUP
 
+# prepare_peer K: make peer K's directory on its host and copy there what
+# it needs (its own key only).
+prepare_peer() {
+    k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
+    dirs="$(quote "$rdir/node-$k")"
+    [ $plaintext -eq 1 ] || dirs="$dirs $(quote "$rdir/certs")"
+    rssh "$dest" "mkdir -p $dirs && \
+        rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop")" || return 1
+    in_place "$k" && return 0
+    rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
+    [ $plaintext -eq 1 ] && return 0
+    rscp -p "$run/certs/ca.pem" "$run/certs/node-$k.pem" "$run/certs/node-$k.key" "$dest:$rdir/certs/"
+}
+# start_peer K: start peer K on its host; the ssh session lasts as long as
+# the peer and ends with its exit status.
+start_peer() {
+    k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
+    tls="--tls-dir $(quote "$rdir/certs")"
+    [ $plaintext -eq 1 ] && tls=""
+    # exec keeps the shell's pid for murmur, so node-K/pid is the peer's own
+    rssh "$dest" "cd $(quote "$rdir") && echo \$\$ > node-$k/pid && { [ ! -e node-$k/stop ] || exit 130; } && \
+        exec $(quote "$rmurmur") node \
+        --id $k --topology topology.txt --hosts hosts.txt --run-dir . $tls --data $(quote "$data") \
+        $flags > node-$k/console.log 2>&1" &
+    pids="$pids $!"
+}
+
+# Prepare every host at once, then start the peers in quick succession:
+# they wait --start-timeout for each other, so the copying must not spread
+# their starts.
+pids=""
 failed=0
+ppids=""
+k=0
+while [ $k -lt "$n" ]; do
+    prepare_peer $k > "$run/.prepare-$k.log" 2>&1 &
+    ppids="$ppids $!"
+    k=$((k + 1))
+done
+k=0
+for p in $ppids; do
+    wait_pid "$p"
+    [ $st -eq 0 ] || {
+        echo "run-hosts: could not prepare peer $k on $(dest_of $k):" >&2
+        sed 's/^/    /' "$run/.prepare-$k.log" >&2
+        failed=$((failed + 1))
+    }
+    rm -f "$run/.prepare-$k.log"
+    k=$((k + 1))
+done
+k=0
+while [ $k -lt "$n" ] && [ $failed -eq 0 ] && [ $interrupted -eq 0 ]; do
+    start_peer $k
+    k=$((k + 1))
+done
+[ $failed -eq 0 ] && [ $interrupted -eq 0 ] && echo "run-hosts: started $n peers; run directory $run"
+
 k=0
 for p in $pids; do
-    if ! wait "$p"; then
-        echo "run-hosts: peer $k failed (see node-$k/stdout.log)" >&2
+    wait_pid "$p"
+    if [ $st -ne 0 ]; then
+        echo "run-hosts: peer $k exited with status $st (see node-$k/console.log)" >&2
         failed=$((failed + 1))
     fi
     k=$((k + 1))
 done
 
-# Bring every peer's directory home (unless it already writes here).
-k=0
-while [ $k -lt "$n" ]; do
-    dest=$(dest_of $k); rdir=$(rdir_of $k)
-    if [ "$rdir" != "$run" ] || ! is_local "$dest"; then
+# Bring every peer's directory home (unless it already writes here), all at once.
+k=0; fpids=""
+for _ in $pids; do
+    if in_place $k; then
+        fpids="$fpids -"
+    else
         rm -rf "$run/node-$k"
-        $SCP -o BatchMode=yes -q -r "$dest:$rdir/node-$k" "$run/" </dev/null ||
-            { echo "run-hosts: could not fetch node-$k from $dest" >&2; failed=$((failed + 1)); }
+        rscp -r "$(dest_of $k):$(rdir_of $k)/node-$k" "$run/" &
+        fpids="$fpids $!"
     fi
     k=$((k + 1))
 done
+k=0
+for p in $fpids; do
+    if [ "$p" != - ]; then
+        wait_pid "$p"
+        [ $st -eq 0 ] || { echo "run-hosts: could not fetch node-$k from $(dest_of $k)" >&2; failed=$((failed + 1)); }
+    fi
+    k=$((k + 1))
+done
+trap - INT TERM HUP
 echo "run-hosts: $n peers, $failed failed; results in $run"
+[ $interrupted -eq 1 ] && exit 130
 [ $failed -eq 0 ]

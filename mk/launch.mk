@@ -1,0 +1,5 @@
+# Launch paths (docs/launching.md): the packages their end-to-end tests use.
+#   make launch-deps   ssh server/client, Open MPI's mpirun, iproute2
+.PHONY: launch-deps
+launch-deps:
+	@$(call ensure_pkgs,openssh-server openssh-client openmpi-bin iproute2)
