@@ -57,7 +57,7 @@ void mm_report_print_table(const mm_report *r, FILE *out)
                     F("%.4f", w->avg_val_loss), F("%.4f", w->avg_val_acc));
         }
         fprintf(out, "(sketch%%: error of the sketch estimate against exact; avg_loss/avg_acc: "
-                     "the averaged model, once mm_report_eval_average is wired)\n");
+                     "the averaged model on the validation sample)\n");
     }
 
     fprintf(out, "\n%-8s %6s %8s %6s %-8s %10s %9s %5s\n", "peer", "starts", "rounds", "evals",

@@ -9,7 +9,9 @@
 # `murmur report --compare` writes the comparison -- final accuracy, final
 # consensus distance, bytes per peer and wall time per topology -- to
 # stdout and runs/NAME/compare.csv, and one PNG (runs/NAME/compare.png)
-# overlaying consensus distance (log) and accuracy against round.
+# overlaying consensus distance (log) and accuracy against round. Each run
+# also gets its own report: runs/NAME/<topology>/report.txt, report.csv
+# and plots/.
 #   -s SEED            adds --seed SEED to the node flags
 #   --partition MODE   adds --partition MODE (e.g. genre) to the node flags
 # Exit status: 0 all runs and the comparison succeeded; 1 something failed
@@ -74,7 +76,13 @@ while IFS= read -r topo <&3; do
 done 3<"$tlist"
 
 set --
-for t in $dirs; do set -- "$@" "$RUNS/$name/$t"; done
+for t in $dirs; do
+    set -- "$@" "$RUNS/$name/$t"
+    # Each run's own report (table in report.txt, report.csv, plots/), so
+    # the per-run figures are there to look at after the comparison.
+    "$MURMUR" report "$RUNS/$name/$t" > "$RUNS/$name/$t/report.txt" 2>&1 ||
+        echo "compare: murmur report $RUNS/$name/$t failed (see its report.txt)" >&2
+done
 [ $# -gt 0 ] || { echo "compare: no run produced a directory" >&2; exit 1; }
 "$MURMUR" report --compare "$@" --csv "$RUNS/$name/compare.csv" --plot "$RUNS/$name/compare.png" || failed=1
 exit $failed
