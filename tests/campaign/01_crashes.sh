@@ -20,7 +20,7 @@ flags="--topology $T/ring.topo --base-port $port --plaintext --data $T/data --ru
        --log-every 1000"
 peer() { k=$1; shift; MURMUR_NO_BLAS_FIX=1 exec "$MURMUR" node --id "$k" $flags "$@" >> "$T/peer$k.out" 2>&1; }
 m() { echo "$run/node-$1/metrics.jsonl"; }
-starts() { grep -c '"ev":"start"' "$(m "$1")" 2>/dev/null || echo 0; }
+starts() { count_ev "$(m "$1")" start; }
 
 k=0
 while [ $k -lt $N ]; do peer $k & eval "p$k=\$!"; E2E_PIDS="$E2E_PIDS $!"; k=$((k + 1)); done

@@ -39,3 +39,7 @@ last_round() { grep "\"ev\":\"round\"" "$1" 2>/dev/null | sed -n "s/.*\"round\":
 campaign_line() { # name injected survived lost recover
     echo "CAMPAIGN scenario=$1 injected=$2 survived=$3 lost=$4 recover=$5"
 }
+# count_ev FILE EV: lines of event EV (0 when the file does not exist yet).
+count_ev() { awk -v e="\"ev\":\"$2\"" 'index($0, e) { n++ } END { print n + 0 }' "$1" 2>/dev/null || echo 0; }
+# life_rounds FILE: round lines since the last start line (this life's).
+life_rounds() { awk '/"ev":"start"/ { c = 0 } /"ev":"round"/ { c++ } END { print c + 0 }' "$1" 2>/dev/null || echo 0; }
