@@ -10,7 +10,7 @@ pick() { if full; then echo "$2"; else echo "$1"; fi; }
 
 now() { date +%s.%N | cut -c1-14; }
 # elapsed T0 [T1]: seconds since T0, one decimal.
-elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.1f", b - a }'; }
+elapsed() { awk -v a="$1" -v b="${2:-$(now)}" 'BEGIN { printf "%.2f", b - a }'; }
 # rand N: a random integer in 0..N-1.
 rand() { echo $(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % $1 )); }
 
