@@ -85,13 +85,19 @@ first_cut=$(echo $r_cut | tr ' ' '\n' | sort -n | head -1)
 last_heal=$(echo $r_heal | tr ' ' '\n' | sort -n | tail -1)
 pre=$(awk -v c="$first_cut" '$1 <= c { v = $2 } END { print v }' "$T/xi")
 peak=$(awk -v c="$first_cut" -v h="$last_heal" '$1 > c && $1 <= h + 20 && $2 > p { p = $2 } END { print p + 0 }' "$T/xi")
-back=$(awk -v h="$last_heal" -v p="$pre" '$1 > h && $2 <= 1.25 * p { print $1; exit }' "$T/xi")
+# Back = the first evaluated round after healing from which the distance
+# stays within 1.25x of the pre-cut level for three evaluations running.
+back=$(awk -v h="$last_heal" -v p="$pre" '$1 > h { if ($2 <= 1.25 * p) { if (!s) s = $1; if (++n >= 3) { print s; exit } } else { s = 0; n = 0 } }' "$T/xi")
+note "consensus distance by round: $(awk -v c="$first_cut" '$1 >= c - 10 { printf "%s%d:%.3g", (n++ ? " " : ""), $1, $2 }' "$T/xi")"
 final=$(tail -1 "$T/xi" | cut -d' ' -f2)
 note "consensus distance: $pre before the cut, peak $peak while cut, $final at the end"
 awk -v p="$pre" -v k="$peak" 'BEGIN { exit !(k >= 2 * p) }' ||
     { note "the partition did not raise the consensus distance (pre $pre, peak $peak)"; lost=$((lost + 1)); }
 if [ -n "$back" ]; then
-    rec=$((back - last_heal)); note "back within 1.25x of the pre-partition level at round $back: $rec rounds after healing"
+    # Counted from the earliest peer's round at the heal (the halves drift
+    # apart in round numbers while cut; the laggards fast-forward after).
+    first_heal=$(echo $r_heal | tr ' ' '\n' | sort -n | head -1)
+    rec=$((back - first_heal)); note "back within 1.25x of the pre-partition level at round $back: $rec rounds after the heal (peers were at rounds $first_heal..$last_heal)"
 else
     rec=-; note "never back to the pre-partition level"; lost=$((lost + 1))
 fi
