@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$(dirname "$0")/lib/faults.sh"
 N=8
-rounds=$(pick 160 800)
+rounds=$(pick 240 800)
 kills=$(pick 3 10)
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n $N > "$T/ring.topo" 2>/dev/null
