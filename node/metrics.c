@@ -159,13 +159,21 @@ int mm_metrics_end(mm_metrics *m)
     struct stat st;
     off_t before = fstat(m->fd, &st) == 0 ? st.st_size : -1;
     ssize_t w = write(m->fd, m->buf, m->len);
-    if (w == (ssize_t)m->len)
+    if (w == (ssize_t)m->len) {
+        /* Say when a loss ends, so that every episode (a disk full twice)
+         * is visible in the log and the gap can be found in the file. */
+        if (m->losing)
+            mm_info("metrics: writing again (%lu lines lost so far)", m->lines_lost);
+        m->losing = false;
         return 0;
+    }
     int e = w < 0 ? errno : ENOSPC;
     /* Never leave half a line behind: cut back to where it began. */
     if (w > 0 && before >= 0 && ftruncate(m->fd, before) != 0)
         mm_error("metrics: could not cut back a partial line: %s", strerror(errno));
-    if (m->lines_lost++ == 0)
+    m->lines_lost++;
+    if (!m->losing)
         mm_error("metrics: cannot write a line (%s); metrics are being lost", strerror(e));
+    m->losing = true;
     return -1;
 }

@@ -17,6 +17,7 @@ typedef struct {
     bool in_object;
     bool object_first;
     unsigned long lines_lost;  /* lines that could not be written */
+    bool losing;               /* the last line could not be written */
 } mm_metrics;
 
 int mm_metrics_open(mm_metrics *m, const char *path, char *err, size_t errlen);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cblas.h>
+#include <dirent.h>
 
 #include "gossip/log.h"
 #include "model/sha256.h"
@@ -381,6 +382,32 @@ static void fingerprint(const node *nd, uint8_t fp[32])
     }
 }
 
+/* mm_write_atomic writes NAME.tmp.PID and renames it; a peer killed mid-write
+ * leaves that temp file behind (a whole checkpoint's worth of disk). Remove
+ * those whose writer is gone, so repeated crashes do not fill the disk. A
+ * temp file of a live process (another murmur on the same dir) is left. */
+static void sweep_stale_temps(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        const char *t = strstr(e->d_name, ".tmp.");
+        if (!t || !t[5])
+            continue;
+        char *end;
+        long pid = strtol(t + 5, &end, 10);
+        if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+            continue;
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (unlink(path) == 0)
+            mm_info("removed %s, left by a writer that died mid-write", path);
+    }
+    closedir(d);
+}
+
 static int try_resume(node *nd, char *err, size_t errlen)
 {
     char path[1100];
@@ -460,6 +487,9 @@ int mm_node_run(const mm_node_config *c)
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(logf);
     openblas_set_num_threads(c->threads);
+    sweep_stale_temps(nd->dir);
+    snprintf(path, sizeof path, "%s/snap", nd->dir);
+    sweep_stale_temps(path);
 
     mm_rng_seed(&nd->rng, c->seed ^ (0xa0761d6478bd642fULL * (nd->id + 1)));
     if (setup_replica(nd, err, sizeof err) != 0 || (c->resume && try_resume(nd, err, sizeof err) != 0)) {

@@ -1,6 +1,7 @@
 #!/bin/sh
-# Runs every unit test program (build/tests/test_*) and every end-to-end test
-# (tests/e2e/*.sh), each under a time limit, and ends with one summary line
+# Runs every unit test program (build/tests/test_*), every end-to-end test
+# (tests/e2e/*.sh) and every fault-campaign scenario (tests/campaign/*.sh,
+# short mode), each under a time limit, and ends with one summary line
 # "N passed, N failed". Exit status: 0 only when nothing failed.
 #   TESTS=pattern   run only the tests whose name contains pattern
 BUILD=${BUILD:-build}
@@ -26,6 +27,12 @@ done
 for t in tests/e2e/*.sh; do
     [ -f "$t" ] || continue
     run "e2e/$(basename "$t" .sh)" 900 sh "$t"
+done
+# The fault campaign's scenarios, in their quick version (scripts/campaign.sh
+# runs the full one).
+for t in tests/campaign/*.sh; do
+    [ -f "$t" ] || continue
+    run "campaign/$(basename "$t" .sh)" 300 env CAMPAIGN_MODE=short sh "$t"
 done
 [ -n "$failed" ] && printf 'failed:%s\n' "$failed"
 printf '%d passed, %d failed\n' "$pass" "$fail"
