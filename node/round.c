@@ -470,6 +470,33 @@ static void log_round(node *nd, trainer *tr, double t_start, double loss, float 
                 nd->t_compute, nd->t_comm, nd->t_wait);
 }
 
+/* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
+ * that a test or an operator can compare it with what was sent. The loop
+ * copies the counters at every exchange, so they are as of the last one. */
+static void write_refusals(node *nd, mm_metrics *m)
+{
+    mm_transport_stats st;
+    pthread_mutex_lock(&nd->mu);
+    st = nd->stats;
+    pthread_mutex_unlock(&nd->mu);
+    const struct { const char *name; uint64_t v; } f[] = {
+        {"bad_magic", st.bad_magic}, {"bad_version", st.bad_version},
+        {"bad_type", st.bad_type}, {"bad_length", st.bad_length},
+        {"bad_checksum", st.bad_checksum}, {"bad_fingerprint", st.bad_fingerprint},
+        {"bad_round", st.bad_round}, {"bad_values", st.bad_values},
+        {"bad_identity", st.bad_identity}, {"bad_tls", st.bad_tls},
+        {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
+        {"flood_refused", st.flood_refused},
+    };
+    uint64_t total = 0;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        total += f[i].v;
+    mm_metrics_int(m, "conns_accepted", (long long)st.conns_accepted);
+    mm_metrics_int(m, "refused", (long long)total);
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        mm_metrics_int(m, f[i].name, (long long)f[i].v);
+}
+
 static void write_start(node *nd)
 {
     const mm_node_config *c = nd->cfg;
@@ -599,6 +626,7 @@ void *node_train_main(void *arg)
     mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
     mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
     mm_metrics_int(m, "stale_dropped", (long long)nd->stale_dropped);
+    write_refusals(nd, m);
     mm_metrics_end(m);
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             nd->round, nd->step, node_now() - t_start, nd->t_compute, nd->t_comm, nd->t_wait,
