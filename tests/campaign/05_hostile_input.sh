@@ -42,6 +42,7 @@ tpeer() { k=$1; shift; MURMUR_NO_BLAS_FIX=1 exec "$MURMUR" node --id "$k" $tflag
 rounds_of() { awk '/"ev":"round"/ { n++ } END { print n + 0 }' "$1/node-$2/metrics.jsonl" 2>/dev/null || echo 0; }
 now() { date +%s.%N; }
 rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
 t0=$(now)
 pids=""
@@ -56,21 +57,24 @@ while [ "$(rounds_of "$run" 1)" -lt 10 ] || [ "$(rounds_of "$trun" 1)" -lt 10 ];
 done
 # The rate before: `time` in the round lines is seconds since the peer
 # started, which is t0 (to a few ms, in both directions).
-ta=$(now); sleep "$before"; tb=$(now)
+ta=$(now); ca=$(cpu_ticks "$p1"); sleep "$before"; tb=$(now); cb=$(cpu_ticks "$p1")
 rss0=$(rss_kb "$p1")
 note "attacking peer 1 (plaintext) and TLS peer 1 for the next seconds"
-"$HC" 127.0.0.1 $((port + 1)) 1 malformed $n_bad 1 > "$T/hc.bad" 2>&1 & hb=$!
+"$HC" 127.0.0.1 $((tport + 1)) 1 tls $n_tls 4 > "$T/hc.tls" 2>&1 & ht=$!
+"$HC" 127.0.0.1 $((tport + 1)) 1 tlshalf $n_tlshalf 5 > "$T/hc.tlshalf" 2>&1 & hth=$!
+E2E_PIDS="$E2E_PIDS $ht $hth"
+hc_fail=""
+# The malformed frames first, alone: during a flood, the per-address cap
+# refuses every new connection from 127.0.0.1 as a flood, whatever it sends.
+"$HC" 127.0.0.1 $((port + 1)) 1 malformed $n_bad 1 > "$T/hc.bad" 2>&1 || hc_fail=" bad"
 "$HC" 127.0.0.1 $((port + 1)) 1 half $n_half 2 > "$T/hc.half" 2>&1 & hh=$!
 sleep 0.5 # the half-frames are in: the flood meets them in the per-address cap
 "$HC" 127.0.0.1 $((port + 1)) 1 flood $n_flood 3 > "$T/hc.flood" 2>&1 & hf=$!
-"$HC" 127.0.0.1 $((tport + 1)) 1 tls $n_tls 4 > "$T/hc.tls" 2>&1 & ht=$!
-"$HC" 127.0.0.1 $((tport + 1)) 1 tlshalf $n_tlshalf 5 > "$T/hc.tlshalf" 2>&1 & hth=$!
-E2E_PIDS="$E2E_PIDS $hb $hh $hf $ht $hth"
-hc_fail=""
-for h in bad:$hb half:$hh flood:$hf tls:$ht tlshalf:$hth; do
+E2E_PIDS="$E2E_PIDS $hh $hf"
+for h in half:$hh flood:$hf tls:$ht tlshalf:$hth; do
     wait "${h#*:}" || hc_fail="$hc_fail ${h%%:*}"
 done
-tc=$(now)
+tc=$(now); cc=$(cpu_ticks "$p1")
 rss1=$(rss_kb "$p1")
 for f in bad half flood tls tlshalf; do sed "s/^/  $f: /" "$T/hc.$f"; done
 [ -z "$hc_fail" ] || fail "hostile client runs failed or connections left open:$hc_fail"
@@ -99,8 +103,20 @@ for k in 0 1 2 3; do
     [ -z "$bad" ] || fail "peer $k mixed a vector from $bad"
     ! grep '"ev":"round"' "$m" | grep -q '"loss":\(nan\|inf\|null\|-inf\)' || fail "peer $k: non-finite loss"
 done
-# Noisy 2-core machine: the bar is a factor of 2, the figure is printed.
-awk -v w="$worst" 'BEGIN { exit !(w >= 0.5) }' || fail "honest peers slowed down to x$worst of their rate under attack"
+# CPU time of the attacked peer per round it completed: what the attack
+# costs it, whatever else the machine runs.
+m1="$run/node-1/metrics.jsonl"
+cpr() { awk -v t="$1" -v r="$2" 'BEGIN { printf "%.2f", (r > 0 ? 10 * t / r : 0) }'; }
+nb=$(awk -v x="$(rate "$m1" "$ta" "$tb")" -v a="$ta" -v b="$tb" 'BEGIN { printf "%d", x * (b - a) + 0.5 }')
+nd=$(awk -v x="$(rate "$m1" "$tb" "$tc")" -v a="$tb" -v b="$tc" 'BEGIN { printf "%d", x * (b - a) + 0.5 }')
+cpu_b=$(cpr $((cb - ca)) "$nb"); cpu_d=$(cpr $((cc - cb)) "$nd")
+cpu_ratio=$(awk -v a="$cpu_b" -v b="$cpu_d" 'BEGIN { printf "%.2f", (a > 0 ? b / a : 0) }')
+note "attacked peer: $cpu_b ms of CPU per round before, $cpu_d during the attack (x$cpu_ratio)"
+# The machine is shared and noisy: the bar for the wall-clock rate is a
+# factor of 2, and a slower rate passes only when the attacked peer's own
+# CPU per round did not grow by half (the slowdown came from elsewhere).
+awk -v w="$worst" -v c="$cpu_ratio" 'BEGIN { exit !(w >= 0.5 || c <= 1.5) }' ||
+    fail "honest peers slowed down to x$worst of their rate under attack (attacked peer: x$cpu_ratio CPU per round)"
 growth=$(( (rss1 - rss0) / 1024 ))
 note "attacked peer RSS: $((rss0 / 1024)) MiB before, $((rss1 / 1024)) MiB after (+$growth MiB)"
 [ "$growth" -lt 32 ] || fail "attacked peer grew by $growth MiB"
@@ -134,4 +150,4 @@ for k in 0 2 3; do
     r=$(jfield "$run/node-$k/metrics.jsonl" end refused | tail -1)
     [ "$r" -eq 0 ] || fail "peer $k, not attacked, refused $r connections"
 done
-echo "CAMPAIGN scenario=hostile_input injected=$injected survived=$counted lost=$((injected - counted)) recover=rate_x$worst,rss+${growth}MiB"
+echo "CAMPAIGN scenario=hostile_input injected=$injected survived=$counted lost=$((injected - counted)) recover=rate_x$worst,cpu_per_round_x$cpu_ratio,rss+${growth}MiB"
