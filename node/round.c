@@ -21,6 +21,7 @@
 #include "gossip/log.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
+#include "gossip/wire.h"
 #include "model/eval.h"
 #include "model/sha256.h"
 #include "node/node_internal.h"
@@ -572,7 +573,7 @@ void *node_train_main(void *arg)
         write_snapshot(nd);
 
     int G = c->gossip_steps > 0 ? c->gossip_steps : 1;
-    bool checkpoint_failed = false;
+    bool checkpoint_failed = false, params_lost = false;
     while (nd->round < c->rounds && !stopping(nd)) {
         if (mm_topo_round(nd->topo, nd->id, (uint64_t)nd->round, &tr.v) != 0) {
             mm_error("topology has no round %ld for peer %u", nd->round, nd->id);
@@ -601,6 +602,19 @@ void *node_train_main(void *arg)
             break; /* stopping: this round is abandoned */
         double loss = tr.loss_n ? tr.loss_sum / tr.loss_n : NAN;
         log_round(nd, &tr, t_start, loss, lr);
+        /* The wire refuses NaN/Inf, but a finite vector of absurd norm
+         * mixed in (without --clip-pull) can still overflow the model. Such
+         * a replica is lost: stop before a checkpoint overwrites the last
+         * good one and before our vectors are refused by every neighbour. */
+        uint64_t bad_at;
+        if (!mm_wire_all_finite(nd->x, nd->P, &bad_at)) {
+            mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
+                     "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
+                     "the last checkpoint is kept", nd->round, bad_at, (size_t)nd->P);
+            nd->exit_status = 1;
+            params_lost = true;
+            break;
+        }
         nd->round++;
         if (c->eval_every > 0 && nd->round % c->eval_every == 0)
             evaluate(nd, &tr, t_start);
@@ -610,9 +624,9 @@ void *node_train_main(void *arg)
             checkpoint_failed = save_checkpoint(nd) != 0;
     }
 
-    if (c->eval_every > 0 && nd->round % c->eval_every != 0)
+    if (!params_lost && c->eval_every > 0 && nd->round % c->eval_every != 0)
         evaluate(nd, &tr, t_start);
-    if (save_checkpoint(nd) != 0)
+    if (!params_lost && save_checkpoint(nd) != 0)
         checkpoint_failed = true;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -622,7 +636,7 @@ void *node_train_main(void *arg)
     mm_metrics_int(m, "round", nd->round);
     mm_metrics_int(m, "step", nd->step);
     mm_metrics_num(m, "time", node_now() - t_start);
-    mm_metrics_str(m, "reason", stopping(nd) ? "signal" : "done");
+    mm_metrics_str(m, "reason", params_lost ? "nonfinite" : stopping(nd) ? "signal" : "done");
     mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
     mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
     mm_metrics_int(m, "stale_dropped", (long long)nd->stale_dropped);
