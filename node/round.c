@@ -472,10 +472,10 @@ static void log_round(node *nd, trainer *tr, double t_start, double loss, float 
 }
 
 /* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
- * that a test or an operator can compare it with what was sent. The loop
- * copies the counters at every exchange, so they are as of the last one. */
+ * that a test or an operator can compare it with what was sent. */
 static void write_refusals(node *nd, mm_metrics *m)
 {
+    node_refresh_stats(nd);
     mm_transport_stats st;
     pthread_mutex_lock(&nd->mu);
     st = nd->stats;
