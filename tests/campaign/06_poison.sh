@@ -20,9 +20,10 @@ else
     tiny_data "$T/data"; data="$T/data"
     rounds=$([ "$mode" = full ] && echo 200 || echo 40); eval_windows=16
 fi
-# Honest neighbours stand 0.004-0.02 apart on this model (the `dist` fields);
-# 0.1 bounds a pull at several times that.
-clip=0.1
+# Honest neighbours stand at most 0.08-0.1 apart on this model (the largest
+# `dist` in the round lines, on the tiny corpus and on Brown): the
+# recommended bound is about 1.5 times that (docs/node.md).
+clip=0.15
 tight=0.005 # below the honest distances: shows what clipping costs when it bites
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
 
@@ -30,6 +31,10 @@ tight=0.005 # below the honest distances: shows what clipping costs when it bite
 # not "none"; every peer must exit 0 unless may-fail is given.
 run() {
     name=$1; poison=$2; cp=$3; may_fail=${4:-}
+    # A peer whose vectors are all refused is missing every round: wait
+    # for it briefly. Otherwise nobody should ever be missing, even on a
+    # loaded machine: the honest runs must be comparable.
+    case $poison in nan|inf) rt=200 ;; *) rt=10000 ;; esac
     port=$(free_ports 4)
     pids=""
     for k in 0 1 2 3; do
@@ -38,7 +43,7 @@ run() {
         MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring.topo" --base-port "$port" \
             --plaintext --data "$data" --run-dir "$T/$name" --layers 2 --width 32 --heads 2 --ctx 32 \
             --batch 8 --rounds $rounds --eval-every 10 --eval-windows $eval_windows --checkpoint-every 0 \
-            --round-timeout 200 --start-timeout 15000 --log-every 0 --seed 7 --clip-pull "$cp" \
+            --round-timeout $rt --start-timeout 15000 --log-every 0 --seed 7 --clip-pull "$cp" \
             $extra > "$T/$name.$k.out" 2>&1 &
         pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
     done
@@ -61,8 +66,11 @@ for kind in nan inf; do
     for k in 0 2; do
         b=$(last $kind $k end bad_values); refused=$((refused + b))
         [ "$b" -gt 0 ] || fail "$kind: peer $k refused no poisoned vector"
-        logged=$(grep -c "refused peer 3 .*non-finite values: value [0-9]* of [0-9]* is NaN or Inf" \
-            "$T/$kind/node-$k/node.log" || true)
+        # (the end line is written just before the "done:" log line; a
+        # vector refused after it is not in the counters)
+        logged=$(awk '/info: done:/ { exit }
+            /refused peer 3 .*non-finite values: value [0-9]* of [0-9]* is NaN or Inf/ { n++ }
+            END { print n + 0 }' "$T/$kind/node-$k/node.log")
         [ "$logged" -eq "$b" ] || fail "$kind: peer $k counted $b refusals but logged $logged"
         mx=$(mixed_from $kind $k 3)
         [ "$mx" -eq 0 ] || { lost=$((lost + mx)); fail "$kind: peer $k mixed $mx vectors from the poisoned peer"; }
