@@ -538,15 +538,21 @@ int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double 
     const char *poison = t->cfg.test_poison;
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
                         .payload_len = 8 + vbytes};
-    if (poison && (!strcmp(poison, "nan") || !strcmp(poison, "inf"))) {
+    if (poison) {
         owned = malloc(vbytes);
         if (!owned)
             return -1;
-        memcpy(owned, vec, vbytes);
-        ((float *)owned)[t->cfg.vec_len / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
-        vec = (const float *)owned;
-    } else if (poison && !strcmp(poison, "huge")) {
-        h.payload_len = 1ULL << 40;
+        float *o = (float *)owned;
+        memcpy(o, vec, vbytes);
+        if (!strcmp(poison, "huge")) {
+            /* finite, so the wire lets it through: an absurd norm is for
+             * the receiver's --clip-pull to bound, not for the transport */
+            for (uint64_t i = 0; i < t->cfg.vec_len; i++)
+                o[i] = o[i] * MM_POISON_HUGE_SCALE + MM_POISON_HUGE_SCALE;
+        } else {
+            o[t->cfg.vec_len / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
+        }
+        vec = o;
     }
     p->last_used = mm_now_ms(t);
     return conn_send_frame(p->conn, &h, w, 8, (const uint8_t *)vec, vbytes, true, peer_id,

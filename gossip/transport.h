@@ -38,6 +38,8 @@ typedef struct {
     void *ud;
 } mm_transport_callbacks;
 
+#define MM_POISON_HUGE_SCALE 1000.0f
+
 typedef struct {
     uint32_t self_id;
     uint32_t n_peers;
@@ -64,7 +66,10 @@ typedef struct {
     uint64_t round_window;          /* default 1000 */
     uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
 
-    /* Test-only: corrupt outgoing vectors ("nan", "inf", "huge"); NULL off. */
+    /* Test-only: corrupt outgoing vectors; NULL off. "nan", "inf": one
+     * float becomes NaN/+Inf (the receiver refuses the frame); "huge":
+     * every float x becomes (x + 1) * MM_POISON_HUGE_SCALE, finite but of
+     * absurd norm (accepted by the wire; --clip-pull bounds its effect). */
     const char *test_poison;
 } mm_transport_config;
 

@@ -144,6 +144,22 @@ void node_post_want(node *nd, const uint32_t *peers, int n)
     uv_async_send(&nd->wake);
 }
 
+void node_refresh_stats(node *nd)
+{
+    pthread_mutex_lock(&nd->mu);
+    uint64_t gen = nd->stats_gen;
+    pthread_mutex_unlock(&nd->mu);
+    uv_async_send(&nd->wake);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
+    ts.tv_sec += 1;
+    pthread_mutex_lock(&nd->mu);
+    while (nd->stats_gen == gen)
+        if (pthread_cond_timedwait(&nd->cv, &nd->mu, &ts) != 0)
+            break; /* the loop is gone or stuck: keep the last copy */
+    pthread_mutex_unlock(&nd->mu);
+}
+
 void node_trainer_finished(node *nd)
 {
     pthread_mutex_lock(&nd->mu);
@@ -217,6 +233,7 @@ static void on_wake(uv_async_t *h)
     }
     done = nd->trainer_done;
     mm_transport_get_stats(nd->transport, &nd->stats);
+    nd->stats_gen++;
     pthread_cond_broadcast(&nd->cv); /* the queue has room again */
     pthread_mutex_unlock(&nd->mu);
 

@@ -93,6 +93,7 @@ typedef struct node {
     atomic_int stop;                /* signals received */
     int exit_status;
     mm_transport_stats stats;       /* copied by the loop on every wake */
+    uint64_t stats_gen;             /* wakes that copied them */
 
     mm_round_view ff_view;          /* training thread: this round's view, for fast_forward */
 
@@ -106,6 +107,9 @@ void node_post(node *nd, const node_cmd *c);
 void node_post_send(node *nd, const node_cmd *c);
 void node_post_want(node *nd, const uint32_t *peers, int n);
 void node_trainer_finished(node *nd);
+/* Training thread: wake the loop and wait (at most 1 s) until it has copied
+ * the transport's counters into nd->stats, so that they are current. */
+void node_refresh_stats(node *nd);
 /* With nd->mu held: cancel pending sends that hold snapshot buffer buf. */
 void node_drop_pending_on(node *nd, int buf);
 

@@ -21,6 +21,7 @@
 #include "gossip/log.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
+#include "gossip/wire.h"
 #include "model/eval.h"
 #include "model/sha256.h"
 #include "node/node_internal.h"
@@ -472,6 +473,33 @@ static void log_round(node *nd, trainer *tr, double t_start, double loss, float 
                 nd->t_compute, nd->t_comm, nd->t_wait);
 }
 
+/* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
+ * that a test or an operator can compare it with what was sent. */
+static void write_refusals(node *nd, mm_metrics *m)
+{
+    node_refresh_stats(nd);
+    mm_transport_stats st;
+    pthread_mutex_lock(&nd->mu);
+    st = nd->stats;
+    pthread_mutex_unlock(&nd->mu);
+    const struct { const char *name; uint64_t v; } f[] = {
+        {"bad_magic", st.bad_magic}, {"bad_version", st.bad_version},
+        {"bad_type", st.bad_type}, {"bad_length", st.bad_length},
+        {"bad_checksum", st.bad_checksum}, {"bad_fingerprint", st.bad_fingerprint},
+        {"bad_round", st.bad_round}, {"bad_values", st.bad_values},
+        {"bad_identity", st.bad_identity}, {"bad_tls", st.bad_tls},
+        {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
+        {"flood_refused", st.flood_refused},
+    };
+    uint64_t total = 0;
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        total += f[i].v;
+    mm_metrics_int(m, "conns_accepted", (long long)st.conns_accepted);
+    mm_metrics_int(m, "refused", (long long)total);
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+        mm_metrics_int(m, f[i].name, (long long)f[i].v);
+}
+
 static void write_start(node *nd)
 {
     const mm_node_config *c = nd->cfg;
@@ -547,7 +575,7 @@ void *node_train_main(void *arg)
         write_snapshot(nd);
 
     int G = c->gossip_steps > 0 ? c->gossip_steps : 1;
-    bool checkpoint_failed = false;
+    bool checkpoint_failed = false, params_lost = false;
     while (nd->round < c->rounds && !stopping(nd)) {
         if (mm_topo_round(nd->topo, nd->id, (uint64_t)nd->round, &tr.v) != 0) {
             mm_error("topology has no round %ld for peer %u", nd->round, nd->id);
@@ -576,6 +604,19 @@ void *node_train_main(void *arg)
             break; /* stopping: this round is abandoned */
         double loss = tr.loss_n ? tr.loss_sum / tr.loss_n : NAN;
         log_round(nd, &tr, t_start, loss, lr);
+        /* The wire refuses NaN/Inf, but a finite vector of absurd norm
+         * mixed in (without --clip-pull) can still overflow the model. Such
+         * a replica is lost: stop before a checkpoint overwrites the last
+         * good one and before our vectors are refused by every neighbour. */
+        uint64_t bad_at;
+        if (!mm_wire_all_finite(nd->x, nd->P, &bad_at)) {
+            mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
+                     "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
+                     "the last checkpoint is kept", nd->round, bad_at, (size_t)nd->P);
+            nd->exit_status = 1;
+            params_lost = true;
+            break;
+        }
         nd->round++;
         if (c->eval_every > 0 && nd->round % c->eval_every == 0)
             evaluate(nd, &tr, t_start);
@@ -585,18 +626,19 @@ void *node_train_main(void *arg)
             checkpoint_failed = save_checkpoint(nd) != 0;
     }
 
-    if (c->eval_every > 0 && nd->round % c->eval_every != 0)
+    if (!params_lost && c->eval_every > 0 && nd->round % c->eval_every != 0)
         evaluate(nd, &tr, t_start);
-    if (save_checkpoint(nd) != 0)
+    if (!params_lost && save_checkpoint(nd) != 0)
         checkpoint_failed = true;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     mm_metrics *m = &nd->metrics;
     metrics_head(nd, "end", t_start);
-    mm_metrics_str(m, "reason", stopping(nd) ? "signal" : "done");
+    mm_metrics_str(m, "reason", params_lost ? "nonfinite" : stopping(nd) ? "signal" : "done");
     mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
     mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
     mm_metrics_int(m, "stale_dropped", (long long)nd->stale_dropped);
+    write_refusals(nd, m);
     mm_metrics_end(m);
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             nd->round, nd->step, node_now() - t_start, nd->t_compute, nd->t_comm, nd->t_wait,

@@ -1,0 +1,10 @@
+# The fault campaign's hostile client (tests/campaign/05_hostile_input.sh): not
+# a peer and not a unit test, so it is not named test_*. Built before `make test`.
+HOSTILE_CLIENT = $(BUILD)/tests/tools/hostile_client
+
+$(HOSTILE_CLIENT): $(BUILD)/tests/tools/hostile_client.o $(BUILD)/libmurmur.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+.PHONY: hostile-client
+hostile-client: $(HOSTILE_CLIENT)
+test: $(HOSTILE_CLIENT)
