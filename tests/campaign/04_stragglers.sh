@@ -36,7 +36,12 @@ wait_rounds() { j=0; until [ "$(rounds_done "$(m "$1" "$2")")" -ge "$3" ]; do
 injected=0; survived=0; lost=0; recover=-
 
 # ---- A: dpsgd, throttled link ----
-if [ "$(id -u)" -eq 0 ] && ip netns list >/dev/null 2>&1 && command -v tc >/dev/null; then
+. "$ROOT/tests/e2e/lib/pkgs.sh"
+[ "$(id -u)" -ne 0 ] || need_pkgs iproute2   # ip and tc; as root, installed when missing
+if [ "$(id -u)" -eq 0 ] && ! { ip netns list >/dev/null 2>&1 && command -v tc >/dev/null; }; then
+    fail "ip netns or tc does not work here, as root"
+fi
+if [ "$(id -u)" -eq 0 ]; then
     tag="cs$(rand 9999)"
     E2E_CLEANUP="sh '$LAB' down $tag"
     sh "$LAB" up $tag $N
