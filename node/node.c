@@ -534,10 +534,11 @@ int mm_node_run(const mm_node_config *c)
     nd->has_pending = calloc(nd->n, sizeof *nd->has_pending);
     for (int b = 0; b < NODE_SNAP_BUFS; b++)
         nd->snap_exchange[b] = -1;
+    bool snaps_ok = true;
     for (int b = 0; b < NODE_SNAP_BUFS; b++)
-        nd->snap[b] = malloc(nd->P * sizeof(float));
+        snaps_ok = (nd->snap[b] = malloc(nd->P * sizeof(float))) != NULL && snaps_ok;
     if (!nd->inbox || !nd->peer_state || !nd->inflight || !nd->inflight_buf || !nd->want || !nd->wanted || !nd->ever_up || !nd->pending || !nd->has_pending ||
-        !nd->snap[0] || !nd->snap[1]) {
+        !snaps_ok) {
         mm_error("out of memory for %u peers and %zu parameters", nd->n, nd->P);
         goto out;
     }

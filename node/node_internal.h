@@ -14,7 +14,12 @@
 #include "node/metrics.h"
 #include "node/node.h"
 
-#define NODE_SNAP_BUFS 2   /* snapshots in flight: this round's and a slow send of the last */
+/* Snapshots in flight: this round's, the last round's still going to a fast
+ * neighbour, and one pinned by a send to a neighbour that stopped reading
+ * (until the transport declares it down). With two, that stuck send made
+ * every round wait for its previous sends to finish (measured: async peers
+ * waited ~1.4 s of 3 s around a SIGSTOPped neighbour). */
+#define NODE_SNAP_BUFS 3
 #define NODE_QUEUE_CAP 256
 
 /* CONNECTING: newly wanted and not up yet; worth waiting for. DOWN and GONE

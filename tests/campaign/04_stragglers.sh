@@ -102,16 +102,38 @@ k=0; while [ $k -lt $N ]; do
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k $flags > "$T/b$k.out" 2>&1 &
     pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"; [ $k -eq 2 ] && p2=$!; k=$((k + 1))
 done
+# t_wait (cumulative, seconds) of peers 0, 1, 3 summed: time spent waiting
+# for neighbours or for a send buffer. It does not depend on how busy the
+# machine is, unlike rounds/s.
+waited() {
+    for k in 0 1 3; do
+        grep '"ev":"round"' "$(m "$runb" $k)" | tail -1 | sed -n 's/.*"t_wait":\([0-9.eE+-]*\).*/\1/p'
+    done | awk '{ s += $1 } END { printf "%.3f", s }'
+}
 wait_rounds "$runb" 0 30
+wb0=$(waited)
 before=$(rate "$runb" 0 1 3)
+wb1=$(waited)
 kill -STOP "$p2"; injected=$((injected + 1))
 s2=$(rounds_done "$(m "$runb" 2)")
+w0=$(waited)
 during=$(rate "$runb" 0 1 3)
+w1=$(waited)
 s2b=$(rounds_done "$(m "$runb" 2)")
 kill -CONT "$p2"
+wd=$(awk -v a="$w0" -v b="$w1" 'BEGIN { printf "%.3f", b - a }')
+wb=$(awk -v a="$wb0" -v b="$wb1" 'BEGIN { printf "%.3f", b - a }')
 note "async: others $before rounds/s per peer without the straggler, $during with peer 2 stopped"
+note "async: the three others waited $wb s in a ${win} s window before, $wd s in one while peer 2 was stopped"
 [ "$s2b" -eq "$s2" ] || fail "peer 2 was not really stopped"
-awk -v a="$before" -v b="$during" 'BEGIN { exit !(a > 0 && b >= 0.7 * a) }' ||
+# Nobody waits on the stopped peer: async peers wait only for their own
+# sends to live neighbours (a snapshot buffer must come free), so the wait
+# while it is stopped stays what it was before, within 10 % of the window.
+awk -v a="$wb" -v b="$wd" -v w="$win" 'BEGIN { exit !(b <= a + 0.1 * w) }' ||
+    { note "async peers waited on the stopped peer: $wb s before, $wd s during"; lost=$((lost + 1)); }
+# Their rate swings with the machine's load (a shared 2-core box), so it
+# only has to stay above half.
+awk -v a="$before" -v b="$during" 'BEGIN { exit !(a > 0 && b >= 0.5 * a) }' ||
     { note "async peers slowed down: $before -> $during rounds/s"; lost=$((lost + 1)); }
 # The stopped peer catches up once continued.
 wait_rounds "$runb" 2 $((s2 + 20))
