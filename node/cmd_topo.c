@@ -158,6 +158,40 @@ static const char *stochastic_name(const mm_topo_facts *f)
     return "neither row- nor column-stochastic";
 }
 
+/* A word of `topo info` or `topo matrix` that is none of its options: the
+ * FILE, once. 0, or 2 (a usage error, said). */
+static int positional(const char *cmd, const char *arg, const char **path)
+{
+    if (arg[0] == '-' && arg[1]) {
+        fprintf(stderr, "murmur topo %s: unknown option '%s'\n", cmd, arg);
+        return 2;
+    }
+    if (*path) {
+        fprintf(stderr, "murmur topo %s: one FILE only\n", cmd);
+        return 2;
+    }
+    *path = arg;
+    return 0;
+}
+
+/* The topology in path, or NULL with the exit status in *rc (2: no FILE
+ * given, 1: it does not load) after saying why. */
+static mm_topology *load_file(const char *path, int *rc)
+{
+    if (!path) {
+        usage(stderr);
+        *rc = 2;
+        return NULL;
+    }
+    char err[512];
+    mm_topology *t = mm_topo_load(path, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "murmur topo: %s\n", err);
+        *rc = 1;
+    }
+    return t;
+}
+
 static int info(int argc, char **argv)
 {
     const char *path = NULL;
@@ -165,25 +199,13 @@ static int info(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json"))
             json = true;
-        else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "murmur topo info: unknown option '%s'\n", argv[i]);
+        else if (positional("info", argv[i], &path))
             return 2;
-        } else if (path) {
-            fprintf(stderr, "murmur topo info: one FILE only\n");
-            return 2;
-        } else
-            path = argv[i];
     }
-    if (!path) {
-        usage(stderr);
-        return 2;
-    }
-    char err[512];
-    mm_topology *t = mm_topo_load(path, err, sizeof err);
-    if (!t) {
-        fprintf(stderr, "murmur topo: %s\n", err);
-        return 1;
-    }
+    int rc;
+    mm_topology *t = load_file(path, &rc);
+    if (!t)
+        return rc;
     mm_topo_facts f;
     if (mm_topo_facts_get(t, &f) < 0) {
         fprintf(stderr, "murmur topo info: %s: out of memory or LAPACK failure\n", path);
@@ -281,25 +303,14 @@ static int matrix(int argc, char **argv)
                 fprintf(stderr, "murmur topo matrix: --round: expected a non-negative integer, got '%s'\n", argv[i]);
                 return 2;
             }
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            fprintf(stderr, "murmur topo matrix: unknown option '%s'\n", argv[i]);
+        } else if (positional("matrix", argv[i], &path)) {
             return 2;
-        } else if (path) {
-            fprintf(stderr, "murmur topo matrix: one FILE only\n");
-            return 2;
-        } else
-            path = argv[i];
+        }
     }
-    if (!path) {
-        usage(stderr);
-        return 2;
-    }
-    char err[512];
-    mm_topology *t = mm_topo_load(path, err, sizeof err);
-    if (!t) {
-        fprintf(stderr, "murmur topo: %s\n", err);
-        return 1;
-    }
+    int rc;
+    mm_topology *t = load_file(path, &rc);
+    if (!t)
+        return rc;
     int n = mm_topo_n(t);
     if (n > 4096) {
         fprintf(stderr, "murmur topo matrix: %d peers make a %d x %d matrix; refusing above 4096\n", n, n, n);
