@@ -120,6 +120,11 @@ int mm_report_eval_average(const float *xbar, size_t n, int64_t round, const cha
                            double *val_loss, double *val_acc);
 
 /* Output. */
+/* printf of v with format f into buf, or "-" when v is NaN (not available). */
+const char *mm_report_num(char *buf, size_t len, const char *f, double v);
+/* The run's name for tables and legends: the last component of its directory. */
+void mm_report_run_name(const mm_report *r, char *buf, size_t len);
+
 void mm_report_print_table(const mm_report *r, FILE *out);
 int mm_report_write_csv(const mm_report *r, const char *path);
 void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out);

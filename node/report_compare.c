@@ -48,27 +48,7 @@ static void finals(const mm_report *r, final_figs *f)
     f->sent_peer = n ? sent / n : NAN;
 }
 
-static void name_of(const mm_report *r, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s", r->dir);
-    size_t n = strlen(buf);
-    while (n > 1 && buf[n - 1] == '/')
-        buf[--n] = 0;
-    const char *s = strrchr(buf, '/');
-    if (s)
-        memmove(buf, s + 1, strlen(s + 1) + 1);
-}
-
-static const char *num(char *buf, size_t len, const char *fm, double v)
-{
-    if (isnan(v))
-        snprintf(buf, len, "-");
-    else
-        snprintf(buf, len, fm, v);
-    return buf;
-}
-
-#define N(f, v) num((char[32]){0}, 32, f, v)
+#define N(f, v) mm_report_num((char[32]){0}, 32, f, v)
 
 void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
 {
@@ -78,7 +58,7 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
         final_figs f;
         finals(runs[k], &f);
         char name[256];
-        name_of(runs[k], name, sizeof name);
+        mm_report_run_name(runs[k], name, sizeof name);
         fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", name,
                 runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
@@ -116,7 +96,7 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         final_figs fi;
         finals(runs[k], &fi);
         char name[256];
-        name_of(runs[k], name, sizeof name);
+        mm_report_run_name(runs[k], name, sizeof name);
         csv_str(f, name);
         fputc(',', f);
         csv_str(f, runs[k]->dir);

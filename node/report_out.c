@@ -4,8 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-/* A number for humans: "-" when not available. */
-static const char *fmt(char *buf, size_t len, const char *f, double v)
+const char *mm_report_num(char *buf, size_t len, const char *f, double v)
 {
     if (isnan(v))
         snprintf(buf, len, "-");
@@ -14,7 +13,18 @@ static const char *fmt(char *buf, size_t len, const char *f, double v)
     return buf;
 }
 
-#define F(f, v) fmt((char[32]){0}, 32, f, v)
+void mm_report_run_name(const mm_report *r, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", r->dir);
+    size_t n = strlen(buf);
+    while (n > 1 && buf[n - 1] == '/')
+        buf[--n] = 0;
+    const char *s = strrchr(buf, '/');
+    if (s)
+        memmove(buf, s + 1, strlen(s + 1) + 1);
+}
+
+#define F(f, v) mm_report_num((char[32]){0}, 32, f, v)
 
 void mm_report_print_table(const mm_report *r, FILE *out)
 {

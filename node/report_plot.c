@@ -232,17 +232,6 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
     return failed ? -1 : 0;
 }
 
-static void run_name(const mm_report *r, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s", r->dir);
-    size_t n = strlen(buf);
-    while (n > 1 && buf[n - 1] == '/')
-        buf[--n] = 0;
-    const char *s = strrchr(buf, '/');
-    if (s)
-        memmove(buf, s + 1, strlen(s + 1) + 1);
-}
-
 int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out)
 {
     if (!on_path("gnuplot")) {
@@ -300,7 +289,7 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
         fprintf(f, "plot ");
         for (int k = 0; k < n; k++) {
             char name[256];
-            run_name(runs[k], name, sizeof name);
+            mm_report_run_name(runs[k], name, sizeof name);
             fprintf(f, "%s'%s' index %d using 1:%s with linespoints pt 7 ps 0.5 lw 2 lc %d title ",
                     k ? ", \\\n     " : "", db, k,
                     panel == 0 ? "($2>0?$2:NaN)" : "3", k + 1);
