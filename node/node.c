@@ -127,16 +127,14 @@ void node_post_want(node *nd, const uint32_t *peers, int n)
     pthread_mutex_lock(&nd->mu);
     /* A peer wanted now but not in the last list, and not up, is about to be
      * dialled (or to dial us): wait for it rather than count it missing. */
-    bool *now_wanted = calloc(nd->n, sizeof *now_wanted);
-    for (int i = 0; now_wanted && i < n; i++) {
-        now_wanted[peers[i]] = true;
+    for (int i = 0; i < n; i++)
         if (!nd->wanted[peers[i]] && nd->peer_state[peers[i]] != PEER_UP)
             nd->peer_state[peers[i]] = PEER_CONNECTING;
-    }
-    if (now_wanted) {
-        memcpy(nd->wanted, now_wanted, nd->n * sizeof *now_wanted);
-        free(now_wanted);
-    }
+    /* wanted[] becomes membership of the new list: O(degree), no allocation */
+    for (int i = 0; i < nd->want_n; i++)
+        nd->wanted[nd->want[i]] = false;
+    for (int i = 0; i < n; i++)
+        nd->wanted[peers[i]] = true;
     memcpy(nd->want, peers, (size_t)n * sizeof *peers);
     nd->want_n = n;
     nd->want_dirty = true;
@@ -218,7 +216,7 @@ static void on_wake(uv_async_t *h)
 {
     node *nd = h->data;
     node_cmd cmds[NODE_QUEUE_CAP];
-    uint32_t want[4096];
+    uint32_t *want = nd->want_loop; /* the loop's own copy: no lock held while dialling */
     int n_cmds, want_n = -1;
     bool done;
 
@@ -227,7 +225,7 @@ static void on_wake(uv_async_t *h)
     memcpy(cmds, nd->queue, (size_t)n_cmds * sizeof cmds[0]);
     nd->q_len = 0;
     if (nd->want_dirty) {
-        want_n = nd->want_n < 4096 ? nd->want_n : 4096;
+        want_n = nd->want_n;
         memcpy(want, nd->want, (size_t)want_n * sizeof want[0]);
         nd->want_dirty = false;
     }
@@ -528,6 +526,7 @@ int mm_node_run(const mm_node_config *c)
     nd->inflight = calloc(nd->n, sizeof *nd->inflight);
     nd->inflight_buf = calloc(nd->n, sizeof *nd->inflight_buf);
     nd->want = calloc(nd->n, sizeof *nd->want);
+    nd->want_loop = calloc(nd->n, sizeof *nd->want_loop);
     nd->wanted = calloc(nd->n, sizeof *nd->wanted);
     nd->ever_up = calloc(nd->n, sizeof *nd->ever_up);
     nd->pending = calloc(nd->n, sizeof *nd->pending);
@@ -537,7 +536,7 @@ int mm_node_run(const mm_node_config *c)
     bool snaps_ok = true;
     for (int b = 0; b < NODE_SNAP_BUFS; b++)
         snaps_ok = (nd->snap[b] = malloc(nd->P * sizeof(float))) != NULL && snaps_ok;
-    if (!nd->inbox || !nd->peer_state || !nd->inflight || !nd->inflight_buf || !nd->want || !nd->wanted || !nd->ever_up || !nd->pending || !nd->has_pending ||
+    if (!nd->inbox || !nd->peer_state || !nd->inflight || !nd->inflight_buf || !nd->want || !nd->want_loop || !nd->wanted || !nd->ever_up || !nd->pending || !nd->has_pending ||
         !snaps_ok) {
         mm_error("out of memory for %u peers and %zu parameters", nd->n, nd->P);
         goto out;
@@ -622,6 +621,7 @@ out:
     free(nd->inflight);
     free(nd->inflight_buf);
     free(nd->want);
+    free(nd->want_loop);
     free(nd->wanted);
     free(nd->ever_up);
     free(nd->pending);

@@ -89,7 +89,8 @@ typedef struct node {
     bool *has_pending;              /* [n] */
     node_cmd queue[NODE_QUEUE_CAP];
     int q_len;
-    uint32_t *want;                 /* [n] */
+    uint32_t *want;                 /* [n]: the peers wanted now (want_n of them) */
+    uint32_t *want_loop;            /* [n]: the loop thread's copy of it */
     bool *wanted;                   /* [n]: in the last want list */
     bool *ever_up;                  /* [n]: has been up at least once */
     int want_n;
