@@ -83,4 +83,6 @@ clean:
 # Targets of one part each (data, benchmarks, fuzzing, ...).
 include $(wildcard mk/*.mk)
 
--include $(LIB_OBJ:.o=.d) $(BUILD)/node/main.d $(TEST_BIN:=.d)
+# Every object's header dependencies (library, tests, tools, benchmarks), so
+# a changed header rebuilds everything that includes it.
+-include $(wildcard $(BUILD)/*/*.d $(BUILD)/*/*/*.d)

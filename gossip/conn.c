@@ -178,18 +178,21 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
     it->peer = peer_id;
     it->is_vec = is_vec;
     it->owned = owned;
-    it->crc = mm_crc32c(0, it->head + MM_WIRE_HDR_LEN, small_len);
     c->t_last_send = mm_now_ms(c->t);
     if (c->q_tail)
         c->q_tail->next = it;
     else
         c->q_head = it;
     c->q_tail = it;
-    if (big_len >= MM_CRC_INLINE) {
-        tr_crc_enqueue(c->t, it);
-        return 0;
+    /* Under TLS the AEAD authenticates the payload: no CRC (field 0). */
+    if (!c->ssl) {
+        it->crc = mm_crc32c(0, it->head + MM_WIRE_HDR_LEN, small_len);
+        if (big_len >= MM_CRC_INLINE) {
+            tr_crc_enqueue(c->t, it);
+            return 0;
+        }
+        it->crc = mm_crc32c(it->crc, big, big_len);
     }
-    it->crc = mm_crc32c(it->crc, big, big_len);
     conn_item_ready(it);
     return 0;
 }
@@ -263,6 +266,7 @@ static void tls_write_cb(uv_write_t *req, int status)
     tls_chunk *ch = req->data;
     conn *c = ch->c;
     c->writes_pending--;
+    c->w_inflight -= ch->len;
     conn_chunk_put(c, ch);
     if (status < 0) {
         if (status != UV_ECANCELED)
@@ -296,21 +300,27 @@ static int tls_flush(conn *c)
             return -1;
         }
         c->writes_pending++;
+        c->w_inflight += ch->len;
+        if (c->w_inflight > c->t->st.tls_queued_peak)
+            c->t->st.tls_queued_peak = c->w_inflight;
         c->t->st.bytes_sent += ch->len;
     }
     return 0;
 }
 
-/* Encrypts queued frames while libuv's write queue is below the high-water
- * mark, so memory stays bounded whatever the vector size and link speed;
- * the write callback calls this again as the queue drains. */
+/* Encrypts queued frames while less than the high-water mark of ciphertext
+ * is in libuv's hands, so memory stays bounded whatever the vector size and
+ * link speed; the write callback calls this again as chunks come back.
+ * Counted from uv_write to its callback, not with libuv's write queue size:
+ * a write that completes at once leaves that queue, but its chunk comes
+ * back only when the callback runs, a loop phase later. */
 static void tls_pump(conn *c)
 {
     if (c->pumping || c->st < C_HELLO || c->st == C_CLOSING)
         return;
     c->pumping = true;
     while (c->q_head && c->q_head->ready && c->st != C_CLOSING &&
-           uv_stream_get_write_queue_size(stream(c)) < MM_WRITE_HIGH_WATER) {
+           c->w_inflight < MM_WRITE_HIGH_WATER) {
         out_item *it = c->q_head;
         size_t total = it->head_len + it->big_len, n;
         const uint8_t *p;
@@ -627,6 +637,7 @@ void conn_start(conn *c)
         return;
     }
     SSL_set_bio(c->ssl, bio, bio); /* one BIO both ways: one reference */
+    c->rx.no_payload_crc = true;
     c->st = C_TLS;
     if (c->dialer)
         SSL_set_connect_state(c->ssl);

@@ -107,6 +107,11 @@ void mm_transport_set_round(mm_transport *t, uint64_t round);
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud);
 void mm_transport_free(mm_transport *t);
 
+/* The most ciphertext a TLS connection holds for its socket, whatever the
+ * vector size and link speed: 4 MB, plus one 1 MB SSL_write and its record
+ * overhead (64 records of 22 bytes). */
+#define MM_TLS_QUEUE_MAX (5u * 1024 * 1024 + 4096)
+
 /* Counters, for metrics and tests. Refusals are counted by reason. */
 typedef struct {
     uint64_t bytes_sent, bytes_recv;
@@ -115,6 +120,9 @@ typedef struct {
     uint64_t bad_magic, bad_version, bad_type, bad_length, bad_checksum;
     uint64_t bad_fingerprint, bad_round, bad_values, bad_identity, bad_tls;
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
+    /* TLS: the most ciphertext one connection held in memory at once (bytes
+     * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
+    uint64_t tls_queued_peak;
 } mm_transport_stats;
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);

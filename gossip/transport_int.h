@@ -13,6 +13,8 @@
 #define MM_TLS_WRITE_CHUNK (1024 * 1024)     /* plaintext bytes per SSL_write */
 #define MM_WRITE_HIGH_WATER (4 * 1024 * 1024) /* encrypted bytes queued in libuv */
 #define MM_CLOSE_GRACE_MS 2000
+_Static_assert(MM_WRITE_HIGH_WATER + MM_TLS_WRITE_CHUNK + 64 * 22 + 1024 <= MM_TLS_QUEUE_MAX,
+               "MM_TLS_QUEUE_MAX must cover the high-water mark and one SSL_write");
 
 typedef struct conn conn;
 
@@ -48,7 +50,8 @@ typedef struct out_item {
  * straight into these (conn_bio.c), libuv writes them out, and they go back
  * to a small per-connection pool. */
 #define MM_CHUNK_CAP (256 * 1024)
-#define MM_CHUNK_POOL 24
+/* Enough for the high-water mark plus one SSL_write's worth of records. */
+#define MM_CHUNK_POOL ((MM_WRITE_HIGH_WATER + MM_TLS_WRITE_CHUNK) / MM_CHUNK_CAP + 2)
 typedef struct tls_chunk {
     uv_write_t req;
     conn *c;
@@ -78,6 +81,7 @@ struct conn {
     size_t in_off, in_len;   /* ... not yet taken by OpenSSL */
     tls_chunk *w_cur, *w_ready, *w_ready_tail, *pool;
     int pool_n;
+    size_t w_inflight;       /* ciphertext bytes from uv_write to callback */
     out_item *q_head, *q_tail;
     bool pumping, draining;
     int writes_pending;

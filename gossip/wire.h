@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
-#define MM_WIRE_VERSION 1
+#define MM_WIRE_VERSION 2
 #define MM_WIRE_HDR_LEN 40
 #define MM_WIRE_HELLO_LEN 48
 #define MM_WIRE_REFUSE_MAX 512
@@ -80,6 +80,9 @@ typedef enum { MM_RX_MORE, MM_RX_FRAME, MM_RX_ERROR } mm_rx_event;
 
 typedef struct {
     bool hello_done;
+    /* A TLS connection: the AEAD already authenticates every byte, so the
+     * payload CRC is neither computed nor checked; its field must be 0. */
+    bool no_payload_crc;
     uint64_t vec_len;
     uint8_t *vec_buf;
 

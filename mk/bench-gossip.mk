@@ -1,5 +1,7 @@
 # make bench-gossip: transport throughput (plaintext, TLS) against a raw TCP
-# copy loop measured in the same run, for 1, 4 and 64 MB vectors.
+# copy loop measured in the same run, for 1, 4 and 64 MB vectors; also
+# OpenSSL's own blocking loop and the bound the cipher sets on this machine.
+# Figures go to build/bench-gossip.csv too (docs/transport.md: plotting).
 #   BENCH_MB=256  megabytes moved per trial (best of 3 trials is printed)
 BENCH_MB ?= 256
 
@@ -9,4 +11,4 @@ $(BUILD)/bench_gossip: $(BUILD)/tests/bench_gossip.o $(BUILD)/libmurmur.a
 
 bench-gossip: deps $(BUILD)/bench_gossip
 	@sh scripts/make-certs.sh $(BUILD)/bench-certs 2 >/dev/null
-	./$(BUILD)/bench_gossip $(BUILD)/bench-certs $(BENCH_MB)
+	./$(BUILD)/bench_gossip $(BUILD)/bench-certs $(BENCH_MB) $(BUILD)/bench-gossip.csv

@@ -495,6 +495,7 @@ static void write_refusals(node *nd, mm_metrics *m)
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         total += f[i].v;
     mm_metrics_int(m, "conns_accepted", (long long)st.conns_accepted);
+    mm_metrics_int(m, "tls_queued_peak", (long long)st.tls_queued_peak);
     mm_metrics_int(m, "refused", (long long)total);
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
         mm_metrics_int(m, f[i].name, (long long)f[i].v);

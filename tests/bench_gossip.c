@@ -6,10 +6,13 @@
  * it asserts nothing about speed.
  *   bench_gossip CERTDIR [MB_PER_TRIAL]   (default 256 MB moved per trial) */
 #include "gossip/log.h"
+#include "gossip/tls.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"
 
 #include <arpa/inet.h>
+#include <openssl/evp.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -57,11 +60,20 @@ typedef struct {
     int fd;
     size_t size, reps;
     uint8_t *buf;
+    double cpu;              /* this thread's CPU seconds */
 } raw_side;
+
+static double thread_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void *raw_recv(void *arg)
 {
     raw_side *r = arg;
+    double c0 = thread_cpu_s();
     size_t total = r->size * r->reps, got = 0;
     while (got < total) {
         size_t want = r->size - got % r->size;
@@ -70,10 +82,13 @@ static void *raw_recv(void *arg)
             break;
         got += (size_t)n;
     }
+    r->cpu = thread_cpu_s() - c0;
     return NULL;
 }
 
-static double raw_run(size_t size, size_t reps, double *cpu)
+/* The raw copy loop; *cpu is CPU ns per byte for both sides, side[0] and
+ * side[1] that of the sending and the receiving thread alone. */
+static double raw_run(size_t size, size_t reps, double *cpu, double side[2])
 {
     int ls = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -86,11 +101,11 @@ static double raw_run(size_t size, size_t reps, double *cpu)
     if (connect(cs, (struct sockaddr *)&a, sizeof a) != 0)
         return 0;
     int as = accept(ls, NULL, NULL);
-    raw_side rs = {as, size, reps, malloc(size)};
+    raw_side rs = {as, size, reps, malloc(size), 0};
     uint8_t *src = malloc(size);
     memset(src, 0x5A, size);
     pthread_t th;
-    double t0 = now_s(), c0 = cpu_s();
+    double t0 = now_s(), c0 = cpu_s(), s0 = thread_cpu_s();
     pthread_create(&th, NULL, raw_recv, &rs);
     for (size_t k = 0; k < reps; k++) {
         size_t off = 0;
@@ -101,15 +116,153 @@ static double raw_run(size_t size, size_t reps, double *cpu)
             off += (size_t)n;
         }
     }
+    double send_cpu = thread_cpu_s() - s0;
     pthread_join(th, NULL);
-    double dt = now_s() - t0;
-    *cpu = (cpu_s() - c0) / ((double)size * (double)reps) * 1e9;
+    double dt = now_s() - t0, bytes = (double)size * (double)reps;
+    *cpu = (cpu_s() - c0) / bytes * 1e9;
+    side[0] = send_cpu / bytes * 1e9;
+    side[1] = rs.cpu / bytes * 1e9;
     close(cs);
     close(as);
     close(ls);
     free(src);
     free(rs.buf);
     return (double)size * (double)reps / dt;
+}
+
+/* ---- TLS ceiling: blocking OpenSSL over the same loopback ---------------- */
+
+/* What OpenSSL alone can do here: two threads, blocking sockets, SSL_write
+ * of whole vectors and SSL_read into one buffer, the same certificates and
+ * cipher suite as the transport. No framing, no event loop, no checks: the
+ * best a TLS transport on this machine could hope for. */
+typedef struct {
+    SSL *ssl;
+    size_t size, reps;
+    uint8_t *buf;
+    int ok;
+} tls_side;
+
+static void *tls_recv(void *arg)
+{
+    tls_side *r = arg;
+    if (SSL_accept(r->ssl) != 1)
+        return NULL;
+    size_t total = r->size * r->reps, got = 0;
+    while (got < total) {
+        size_t want = r->size - got % r->size;
+        int n = SSL_read(r->ssl, r->buf + got % r->size, want > INT_MAX ? INT_MAX : (int)want);
+        if (n <= 0)
+            return NULL;
+        got += (size_t)n;
+    }
+    r->ok = 1;
+    return NULL;
+}
+
+static SSL_CTX *bench_ctx(const char *certdir, int id)
+{
+    char ca[160], cert[160], key[160], err[256];
+    snprintf(ca, sizeof ca, "%s/ca.pem", certdir);
+    snprintf(cert, sizeof cert, "%s/node-%d.pem", certdir, id);
+    snprintf(key, sizeof key, "%s/node-%d.key", certdir, id);
+    SSL_CTX *ctx = mm_tls_ctx_new(ca, cert, key, err, sizeof err);
+    if (!ctx)
+        fprintf(stderr, "bench: %s\n", err);
+    return ctx;
+}
+
+static double tls_loop_run(const char *certdir, size_t size, size_t reps, double *cpu)
+{
+    double rate = 0;
+    SSL_CTX *cctx = bench_ctx(certdir, 0), *sctx = bench_ctx(certdir, 1);
+    int ls = socket(AF_INET, SOCK_STREAM, 0), cs = socket(AF_INET, SOCK_STREAM, 0), as = -1;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    tls_side rs = {NULL, size, reps, malloc(size), 0};
+    uint8_t *src = malloc(size);
+    SSL *c = NULL;
+    if (!cctx || !sctx || !rs.buf || !src || bind(ls, (struct sockaddr *)&a, sizeof a) ||
+        getsockname(ls, (struct sockaddr *)&a, &l) || listen(ls, 1) ||
+        connect(cs, (struct sockaddr *)&a, sizeof a) || (as = accept(ls, NULL, NULL)) < 0)
+        goto out;
+    rs.ssl = SSL_new(sctx);
+    c = SSL_new(cctx);
+    SSL_set_fd(rs.ssl, as);
+    SSL_set_fd(c, cs);
+    memset(src, 0x5A, size);
+    pthread_t th;
+    pthread_create(&th, NULL, tls_recv, &rs);
+    if (SSL_connect(c) != 1) {
+        shutdown(cs, SHUT_RDWR);
+        pthread_join(th, NULL);
+        goto out;
+    }
+    double t0 = now_s(), c0 = cpu_s();
+    for (size_t k = 0; k < reps; k++)
+        for (size_t off = 0; off < size;) {
+            size_t n = size - off > (1u << 30) ? 1u << 30 : size - off;
+            int w = SSL_write(c, src + off, (int)n);
+            if (w <= 0)
+                break;
+            off += (size_t)w;
+        }
+    pthread_join(th, NULL);
+    double dt = now_s() - t0;
+    *cpu = (cpu_s() - c0) / ((double)size * (double)reps) * 1e9;
+    if (rs.ok)
+        rate = (double)size * (double)reps / dt;
+out:
+    SSL_free(c);
+    SSL_free(rs.ssl);
+    SSL_CTX_free(cctx);
+    SSL_CTX_free(sctx);
+    if (as >= 0)
+        close(as);
+    close(cs);
+    close(ls);
+    free(src);
+    free(rs.buf);
+    return rate;
+}
+
+/* ---- the cipher alone ---------------------------------------------------- */
+
+/* AES-128-GCM (the suite the transport negotiates) sealing and opening a
+ * vector in memory, in 16 KB records as TLS 1.3 does, on one core: bytes/s
+ * for seal ([0]) and open ([1]). */
+static void cipher_speed(size_t size, size_t reps, double out[2])
+{
+    enum { REC = 16384 };
+    unsigned char key[16] = {1}, iv[12] = {2}, tag[16];
+    uint8_t *a = malloc(size), *b = malloc(size);
+    EVP_CIPHER_CTX *e = EVP_CIPHER_CTX_new();
+    out[0] = out[1] = 0;
+    if (!a || !b || !e)
+        goto out;
+    memset(a, 0x5A, size);
+    for (int dir = 0; dir < 2; dir++) {
+        double t0 = now_s();
+        for (size_t r = 0; r < reps; r++)
+            for (size_t o = 0; o < size; o += REC) {
+                int n = (int)(size - o < REC ? size - o : REC), len;
+                if (dir == 0) {
+                    EVP_EncryptInit_ex(e, EVP_aes_128_gcm(), NULL, key, iv);
+                    EVP_EncryptUpdate(e, b + o, &len, a + o, n);
+                    EVP_EncryptFinal_ex(e, b + o + len, &len);
+                    EVP_CIPHER_CTX_ctrl(e, EVP_CTRL_GCM_GET_TAG, 16, tag);
+                } else { /* the tag check is a 16-byte compare: left out */
+                    EVP_DecryptInit_ex(e, EVP_aes_128_gcm(), NULL, key, iv);
+                    EVP_DecryptUpdate(e, a + o, &len, b + o, n);
+                }
+            }
+        out[dir] = (double)size * (double)reps / (now_s() - t0);
+    }
+out:
+    EVP_CIPHER_CTX_free(e);
+    free(a);
+    free(b);
 }
 
 /* ---- the transport, one loop per peer ----------------------------------- */
@@ -318,53 +471,100 @@ static void crc_speed(void)
     free(buf);
 }
 
+static double max2(double a, double b) { return a > b ? a : b; }
+static double min2(double a, double b) { return a < b ? a : b; }
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s CERTDIR [MB_PER_CASE]\n", argv[0]);
+        fprintf(stderr, "usage: %s CERTDIR [MB_PER_CASE [CSV]]\n", argv[0]);
         return 2;
     }
     mm_log_set_level(getenv("BENCH_VERBOSE") ? MM_LOG_INFO : MM_LOG_ERROR);
     size_t per_case = (argc > 2 ? (size_t)atoi(argv[2]) : 256) << 20;
+    FILE *csv = argc > 3 ? fopen(argv[3], "w") : NULL;
+    if (argc > 3 && !csv) {
+        perror(argv[3]);
+        return 2;
+    }
+    if (csv)
+        fprintf(csv, "vector_mb,raw_gbs,plain_gbs,tls_gbs,openssl_loop_gbs,seal_gbs,open_gbs,"
+                     "tls_bound_gbs,cpu_raw_ns_per_byte,cpu_plain_ns_per_byte,"
+                     "cpu_tls_ns_per_byte\n");
     crc_speed();
     size_t sizes[] = {1u << 20, 4u << 20, 64u << 20};
-    printf("\nthroughput, one direction, peer 0 -> peer 1, best of %d trials "
-           "(cpu: CPU ns per byte, both sides)\n"
-           "%-8s %5s %9s %10s %9s %9s %9s %17s\n", TRIALS, "vector", "reps", "raw GB/s",
-           "plain GB/s", "TLS GB/s", "plain/raw", "TLS/raw", "cpu raw/plain/TLS");
+    /* BENCH_SIZE_MB=N: one vector size only (for profiling) */
+    const char *one = getenv("BENCH_SIZE_MB");
+    int n_sizes = 3;
+    if (one && atoi(one) > 0) {
+        sizes[0] = (size_t)atoi(one) << 20;
+        n_sizes = 1;
+    }
+    /* BENCH_ONLY=plain|tls: profile one transport alone (raw still runs for
+     * the ratios; the others, the OpenSSL loop and the bound print 0) */
+    const char *only = getenv("BENCH_ONLY");
+    bool do_plain = !only || !strcmp(only, "plain"), do_tls = !only || !strcmp(only, "tls");
+    printf("\nthroughput in GB/s, one direction, peer 0 -> peer 1, best of %d trials\n"
+           "  raw:   two threads copying with blocking send/recv (the baseline)\n"
+           "  ossl:  two threads, blocking SSL_write/SSL_read, same certificates and suite\n"
+           "  bound: the most TLS could reach here: each side's raw CPU per byte plus the\n"
+           "         cipher's, AES-128-GCM in 16 KB records on one core (seal/open GB/s)\n"
+           "  cpu:   CPU ns per byte moved, both sides\n"
+           "%-7s %5s %6s %6s %6s %6s %6s %11s %6s %9s %9s %10s %14s\n", TRIALS, "vector",
+           "reps", "raw", "plain", "TLS", "ossl", "bound", "seal/open", "", "plain/raw",
+           "TLS/raw", "TLS/bound", "cpu raw/pl/TLS");
     int failures = 0;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n_sizes; i++) {
         size_t size = sizes[i], reps = per_case / size < 4 ? 4 : per_case / size;
-        int bad1 = 0, bad2 = 0;
-        /* BENCH_ONLY=plain|tls: profile one kind (the others print 0) */
-        const char *only = getenv("BENCH_ONLY");
         /* Best of TRIALS for each kind, interleaved, so a burst of load from
          * other processes hurts one trial rather than one kind. */
-        double raw = 0, plain = 0, tls = 0, c_raw = 9e9, c_plain = 9e9, c_tls = 9e9;
+        double raw = 0, plain = 0, tls = 0, ossl = 0, bound = 0, seal = 0, open = 0;
+        double c_raw = 9e9, c_plain = 9e9, c_tls = 9e9;
         for (int trial = 0; trial < TRIALS; trial++) {
-            double c, r;
-            r = raw_run(size, reps, &c);
-            raw = r > raw ? r : raw;
-            c_raw = c < c_raw ? c : c_raw;
-            if (!only || !strcmp(only, "plain")) {
-                r = transport_run(argv[1], true, size, reps, &bad1, &c);
-                plain = r > plain ? r : plain;
-                c_plain = c < c_plain ? c : c_plain;
+            int bad = 0;
+            double c, sides[2] = {0, 0}, ciph[2];
+            raw = max2(raw, raw_run(size, reps, &c, sides));
+            c_raw = min2(c_raw, c);
+            if (do_plain) {
+                plain = max2(plain, transport_run(argv[1], true, size, reps, &bad, &c));
+                c_plain = min2(c_plain, c);
+                failures += bad;
             }
-            if (!only || !strcmp(only, "tls")) {
-                r = transport_run(argv[1], false, size, reps, &bad2, &c);
-                tls = r > tls ? r : tls;
-                c_tls = c < c_tls ? c : c_tls;
+            if (do_tls) {
+                tls = max2(tls, transport_run(argv[1], false, size, reps, &bad, &c));
+                c_tls = min2(c_tls, c);
+                failures += bad;
+                if (only)
+                    continue;
+                ossl = max2(ossl, tls_loop_run(argv[1], size, reps, &c));
+                /* Sender: encrypt, then what the raw sender spent per byte;
+                 * receiver likewise; and both within this machine's 2 cores. */
+                cipher_speed(size, reps < 16 ? reps : 16, ciph);
+                seal = max2(seal, ciph[0]);
+                open = max2(open, ciph[1]);
+                double ns_seal = 1e9 / ciph[0], ns_open = 1e9 / ciph[1];
+                double b = min2(1e9 / (ns_seal + sides[0]), 1e9 / (ns_open + sides[1]));
+                b = min2(b, 2e9 / (ns_seal + ns_open + sides[0] + sides[1]));
+                bound = max2(bound, b);
             }
-            failures += bad1 + bad2;
         }
-        printf("%5zu MB %5zu %9.2f %10.2f %9.2f %8.0f%% %8.0f%%    %4.2f/%4.2f/%4.2f%s\n",
-               size >> 20, reps, raw / 1e9, plain / 1e9, tls / 1e9, 100 * plain / raw,
-               100 * tls / raw, c_raw, only && strcmp(only, "plain") ? 0 : c_plain,
-               only && strcmp(only, "tls") ? 0 : c_tls, failures ? "  (ERRORS)" : "");
+        printf("%3zu MB  %5zu %6.2f %6.2f %6.2f %6.2f %6.2f %5.2f/%-5.2f %6s %8.0f%% %8.0f%% "
+               "%9.0f%%  %4.2f/%4.2f/%4.2f%s\n",
+               size >> 20, reps, raw / 1e9, plain / 1e9, tls / 1e9, ossl / 1e9, bound / 1e9,
+               seal / 1e9, open / 1e9, "", 100 * plain / raw, 100 * tls / raw,
+               bound > 0 ? 100 * tls / bound : 0, c_raw, do_plain ? c_plain : 0,
+               do_tls ? c_tls : 0, failures ? "  (ERRORS)" : "");
+        if (csv)
+            fprintf(csv, "%zu,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n", size >> 20,
+                    raw / 1e9, plain / 1e9, tls / 1e9, ossl / 1e9, seal / 1e9, open / 1e9,
+                    bound / 1e9, c_raw, do_plain ? c_plain : 0, do_tls ? c_tls : 0);
         fflush(stdout);
     }
     printf("\ntargets: plaintext >= 70%% of raw, TLS >= 50%% of raw "
            "(one direction, loopback, this machine's cores shared with everything else)\n");
+    if (csv) {
+        fclose(csv);
+        printf("figures written to %s\n", argv[3]);
+    }
     return failures ? 1 : 0;
 }

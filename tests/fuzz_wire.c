@@ -1,7 +1,8 @@
 /* libFuzzer target for the frame decoder (gossip/wire.c).
  * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
- * checks behind them; bits 1..7: how the stream is split into reads), the
- * rest = bytes as they would arrive on a socket. The decoder must never
+ * checks behind them; bit 1: a TLS connection, where the payload CRC field
+ * is 0 and not computed; bits 2..7: how the stream is split into reads),
+ * the rest = bytes as they would arrive on a socket. The decoder must never
  * read or write outside its buffers, never ask for 0 bytes, and must stop at
  * the first error. Built with -DFUZZ_SEEDGEN it writes a seed corpus. */
 #include "gossip/wire.h"
@@ -13,8 +14,8 @@
 #define FZ_MAX_VEC 4096
 
 /* Rewrites header and payload CRCs in place, frame by frame, as far as the
- * lengths allow. */
-static void repair(uint8_t *s, size_t len)
+ * lengths allow (payload CRCs as 0 on TLS). */
+static void repair(uint8_t *s, size_t len, bool tls)
 {
     size_t off = 0;
     while (off + MM_WIRE_HDR_LEN <= len) {
@@ -24,7 +25,7 @@ static void repair(uint8_t *s, size_t len)
             plen = plen << 8 | h[24 + i];
         size_t body = off + MM_WIRE_HDR_LEN;
         if (plen <= len - body) {
-            uint32_t c = mm_crc32c(0, s + body, (size_t)plen);
+            uint32_t c = tls ? 0 : mm_crc32c(0, s + body, (size_t)plen);
             for (int i = 0; i < 4; i++)
                 h[32 + i] = (uint8_t)(c >> (8 * i));
         }
@@ -45,13 +46,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len = size - 1;
     uint8_t *s = malloc(len ? len : 1);
     memcpy(s, data + 1, len);
+    bool tls = opt & 2;
     if (opt & 1)
-        repair(s, len);
-    size_t step = (size_t)(opt >> 1) + 1;
+        repair(s, len, tls);
+    size_t step = (size_t)(opt >> 2) + 1;
 
     static uint8_t vbuf[8 + 4 * FZ_MAX_VEC];
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
+    rx.no_payload_crc = tls;
     mm_wire_rx_init(&rx);
     size_t pos = 0;
     while (pos < len) {
@@ -84,16 +87,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR &&
             !mm_wire_all_finite((const float *)(rx.payload + 8), rx.vec_len, NULL))
             abort(); /* NaN/Inf must never be delivered */
+        if (ev == MM_RX_FRAME && tls && rx.hdr.payload_crc != 0)
+            abort(); /* TLS: a CRC where 0 belongs is refused */
     }
     free(s);
     return 0;
 }
 
 #ifdef FUZZ_SEEDGEN
-static size_t frame(uint8_t *out, uint16_t type, uint64_t round, const void *p, size_t n)
+static size_t frame(uint8_t *out, uint16_t type, uint64_t round, const void *p, size_t n,
+                    bool tls)
 {
     mm_wire_header h = {.type = type, .sender = 1, .round = round, .payload_len = n,
-                        .payload_crc = mm_crc32c(0, p, n)};
+                        .payload_crc = tls ? 0 : mm_crc32c(0, p, n)};
     mm_wire_put_header(out, &h);
     memcpy(out + MM_WIRE_HDR_LEN, p, n);
     return MM_WIRE_HDR_LEN + n;
@@ -104,17 +110,18 @@ int main(int argc, char **argv)
     if (argc != 2)
         return 2;
     static uint8_t buf[1 + 4 * (MM_WIRE_HDR_LEN + 8 + 4 * 16) + 600];
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 8; k++) {
         size_t n = 0;
-        buf[n++] = (uint8_t)(k * 37);
+        bool tls = k >= 4; /* seeds 4..7: the same streams on TLS */
+        buf[n++] = (uint8_t)(((k % 4) * 37 & ~2) | (tls ? 2 : 0));
         mm_wire_hello h = {.vec_len = 16, .target = 2};
         memset(h.fingerprint, 7, 32);
         uint8_t hp[MM_WIRE_HELLO_LEN];
         mm_wire_put_hello(hp, &h);
-        if (k == 3) {
-            n += frame(buf + n, MM_WIRE_REFUSE, 0, "fingerprint differs", 19);
+        if (k % 4 == 3) {
+            n += frame(buf + n, MM_WIRE_REFUSE, 0, "fingerprint differs", 19, tls);
         } else {
-            n += frame(buf + n, MM_WIRE_HELLO, 0, hp, sizeof hp);
+            n += frame(buf + n, MM_WIRE_HELLO, 0, hp, sizeof hp, tls);
             uint8_t v[8 + 4 * 16] = {0};
             double w = 0.5;
             memcpy(v, &w, 8);
@@ -122,10 +129,10 @@ int main(int argc, char **argv)
                 float f = (float)i;
                 memcpy(v + 8 + 4 * i, &f, 4);
             }
-            n += frame(buf + n, MM_WIRE_VECTOR, 3, v, sizeof v);
-            n += frame(buf + n, MM_WIRE_PING, 4, NULL, 0);
-            if (k == 2)
-                n += frame(buf + n, MM_WIRE_BYE, 4, NULL, 0);
+            n += frame(buf + n, MM_WIRE_VECTOR, 3, v, sizeof v, tls);
+            n += frame(buf + n, MM_WIRE_PING, 4, NULL, 0, tls);
+            if (k % 4 == 2)
+                n += frame(buf + n, MM_WIRE_BYE, 4, NULL, 0, tls);
         }
         char path[512];
         snprintf(path, sizeof path, "%s/seed-%d", argv[1], k);

@@ -508,6 +508,7 @@ typedef struct {
     int handshake_ok;   /* the client's view; TLS 1.3 servers verify later */
     int got_data;       /* the victim sent application data */
     bool garbage;       /* send garbage instead of a HELLO */
+    bool crc;           /* a payload CRC where TLS wants 0 (wire v1's rule) */
 } tls_att;
 
 static void *tls_attack(void *arg)
@@ -535,10 +536,11 @@ static void *tls_attack(void *arg)
             mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM};
             memset(h.fingerprint, 0xAB, 32);
             mm_wire_put_hello(hello + MM_WIRE_HDR_LEN, &h);
+            /* under TLS the payload CRC field is 0 (docs/protocol.md) */
             mm_wire_header hd = {.type = MM_WIRE_HELLO, .sender = ATT_ID,
-                                 .payload_len = MM_WIRE_HELLO_LEN,
-                                 .payload_crc = mm_crc32c(0, hello + MM_WIRE_HDR_LEN,
-                                                          MM_WIRE_HELLO_LEN)};
+                                 .payload_len = MM_WIRE_HELLO_LEN};
+            if (a->crc)
+                hd.payload_crc = mm_crc32c(0, hello + MM_WIRE_HDR_LEN, MM_WIRE_HELLO_LEN);
             mm_wire_put_header(hello, &hd);
             if (a->garbage)
                 memset(hello, 'G', sizeof hello);
@@ -613,27 +615,35 @@ static void tls_good_client_control(void **s)
     teardown_cluster(f);
 }
 
-/* Garbage inside an authenticated TLS channel is refused like in plain. */
-static void tls_garbage_after_handshake(void **s)
+/* A frame refused inside an authenticated TLS channel: counted under
+ * `counter`, the client not brought up, honest traffic unaffected. */
+static void tls_bad_frame(bool garbage, bool crc, size_t counter)
 {
     fixture *f = setup_cluster(true, NULL);
     char c[128], k[128];
     snprintf(c, sizeof c, "%s/node-1.pem", certdir);
     snprintf(k, sizeof k, "%s/node-1.key", certdir);
-    uint64_t before = stat_at(f, OFF(bad_magic));
-    tls_att a = {.port = victim_port(f), .cert = c, .key = k, .garbage = true};
+    uint64_t before = stat_at(f, counter);
+    tls_att a = {.port = victim_port(f), .cert = c, .key = k, .garbage = garbage, .crc = crc};
     pthread_t th;
     pthread_create(&th, NULL, tls_attack, &a);
     uint64_t end = uv_hrtime() / 1000000 + 8000;
-    while ((!a.done || stat_at(f, OFF(bad_magic)) == before) && uv_hrtime() / 1000000 < end)
+    while ((!a.done || stat_at(f, counter) == before) && uv_hrtime() / 1000000 < end)
         uv_run(&f->cl.loop, UV_RUN_ONCE);
     pthread_join(th, NULL);
-    assert_true(stat_at(f, OFF(bad_magic)) > before);
+    assert_true(stat_at(f, counter) > before);
     assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
     f->round++;
     assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
     teardown_cluster(f);
 }
+
+/* Garbage inside an authenticated TLS channel is refused like in plain. */
+static void tls_garbage_after_handshake(void **s) { tls_bad_frame(true, false, OFF(bad_magic)); }
+
+/* A payload CRC on a TLS connection (protocol version 1's rule; version 2
+ * leaves it to the AEAD): refused as a checksum error. */
+static void tls_payload_crc_refused(void **s) { tls_bad_frame(false, true, OFF(bad_checksum)); }
 
 int main(void)
 {
@@ -674,6 +684,7 @@ int main(void)
         cmocka_unit_test(tls_other_ca),
         cmocka_unit_test(tls_good_client_control),
         cmocka_unit_test(tls_garbage_after_handshake),
+        cmocka_unit_test(tls_payload_crc_refused),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", certdir, otherdir, selfdir);

@@ -74,10 +74,10 @@ static void header_refusals(void **s)
     uint8_t raw[MM_WIRE_HDR_LEN];
     mm_wire_header g;
     char why[160];
-    mm_wire_header h = {.version = 2, .type = MM_WIRE_PING};
+    mm_wire_header h = {.version = 7, .type = MM_WIRE_PING};
     mm_wire_put_header(raw, &h);
     assert_int_equal(mm_wire_get_header(raw, true, 1, &g, why, sizeof why), MM_WIRE_E_VERSION);
-    assert_non_null(strstr(why, "version 2"));
+    assert_non_null(strstr(why, "version 7"));
     h = (mm_wire_header){.type = 9};
     mm_wire_put_header(raw, &h);
     assert_int_equal(mm_wire_get_header(raw, true, 1, &g, why, sizeof why), MM_WIRE_E_TYPE);
@@ -213,6 +213,81 @@ static void decode_stream(size_t step)
     free(vbuf);
 }
 
+/* Feeds one header (+ payload) to a fresh decoder in TLS mode; returns the
+ * last event. */
+static mm_rx_event feed_tls(const mm_wire_header *h, const uint8_t *payload, uint8_t *vbuf,
+                            uint64_t vec_len, mm_wire_rx *rx)
+{
+    memset(rx, 0, sizeof *rx);
+    rx->hello_done = true;
+    rx->vec_len = vec_len;
+    rx->vec_buf = vbuf;
+    rx->no_payload_crc = true;
+    mm_wire_rx_init(rx);
+    assert_true(rx->no_payload_crc); /* kept across init, like hello_done */
+    uint8_t raw[MM_WIRE_HDR_LEN];
+    mm_wire_put_header(raw, h);
+    uint8_t *p;
+    size_t want;
+    mm_wire_rx_want(rx, &p, &want);
+    assert_int_equal(want, MM_WIRE_HDR_LEN);
+    memcpy(p, raw, want);
+    mm_rx_event ev = mm_wire_rx_advance(rx, want);
+    if (ev != MM_RX_MORE)
+        return ev;
+    mm_wire_rx_want(rx, &p, &want);
+    memcpy(p, payload, want);
+    return mm_wire_rx_advance(rx, want);
+}
+
+/* On a TLS connection the payload CRC is not used (the AEAD authenticates
+ * every byte): the field must be 0, and the payload is not checksummed;
+ * NaN/Inf are still refused. */
+static void tls_no_payload_crc(void **s)
+{
+    enum { N = 100 };
+    uint8_t vp[8 + 4 * N], vbuf[8 + 4 * N];
+    double w = 0.5;
+    memcpy(vp, &w, 8);
+    for (int i = 0; i < N; i++) {
+        float f = (float)i;
+        memcpy(vp + 8 + 4 * i, &f, 4);
+    }
+    mm_wire_rx rx;
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .round = 3,
+                        .payload_len = sizeof vp};
+    assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_FRAME);
+    assert_memory_equal(vbuf, vp, sizeof vp);
+    /* a CRC where 0 belongs: refused before any payload byte is read */
+    h.payload_crc = mm_crc32c(0, vp, sizeof vp);
+    assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_CHECKSUM);
+    assert_non_null(strstr(rx.why, "must be 0"));
+    /* NaN still refused */
+    h.payload_crc = 0;
+    float nan = NAN;
+    memcpy(vp + 8 + 4 * 7, &nan, 4);
+    assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_VALUES);
+    /* the same zero CRC field in plaintext is a checksum error */
+    memcpy(vp + 8 + 4 * 7, &(float){7.0f}, 4);
+    memset(&rx, 0, sizeof rx);
+    rx.hello_done = true;
+    rx.vec_len = N;
+    rx.vec_buf = vbuf;
+    mm_wire_rx_init(&rx);
+    uint8_t raw[MM_WIRE_HDR_LEN], *p;
+    size_t want;
+    mm_wire_put_header(raw, &h);
+    mm_wire_rx_want(&rx, &p, &want);
+    memcpy(p, raw, want);
+    assert_int_equal(mm_wire_rx_advance(&rx, want), MM_RX_MORE);
+    mm_wire_rx_want(&rx, &p, &want);
+    memcpy(p, vp, want);
+    assert_int_equal(mm_wire_rx_advance(&rx, want), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_CHECKSUM);
+}
+
 static void decoder_any_split(void **s)
 {
     for (size_t step = 1; step < 64; step++)
@@ -230,6 +305,7 @@ int main(void)
         cmocka_unit_test(header_refusals),
         cmocka_unit_test(finite_check),
         cmocka_unit_test(decoder_any_split),
+        cmocka_unit_test(tls_no_payload_crc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
