@@ -76,7 +76,7 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
     h->version = get16(in + 4);
     if (h->version != MM_WIRE_VERSION) {
         snprintf(why, whylen, "protocol version %u, this peer speaks %u",
-                 h->version, MM_WIRE_VERSION);
+                 (unsigned)h->version, (unsigned)MM_WIRE_VERSION);
         return MM_WIRE_E_VERSION;
     }
     uint32_t hcrc = get32(in + 36), want = mm_crc32c(0, in, 36);

@@ -101,7 +101,8 @@ static size_t frame(uint8_t *out, uint16_t type, uint64_t round, const void *p, 
     mm_wire_header h = {.type = type, .sender = 1, .round = round, .payload_len = n,
                         .payload_crc = tls ? 0 : mm_crc32c(0, p, n)};
     mm_wire_put_header(out, &h);
-    memcpy(out + MM_WIRE_HDR_LEN, p, n);
+    if (n) /* p is NULL for empty payloads */
+        memcpy(out + MM_WIRE_HDR_LEN, p, n);
     return MM_WIRE_HDR_LEN + n;
 }
 
