@@ -15,6 +15,7 @@
 static void tls_drain(conn *c);
 static void tls_pump(conn *c);
 static void plain_pump(conn *c);
+static void goodbye_sent(conn *c);
 static int tls_flush(conn *c);
 
 static uv_stream_t *stream(conn *c) { return (uv_stream_t *)&c->tcp; }
@@ -158,7 +159,7 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
                     const uint8_t *big, size_t big_len, bool is_vec, uint32_t peer_id,
                     uint8_t *owned)
 {
-    if (c->st == C_CLOSING || small_len > MM_WIRE_REFUSE_MAX + 8) {
+    if (c->st == C_CLOSING || c->leaving || small_len > MM_WIRE_REFUSE_MAX + 8) {
         free(owned);
         return -1;
     }
@@ -231,6 +232,7 @@ static void plain_pump(conn *c)
         }
         c->writes_pending++;
     }
+    goodbye_sent(c);
 }
 
 static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
@@ -241,7 +243,42 @@ static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
 }
 
 int conn_send_ping(conn *c) { return send_ctrl(c, MM_WIRE_PING, NULL, 0); }
-int conn_send_bye(conn *c) { return send_ctrl(c, MM_WIRE_BYE, NULL, 0); }
+/* The BYE of a goodbye has gone to the socket (or libuv): close. */
+static void goodbye_sent(conn *c)
+{
+    if (c->leaving && !c->q_head && c->st != C_CLOSING)
+        conn_close(c, true, c->leave_why);
+}
+
+void conn_goodbye(conn *c, const char *why)
+{
+    if (c->st == C_CLOSING || c->leaving)
+        return;
+    /* A TLS frame partly encrypted must be finished, or the stream would
+     * end inside it; plaintext frames in the queue have not started (the
+     * ready ones are already libuv's). */
+    out_item **pp = &c->q_head;
+    if (*pp && c->ssl && (*pp)->off > 0)
+        pp = &(*pp)->next;
+    while (*pp) {
+        out_item *it = *pp;
+        *pp = it->next;
+        if (!it->ready)
+            tr_crc_remove(c->t, it);
+        item_done(c, it, false);
+    }
+    c->q_tail = c->q_head;
+    conn_pause(c); /* nothing more is read from a peer we leave */
+    if (send_ctrl(c, MM_WIRE_BYE, NULL, 0) != 0) {
+        conn_close(c, false, why);
+        return;
+    }
+    /* From here on nothing else is queued (conn_send_frame refuses). */
+    c->leaving = true;
+    c->leave_why = why;
+    c->t_close = mm_now_ms(c->t);
+    goodbye_sent(c); /* the BYE may already be out */
+}
 
 static void send_refusal(conn *c, const char *msg)
 {
@@ -355,6 +392,7 @@ static void tls_pump(conn *c)
         }
     }
     c->pumping = false;
+    goodbye_sent(c);
 }
 
 /* ---- reads ---------------------------------------------------------------- */

@@ -244,6 +244,8 @@ static void on_connection(uv_stream_t *server, int status)
     conn_start(c);
 }
 
+static void on_handle_closed(uv_handle_t *h);
+
 static void tick(uv_timer_t *timer)
 {
     mm_transport *t = timer->data;
@@ -254,6 +256,11 @@ static void tick(uv_timer_t *timer)
         if (c->st == C_CLOSING) {
             if (now - c->t_close > MM_CLOSE_GRACE_MS)
                 conn_force_close(c);
+            continue;
+        }
+        if (c->leaving) { /* its last frame and BYE could not go out in time */
+            if (now - c->t_close > MM_CLOSE_GRACE_MS)
+                conn_close(c, false, "goodbye not sent within the grace period");
             continue;
         }
         bool busy = mm_wire_rx_busy(&c->rx);
@@ -280,15 +287,20 @@ static void tick(uv_timer_t *timer)
         }
         peer *p = &t->peers[c->peer];
         if (!p->wanted && now - p->last_used > cfg->idle_ms) {
-            conn_send_bye(c);
-            conn_close(c, true, "idle");
+            conn_goodbye(c, "idle");
             continue;
         }
         if (now - c->t_last_send >= cfg->heartbeat_ms)
             conn_send_ping(c);
     }
-    if (t->shutting_down)
+    if (t->shutting_down) {
+        /* the tick outlives the connections' goodbyes, then goes too */
+        if (!t->conns && !uv_is_closing((uv_handle_t *)&t->tick)) {
+            uv_timer_stop(&t->tick);
+            uv_close((uv_handle_t *)&t->tick, on_handle_closed);
+        }
         return;
+    }
     for (uint32_t i = 0; i < cfg->n_peers; i++) {
         peer *p = &t->peers[i];
         if (!p->wanted || p->conn)
@@ -580,17 +592,19 @@ void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud)
     t->done_ud = ud;
     for (conn *c = t->conns, *next; c; c = next) {
         next = c->next;
-        if (c->st == C_UP) {
-            conn_send_bye(c);
-            conn_close(c, true, "shutting down");
-        } else {
+        if (c->st == C_UP)
+            conn_goodbye(c, "shutting down");
+        else
             conn_close(c, false, "shutting down");
-        }
     }
     uv_close((uv_handle_t *)&t->listener, on_handle_closed);
     uv_close((uv_handle_t *)&t->crc_idle, on_handle_closed);
-    uv_timer_stop(&t->tick);
-    uv_close((uv_handle_t *)&t->tick, on_handle_closed);
+    /* The tick stays until the last connection is gone: it bounds the
+     * goodbyes (MM_CLOSE_GRACE_MS) and the graceful closes. */
+    if (!t->conns) {
+        uv_timer_stop(&t->tick);
+        uv_close((uv_handle_t *)&t->tick, on_handle_closed);
+    }
 }
 
 void mm_transport_free(mm_transport *t)

@@ -107,6 +107,11 @@ void mm_transport_set_round(mm_transport *t, uint64_t round);
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud);
 void mm_transport_free(mm_transport *t);
 
+/* A goodbye (the frame on its way, then BYE) and then a graceful close are
+ * each given this long before the connection is closed regardless; so
+ * mm_transport_shutdown() calls done() within about twice this. */
+#define MM_CLOSE_GRACE_MS 2000
+
 /* The most ciphertext a TLS connection holds for its socket, whatever the
  * vector size and link speed: 4 MB, plus one 1 MB SSL_write and its record
  * overhead (64 records of 22 bytes). */

@@ -12,7 +12,6 @@
 #define MM_TLS_READ_BUF (256 * 1024)
 #define MM_TLS_WRITE_CHUNK (1024 * 1024)     /* plaintext bytes per SSL_write */
 #define MM_WRITE_HIGH_WATER (4 * 1024 * 1024) /* encrypted bytes queued in libuv */
-#define MM_CLOSE_GRACE_MS 2000
 _Static_assert(MM_WRITE_HIGH_WATER + MM_TLS_WRITE_CHUNK + 64 * 22 + 1024 <= MM_TLS_QUEUE_MAX,
                "MM_TLS_QUEUE_MAX must cover the high-water mark and one SSL_write");
 
@@ -72,6 +71,8 @@ struct conn {
     int64_t cert_id;         /* id named by the TLS certificate, else -1 */
     conn_state st;
     bool reading, paused, got_bye, was_up;
+    bool leaving;            /* goodbye under way: BYE queued, close when sent */
+    const char *leave_why;
     char from[80];
     char ip[INET6_ADDRSTRLEN];
     uint64_t t_start, t_last_recv, t_last_send, t_frame_start, t_close;
@@ -136,7 +137,10 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
                     const uint8_t *big, size_t big_len, bool is_vec, uint32_t peer_id,
                     uint8_t *owned);
 int conn_send_ping(conn *c);
-int conn_send_bye(conn *c);
+/* Says goodbye: frames not yet started are dropped (their buffers go back
+ * to the caller), a frame already on its way is finished, then BYE, then a
+ * graceful close. The tick closes it anyway after MM_CLOSE_GRACE_MS. */
+void conn_goodbye(conn *c, const char *why);
 void conn_force_close(conn *c);
 void conn_item_ready(out_item *it); /* its deferred CRC is done */   /* a graceful close that took too long */
 void conn_pause(conn *c);

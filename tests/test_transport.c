@@ -176,6 +176,86 @@ static void down_then_up(void **s)
     assert_int_equal(tn_destroy(&cl), 0);
 }
 
+/* Two TLS peers up with vectors of vec_len floats; a and b (filled for
+ * rounds 1 and 2 from peer 1) are peer 1's send buffers. */
+static void goodbye_setup(tn_cluster *cl, uint64_t vec_len, float **a, float **b)
+{
+    tn_init(cl, 2, vec_len);
+    for (uint32_t i = 0; i < 2; i++) {
+        mm_transport_config c = tn_config(cl, i, certdir);
+        assert_non_null(tn_start(cl, i, &c));
+    }
+    uint32_t w0 = 0, w1 = 1;
+    mm_transport_want(cl->node[0].t, &w1, 1);
+    mm_transport_want(cl->node[1].t, &w0, 1);
+    assert_true(tn_wait_up(cl, 0, 1, 5000));
+    *a = malloc(4 * vec_len);
+    *b = malloc(4 * vec_len);
+    tn_fill(*a, vec_len, 1, 1);
+    tn_fill(*b, vec_len, 1, 2);
+}
+
+/* Peer 1 shuts down; returns the milliseconds its shutdown took. */
+static uint64_t goodbye_shutdown(tn_cluster *cl)
+{
+    int one = 1;
+    uint64_t t0 = uv_hrtime();
+    mm_transport_shutdown(cl->node[1].t, tn_closed, &cl->closed);
+    assert_true(tn_pump(cl, tn_all_closed, &one, 10000));
+    uint64_t ms = (uv_hrtime() - t0) / 1000000;
+    mm_transport_free(cl->node[1].t);
+    cl->node[1].t = NULL;
+    cl->closed = 0;
+    return ms;
+}
+
+/* Shutting down in the middle of a 64 MB TLS vector: the frame already on
+ * its way is finished, the one queued behind it is given back unsent, and
+ * the peer hears BYE after the whole vector, not a frame cut in half. */
+static void goodbye_finishes_frame(void **s)
+{
+    tn_cluster cl;
+    float *a, *b;
+    goodbye_setup(&cl, 1 << 24, &a, &b);
+    assert_int_equal(mm_transport_send(cl.node[1].t, 0, 1, tn_weight(1, 1), a), 0);
+    assert_int_equal(mm_transport_send(cl.node[1].t, 0, 2, tn_weight(1, 2), b), 0);
+    goodbye_shutdown(&cl);
+    assert_int_equal(cl.node[1].sent_ok, 1);
+    assert_int_equal(cl.node[1].sent_fail, 1);
+    for (int i = 0; i < 1000 && !cl.node[0].bye[1]; i++)
+        uv_run(&cl.loop, UV_RUN_ONCE);
+    assert_int_equal(cl.node[0].recv_count[1], 1);
+    assert_int_equal(cl.node[0].last_round[1], 1);
+    assert_int_equal(cl.node[0].bad_content, 0);
+    assert_int_equal(cl.node[0].bye[1], 1);
+    free(a);
+    free(b);
+    assert_int_equal(tn_destroy(&cl), 0);
+}
+
+/* A goodbye that cannot be said (the peer stopped reading: it holds a lent
+ * buffer) is given up after MM_CLOSE_GRACE_MS, so shutdown stays bounded. */
+static void goodbye_bounded(void **s)
+{
+    tn_cluster cl;
+    float *a, *b;
+    goodbye_setup(&cl, 1 << 24, &a, &b);
+    cl.node[0].hold = true;
+    tn_recv_arg first = {0, 1, 1};
+    assert_int_equal(mm_transport_send(cl.node[1].t, 0, 1, tn_weight(1, 1), a), 0);
+    assert_true(tn_pump(&cl, tn_has_recv, &first, 10000));
+    assert_int_equal(mm_transport_send(cl.node[1].t, 0, 2, tn_weight(1, 2), b), 0);
+    tn_run_for(&cl, 200); /* round 2 fills the socket buffers and stalls */
+    uint64_t ms = goodbye_shutdown(&cl);
+    assert_in_range(ms, MM_CLOSE_GRACE_MS - 100, MM_CLOSE_GRACE_MS + 2000);
+    assert_int_equal(cl.node[1].sent_fail, 1);
+    assert_int_equal(cl.node[0].bye[1], 0);
+    mm_transport_release(cl.node[0].t, 1);
+    free(a);
+    free(b);
+    assert_int_equal(tn_destroy(&cl), 0);
+}
+
 /* A peer that holds the lent buffer stops reading from that peer; the sender
  * keeps bounded memory and the vector arrives after release. */
 static void hold_and_release(void **s)
@@ -316,6 +396,8 @@ int main(void)
         cmocka_unit_test(huge_2),
         cmocka_unit_test(down_then_up),
         cmocka_unit_test(hold_and_release),
+        cmocka_unit_test(goodbye_finishes_frame),
+        cmocka_unit_test(goodbye_bounded),
         cmocka_unit_test(idle_close),
         cmocka_unit_test(many_small_plain),
         cmocka_unit_test(many_small_tls),
