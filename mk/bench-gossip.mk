@@ -1,9 +1,11 @@
 # make bench-gossip: transport throughput (plaintext, TLS) against a raw TCP
 # copy loop measured in the same run, for 1, 4 and 64 MB vectors; also
 # OpenSSL's own blocking loop and the bound the cipher sets on this machine.
-# Figures go to build/bench-gossip.csv too (docs/transport.md: plotting).
-#   BENCH_MB=256  megabytes moved per trial (best of 3 trials is printed)
+# Figures go to build/bench-gossip.csv and, with gnuplot, build/bench-gossip.png.
+#   BENCH_MB=256     megabytes moved per trial
+#   BENCH_TRIALS=3   best of this many interleaved trials is printed
 BENCH_MB ?= 256
+BENCH_TRIALS ?= 3
 
 .PHONY: bench-gossip
 $(BUILD)/bench_gossip: $(BUILD)/tests/bench_gossip.o $(BUILD)/libmurmur.a
@@ -11,4 +13,6 @@ $(BUILD)/bench_gossip: $(BUILD)/tests/bench_gossip.o $(BUILD)/libmurmur.a
 
 bench-gossip: deps $(BUILD)/bench_gossip
 	@sh scripts/make-certs.sh $(BUILD)/bench-certs 2 >/dev/null
-	./$(BUILD)/bench_gossip $(BUILD)/bench-certs $(BENCH_MB) $(BUILD)/bench-gossip.csv
+	BENCH_TRIALS=$(BENCH_TRIALS) ./$(BUILD)/bench_gossip $(BUILD)/bench-certs $(BENCH_MB) \
+	    $(BUILD)/bench-gossip.csv
+	@sh scripts/plot-bench-gossip.sh $(BUILD)/bench-gossip.csv

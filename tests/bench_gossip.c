@@ -4,7 +4,9 @@
  * blocking send/recv over loopback). Also measures the checksum (CRC32C)
  * so its cost can be set against the transfer. Prints figures and ratios;
  * it asserts nothing about speed.
- *   bench_gossip CERTDIR [MB_PER_TRIAL]   (default 256 MB moved per trial) */
+ *   bench_gossip CERTDIR [MB_PER_TRIAL [CSV]]   (default 256 MB per trial)
+ * Environment: BENCH_TRIALS (best of, default 3), BENCH_SIZE_MB (one size),
+ * BENCH_ONLY=plain|tls (one transport, for profiling), BENCH_VERBOSE. */
 #include "gossip/log.h"
 #include "gossip/tls.h"
 #include "gossip/transport.h"
@@ -450,7 +452,6 @@ out:
     return rate;
 }
 
-#define TRIALS 3
 
 static void crc_speed(void)
 {
@@ -493,6 +494,9 @@ int main(int argc, char **argv)
                      "cpu_tls_ns_per_byte\n");
     crc_speed();
     size_t sizes[] = {1u << 20, 4u << 20, 64u << 20};
+    /* BENCH_TRIALS=N: best of N trials (default 3; more on a noisy machine) */
+    const char *tr = getenv("BENCH_TRIALS");
+    int trials = tr && atoi(tr) > 0 ? atoi(tr) : 3;
     /* BENCH_SIZE_MB=N: one vector size only (for profiling) */
     const char *one = getenv("BENCH_SIZE_MB");
     int n_sizes = 3;
@@ -510,17 +514,17 @@ int main(int argc, char **argv)
            "  bound: the most TLS could reach here: each side's raw CPU per byte plus the\n"
            "         cipher's, AES-128-GCM in 16 KB records on one core (seal/open GB/s)\n"
            "  cpu:   CPU ns per byte moved, both sides\n"
-           "%-7s %5s %6s %6s %6s %6s %6s %11s %6s %9s %9s %10s %14s\n", TRIALS, "vector",
+           "%-7s %5s %6s %6s %6s %6s %6s %11s %6s %9s %9s %10s %14s\n", trials, "vector",
            "reps", "raw", "plain", "TLS", "ossl", "bound", "seal/open", "", "plain/raw",
            "TLS/raw", "TLS/bound", "cpu raw/pl/TLS");
     int failures = 0;
     for (int i = 0; i < n_sizes; i++) {
         size_t size = sizes[i], reps = per_case / size < 4 ? 4 : per_case / size;
-        /* Best of TRIALS for each kind, interleaved, so a burst of load from
+        /* Best of `trials` for each kind, interleaved, so a burst of load from
          * other processes hurts one trial rather than one kind. */
         double raw = 0, plain = 0, tls = 0, ossl = 0, bound = 0, seal = 0, open = 0;
         double c_raw = 9e9, c_plain = 9e9, c_tls = 9e9;
-        for (int trial = 0; trial < TRIALS; trial++) {
+        for (int trial = 0; trial < trials; trial++) {
             int bad = 0;
             double c, sides[2] = {0, 0}, ciph[2];
             raw = max2(raw, raw_run(size, reps, &c, sides));
