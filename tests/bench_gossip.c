@@ -482,6 +482,13 @@ int main(int argc, char **argv)
         return 2;
     }
     mm_log_set_level(getenv("BENCH_VERBOSE") ? MM_LOG_INFO : MM_LOG_ERROR);
+    char probe[512];
+    snprintf(probe, sizeof probe, "%s/node-1.key", argv[1]);
+    if (access(probe, R_OK) != 0) {
+        fprintf(stderr, "bench_gossip: no certificates in %s (make them with "
+                        "scripts/make-certs.sh %s 2)\n", argv[1], argv[1]);
+        return 2;
+    }
     size_t per_case = (argc > 2 ? (size_t)atoi(argv[2]) : 256) << 20;
     FILE *csv = argc > 3 ? fopen(argv[3], "w") : NULL;
     if (argc > 3 && !csv) {
