@@ -642,7 +642,7 @@ void conn_pause(conn *c)
 
 void conn_resume(conn *c)
 {
-    if (!c->paused)
+    if (!c->paused || c->leaving) /* a peer being left stays unread */
         return;
     c->paused = false;
     c->t_last_recv = mm_now_ms(c->t);

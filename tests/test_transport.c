@@ -256,6 +256,42 @@ static void goodbye_bounded(void **s)
     assert_int_equal(tn_destroy(&cl), 0);
 }
 
+/* Nothing more is read from a peer being left, even when the application
+ * gives back a lent buffer while the goodbye waits for a stalled frame. */
+static void goodbye_reads_nothing_more(void **s)
+{
+    enum { N = 1 << 24 };
+    tn_cluster cl;
+    float *a, *b, *c = malloc(4 * N), *d = malloc(4 * N);
+    goodbye_setup(&cl, N, &a, &b); /* a, b: peer 1's rounds 1 and 2 */
+    tn_fill(c, N, 0, 1);
+    tn_fill(d, N, 0, 2);
+    cl.node[0].hold = cl.node[1].hold = true;
+    tn_recv_arg r01 = {1, 0, 1}, r10 = {0, 1, 1};
+    assert_int_equal(mm_transport_send(cl.node[0].t, 1, 1, tn_weight(0, 1), c), 0);
+    assert_int_equal(mm_transport_send(cl.node[1].t, 0, 1, tn_weight(1, 1), a), 0);
+    assert_true(tn_pump(&cl, tn_has_recv, &r01, 10000));
+    assert_true(tn_pump(&cl, tn_has_recv, &r10, 10000));
+    /* both hold round 1: both rounds 2 stall in the sockets */
+    assert_int_equal(mm_transport_send(cl.node[1].t, 0, 2, tn_weight(1, 2), b), 0);
+    assert_int_equal(mm_transport_send(cl.node[0].t, 1, 2, tn_weight(0, 2), d), 0);
+    tn_run_for(&cl, 200);
+    int one = 1;
+    mm_transport_shutdown(cl.node[1].t, tn_closed, &cl.closed); /* b half sent */
+    mm_transport_release(cl.node[1].t, 0);
+    assert_true(tn_pump(&cl, tn_all_closed, &one, 10000));
+    assert_int_equal(cl.node[1].recv_count[0], 1);
+    mm_transport_free(cl.node[1].t);
+    cl.node[1].t = NULL;
+    cl.closed = 0;
+    mm_transport_release(cl.node[0].t, 1);
+    assert_int_equal(tn_destroy(&cl), 0);
+    free(a);
+    free(b);
+    free(c);
+    free(d);
+}
+
 /* A peer that holds the lent buffer stops reading from that peer; the sender
  * keeps bounded memory and the vector arrives after release. */
 static void hold_and_release(void **s)
@@ -398,6 +434,7 @@ int main(void)
         cmocka_unit_test(hold_and_release),
         cmocka_unit_test(goodbye_finishes_frame),
         cmocka_unit_test(goodbye_bounded),
+        cmocka_unit_test(goodbye_reads_nothing_more),
         cmocka_unit_test(idle_close),
         cmocka_unit_test(many_small_plain),
         cmocka_unit_test(many_small_tls),
