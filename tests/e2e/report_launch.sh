@@ -99,16 +99,12 @@ rl -n 3 -t "$tmp/nope.topo" -r u >/dev/null 2>&1
 check "missing topology file fails" [ $? -eq 1 ]
 
 # 5. Ctrl-C: SIGINT to the launcher stops every peer cleanly. A background
-# job of a non-interactive shell ignores SIGINT, so start it through
-# python3 with SIGINT restored (else use SIGTERM, handled the same way).
-sig=TERM
-if command -v python3 >/dev/null 2>&1; then
-    sig=INT
-    FAKE_ROUNDS=1000 python3 -c 'import os,signal,sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp("sh", ["sh"] + sys.argv[1:])' \
-        "$root/scripts/run-local.sh" -n 3 -t "$tmp/ring-3.topo" -r ctrlc -p 31030 -i 1 --no-report >"$tmp/int.out" 2>&1 &
-else
-    FAKE_ROUNDS=1000 rl -n 3 -t "$tmp/ring-3.topo" -r ctrlc -p 31030 -i 1 --no-report >"$tmp/int.out" 2>&1 &
-fi
+# job of a non-interactive shell starts with SIGINT ignored, so start the
+# launcher through coreutils' env with SIGINT back to its default. It is
+# started directly, not through rl(): $! must be the launcher itself.
+sig=INT
+FAKE_ROUNDS=1000 env --default-signal=INT sh "$root/scripts/run-local.sh" -n 3 \
+    -t "$tmp/ring-3.topo" -r ctrlc -p 31030 -i 1 --no-report >"$tmp/int.out" 2>&1 &
 lp=$!
 i=0
 while [ $i -lt 50 ] && [ "$(cat "$tmp"/runs/ctrlc/node-*/metrics.jsonl 2>/dev/null | grep -c '"ev":"round"')" -lt 6 ]; do
