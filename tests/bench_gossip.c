@@ -56,6 +56,30 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
+/* A connected pair of loopback TCP sockets: fds[0] dialled, fds[1]
+ * accepted. 0, or -1 with nothing left open. */
+static int loopback_pair(int fds[2])
+{
+    int ls = socket(AF_INET, SOCK_STREAM, 0), cs = socket(AF_INET, SOCK_STREAM, 0), as = -1;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    if (ls >= 0 && cs >= 0 && bind(ls, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(ls, (struct sockaddr *)&a, &l) == 0 && listen(ls, 1) == 0 &&
+        connect(cs, (struct sockaddr *)&a, sizeof a) == 0)
+        as = accept(ls, NULL, NULL);
+    if (ls >= 0)
+        close(ls);
+    if (as < 0) {
+        if (cs >= 0)
+            close(cs);
+        return -1;
+    }
+    fds[0] = cs;
+    fds[1] = as;
+    return 0;
+}
+
 /* ---- raw TCP baseline ---------------------------------------------------- */
 
 typedef struct {
@@ -92,32 +116,26 @@ static void *raw_recv(void *arg)
  * side[1] that of the sending and the receiving thread alone. */
 static double raw_run(size_t size, size_t reps, double *cpu, double side[2])
 {
-    int ls = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(ls, (struct sockaddr *)&a, sizeof a);
-    socklen_t l = sizeof a;
-    getsockname(ls, (struct sockaddr *)&a, &l);
-    listen(ls, 1);
-    int cs = socket(AF_INET, SOCK_STREAM, 0);
-    if (connect(cs, (struct sockaddr *)&a, sizeof a) != 0)
+    int fds[2];
+    if (loopback_pair(fds) != 0)
         return 0;
-    int as = accept(ls, NULL, NULL);
+    int cs = fds[0], as = fds[1];
     raw_side rs = {as, size, reps, malloc(size), 0};
     uint8_t *src = malloc(size);
     memset(src, 0x5A, size);
     pthread_t th;
     double t0 = now_s(), c0 = cpu_s(), s0 = thread_cpu_s();
     pthread_create(&th, NULL, raw_recv, &rs);
-    for (size_t k = 0; k < reps; k++) {
-        size_t off = 0;
+    for (size_t k = 0, off = 0; k < reps; k++, off = 0)
         while (off < size) {
             ssize_t n = send(cs, src + off, size - off, 0);
-            if (n <= 0)
+            if (n <= 0) {
+                shutdown(cs, SHUT_RDWR); /* the receiver sees EOF, not a hang */
+                k = reps;
                 break;
+            }
             off += (size_t)n;
         }
-    }
     double send_cpu = thread_cpu_s() - s0;
     pthread_join(th, NULL);
     double dt = now_s() - t0, bytes = (double)size * (double)reps;
@@ -126,7 +144,6 @@ static double raw_run(size_t size, size_t reps, double *cpu, double side[2])
     side[1] = rs.cpu / bytes * 1e9;
     close(cs);
     close(as);
-    close(ls);
     free(src);
     free(rs.buf);
     return (double)size * (double)reps / dt;
@@ -174,45 +191,42 @@ static SSL_CTX *bench_ctx(const char *certdir, int id)
     return ctx;
 }
 
-static double tls_loop_run(const char *certdir, size_t size, size_t reps, double *cpu)
+static double tls_loop_run(const char *certdir, size_t size, size_t reps)
 {
     double rate = 0;
     SSL_CTX *cctx = bench_ctx(certdir, 0), *sctx = bench_ctx(certdir, 1);
-    int ls = socket(AF_INET, SOCK_STREAM, 0), cs = socket(AF_INET, SOCK_STREAM, 0), as = -1;
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t l = sizeof a;
+    int fds[2] = {-1, -1};
     tls_side rs = {NULL, size, reps, malloc(size), 0};
     uint8_t *src = malloc(size);
     SSL *c = NULL;
-    if (!cctx || !sctx || !rs.buf || !src || bind(ls, (struct sockaddr *)&a, sizeof a) ||
-        getsockname(ls, (struct sockaddr *)&a, &l) || listen(ls, 1) ||
-        connect(cs, (struct sockaddr *)&a, sizeof a) || (as = accept(ls, NULL, NULL)) < 0)
+    if (!cctx || !sctx || !rs.buf || !src || loopback_pair(fds) != 0)
         goto out;
     rs.ssl = SSL_new(sctx);
     c = SSL_new(cctx);
-    SSL_set_fd(rs.ssl, as);
-    SSL_set_fd(c, cs);
+    SSL_set_fd(rs.ssl, fds[1]);
+    SSL_set_fd(c, fds[0]);
     memset(src, 0x5A, size);
     pthread_t th;
     pthread_create(&th, NULL, tls_recv, &rs);
     if (SSL_connect(c) != 1) {
-        shutdown(cs, SHUT_RDWR);
+        shutdown(fds[0], SHUT_RDWR);
         pthread_join(th, NULL);
         goto out;
     }
-    double t0 = now_s(), c0 = cpu_s();
-    for (size_t k = 0; k < reps; k++)
-        for (size_t off = 0; off < size;) {
+    double t0 = now_s();
+    for (size_t k = 0, off = 0; k < reps; k++, off = 0)
+        while (off < size) {
             size_t n = size - off > (1u << 30) ? 1u << 30 : size - off;
             int w = SSL_write(c, src + off, (int)n);
-            if (w <= 0)
+            if (w <= 0) {
+                shutdown(fds[0], SHUT_RDWR); /* the receiver sees EOF, not a hang */
+                k = reps;
                 break;
+            }
             off += (size_t)w;
         }
     pthread_join(th, NULL);
     double dt = now_s() - t0;
-    *cpu = (cpu_s() - c0) / ((double)size * (double)reps) * 1e9;
     if (rs.ok)
         rate = (double)size * (double)reps / dt;
 out:
@@ -220,10 +234,9 @@ out:
     SSL_free(rs.ssl);
     SSL_CTX_free(cctx);
     SSL_CTX_free(sctx);
-    if (as >= 0)
-        close(as);
-    close(cs);
-    close(ls);
+    for (int i = 0; i < 2; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
     free(src);
     free(rs.buf);
     return rate;
@@ -452,7 +465,6 @@ out:
     return rate;
 }
 
-
 static void crc_speed(void)
 {
     size_t n = 64u << 20;
@@ -547,7 +559,7 @@ int main(int argc, char **argv)
                 failures += bad;
                 if (only)
                     continue;
-                ossl = max2(ossl, tls_loop_run(argv[1], size, reps, &c));
+                ossl = max2(ossl, tls_loop_run(argv[1], size, reps));
                 /* Sender: encrypt, then what the raw sender spent per byte;
                  * receiver likewise; and both within this machine's 2 cores. */
                 cipher_speed(size, reps < 16 ? reps : 16, ciph);
