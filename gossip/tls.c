@@ -137,3 +137,14 @@ int mm_tls_peer_id(SSL *ssl, uint32_t *id, char *why, size_t whylen)
     snprintf(why, whylen, "certificate names no murmur-peer-K (CN \"%s\")", n > 0 ? cn : "");
     return -1;
 }
+
+int mm_tls_files_for(const char *dir, uint32_t id, mm_tls_files *out)
+{
+    int a = snprintf(out->ca, sizeof out->ca, "%s/ca.pem", dir);
+    int b = snprintf(out->cert, sizeof out->cert, "%s/node-%u.pem", dir, id);
+    int c = snprintf(out->key, sizeof out->key, "%s/node-%u.key", dir, id);
+    return a < 0 || b < 0 || c < 0 || (size_t)a >= sizeof out->ca ||
+                   (size_t)b >= sizeof out->cert || (size_t)c >= sizeof out->key
+               ? -1
+               : 0;
+}

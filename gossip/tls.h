@@ -16,6 +16,15 @@ SSL_CTX *mm_tls_ctx_new(const char *ca_file, const char *cert_file,
 /* The peer id named by the verified certificate of ssl; -1 with why. */
 int mm_tls_peer_id(SSL *ssl, uint32_t *id, char *why, size_t whylen);
 
+/* The files scripts/make-certs.sh makes for peer `id` in `dir`:
+ * dir/ca.pem, dir/node-ID.pem, dir/node-ID.key. */
+typedef struct {
+    char ca[1024], cert[1024], key[1024];
+} mm_tls_files;
+
+/* 0, or -1 when dir is too long for the paths. */
+int mm_tls_files_for(const char *dir, uint32_t id, mm_tls_files *out);
+
 /* The last OpenSSL error as text (for log lines), clearing the queue. */
 const char *mm_tls_error(char *buf, size_t len);
 

@@ -15,6 +15,7 @@
 #include <dirent.h>
 
 #include "gossip/log.h"
+#include "gossip/tls.h"
 #include "model/sha256.h"
 #include "node/node_internal.h"
 #include "node/peers.h"
@@ -553,14 +554,15 @@ int mm_node_run(const mm_node_config *c)
     fingerprint(nd, tc.fingerprint);
     tc.vec_len = nd->P;
     tc.plaintext = c->plaintext;
-    char ca[1100], cert[1100], key[1100];
+    mm_tls_files tls;
     if (!c->plaintext) {
-        snprintf(ca, sizeof ca, "%s/ca.pem", c->tls_dir);
-        snprintf(cert, sizeof cert, "%s/node-%u.pem", c->tls_dir, nd->id);
-        snprintf(key, sizeof key, "%s/node-%u.key", c->tls_dir, nd->id);
-        tc.ca_file = ca;
-        tc.cert_file = cert;
-        tc.key_file = key;
+        if (mm_tls_files_for(c->tls_dir, nd->id, &tls) != 0) {
+            mm_error("--tls-dir %s: path too long", c->tls_dir);
+            goto out;
+        }
+        tc.ca_file = tls.ca;
+        tc.cert_file = tls.cert;
+        tc.key_file = tls.key;
     }
     tc.peer_timeout_ms = (uint32_t)c->peer_timeout_ms;
     tc.heartbeat_ms = (uint32_t)(c->peer_timeout_ms / 4 > 0 ? c->peer_timeout_ms / 4 : 1);

@@ -181,11 +181,10 @@ static void *tls_recv(void *arg)
 
 static SSL_CTX *bench_ctx(const char *certdir, int id)
 {
-    char ca[160], cert[160], key[160], err[256];
-    snprintf(ca, sizeof ca, "%s/ca.pem", certdir);
-    snprintf(cert, sizeof cert, "%s/node-%d.pem", certdir, id);
-    snprintf(key, sizeof key, "%s/node-%d.key", certdir, id);
-    SSL_CTX *ctx = mm_tls_ctx_new(ca, cert, key, err, sizeof err);
+    char err[256];
+    mm_tls_files f;
+    mm_tls_files_for(certdir, (uint32_t)id, &f);
+    SSL_CTX *ctx = mm_tls_ctx_new(f.ca, f.cert, f.key, err, sizeof err);
     if (!ctx)
         fprintf(stderr, "bench: %s\n", err);
     return ctx;
@@ -378,7 +377,7 @@ static void *side_main(void *arg)
     uv_async_init(&s->loop, &s->stop, on_stop);
     s->go.data = s->stop.data = s;
     mm_transport_config cfg = {0};
-    char ca[160], cert[160], key[160];
+    mm_tls_files f;
     cfg.self_id = s->id;
     cfg.n_peers = 2;
     cfg.addrs = b->addrs;
@@ -386,12 +385,10 @@ static void *side_main(void *arg)
     cfg.plaintext = b->plaintext;
     cfg.round_window = 1 << 20;
     cfg.peer_timeout_ms = 60000;
-    snprintf(ca, sizeof ca, "%s/ca.pem", b->certdir);
-    snprintf(cert, sizeof cert, "%s/node-%u.pem", b->certdir, s->id);
-    snprintf(key, sizeof key, "%s/node-%u.key", b->certdir, s->id);
-    cfg.ca_file = ca;
-    cfg.cert_file = cert;
-    cfg.key_file = key;
+    mm_tls_files_for(b->certdir, s->id, &f);
+    cfg.ca_file = f.ca;
+    cfg.cert_file = f.cert;
+    cfg.key_file = f.key;
     mm_transport_callbacks cb = {on_vector, on_sent, on_peer, s};
     s->t = mm_transport_new(&s->loop, &cfg, &cb, s->err, sizeof s->err);
     if (!s->t) {

@@ -6,6 +6,7 @@
 #define MURMUR_TNET_H
 
 #include "gossip/log.h"
+#include "gossip/tls.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"
 
@@ -161,7 +162,7 @@ static inline const char *tn_certs(const char *dir, int n)
 
 static inline mm_transport_config tn_config(tn_cluster *cl, uint32_t id, const char *certdir)
 {
-    static char files[TN_MAX][3][128];
+    static mm_tls_files files[TN_MAX];
     mm_transport_config cfg = {0};
     cfg.self_id = id;
     cfg.n_peers = cl->n;
@@ -171,12 +172,10 @@ static inline mm_transport_config tn_config(tn_cluster *cl, uint32_t id, const c
     if (!certdir) {
         cfg.plaintext = true;
     } else {
-        snprintf(files[id][0], 128, "%s/ca.pem", certdir);
-        snprintf(files[id][1], 128, "%s/node-%u.pem", certdir, id);
-        snprintf(files[id][2], 128, "%s/node-%u.key", certdir, id);
-        cfg.ca_file = files[id][0];
-        cfg.cert_file = files[id][1];
-        cfg.key_file = files[id][2];
+        mm_tls_files_for(certdir, id, &files[id]);
+        cfg.ca_file = files[id].ca;
+        cfg.cert_file = files[id].cert;
+        cfg.key_file = files[id].key;
     }
     cfg.backoff_min_ms = 20;
     cfg.backoff_max_ms = 200;
