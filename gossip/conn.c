@@ -123,7 +123,7 @@ void conn_close(conn *c, bool graceful, const char *why)
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
-static void send_refusal(conn *c, const char *msg);
+static void conn_leave(conn *c, uint16_t type, const char *msg, const char *why);
 
 void conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
 {
@@ -137,8 +137,12 @@ void conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
     mm_warn("refused %s: %s", c->from, msg);
     if (counter)
         (*counter)++;
-    send_refusal(c, msg);
-    conn_close(c, true, msg);
+    /* REFUSE only once the byte stream is usable (TLS done); it is a
+     * courtesy to an honest but misconfigured peer. */
+    if (c->st >= C_HELLO && !c->leaving)
+        conn_leave(c, MM_WIRE_REFUSE, msg, msg);
+    else
+        conn_close(c, true, msg);
 }
 
 /* ---- writes --------------------------------------------------------------- */
@@ -243,14 +247,18 @@ static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
 }
 
 int conn_send_ping(conn *c) { return send_ctrl(c, MM_WIRE_PING, NULL, 0); }
-/* The BYE of a goodbye has gone to the socket (or libuv): close. */
+/* The last frame of a leave has gone to the socket (or libuv): close. */
 static void goodbye_sent(conn *c)
 {
     if (c->leaving && !c->q_head && c->st != C_CLOSING)
         conn_close(c, true, c->leave_why);
 }
 
-void conn_goodbye(conn *c, const char *why)
+/* Leaves with a last control frame, BYE or REFUSE (msg: its text): frames
+ * not yet started are dropped (their buffers go back to the caller), a
+ * frame already on its way is finished, then the last frame, then a
+ * graceful close. The tick closes it anyway after MM_CLOSE_GRACE_MS. */
+static void conn_leave(conn *c, uint16_t type, const char *msg, const char *why)
 {
     if (c->st == C_CLOSING || c->leaving)
         return;
@@ -269,25 +277,18 @@ void conn_goodbye(conn *c, const char *why)
     }
     c->q_tail = c->q_head;
     conn_pause(c); /* nothing more is read from a peer we leave */
-    if (send_ctrl(c, MM_WIRE_BYE, NULL, 0) != 0) {
+    if (send_ctrl(c, type, msg, msg ? strlen(msg) : 0) != 0) {
         conn_close(c, false, why);
         return;
     }
     /* From here on nothing else is queued (conn_send_frame refuses). */
     c->leaving = true;
-    c->leave_why = why;
+    snprintf(c->leave_why, sizeof c->leave_why, "%s", why);
     c->t_close = mm_now_ms(c->t);
-    goodbye_sent(c); /* the BYE may already be out */
+    goodbye_sent(c); /* the last frame may already be out */
 }
 
-static void send_refusal(conn *c, const char *msg)
-{
-    /* Only once the byte stream is usable (TLS done); a refusal is a
-     * courtesy to an honest but misconfigured peer. */
-    if (c->st < C_HELLO)
-        return;
-    send_ctrl(c, MM_WIRE_REFUSE, msg, strlen(msg));
-}
+void conn_goodbye(conn *c, const char *why) { conn_leave(c, MM_WIRE_BYE, NULL, why); }
 
 static void send_hello(conn *c, uint32_t target)
 {

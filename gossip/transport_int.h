@@ -72,7 +72,7 @@ struct conn {
     conn_state st;
     bool reading, paused, got_bye, was_up;
     bool leaving;            /* goodbye under way: BYE queued, close when sent */
-    const char *leave_why;
+    char leave_why[MM_WIRE_REFUSE_MAX];
     char from[80];
     char ip[INET6_ADDRSTRLEN];
     uint64_t t_start, t_last_recv, t_last_send, t_frame_start, t_close;
@@ -139,7 +139,8 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
 int conn_send_ping(conn *c);
 /* Says goodbye: frames not yet started are dropped (their buffers go back
  * to the caller), a frame already on its way is finished, then BYE, then a
- * graceful close. The tick closes it anyway after MM_CLOSE_GRACE_MS. */
+ * graceful close. The tick closes it anyway after MM_CLOSE_GRACE_MS.
+ * conn_refuse() leaves the same way, with REFUSE instead of BYE. */
 void conn_goodbye(conn *c, const char *why);
 void conn_force_close(conn *c);
 void conn_item_ready(out_item *it); /* its deferred CRC is done */   /* a graceful close that took too long */

@@ -292,6 +292,45 @@ static void goodbye_reads_nothing_more(void **s)
     free(d);
 }
 
+static bool recv_at_least(tn_cluster *cl, void *arg)
+{
+    mm_transport_stats st;
+    mm_transport_get_stats(cl->node[0].t, &st);
+    return st.bytes_recv >= *(uint64_t *)arg;
+}
+
+/* A refusal leaves like a goodbye: peer 0 refuses peer 1 (a vector from a
+ * round far outside the window) while its own 64 MB vector to peer 1 is on
+ * its way; that vector still arrives whole, then REFUSE closes. */
+static void refuse_finishes_frame(void **s)
+{
+    enum { N = 1 << 24 };
+    tn_cluster cl;
+    float *a, *b, *c = malloc(4 * N);
+    goodbye_setup(&cl, N, &a, &b);
+    tn_fill(c, N, 0, 1);
+    mm_transport_set_round(cl.node[0].t, 1);
+    mm_transport_set_round(cl.node[1].t, 1);
+    tn_fill(a, N, 1, 5000);
+    assert_int_equal(mm_transport_send(cl.node[1].t, 0, 5000, tn_weight(1, 5000), a), 0);
+    /* most of the bad vector in, then peer 0 starts its own */
+    uint64_t most = 4ull * N - (4u << 20);
+    assert_true(tn_pump(&cl, recv_at_least, &most, 10000));
+    assert_int_equal(mm_transport_send(cl.node[0].t, 1, 1, tn_weight(0, 1), c), 0);
+    tn_pair p = {1, 0};
+    assert_true(tn_pump(&cl, down_seen, &p, 10000));
+    mm_transport_stats st;
+    mm_transport_get_stats(cl.node[0].t, &st);
+    assert_int_equal(st.bad_round, 1);
+    assert_int_equal(cl.node[1].recv_count[0], 1);
+    assert_int_equal(cl.node[1].bad_content, 0);
+    assert_int_equal(cl.node[0].sent_ok, 1);
+    free(a);
+    free(b);
+    free(c);
+    assert_int_equal(tn_destroy(&cl), 0);
+}
+
 /* A peer that holds the lent buffer stops reading from that peer; the sender
  * keeps bounded memory and the vector arrives after release. */
 static void hold_and_release(void **s)
@@ -435,6 +474,7 @@ int main(void)
         cmocka_unit_test(goodbye_finishes_frame),
         cmocka_unit_test(goodbye_bounded),
         cmocka_unit_test(goodbye_reads_nothing_more),
+        cmocka_unit_test(refuse_finishes_frame),
         cmocka_unit_test(idle_close),
         cmocka_unit_test(many_small_plain),
         cmocka_unit_test(many_small_tls),
