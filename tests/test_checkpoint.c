@@ -17,6 +17,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model.h"
+#include "tests/testutil.h"
 
 static char dir[256], path[400];
 
@@ -82,9 +83,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_rm_rf(dir);
 }
 
 static void test_round_trip(void **state)

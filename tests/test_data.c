@@ -18,6 +18,7 @@
 #include "model/data.h"
 #include "model/sha256.h"
 #include "node/commands.h"
+#include "tests/testutil.h"
 
 /* Genres of 23, 12, 7 and 3 files: 20, 10, 6 and 2 training files once
  * files 0, 10, 20 of each go to validation. */
@@ -78,9 +79,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return tu_rm_rf(dir);
 }
 
 static void test_detag(void **state)

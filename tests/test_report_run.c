@@ -19,6 +19,7 @@
 
 #include "gossip/sketch.h"
 #include "node/report.h"
+#include "tests/testutil.h"
 
 #define NP 4
 #define P 20000
@@ -64,24 +65,24 @@ static void params(int i, int64_t r, float *x)
     }
 }
 
+/* tu_xi over n (at most NP) rows of dim floats stored one after another */
+static double xi_of(const float *x, int n, size_t dim)
+{
+    const float *rows[NP];
+    assert_true(n <= NP);
+    for (int k = 0; k < n; k++)
+        rows[k] = x + (size_t)k * dim;
+    return tu_xi(rows, n, dim);
+}
+
 static double exact_xi(const int *ids, int n, int64_t r)
 {
     float *x = malloc((size_t)n * P * sizeof *x);
     for (int k = 0; k < n; k++)
         params(ids[k], r, x + (size_t)k * P);
-    double s = 0;
-    for (size_t p = 0; p < P; p++) {
-        double m = 0;
-        for (int k = 0; k < n; k++)
-            m += x[(size_t)k * P + p];
-        m /= n;
-        for (int k = 0; k < n; k++) {
-            double d = x[(size_t)k * P + p] - m;
-            s += d * d;
-        }
-    }
+    double xi = xi_of(x, n, P);
     free(x);
-    return sqrt(s / n);
+    return xi;
 }
 
 static double sketch_xi(const int *ids, int n, int64_t r)
@@ -96,18 +97,10 @@ static double sketch_xi(const int *ids, int n, int64_t r)
             y[(size_t)k * DIM + b] = strtof(buf, NULL);
         }
     }
-    double s = 0;
-    for (int b = 0; b < DIM; b++) {
-        double m = 0;
-        for (int k = 0; k < n; k++)
-            m += y[(size_t)k * DIM + b];
-        m /= n;
-        for (int k = 0; k < n; k++)
-            s += (y[(size_t)k * DIM + b] - m) * (y[(size_t)k * DIM + b] - m);
-    }
+    double xi = xi_of(y, n, DIM);
     free(x);
     free(y);
-    return sqrt(s / n);
+    return xi;
 }
 
 static void write_snapshot(int i, int64_t r)
@@ -221,9 +214,7 @@ static void rm_run(void)
         fprintf(stderr, "kept %s\n", run);
         return;
     }
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", run);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(tu_rm_rf(run), 0);
 }
 
 static const mm_rep_row *row_at(const mm_report *r, int64_t round)

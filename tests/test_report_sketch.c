@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "gossip/sketch.h"
+#include "tests/testutil.h"
 
 #define NPEERS 8
 #define P 800000
@@ -82,21 +83,7 @@ static void test_linear_and_seeded(void **state)
 }
 
 /* Exact consensus distance sqrt(1/n sum ||x_i - xbar||^2), in double. */
-static double exact_xi(float **x)
-{
-    double s = 0;
-    for (size_t p = 0; p < P; p++) {
-        double mean = 0;
-        for (int i = 0; i < NPEERS; i++)
-            mean += x[i][p];
-        mean /= NPEERS;
-        for (int i = 0; i < NPEERS; i++) {
-            double d = x[i][p] - mean;
-            s += d * d;
-        }
-    }
-    return sqrt(s / NPEERS);
-}
+static double exact_xi(float **x) { return tu_xi((const float *const *)x, NPEERS, P); }
 
 /* The report's estimator, on sketches printed and read back with %.9g as
  * the node writes them. */
@@ -111,19 +98,12 @@ static double sketch_xi(float **x, uint64_t seed, int dim)
             y[(size_t)i * dim + k] = strtof(buf, NULL);
         }
     }
-    double s = 0;
-    for (int k = 0; k < dim; k++) {
-        double mean = 0;
-        for (int i = 0; i < NPEERS; i++)
-            mean += y[(size_t)i * dim + k];
-        mean /= NPEERS;
-        for (int i = 0; i < NPEERS; i++) {
-            double d = y[(size_t)i * dim + k] - mean;
-            s += d * d;
-        }
-    }
+    const float *rows[NPEERS];
+    for (int i = 0; i < NPEERS; i++)
+        rows[i] = y + (size_t)i * dim;
+    double xi = tu_xi(rows, NPEERS, (size_t)dim);
     free(y);
-    return sqrt(s / NPEERS);
+    return xi;
 }
 
 enum { ISO, RANK1, SPARSE, NCASES };
