@@ -5,7 +5,7 @@
 #   make data       fetch and prepare the Brown corpus into data/
 #   make demo       the README's main job
 #
-# Sources are found by folder: model/*.c gossip/*.c node/*.c make up
+# Sources are found by folder: base/*.c model/*.c gossip/*.c node/*.c make up
 # libmurmur.a (node/main.c excepted), tests/test_*.c are one CMocka program
 # each. Adding a file needs no edit here.
 
@@ -25,7 +25,7 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ALL_CFLAGS = $(CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread
 
-LIB_SRC  = $(filter-out node/main.c,$(wildcard model/*.c gossip/*.c node/*.c))
+LIB_SRC  = $(filter-out node/main.c,$(wildcard base/*.c model/*.c gossip/*.c node/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(wildcard tests/test_*.c)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

@@ -3,7 +3,7 @@
  * by uv_read and uv_write, and the HELLO exchange. Every refusal is logged
  * with where it came from, counted, and closes only this connection. */
 #include "gossip/transport_int.h"
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
 
 #include <openssl/err.h>

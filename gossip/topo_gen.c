@@ -1,5 +1,5 @@
 /* Generators for `murmur topo gen`: each kind fills a spec; seeded random
- * kinds draw from model/rng.h so the same options give the same file. */
+ * kinds draw from base/rng.h so the same options give the same file. */
 #include "gossip/topo_internal.h"
 
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 const char *const mm_topo_kinds[] = {"ring", "torus", "exp", "one-peer-exp", "regular", "er",
                                      "random-matching", "complete", "star", "chain", NULL};

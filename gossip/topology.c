@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 /* Tolerance on "sums to 1": files written by hand hold decimals like 0.333. */
 #define SUM_TOL 1e-6

@@ -3,7 +3,7 @@
  * timeouts, idle closing, and the public API. One periodic timer drives all
  * deadlines, so no per-connection timer handles have to be managed. */
 #include "gossip/transport_int.h"
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
 
 #include <math.h>

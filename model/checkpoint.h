@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
-#include "model/rng.h"
+#include "base/rng.h"
 
 typedef struct {
     int64_t step;        /* optimizer updates applied */

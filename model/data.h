@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 typedef enum { MM_PART_IID, MM_PART_GENRE } mm_partition;
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "model/checkpoint.h"
-#include "model/sha256.h"
+#include "base/sha256.h"
 
 #define INDEX_MAGIC "# murmur-data 1"
 #define MAX_FILES 100000

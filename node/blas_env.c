@@ -11,7 +11,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "gossip/log.h"
+#include "base/log.h"
 
 /* Set in the re-executed process so that a kernel OpenBLAS still refuses
  * cannot make us re-exec forever. */

@@ -10,7 +10,7 @@
 #include "model/brown.h"
 #include "model/checkpoint.h"
 #include "model/data.h"
-#include "model/sha256.h"
+#include "base/sha256.h"
 #include "node/commands.h"
 
 #define MAX_SOURCE_BYTES (64u << 20)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gossip/log.h"
+#include "base/log.h"
 #include "node/commands.h"
 #include "node/node.h"
 #include "node/peers.h"

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gossip/log.h"
+#include "base/log.h"
 #include "model/checkpoint.h"
 #include "model/data.h"
 #include "model/eval.h"

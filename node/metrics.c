@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gossip/log.h"
+#include "base/log.h"
 
 int mm_metrics_open(mm_metrics *m, const char *path, char *err, size_t errlen)
 {

@@ -14,9 +14,9 @@
 #include <cblas.h>
 #include <dirent.h>
 
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
-#include "model/sha256.h"
+#include "base/sha256.h"
 #include "node/node_internal.h"
 #include "node/peers.h"
 

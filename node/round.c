@@ -18,12 +18,12 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
 #include "model/eval.h"
-#include "model/sha256.h"
+#include "base/sha256.h"
 #include "node/node_internal.h"
 
 enum { IN_WAITING, IN_READY, IN_MISSING };

@@ -7,7 +7,7 @@
  *   bench_gossip CERTDIR [MB_PER_TRIAL [CSV]]   (default 256 MB per trial)
  * Environment: BENCH_TRIALS (best of, default 3), BENCH_SIZE_MB (one size),
  * BENCH_ONLY=plain|tls (one transport, for profiling), BENCH_VERBOSE. */
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"

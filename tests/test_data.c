@@ -16,7 +16,7 @@
 
 #include "model/brown.h"
 #include "model/data.h"
-#include "model/sha256.h"
+#include "base/sha256.h"
 #include "node/commands.h"
 #include "tests/testutil.h"
 

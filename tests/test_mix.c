@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "gossip/mix.h"
-#include "model/rng.h"
+#include "base/rng.h"
 
 static float *randvec(mm_rng *r, size_t n, double scale, double offset)
 {

@@ -5,7 +5,7 @@
 #ifndef MURMUR_TNET_H
 #define MURMUR_TNET_H
 
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"

@@ -1,4 +1,4 @@
-#include "gossip/log.h"
+#include "base/log.h"
 
 #include <pthread.h>
 #include <stdarg.h>
