@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/checkpoint.h"
+#include "base/fs.h"
 #include "base/sha256.h"
 
 #define INDEX_MAGIC "# murmur-data 1"
@@ -66,49 +66,6 @@ static int hex_digest(const char *s, size_t n, uint8_t out[32])
     return 0;
 }
 
-/* Reads a whole file, refusing anything over limit bytes. */
-static int slurp(const char *path, char **out, size_t *len, size_t limit, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *p = malloc(cap + 1);
-    while (p) {
-        size_t got = fread(p + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        if (cap >= limit) {
-            free(p);
-            fclose(f);
-            snprintf(err, errlen, "%s: larger than %zu bytes", path, limit);
-            return -1;
-        }
-        cap *= 2;
-        char *q = realloc(p, cap + 1);
-        if (!q) {
-            free(p);
-            p = NULL;
-        } else {
-            p = q;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!p || bad) {
-        free(p);
-        snprintf(err, errlen, "%s: %s", path, p ? "read error" : "out of memory");
-        return -1;
-    }
-    p[n] = '\0';
-    *out = p;
-    *len = n;
-    return 0;
-}
-
 /* Splits s at tabs into at most max fields; returns the count. */
 static int fields(char *s, char **f, size_t *fl, int max)
 {
@@ -133,7 +90,7 @@ int mm_data_index_load(mm_data_index *ix, const char *dir, char *err, size_t err
     snprintf(path, sizeof path, "%s/%s", dir, MM_DATA_INDEX);
     char *text;
     size_t len;
-    if (slurp(path, &text, &len, 64u << 20, err, errlen) != 0) {
+    if (mm_read_file(path, &text, &len, 64u << 20, err, errlen) != 0) {
         if (errno == ENOENT)
             snprintf(err + strlen(err), errlen - strlen(err),
                      " (prepare the data with `make data`)");

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fs.h"
 #include "model/brown.h"
-#include "model/checkpoint.h"
 #include "model/data.h"
 #include "base/sha256.h"
 #include "node/commands.h"

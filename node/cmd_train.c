@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "base/log.h"
 #include "model/checkpoint.h"
 #include "model/data.h"
@@ -327,24 +328,6 @@ static void evaluate(const train_args *a, mm_model *m, const mm_shard *shard, ui
            step, t, r.loss, r.bpb, r.acc, r.positions, base->top_acc, base->unigram_bpb);
 }
 
-/* mkdir -p: run directories usually live under a runs/ that may not exist. */
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* The schedule length of a --minutes run before its speed is known. */
 #define UNSIZED (1L << 40)
 
@@ -437,8 +420,8 @@ static int train(train_args *a)
         mm_info("resumed %s at step %ld of %ld", ckpt, opt.step, opt.cfg.total_steps);
     }
 
-    if (mkdir_p(a->out) != 0) {
-        mm_error("%s: cannot create: %s", a->out, strerror(errno));
+    if (mm_mkdir_p(a->out, err, sizeof err) != 0) {
+        mm_error("%s", err);
         goto out;
     }
     fd = open(mpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

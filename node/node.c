@@ -14,6 +14,7 @@
 #include <cblas.h>
 #include <dirent.h>
 
+#include "base/fs.h"
 #include "base/log.h"
 #include "gossip/tls.h"
 #include "base/sha256.h"
@@ -328,19 +329,9 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* --- set-up ----------------------------------------------------------- */
 
-static int mkdir_p(const char *path)
+static void log_removed_temp(const char *path)
 {
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return -1;
-            *p = '/';
-        }
-    }
-    return mkdir(tmp, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    mm_info("removed %s, left by a writer that died mid-write", path);
 }
 
 static int setup_replica(node *nd, char *err, size_t errlen)
@@ -396,32 +387,6 @@ static void fingerprint(const node *nd, uint8_t fp[32])
         int len = snprintf(desc, sizeof desc, "murmur-vector:%zu", nd->P);
         mm_sha256(desc, (size_t)len, fp);
     }
-}
-
-/* mm_write_atomic writes NAME.tmp.PID and renames it; a peer killed mid-write
- * leaves that temp file behind (a whole checkpoint's worth of disk). Remove
- * those whose writer is gone, so repeated crashes do not fill the disk. A
- * temp file of a live process (another murmur on the same dir) is left. */
-static void sweep_stale_temps(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        const char *t = strstr(e->d_name, ".tmp.");
-        if (!t || !t[5])
-            continue;
-        char *end;
-        long pid = strtol(t + 5, &end, 10);
-        if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
-            continue;
-        char path[1400];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (unlink(path) == 0)
-            mm_info("removed %s, left by a writer that died mid-write", path);
-    }
-    closedir(d);
 }
 
 static int try_resume(node *nd, char *err, size_t errlen)
@@ -493,8 +458,8 @@ int mm_node_run(const mm_node_config *c)
     }
 
     snprintf(nd->dir, sizeof nd->dir, "%s/node-%u", c->run_dir, nd->id);
-    if (mkdir_p(nd->dir) != 0) {
-        fprintf(stderr, "murmur node: cannot create %s: %s\n", nd->dir, strerror(errno));
+    if (mm_mkdir_p(nd->dir, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur node: %s\n", err);
         goto out;
     }
     char path[1100];
@@ -503,9 +468,12 @@ int mm_node_run(const mm_node_config *c)
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(logf);
     openblas_set_num_threads(c->threads);
-    sweep_stale_temps(nd->dir);
+    /* A peer killed inside mm_write_atomic leaves a temp file (a whole
+     * checkpoint's worth of disk): remove those of dead writers, so that
+     * repeated crashes do not fill the disk. */
+    mm_remove_stale_temps(nd->dir, log_removed_temp);
     snprintf(path, sizeof path, "%s/snap", nd->dir);
-    sweep_stale_temps(path);
+    mm_remove_stale_temps(path, log_removed_temp);
 
     mm_rng_seed(&nd->rng, c->seed ^ (0xa0761d6478bd642fULL * (nd->id + 1)));
     if (setup_replica(nd, err, sizeof err) != 0 || (c->resume && try_resume(nd, err, sizeof err) != 0)) {

@@ -5,12 +5,15 @@
 
 #include <errno.h>
 #include <libgen.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "base/fs.h"
 
 /* pngcairo when built in (nicer), else gnuplot's plain png. */
 static const char TERMINAL[] =
@@ -64,21 +67,6 @@ int mm_report_gnuplot(const char *script)
         if (errno != EINTR)
             return -1;
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-static int mkdir_p(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 static void dat_num(FILE *f, double v)
@@ -135,8 +123,9 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         fprintf(stderr, "murmur report: gnuplot not found; no plots (apt-get install gnuplot-nox)\n");
         return 1;
     }
-    if (mkdir_p(dir) != 0) {
-        fprintf(stderr, "murmur report: cannot create %s: %s\n", dir, strerror(errno));
+    char err[PATH_MAX + 64];
+    if (mm_mkdir_p(dir, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur report: %s\n", err);
         return -1;
     }
     char path[4096];

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
+#include "base/fs.h"
 #include "base/log.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
