@@ -25,7 +25,7 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ALL_CFLAGS = $(CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread
 
-LIB_SRC  = $(filter-out node/main.c,$(wildcard base/*.c model/*.c gossip/*.c node/*.c))
+LIB_SRC  = $(filter-out node/main.c,$(wildcard base/*.c model/*.c gossip/*.c report/*.c node/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_SRC = $(wildcard tests/test_*.c)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)

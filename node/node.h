@@ -1,14 +1,14 @@
-/* One peer: the training thread that owns the parameters and the libuv loop
- * that owns the connections, tied together by a small mailbox. The round is
- * described in docs/node.md. */
+/* One peer: a training thread that owns the parameters and a libuv loop
+ * that owns the connections, tied together by a mailbox (node/mailbox.h).
+ * The round is described in docs/node.md, the structure in
+ * docs/architecture.md. */
 #ifndef MURMUR_NODE_H
 #define MURMUR_NODE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/data.h"
-#include "model/model.h"
+#include "node/replica.h"
 
 typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM } mm_algo;
 
@@ -23,14 +23,8 @@ typedef struct {
     const char *tls_dir;           /* ca.pem, node-K.pem, node-K.key */
     bool plaintext;
 
-    /* model and training (as murmur train) */
-    mm_model_config model;
-    mm_adamw_config adamw;
-    int batch;
-    uint64_t seed;
-    const char *data_dir;
-    mm_partition partition;
-    int threads;
+    /* model, optimizer and data: the same flags as murmur train */
+    mm_replica_config train;
 
     /* gossip */
     mm_algo algo;

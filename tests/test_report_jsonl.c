@@ -9,7 +9,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "node/jsonl.h"
+#include "report/jsonl.h"
 
 static int parse(const char *s, mm_json_obj *o, char *err)
 {

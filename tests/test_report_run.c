@@ -15,10 +15,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include <openssl/evp.h>
 
 #include "gossip/sketch.h"
-#include "node/report.h"
+#include "report/report.h"
+#include "report/snapshot.h"
 #include "tests/testutil.h"
 
 #define NP 4
@@ -28,11 +28,12 @@
 
 static char run[256];
 
-/* The averaged-model hook, replaced here to check what the report hands
- * over: it returns the round as "loss" and xbar[0] as "accuracy". */
+/* The averaged-model callback (mm_report_opts.eval_average), a stand-in to
+ * check what the report hands over: it returns the round as "loss" and
+ * xbar[0] as "accuracy". */
 static int hook_calls;
 static double hook_xbar0;
-int mm_report_eval_average(const float *xbar, size_t n, int64_t round, const char *run_dir,
+static int fake_eval_average(const float *xbar, size_t n, int64_t round, const char *run_dir,
                            double *val_loss, double *val_acc)
 {
     (void)run_dir;
@@ -103,28 +104,16 @@ static double sketch_xi(const int *ids, int n, int64_t r)
     return xi;
 }
 
+/* Written with the node's own writer (report/snapshot.h owns the format). */
 static void write_snapshot(int i, int64_t r)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/node-%d/snap", run, i);
-    mkdir(path, 0777);
-    snprintf(path, sizeof path, "%s/node-%d/snap/r%08lld.bin", run, i, (long long)r);
-    size_t size = 32 + 4 * (size_t)P + 32;
-    unsigned char *b = calloc(1, size);
-    memcpy(b, "MMSNAP01", 8);
-    uint32_t peer = (uint32_t)i;
-    uint64_t round = (uint64_t)r, n = P;
-    memcpy(b + 8, &peer, 4); /* the test host is little-endian like the format */
-    memcpy(b + 16, &round, 8);
-    memcpy(b + 24, &n, 8);
-    params(i, r, (float *)(b + 32));
-    unsigned len = 0;
-    EVP_Digest(b, 32 + 4 * (size_t)P, b + 32 + 4 * (size_t)P, &len, EVP_sha256(), NULL);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(b, 1, size, f), size);
-    fclose(f);
-    free(b);
+    float *x = malloc(P * sizeof *x);
+    assert_non_null(x);
+    params(i, r, x);
+    char err[512];
+    if (mm_snapshot_write(run, i, r, x, P, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    free(x);
 }
 
 /* Counters of a segment that started at round s0: per round 1000 bytes
@@ -240,7 +229,7 @@ static void test_synthetic_run(void **state)
     mm_report r;
     char err[256];
     FILE *warn = tmpfile();
-    mm_report_opts opt = {.warn = warn};
+    mm_report_opts opt = {.warn = warn, .eval_average = fake_eval_average};
     hook_calls = 0;
     assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
     assert_int_equal(r.n_peers, NP);
@@ -345,7 +334,7 @@ static void test_empty_run_is_an_error(void **state)
     mm_report r;
     char err[256] = "";
     FILE *warn = tmpfile();
-    mm_report_opts opt = {.warn = warn};
+    mm_report_opts opt = {.warn = warn, .eval_average = fake_eval_average};
     assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "empty run"));
     char path[512];

@@ -91,6 +91,12 @@ typedef struct {
     bool no_exact;      /* skip snapshots (progress mode) */
     bool quiet_tail;    /* a line without newline is normal (run in progress) */
     FILE *warn;         /* where warnings go; NULL: stderr */
+    /* The averaged model: called with the exact average xbar of every round
+     * whose snapshots allow it; returns 0 with the model's validation loss
+     * and accuracy at xbar (mm_report_eval_model does this with the run's
+     * model and data). NULL: the report shows distances only. */
+    int (*eval_average)(const float *xbar, size_t n, int64_t round, const char *run_dir,
+                        double *val_loss, double *val_acc);
 } mm_report_opts;
 
 /* Load dir and compute its rows. 0 on success; -1 with a message in err
@@ -99,32 +105,14 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
                    size_t errlen);
 void mm_report_free(mm_report *r);
 
-/* Parse one peer's metrics file into p (p->id set by the caller). Used by
- * mm_report_load; exposed for tests. */
-int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm_report_opts *opt);
-
-/* Exact consensus distance of one round from the snapshot files of peers
- * ids[0..n). 0 on success (row's exact fields set, hook called); -1 if a
- * file is missing, malformed or fails its SHA-256 (a warning says which). */
-int mm_report_exact(mm_report *r, const int *ids, int n, int64_t round,
-                    const mm_report_opts *opt, mm_rep_row *row);
-/* node-K/snap/rNNNNNNNN.bin */
-void mm_report_snap_path(const char *dir, int id, int64_t round, char *out, size_t len);
-
-/* THE HOOK for the averaged model: called with the exact average xbar of
- * every round where snapshots allow it. Wire it to the model (load the
- * run's config, set the parameters to xbar, evaluate on the validation
- * split) and return 0 with *val_loss and *val_acc set. Returns 1 while not
- * wired (the report then prints only the distance figures). */
-int mm_report_eval_average(const float *xbar, size_t n, int64_t round, const char *run_dir,
-                           double *val_loss, double *val_acc);
+/* The averaged model's validation loss and accuracy at xbar: builds the
+ * model the run trained (its shape, data and partition from node-0's start
+ * line), loads xbar and evaluates it on the peers' validation sample. 0, or
+ * -1 when the run has no model (--vector-len) or its data is missing. */
+int mm_report_eval_model(const float *xbar, size_t n, int64_t round, const char *run_dir,
+                         double *val_loss, double *val_acc);
 
 /* Output. */
-/* printf of v with format f into buf, or "-" when v is NaN (not available). */
-const char *mm_report_num(char *buf, size_t len, const char *f, double v);
-/* The run's name for tables and legends: the last component of its directory. */
-void mm_report_run_name(const mm_report *r, char *buf, size_t len);
-
 void mm_report_print_table(const mm_report *r, FILE *out);
 int mm_report_write_csv(const mm_report *r, const char *path);
 void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out);
@@ -137,20 +125,5 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out);
 void mm_report_compare_table(mm_report *const *runs, int n, FILE *out);
 int mm_report_compare_csv(mm_report *const *runs, int n, const char *path);
 int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out);
-
-/* Internal: a warning line "murmur report: ..." (counted in r->warnings). */
-void mm_report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-/* Internal: fold one peer's sketch of a round into that round's accumulator. */
-void mm_report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int64_t round,
-                          const double *y, int dim, uint64_t seed);
-/* Internal: sketch estimate for a round, NaN if fewer than 2 peers or the
- * peers' sketches disagree on seed or dimension. */
-double mm_report_sketch_xi(const mm_report *r, int64_t round, int *n_peers);
-/* Internal: build r->rows from the loaded peers. */
-void mm_report_build_rows(mm_report *r, const mm_report_opts *opt);
-
-/* Runs gnuplot on script; 1 if gnuplot is not installed. */
-int mm_report_gnuplot(const char *script);
 
 #endif

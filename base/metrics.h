@@ -1,4 +1,5 @@
-/* A JSON-lines writer for metrics.jsonl (fields in docs/metrics.md). A line
+/* A JSON-lines writer for metrics.jsonl, the one `murmur node` and `murmur
+ * train` both write (fields in docs/metrics.md, docs/formats.md). A line
  * is built in memory and written with one write(2); if the disk cannot take
  * all of it the file is cut back to where the line began, so a reader never
  * sees half a line. */
@@ -25,7 +26,9 @@ void mm_metrics_close(mm_metrics *m);
 
 void mm_metrics_begin(mm_metrics *m, const char *ev);
 void mm_metrics_int(mm_metrics *m, const char *key, long long v);
-void mm_metrics_num(mm_metrics *m, const char *key, double v);   /* NaN/Inf -> null */
+void mm_metrics_num(mm_metrics *m, const char *key, double v);   /* %.9g; NaN/Inf -> null */
+/* v with a fixed number of decimals (times, rates); NaN/Inf -> null. */
+void mm_metrics_fixed(mm_metrics *m, const char *key, double v, int decimals);
 void mm_metrics_str(mm_metrics *m, const char *key, const char *v);
 void mm_metrics_ids(mm_metrics *m, const char *key, const uint32_t *v, int n);
 void mm_metrics_floats(mm_metrics *m, const char *key, const float *v, int n);

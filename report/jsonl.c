@@ -1,4 +1,4 @@
-#include "node/jsonl.h"
+#include "report/jsonl.h"
 
 #include <errno.h>
 #include <math.h>

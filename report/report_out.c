@@ -1,10 +1,10 @@
 /* The report's text outputs: the table, the CSV and the progress line. */
-#include "node/report.h"
+#include "report/report_int.h"
 
 #include <math.h>
 #include <string.h>
 
-const char *mm_report_num(char *buf, size_t len, const char *f, double v)
+const char *mm__report_num(char *buf, size_t len, const char *f, double v)
 {
     if (isnan(v))
         snprintf(buf, len, "-");
@@ -13,7 +13,7 @@ const char *mm_report_num(char *buf, size_t len, const char *f, double v)
     return buf;
 }
 
-void mm_report_run_name(const mm_report *r, char *buf, size_t len)
+void mm__report_run_name(const mm_report *r, char *buf, size_t len)
 {
     snprintf(buf, len, "%s", r->dir);
     size_t n = strlen(buf);
@@ -24,7 +24,7 @@ void mm_report_run_name(const mm_report *r, char *buf, size_t len)
         memmove(buf, s + 1, strlen(s + 1) + 1);
 }
 
-#define F(f, v) mm_report_num((char[32]){0}, 32, f, v)
+#define F(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
 void mm_report_print_table(const mm_report *r, FILE *out)
 {

@@ -1,7 +1,7 @@
 /* Plots through gnuplot. Each plot is a small .gp script written next to
  * its PNG (with the data it reads), so a user can restyle a figure and
  * rerun `gnuplot NAME.gp` in that directory. */
-#include "node/report.h"
+#include "report/report_int.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -44,7 +44,7 @@ static bool on_path(const char *prog)
 
 /* Runs gnuplot in the script's directory so the script's relative paths
  * work there and for the user later. */
-int mm_report_gnuplot(const char *script)
+int mm__report_gnuplot(const char *script)
 {
     if (!on_path("gnuplot"))
         return 1;
@@ -107,7 +107,7 @@ static int plot(const char *dir, const char *name, FILE *out, int *made)
     char path[4096], png[4096];
     snprintf(path, sizeof path, "%s/%s.gp", dir, name);
     snprintf(png, sizeof png, "%s/%s.png", dir, name);
-    int rc = mm_report_gnuplot(path);
+    int rc = mm__report_gnuplot(path);
     if (rc == 0) {
         fprintf(out, "plot: %s\n", png);
         (*made)++;
@@ -278,7 +278,7 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
         fprintf(f, "plot ");
         for (int k = 0; k < n; k++) {
             char name[256];
-            mm_report_run_name(runs[k], name, sizeof name);
+            mm__report_run_name(runs[k], name, sizeof name);
             fprintf(f, "%s'%s' index %d using 1:%s with linespoints pt 7 ps 0.5 lw 2 lc %d title ",
                     k ? ", \\\n     " : "", db, k,
                     panel == 0 ? "($2>0?$2:NaN)" : "3", k + 1);
@@ -288,7 +288,7 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
     }
     fprintf(f, "unset multiplot\n");
     fclose(f);
-    int rc = mm_report_gnuplot(gp);
+    int rc = mm__report_gnuplot(gp);
     if (rc == 0)
         fprintf(out, "plot: %s\n", png);
     else if (rc < 0)

@@ -1,5 +1,5 @@
 /* Reading a run directory's metrics into mm_report (see report.h). */
-#include "node/report.h"
+#include "report/report_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "node/jsonl.h"
+#include "report/jsonl.h"
 
-void mm_report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
+void mm__report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
 {
     FILE *w = opt && opt->warn ? opt->warn : stderr;
     char msg[1024];
@@ -49,7 +49,7 @@ static mm_rep_sketch_acc *find_acc(const mm_report *r, int64_t round, size_t *po
     return lo < r->n_acc && r->acc[lo].round == round ? &r->acc[lo] : NULL;
 }
 
-void mm_report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int64_t round,
+void mm__report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int64_t round,
                           const double *y, int dim, uint64_t seed)
 {
     size_t pos;
@@ -78,7 +78,7 @@ void mm_report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int
     if (a->bad)
         return;
     if (a->dim != dim || a->seed != seed) {
-        mm_report_warn(r, opt, "round %lld: node-%d's sketch (dim %d, seed %llu) differs from "
+        mm__report_warn(r, opt, "round %lld: node-%d's sketch (dim %d, seed %llu) differs from "
                        "the other peers' (dim %d, seed %llu); no estimate for this round",
                        (long long)round, peer, dim, (unsigned long long)seed, a->dim,
                        (unsigned long long)a->seed);
@@ -93,7 +93,7 @@ void mm_report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int
     }
 }
 
-double mm_report_sketch_xi(const mm_report *r, int64_t round, int *n_peers)
+double mm__report_sketch_xi(const mm_report *r, int64_t round, int *n_peers)
 {
     const mm_rep_sketch_acc *a = find_acc(r, round, NULL);
     *n_peers = a ? a->n : 0;
@@ -192,7 +192,7 @@ static void copy_str(char *dst, size_t len, const char *src)
         snprintf(dst, len, "%s", src);
 }
 
-int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm_report_opts *opt)
+int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm_report_opts *opt)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -223,7 +223,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
             const char *again = strstr(line + 1, "{\"ev\":");
             if (again && mm_json_parse(again, (size_t)(line + len - again), &o, err,
                                        sizeof err) == 0) {
-                mm_report_warn(r, opt, "%s:%zu: an incomplete record (%zu bytes) precedes this "
+                mm__report_warn(r, opt, "%s:%zu: an incomplete record (%zu bytes) precedes this "
                                "line; the fragment is ignored", path, lineno,
                                (size_t)(again - line));
                 goto parsed;
@@ -232,11 +232,11 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
             if (torn) {
                 p->torn_tail = true;
                 if (!opt || !opt->quiet_tail)
-                    mm_report_warn(r, opt, "%s:%zu: last line is incomplete (%zd bytes, no newline); "
+                    mm__report_warn(r, opt, "%s:%zu: last line is incomplete (%zd bytes, no newline); "
                                    "ignored", path, lineno, len);
             } else {
                 p->bad_lines++;
-                mm_report_warn(r, opt, "%s:%zu: not a JSON object (%s); line ignored", path,
+                mm__report_warn(r, opt, "%s:%zu: not a JSON object (%s); line ignored", path,
                                lineno, err);
             }
             continue;
@@ -245,7 +245,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
         const char *ev = mm_json_str(&o, "ev");
         if (!ev) {
             p->bad_lines++;
-            mm_report_warn(r, opt, "%s:%zu: no \"ev\" field; line ignored", path, lineno);
+            mm__report_warn(r, opt, "%s:%zu: no \"ev\" field; line ignored", path, lineno);
         } else if (!strcmp(ev, "start")) {
             for (int i = 0; i < 6; i++) { /* the process restarted its counters */
                 off[i] += last[i];
@@ -257,7 +257,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
             double v;
             uint64_t u;
             if (mm_json_num(&o, "peer", &v) && v != p->id)
-                mm_report_warn(r, opt, "%s:%zu: start line says peer %g but the directory is node-%d",
+                mm__report_warn(r, opt, "%s:%zu: start line says peer %g but the directory is node-%d",
                                path, lineno, v, p->id);
             if (mm_json_u64(&o, "params", &u))
                 p->params = (int64_t)u;
@@ -273,7 +273,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
             mm_rep_round rd = {0};
             if (!get_round(&o, &rd.round)) {
                 p->bad_lines++;
-                mm_report_warn(r, opt, "%s:%zu: round line without a valid \"round\"; ignored",
+                mm__report_warn(r, opt, "%s:%zu: round line without a valid \"round\"; ignored",
                                path, lineno);
                 mm_json_free(&o);
                 continue;
@@ -315,7 +315,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
             mm_rep_eval e = {0};
             if (!get_round(&o, &e.round)) {
                 p->bad_lines++;
-                mm_report_warn(r, opt, "%s:%zu: eval line without a valid \"round\"; ignored",
+                mm__report_warn(r, opt, "%s:%zu: eval line without a valid \"round\"; ignored",
                                path, lineno);
                 mm_json_free(&o);
                 continue;
@@ -332,7 +332,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
             const mm_json_field *sk = mm_json_get(&o, "sketch");
             if (sk && sk->type == MM_J_ARR && sk->n_arr > 0) {
                 if (p->sketch_dim && (size_t)p->sketch_dim != sk->n_arr)
-                    mm_report_warn(r, opt, "%s:%zu: sketch has %zu values, start line said %d",
+                    mm__report_warn(r, opt, "%s:%zu: sketch has %zu values, start line said %d",
                                    path, lineno, sk->n_arr, p->sketch_dim);
                 if (n_pend == cap_pend) {
                     cap_pend = cap_pend ? 2 * cap_pend : 64;
@@ -373,7 +373,7 @@ int mm_report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm
     for (size_t i = 0; i < n_pend; i++) {
         if (i + 1 < n_pend && pend[i + 1].round == pend[i].round)
             continue;
-        mm_report_add_sketch(r, opt, p->id, pend[i].round, pend[i].y, pend[i].dim, pend[i].seed);
+        mm__report_add_sketch(r, opt, p->id, pend[i].round, pend[i].y, pend[i].dim, pend[i].seed);
     }
     for (size_t i = 0; i < n_pend; i++)
         free(pend[i].y);
@@ -436,8 +436,8 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
         mm_rep_peer *p = &r->peers[i];
         char path[4096];
         snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", dir, p->id);
-        if (mm_report_load_peer(r, p, path, opt) != 0) {
-            mm_report_warn(r, opt, "node-%d: no metrics (%s: %s)", p->id, path, strerror(errno));
+        if (mm__report_load_peer(r, p, path, opt) != 0) {
+            mm__report_warn(r, opt, "node-%d: no metrics (%s: %s)", p->id, path, strerror(errno));
             continue;
         }
         records += p->n_rounds + p->n_evals + (size_t)p->n_starts;
@@ -448,7 +448,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             copy_str(r->topology, sizeof r->topology, p->topology);
             copy_str(r->algo, sizeof r->algo, p->algo);
         } else if (p->n_starts && p->params != r->params) {
-            mm_report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,
+            mm__report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,
                            (long long)p->params, r->peers[0].id, (long long)r->params);
         }
     }
@@ -460,7 +460,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
     }
     if (r->n_peers > r->n_expected)
         r->n_expected = r->n_peers;
-    mm_report_build_rows(r, opt);
+    mm__report_build_rows(r, opt);
     return 0;
 }
 

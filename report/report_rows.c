@@ -1,5 +1,6 @@
 /* One row per evaluation (or snapshot) round, merged across peers. */
-#include "node/report.h"
+#include "report/report_int.h"
+#include "report/snapshot.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -105,7 +106,7 @@ static void minmeanmax(const double *v, int n, double *mn, double *mean, double 
     *mean = s / n;
 }
 
-void mm_report_build_rows(mm_report *r, const mm_report_opts *opt)
+void mm__report_build_rows(mm_report *r, const mm_report_opts *opt)
 {
     i64vec rounds = {0};
     for (int i = 0; i < r->n_peers; i++) {
@@ -142,7 +143,7 @@ void mm_report_build_rows(mm_report *r, const mm_report_opts *opt)
             char path[4096];
             bool snapped = false;
             if (!(opt && opt->no_exact)) {
-                mm_report_snap_path(r->dir, p->id, round, path, sizeof path);
+                mm_snapshot_path(r->dir, p->id, round, path, sizeof path);
                 snapped = file_exists(path);
             }
             if (!e && !snapped)
@@ -192,11 +193,11 @@ void mm_report_build_rows(mm_report *r, const mm_report_opts *opt)
         row->f_compute = t > 0 ? tc / t : NAN;
         row->f_comm = t > 0 ? tm / t : NAN;
         row->f_wait = t > 0 ? tw / t : NAN;
-        row->xi_sketch = mm_report_sketch_xi(r, round, &row->n_sketch);
+        row->xi_sketch = mm__report_sketch_xi(r, round, &row->n_sketch);
         if (n >= 2 && n_snap == n)
-            mm_report_exact(r, ids, n, round, opt, row);
+            mm__report_exact(r, ids, n, round, opt, row);
         else if (n_snap > 0)
-            mm_report_warn(r, opt, "round %lld: snapshots from %d of the %d peers present; "
+            mm__report_warn(r, opt, "round %lld: snapshots from %d of the %d peers present; "
                            "using the sketch estimate", (long long)round, n_snap, n);
         if (!isnan(row->xi_exact)) {
             row->xi = row->xi_exact;

@@ -9,8 +9,8 @@
 #include "model/data.h"
 #include "model/eval.h"
 #include "model/model.h"
-#include "node/jsonl.h"
-#include "node/report.h"
+#include "report/jsonl.h"
+#include "report/report_int.h"
 
 /* The first start line of node-0 (every peer trains the same shape). */
 static int read_start(const char *run_dir, mm_json_obj *o)
@@ -35,8 +35,8 @@ static int read_start(const char *run_dir, mm_json_obj *o)
     return rc;
 }
 
-int mm_report_eval_average(const float *xbar, size_t n, int64_t round, const char *run_dir,
-                           double *val_loss, double *val_acc)
+int mm_report_eval_model(const float *xbar, size_t n, int64_t round, const char *run_dir,
+                         double *val_loss, double *val_acc)
 {
     (void)round;
     mm_json_obj o = {0};

@@ -1,6 +1,6 @@
 /* Several runs side by side (same training, different topologies): the
  * final figures of each, as a table and a CSV. */
-#include "node/report.h"
+#include "report/report_int.h"
 
 #include <math.h>
 #include <string.h>
@@ -48,7 +48,7 @@ static void finals(const mm_report *r, final_figs *f)
     f->sent_peer = n ? sent / n : NAN;
 }
 
-#define N(f, v) mm_report_num((char[32]){0}, 32, f, v)
+#define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
 void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
 {
@@ -58,7 +58,7 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
         final_figs f;
         finals(runs[k], &f);
         char name[256];
-        mm_report_run_name(runs[k], name, sizeof name);
+        mm__report_run_name(runs[k], name, sizeof name);
         fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", name,
                 runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
@@ -96,7 +96,7 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         final_figs fi;
         finals(runs[k], &fi);
         char name[256];
-        mm_report_run_name(runs[k], name, sizeof name);
+        mm__report_run_name(runs[k], name, sizeof name);
         csv_str(f, name);
         fputc(',', f);
         csv_str(f, runs[k]->dir);

@@ -1,4 +1,4 @@
-#include "node/metrics.h"
+#include "base/metrics.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -96,6 +96,15 @@ void mm_metrics_num(mm_metrics *m, const char *k, double v)
 {
     key(m, k);
     number(m, v);
+}
+
+void mm_metrics_fixed(mm_metrics *m, const char *k, double v, int decimals)
+{
+    key(m, k);
+    if (isfinite(v))
+        put(m, "%.*f", decimals, v);
+    else
+        put(m, "null");
 }
 
 void mm_metrics_str(mm_metrics *m, const char *k, const char *v)
