@@ -5,7 +5,7 @@
 # time: earlier runs are never overwritten.
 DEMO_PEERS  ?= 8
 DEMO_TOPOS  ?= topologies/ring-$(DEMO_PEERS).topo topologies/exp-$(DEMO_PEERS).topo
-DEMO_FLAGS  ?= --layers 2 --width 64 --heads 4 --ctx 64 --batch 16 --lr 3e-3 \
+DEMO_FLAGS  ?= --layers 2 --width 64 --heads 4 --ctx 64 --batch 16 --lr 3e-3 --min-lr 1e-4 \
                --rounds 200 --eval-every 25 --snapshot-every 25
 DEMO_PORT   ?= 29500
 
