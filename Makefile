@@ -5,9 +5,13 @@
 #   make data       fetch and prepare the Brown corpus into data/
 #   make demo       the README's main job
 #
-# Sources are found by folder: base/*.c model/*.c gossip/*.c node/*.c make up
-# libmurmur.a (node/main.c excepted), tests/test_*.c are one CMocka program
-# each. Adding a file needs no edit here.
+# Sources are found by folder. Each room (base/ model/ gossip/ report/ node/)
+# becomes one object in libmurmur.a, linked with `ld -r`, in which its
+# internal names (mm__*) are made local: they cannot be reached from another
+# room or a test, and `nm -g` of the library shows the public API only.
+# node/main.c and node/cmd_*.c are the murmur program, not the library.
+# tests/test_*.c are one CMocka program each. Adding a file needs no edit
+# here.
 
 CC      ?= cc
 BUILD   ?= build
@@ -25,8 +29,12 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ALL_CFLAGS = $(CPPFLAGS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread
 
-LIB_SRC  = $(filter-out node/main.c,$(wildcard base/*.c model/*.c gossip/*.c report/*.c node/*.c))
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+ROOMS    = base model gossip report node
+PROG_SRC = node/main.c $(wildcard node/cmd_*.c)
+PROG_OBJ = $(PROG_SRC:%.c=$(BUILD)/%.o)
+room_src = $(filter-out $(PROG_SRC),$(wildcard $(1)/*.c))
+room_obj = $(patsubst %.c,$(BUILD)/%.o,$(call room_src,$(1)))
+LIB_OBJ  = $(ROOMS:%=$(BUILD)/room-%.o)
 TEST_SRC = $(wildcard tests/test_*.c)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
@@ -56,18 +64,28 @@ deps:
 	@$(call ensure_pkgs,$(DEB_PKGS))
 
 # --- build -------------------------------------------------------------------
-murmur: $(BUILD)/node/main.o $(BUILD)/libmurmur.a
+murmur: $(PROG_OBJ) $(BUILD)/libmurmur.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/libmurmur.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# One object per room, its mm__ names local (see the top of this file).
+.SECONDEXPANSION:
+$(BUILD)/room-%.o: $$(call room_obj,$$*)
+	$(LD) -r -o $@.tmp $^
+	objcopy --wildcard --localize-symbol='mm__*' $@.tmp $@
+	@rm -f $@.tmp
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(BUILD)/libmurmur.a
+# A test may call a command in-process (test_data runs data-prepare), so the
+# commands are linked in; main() is not.
+TEST_LINK = $(filter-out $(BUILD)/node/main.o,$(PROG_OBJ)) $(BUILD)/libmurmur.a
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LINK)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIBS)
 
 # Test objects are intermediate files to make; keep them for incremental builds.

@@ -29,5 +29,5 @@ test-sanitize-node: deps
 	    && echo "--- ok   e2e/$$t" || { echo "--- FAIL e2e/$$t (log: $(SAN_BUILD)/$$t.log)"; tail -20 $(SAN_BUILD)/$$t.log; fail=1; }; \
 	done; exit $$fail
 
-$(SAN_BUILD)/murmur: $(SAN_BUILD)/node/main.o $(SAN_BUILD)/libmurmur.a
+$(SAN_BUILD)/murmur: $(PROG_SRC:%.c=$(SAN_BUILD)/%.o) $(SAN_BUILD)/libmurmur.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
