@@ -44,7 +44,9 @@ static void usage(FILE *out)
 "  --clip X             gradient-norm clip, 0 off (default %g)\n"
 "  --seed N             run seed (default %llu)\n"
 "  --data DIR           prepared corpus (default %s; make data)\n"
-"  --partition P        iid | genre (default iid)\n"
+"  --partition P        iid | genre | dirichlet:ALPHA[:SEED] (default iid; the\n"
+"                       Dirichlet draws use --seed unless SEED is given;\n"
+"                       murmur data-info prints the resulting shards)\n"
 "  --threads N          OpenBLAS threads (default %d)\n"
 "\n"
 "Gossip:\n"
@@ -196,13 +198,14 @@ int cmd_node(int argc, char **argv)
         case O_CLIP: bad = parse_double(name, optarg, 0, &d); c.adamw.grad_clip = (float)d; break;
         case O_SEED: bad = parse_long(name, optarg, 0, LONG_MAX, &v); c.seed = (uint64_t)v; break;
         case O_DATA: c.data_dir = optarg; break;
-        case O_PART:
-            if ((v = mm_partition_parse(optarg)) < 0) {
-                fprintf(stderr, "murmur node: --partition is iid or genre, not '%s'\n", optarg);
+        case O_PART: {
+            char why[256];
+            if (mm_partition_parse(optarg, &c.partition, why, sizeof why) != 0) {
+                fprintf(stderr, "murmur node: --partition: %s\n", why);
                 bad = 1;
             }
-            c.partition = (mm_partition)v;
             break;
+        }
         case O_THREADS: bad = parse_long(name, optarg, 1, 256, &v); c.threads = (int)v; break;
         case O_ALGO:
             if ((v = mm_algo_parse(optarg)) < 0) {
@@ -249,6 +252,8 @@ int cmd_node(int argc, char **argv)
         fprintf(stderr, "murmur node: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
+    if (c.partition.kind == MM_PART_DIRICHLET && !c.partition.seed_given)
+        c.partition.seed = c.seed; /* the same on every peer of the run */
     if (!c.topology) {
         fprintf(stderr, "murmur node: --topology FILE is required\n");
         return 2;

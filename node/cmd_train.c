@@ -80,7 +80,10 @@ static void usage(FILE *f)
 "  --seed S            model init and data sampling seed (default 1)\n"
 "data:\n"
 "  --data DIR          prepared corpus (default data/brown; `make data`)\n"
-"  --partition P       iid | genre: how training files split across peers (default iid)\n"
+"  --partition P       iid | genre | dirichlet:ALPHA[:SEED]: how training files\n"
+"                      split across peers (default iid; docs/formats.md); the\n"
+"                      Dirichlet draws use --seed (the checkpoint's on --resume)\n"
+"                      unless SEED is given\n"
 "  --peer K            train peer K's shard (default 0)\n"
 "  --n-peers N         number of shards (default 1: all training files)\n"
 "running:\n"
@@ -159,7 +162,7 @@ static int parse_args(int argc, char **argv, train_args *a)
     a->eval_windows = 256;
     a->log_every = 10;
     a->checkpoint_every = 500;
-    a->part = MM_PART_IID;
+    a->part = (mm_partition){.kind = MM_PART_IID};
     const long BIG = 1L << 40;
     long v;
     double d;
@@ -187,14 +190,14 @@ static int parse_args(int argc, char **argv, train_args *a)
         case O_CLIP: rc = parse_double(name, optarg, 0, 1e6, &d); a->opt.grad_clip = (float)d; a->set_clip = 1; break;
         case O_SEED: rc = parse_long(name, optarg, 0, BIG, &v); a->seed = (uint64_t)v; a->set_seed = 1; break;
         case O_DATA: a->data = optarg; break;
-        case O_PART:
-            if (mm_partition_parse(optarg) < 0) {
-                fprintf(stderr, "murmur train: --partition is iid or genre, got '%s'\n", optarg);
+        case O_PART: {
+            char why[256];
+            if (mm_partition_parse(optarg, &a->part, why, sizeof why) != 0) {
+                fprintf(stderr, "murmur train: --partition: %s\n", why);
                 rc = -1;
-            } else {
-                a->part = (mm_partition)mm_partition_parse(optarg);
             }
             break;
+        }
         case O_PEER: rc = parse_long(name, optarg, 0, 1 << 20, &v); a->peer = (int)v; break;
         case O_NPEERS: rc = parse_long(name, optarg, 1, 1 << 20, &v); a->n_peers = (int)v; break;
         case O_THREADS: rc = parse_long(name, optarg, 1, 256, &v); a->threads = (int)v; break;
@@ -377,16 +380,7 @@ static int train(train_args *a)
     if (a->threads > 0)
         openblas_set_num_threads(a->threads);
 
-    if (mm_shard_load(&shard, a->data, a->part, a->peer, a->n_peers, err, sizeof err) != 0) {
-        mm_error("data: %s", err);
-        return 1;
-    }
     int T = a->cfg.n_ctx, B = a->batch;
-    if (shard.train_len < (size_t)T + 1 || shard.val_len < (size_t)T + 1) {
-        mm_error("data: shard too small for a context of %d bytes (%zu training, %zu validation "
-                 "bytes)", T, shard.train_len, shard.val_len);
-        goto out;
-    }
 
     if (!a->resume && !a->set_warmup && a->opt.warmup_steps > a->steps / 10)
         a->opt.warmup_steps = a->steps / 10;
@@ -436,6 +430,19 @@ static int train(train_args *a)
         seed = st.seed;
         mm_info("resumed %s at step %ld of %ld", ckpt, opt.step, opt.cfg.total_steps);
     }
+    /* The shard after the seed is known: a Dirichlet partition is drawn
+     * from it, and a resumed run must get the same files. */
+    if (a->part.kind == MM_PART_DIRICHLET && !a->part.seed_given)
+        a->part.seed = seed;
+    if (mm_shard_load(&shard, a->data, &a->part, a->peer, a->n_peers, err, sizeof err) != 0) {
+        mm_error("data: %s", err);
+        goto out;
+    }
+    if (shard.train_len < (size_t)T + 1 || shard.val_len < (size_t)T + 1) {
+        mm_error("data: shard too small for a context of %d bytes (%zu training, %zu validation "
+                 "bytes)", T, shard.train_len, shard.val_len);
+        goto out;
+    }
 
     if (mkdir_p(a->out) != 0) {
         mm_error("%s: cannot create: %s", a->out, strerror(errno));
@@ -457,7 +464,7 @@ static int train(train_args *a)
     mm_info("model: %d layers, width %d, %d heads, context %d: %zu parameters", a->cfg.n_layer,
             a->cfg.d_model, a->cfg.n_head, a->cfg.n_ctx, m.n_params);
     mm_info("data: %s, partition %s, peer %d of %d: %d files (%s), %zu training bytes; "
-            "%zu validation bytes", a->data, mm_partition_name(a->part), a->peer, a->n_peers,
+            "%zu validation bytes", a->data, mm_partition_name(&a->part), a->peer, a->n_peers,
             shard.n_files, shard.genres, shard.train_len, shard.val_len);
     char sched[96];
     if (estimate_total)
@@ -479,7 +486,7 @@ static int train(train_args *a)
            "\"width\":%d,\"heads\":%d,\"ctx\":%d,\"batch\":%d,\"partition\":\"%s\","
            "\"seed\":%llu,\"resumed_step\":%ld,\"blas_kernel\":\"%s\",\"time\":0}",
            a->peer, a->n_peers, m.n_params, a->cfg.n_layer, a->cfg.d_model, a->cfg.n_head,
-           a->cfg.n_ctx, B, mm_partition_name(a->part), (unsigned long long)seed, opt.step,
+           a->cfg.n_ctx, B, mm_partition_name(&a->part), (unsigned long long)seed, opt.step,
            mm_blas_kernel());
 
     struct sigaction sa = {0};

@@ -55,7 +55,7 @@ void mm_node_config_defaults(mm_node_config *c)
     c->batch = 16;
     c->seed = 1337;
     c->data_dir = "data/brown";
-    c->partition = MM_PART_IID;
+    c->partition = (mm_partition){.kind = MM_PART_IID};
     c->threads = 1;
     c->algo = MM_ALGO_DPSGD;
     c->rounds = 200;
@@ -374,7 +374,7 @@ static int setup_replica(node *nd, char *err, size_t errlen)
     }
     if (!c->no_train || c->eval_every > 0) {
         int shard_n = c->no_train ? 1 : (int)nd->n, shard_id = c->no_train ? 0 : (int)nd->id;
-        if (mm_shard_load(&nd->shard, c->data_dir, c->partition, shard_id, shard_n, err, errlen) != 0)
+        if (mm_shard_load(&nd->shard, c->data_dir, &c->partition, shard_id, shard_n, err, errlen) != 0)
             return -1;
         mm_info("data: %d files (%s), %zu training bytes, %zu validation bytes",
                 nd->shard.n_files, nd->shard.genres, nd->shard.train_len, nd->shard.val_len);

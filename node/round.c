@@ -525,7 +525,7 @@ static void write_start(node *nd)
         mm_metrics_int(m, "batch", c->batch);
         mm_metrics_int(m, "eval_windows", c->eval_windows);
         mm_metrics_str(m, "data", c->data_dir);
-        mm_metrics_str(m, "partition", mm_partition_name(c->partition));
+        mm_metrics_str(m, "partition", mm_partition_name(&c->partition));
     }
     mm_metrics_num(m, "time", 0);
     mm_metrics_end(m);
