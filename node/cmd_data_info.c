@@ -86,7 +86,7 @@ int cmd_data_info(int argc, char **argv)
     long n = 0;
     char err[512];
     mm_partition part = {.kind = MM_PART_IID};
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             usage(stdout);
@@ -123,7 +123,6 @@ int cmd_data_info(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        i++;
     }
     if (!n) {
         fprintf(stderr, "murmur data-info: -n N (the number of peers) is required\n");
