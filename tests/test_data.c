@@ -18,6 +18,7 @@
 #include "model/brown.h"
 #include "model/data.h"
 #include "model/sha256.h"
+#include "model/textdir.h"
 #include "node/commands.h"
 #include "tests/testutil.h"
 
@@ -355,6 +356,84 @@ static void test_dirichlet(void **state)
     mm_data_index_free(&ix);
 }
 
+/* Strict UTF-8: what is refused, and where. */
+static void test_text_utf8(void **state)
+{
+    (void)state;
+    static const struct { const char *s; size_t len; long bad; } cases[] = {
+        {"plain ascii\n", 12, -1},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, -1}, /* 2, 3 and 4 bytes */
+        {"ab\xc0\xaf", 4, 2},             /* overlong '/' */
+        {"ab\xe0\x80\xaf", 5, 2},         /* overlong, 3 bytes */
+        {"\xed\xa0\x80", 3, 0},           /* a surrogate */
+        {"x\xf4\x90\x80\x80", 5, 1},     /* above U+10FFFF */
+        {"x\xe2\x82", 3, 1},               /* cut short */
+        {"x\x80", 2, 1},                   /* a lone continuation byte */
+        {"xy\xc3(", 4, 2},                 /* a lead byte without its continuation */
+        {"a\0b", 3, 1},                    /* NUL: not text */
+        {"\xff", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t at = 12345;
+        bool ok = mm_utf8_valid((const uint8_t *)cases[i].s, cases[i].len, &at);
+        if (ok != (cases[i].bad < 0) || (!ok && (long)at != cases[i].bad))
+            fail_msg("case %zu: valid %d at %zu, expected %ld", i, ok, at, cases[i].bad);
+    }
+}
+
+/* A text tree: labels from sub-directories, sorted order, mapped names,
+ * hidden files skipped; the prepared index splits and partitions by label. */
+static void test_text_scan(void **state)
+{
+    (void)state;
+    char root[512], path[700], err[512];
+    snprintf(root, sizeof root, "%s/text", dir);
+    const char *tree[] = {"text/b/two.txt", "text/b/one.txt", "text/top.txt", "text/a/z",
+                          "text/a/deep/x.txt", "text/.hidden", "text/a/.also", "text/other.md"};
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(path, sizeof path, "%s/text/a", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/text/a/deep", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/text/b", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, tree[i]);
+        write_file(path, "words\n", 6);
+    }
+    mm_text_file *f;
+    int n;
+    assert_int_equal(mm_text_scan(root, "misc", &f, &n, err, sizeof err), 0);
+    static const char *const want[][3] = {
+        {"a/deep/x.txt", "a", "a-deep-x"}, {"a/z", "a", "a-z"}, {"b/one.txt", "b", "b-one"},
+        {"b/two.txt", "b", "b-two"}, {"other.md", "misc", "other.md"}, {"top.txt", "misc", "top"},
+    };
+    assert_int_equal(n, 6);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(f[i].rel, want[i][0]);
+        assert_string_equal(f[i].label, want[i][1]);
+        assert_string_equal(f[i].name, want[i][2]);
+    }
+    mm_text_files_free(f, n);
+    char dst[600];
+    snprintf(dst, sizeof dst, "%s/text-prepared", dir);
+    char *argv[] = {"data-prepare", "--text", "--label", "misc", root, dst, NULL};
+    assert_int_equal(cmd_data_prepare(6, argv), 0);
+    mm_data_index ix;
+    assert_int_equal(mm_data_index_load(&ix, dst, err, sizeof err), 0);
+    assert_int_equal(ix.n_files, 6);
+    assert_int_equal(ix.n_genres, 3);
+    assert_string_equal(ix.genres[2], "misc");
+    int owner[6];
+    assert_int_equal(mm_data_assign(&ix, &GENRE, 3, owner, err, sizeof err), 0);
+    for (int i = 0; i < 6; i++) /* one file of each label validates, one trains */
+        assert_int_equal(owner[i] >= 0, i % 2 == 1);
+    mm_data_index_free(&ix);
+    /* a bad --label is a usage error */
+    char *bad[] = {"data-prepare", "--text", "--label", "no/slash", root, dst, NULL};
+    assert_int_equal(cmd_data_prepare(6, bad), 2);
+}
+
 static void test_shards(void **state)
 {
     (void)state;
@@ -522,7 +601,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detag),     cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_split),     cmocka_unit_test(test_partition),
-        cmocka_unit_test(test_dirichlet),
+        cmocka_unit_test(test_dirichlet), cmocka_unit_test(test_text_utf8),
+        cmocka_unit_test(test_text_scan),
         cmocka_unit_test(test_shards),    cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_bad_files), cmocka_unit_test(test_bad_index),
     };
