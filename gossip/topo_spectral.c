@@ -170,7 +170,7 @@ static double rho_mean_square(const mm_topology *t, uint64_t rounds)
     size_t md = (size_t)(t->max_degree > 0 ? t->max_degree : 1);
     uint32_t *idx = malloc((md + 1) * sizeof *idx);
     double *wt = malloc((md + 1) * sizeof *wt);
-    bool columns = false;
+    uint64_t j_rounds = 0;
     scratch sc;
     if (scratch_init(t, &sc) < 0 || !m || !c || !idx || !wt)
         goto out;
@@ -193,18 +193,18 @@ static double rho_mean_square(const mm_topology *t, uint64_t rounds)
                     m[(size_t)idx[a] * n + idx[b]] += wt[a] * wt[b];
             }
         }
+        bool columns = false;
         for (size_t j = 0; j < n && !columns; j++)
             columns = fabs(c[j] - 1) > 1e-12;
-        if (columns) /* not column-stochastic: subtract c c^T / n this round */
+        if (columns) /* not column-stochastic: subtract c c^T / n this round, O(n^2) */
             for (size_t a = 0; a < n; a++)
                 for (size_t b = 0; b < n; b++)
                     m[a * n + b] -= c[a] * c[b] / (double)n;
         else
-            for (size_t a = 0; a < n * n; a++)
-                m[a] -= 1.0 / (double)n;
+            j_rounds++; /* c = 1: J, subtracted once at the end */
     }
     for (size_t i = 0; i < n * n; i++)
-        m[i] /= (double)rounds;
+        m[i] = (m[i] - (double)j_rounds / (double)n) / (double)rounds;
     double lam = sym_max_eig(m, t->n);
     if (!isnan(lam))
         r = sqrt(lam > 0 ? lam : 0);
