@@ -117,25 +117,41 @@ int mm_opt_parse(const char *cmd, int argc, char **argv, const mm_opt *table, in
         return -1;
     }
     size_t k = 0;
+    char shorts[128] = ":h";
+    size_t ns = 2;
     for (size_t i = 0; i < n; i++) {
         if (!is_option(&table[i]))
             continue;
-        lo[k++] = (struct option){table[i].name,
-                                  table[i].kind == MM_OPT_FLAG ? no_argument : required_argument,
-                                  NULL, OPT_BASE + (int)i};
+        bool flag = table[i].kind == MM_OPT_FLAG;
+        lo[k++] = (struct option){table[i].name, flag ? no_argument : required_argument, NULL,
+                                  OPT_BASE + (int)i};
+        if (table[i].short_name && ns + 3 < sizeof shorts) {
+            shorts[ns++] = table[i].short_name;
+            if (!flag)
+                shorts[ns++] = ':';
+            shorts[ns] = '\0';
+        }
     }
     lo[k++] = (struct option){"help", no_argument, NULL, 'h'};
 
     int rc = 0, c;
     opterr = 0;
     optind = 1;
-    while (rc == 0 && (c = getopt_long(argc, argv, ":h", lo, NULL)) != -1) {
+    while (rc == 0 && (c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+        if (c > 0 && c < OPT_BASE && c != 'h' && c != ':' && c != '?') {
+            for (size_t i = 0; i < n; i++) /* a short name: its entry */
+                if (is_option(&table[i]) && table[i].short_name == c)
+                    c = OPT_BASE + (int)i;
+        }
         if (c == 'h') {
             if (help)
                 help(stdout);
             rc = 1;
         } else if (c == ':') {
-            const char *name = optopt >= OPT_BASE ? table[optopt - OPT_BASE].name : "?";
+            const char *name = "?";
+            for (size_t i = 0; i < n; i++)
+                if (optopt == OPT_BASE + (int)i || (optopt && table[i].short_name == optopt))
+                    name = table[i].name;
             fprintf(stderr, "murmur %s: --%s needs a value\n", cmd, name);
             rc = -1;
         } else if (c == '?') {
@@ -143,9 +159,11 @@ int mm_opt_parse(const char *cmd, int argc, char **argv, const mm_opt *table, in
             rc = -1;
         } else {
             const mm_opt *o = &table[c - OPT_BASE];
-            char why[256];
+            char why[256], sn[8] = "";
+            if (o->short_name)
+                snprintf(sn, sizeof sn, "-%c/", o->short_name);
             if (set_value(o, optarg, why, sizeof why) != 0) {
-                fprintf(stderr, "murmur %s: --%s %s\n", cmd, o->name, why);
+                fprintf(stderr, "murmur %s: %s--%s %s\n", cmd, sn, o->name, why);
                 rc = -1;
             } else if (o->given) {
                 *o->given = true;
@@ -218,8 +236,11 @@ void mm_opt_print(FILE *out, const mm_opt *table)
             continue;
         }
         char lhs[96], def[160];
-        int w = snprintf(lhs, sizeof lhs, "  --%s%s%s", o->name, o->meta ? " " : "",
-                         o->meta ? o->meta : "");
+        int w = o->short_name
+                    ? snprintf(lhs, sizeof lhs, "  -%c, --%s%s%s", o->short_name, o->name,
+                               o->meta ? " " : "", o->meta ? o->meta : "")
+                    : snprintf(lhs, sizeof lhs, "  --%s%s%s", o->name, o->meta ? " " : "",
+                               o->meta ? o->meta : "");
         show_default(o, def, sizeof def);
         if (w >= COL - 1)
             fprintf(out, "%s\n%*s", lhs, COL, "");

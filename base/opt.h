@@ -40,6 +40,7 @@ typedef struct mm_opt {
     int (*parse)(const char *arg, void *dst, char *err, size_t errlen); /* CUSTOM */
     const char *(*show)(const void *dst); /* CUSTOM: the default for --help, or NULL */
     bool hide_default;     /* do not print a default for this entry */
+    char short_name;       /* also -c, or 0 */
 } mm_opt;
 
 /* Table entries, with the fields not named left zero:

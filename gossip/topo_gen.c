@@ -11,7 +11,8 @@
 #include "base/rng.h"
 
 const char *const mm_topo_kinds[] = {"ring", "torus", "exp", "one-peer-exp", "regular", "er",
-                                     "random-matching", "complete", "star", "chain", NULL};
+                                     "random-matching", "complete", "star", "chain", "local",
+                                     "alt-exp-ring", "base", "epidemic", NULL};
 
 static int add(mm_topo_spec *s, uint32_t u, uint32_t v)
 {
@@ -283,6 +284,20 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
     } else if (!strcmp(kind, "random-matching")) {
         s->schedule = MM_SCHED_RANDOM_MATCHING;
         s->seed = o->seed;
+    } else if (!strcmp(kind, "local")) {
+        s->schedule = MM_SCHED_LOCAL;
+    } else if (!strcmp(kind, "alt-exp-ring")) {
+        s->schedule = MM_SCHED_ALT_EXP_RING;
+        s->group = o->group > 1 ? o->group : 0;
+    } else if (!strcmp(kind, "base")) {
+        s->schedule = MM_SCHED_BASE;
+        s->degree = o->degree > 0 ? o->degree : 1;
+    } else if (!strcmp(kind, "epidemic")) {
+        s->schedule = MM_SCHED_EPIDEMIC;
+        s->fanout = o->fanout;
+        if (!o->fanout) /* the exponential graph's fan-out */
+            s->fanout = mm_ceil_log2(n) < n - 1 ? mm_ceil_log2(n) : n - 1;
+        s->seed = o->seed;
     } else if (!strcmp(kind, "regular")) {
         int d = o->degree ? o->degree : 3 + (n * 3) % 2; /* d = 3 needs n even */
         if (!o->degree && d >= n)
@@ -307,7 +322,49 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         mm_topo_err(err, errlen, "gen", 0, "out of memory");
         goto fail;
     }
-    if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
+    if ((o->group && s->schedule != MM_SCHED_ALT_EXP_RING) ||
+        (o->fanout && s->schedule != MM_SCHED_EPIDEMIC)) {
+        mm_topo_err(err, errlen, "gen", 0, "%s applies to kind %s only", o->group ? "--group" : "-s",
+                    o->group ? "alt-exp-ring" : "epidemic");
+        goto fail;
+    }
+    if (s->schedule != MM_SCHED_NONE && (o->weights_set || o->write_weights)) {
+        mm_topo_err(err, errlen, "gen", 0, "%s: a schedule fixes its weights",
+                    o->write_weights ? "--write-weights" : "--weights");
+        goto fail;
+    }
+    if (s->schedule != MM_SCHED_NONE && s->schedule != MM_SCHED_ONE_PEER_EXP &&
+        s->schedule != MM_SCHED_RANDOM_MATCHING) {
+        /* validate the parameters now, so the message names the option */
+        char why[256];
+        mm_topology *t = mm_topo_build(s, "gen", why, sizeof why);
+        if (!t) {
+            mm_topo_err(err, errlen, "gen", 0, "%s", why + strlen("gen: "));
+            goto fail;
+        }
+        mm_topo_free(t);
+    }
+    if (s->schedule == MM_SCHED_LOCAL) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: no communication at all, every peer trains alone (W = I);\n"
+                 "the baseline against which gossip is measured", kind, n);
+    } else if (s->schedule == MM_SCHED_ALT_EXP_RING) {
+        int g = s->group > 1 ? s->group : 1;
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers in %d hosts of %d: Decent-DP's alternating exponential ring;\n"
+                 "rounds 2i, 2i+1 average inside each host and across hosts h, h XOR 2^i,\n"
+                 "half of the host pairs in each order; exact average after %d rounds",
+                 kind, n, n / g, g, 2 * mm_ceil_log2(n / g));
+    } else if (s->schedule == MM_SCHED_BASE) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: Base-(k+1) graph with k = %d (Takezawa et al. 2023):\n"
+                 "at most k neighbours per round, exact average after every period", kind, n, s->degree);
+    } else if (s->schedule == MM_SCHED_EPIDEMIC) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: Epidemic Learning (EL-Local): every round each peer sends to s = %d\n"
+                 "others drawn from (seed, round); receivers average their own vector and what came",
+                 kind, n, s->fanout);
+    } else if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
         snprintf(s->comment, sizeof s->comment,
                  "%s, %d peers: round t, peer i sends to i+2^k and receives from i-2^k (mod n),\n"
                  "k = t mod ceil(log2 n); W = 1/2 self + 1/2 received: doubly stochastic, not symmetric",

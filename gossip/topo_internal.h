@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include "gossip/topology.h"
+#include "base/rng.h"
 
 #define MM_TOPO_MAX_PEERS (1 << 20)
 
@@ -16,7 +17,8 @@ struct mm_topology {
     uint64_t seed;
     char kind[32];
     int period, max_degree, tau;
-    int connect_rounds; /* random matching: rounds until their union is connected */
+    int degree, fanout, group; /* base k, epidemic s, alt-exp-ring peers per host */
+    int connect_rounds; /* random schedules: rounds until their union is connected */
     /* static graphs: CSR lists sorted by peer id */
     uint32_t *in_off, *out_off;
     mm_neighbour *in_nb, *out_nb;
@@ -24,6 +26,10 @@ struct mm_topology {
     /* random matching: round r's partners, computed once per round for all
      * peers (O(n)) and kept, so tools that loop over peers stay O(n) too */
     struct match_cache *mc;
+    /* base: the group structure (gossip/topo_base.c) */
+    struct base_plan *base;
+    /* epidemic: round r's arcs for all peers, drawn once per round (O(n s)) */
+    struct epi_cache *ec;
 };
 
 struct match_cache {
@@ -33,6 +39,24 @@ struct match_cache {
     uint32_t *partner; /* UINT32_MAX: sits out */
     uint32_t *perm;
 };
+
+/* The named schedules of gossip/topo_sched.c and gossip/topo_base.c. Each
+ * *_init checks the parameters (message in err, -1) and sets period and
+ * max_degree; each *_round fills a view like mm_topo_round. */
+int mm_alt_init(mm_topology *t, const char *name, char *err, size_t errlen);
+int mm_alt_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
+int mm_base_init(mm_topology *t, const char *name, char *err, size_t errlen);
+int mm_base_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
+void mm_base_free(struct base_plan *b);
+int mm_epi_init(mm_topology *t, const char *name, char *err, size_t errlen);
+int mm_epi_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
+void mm_epi_free(struct epi_cache *c);
+/* Round r's generator for the random schedules (random matching, epidemic):
+ * xoshiro256** seeded with splitmix64(seed) XOR r * 0xD1B54A32D192ED03. */
+void mm_topo_round_rng(uint64_t seed, uint64_t round, mm_rng *rng);
+/* True for the schedules drawn at random every round (no period). */
+bool mm_topo_random(const mm_topology *t);
+int mm_ceil_log2(int n);
 
 /* "name:line: " (or "name: " when line is 0) then the message; returns -1. */
 int mm_topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)

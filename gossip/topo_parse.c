@@ -14,7 +14,10 @@
 #define MAX_TOK 6
 
 static const char *weights_names[] = {"metropolis", "uniform", "explicit"};
-static const char *schedule_names[] = {"none", "one-peer-exp", "random-matching"};
+/* In enum mm_schedule order. */
+static const char *schedule_names[] = {"none", "one-peer-exp", "random-matching", "local",
+                                       "alt-exp-ring", "base", "epidemic"};
+#define N_SCHEDULES ((int)(sizeof schedule_names / sizeof schedule_names[0]))
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
@@ -64,7 +67,7 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
     memset(s, 0, sizeof *s);
     s->weights = MM_W_METROPOLIS;
     int line_peers = 0, line_graph = 0, line_weights = 0, line_sched = 0, line_seed = 0,
-        line_kind = 0, line_self = 0;
+        line_kind = 0, line_self = 0, line_degree = 0, line_fanout = 0, line_group = 0;
     char buf[512];
     size_t pos = 0;
     int line = 0;
@@ -140,10 +143,11 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         }
         int want = !strcmp(kw, "self") ? 3 : 2;
         if (strcmp(kw, "peers") && strcmp(kw, "kind") && strcmp(kw, "graph") && strcmp(kw, "weights") &&
-            strcmp(kw, "schedule") && strcmp(kw, "seed") && strcmp(kw, "self")) {
+            strcmp(kw, "schedule") && strcmp(kw, "seed") && strcmp(kw, "self") && strcmp(kw, "degree") &&
+            strcmp(kw, "fanout") && strcmp(kw, "group")) {
             mm_topo_err(err, errlen, name, line,
-                        "expected a statement (peers, kind, graph, weights, schedule, seed, self) "
-                        "or an edge 'U V [WEIGHT]', got '%s'", kw);
+                        "expected a statement (peers, kind, graph, weights, schedule, seed, degree, "
+                        "fanout, group, self) or an edge 'U V [WEIGHT]', got '%s'", kw);
             goto fail;
         }
         if (nt != want) {
@@ -154,7 +158,9 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         const char *val = tok[1];
         int *seen = !strcmp(kw, "peers") ? &line_peers : !strcmp(kw, "graph") ? &line_graph
                     : !strcmp(kw, "weights") ? &line_weights : !strcmp(kw, "schedule") ? &line_sched
-                    : !strcmp(kw, "seed") ? &line_seed : !strcmp(kw, "kind") ? &line_kind : NULL;
+                    : !strcmp(kw, "seed") ? &line_seed : !strcmp(kw, "kind") ? &line_kind
+                    : !strcmp(kw, "degree") ? &line_degree : !strcmp(kw, "fanout") ? &line_fanout
+                    : !strcmp(kw, "group") ? &line_group : NULL;
         if (seen && *seen) {
             mm_topo_err(err, errlen, name, line, "'%s' given twice (first on line %d)", kw, *seen);
             goto fail;
@@ -190,12 +196,21 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
             }
             s->weights = (enum mm_weights)k;
         } else if (!strcmp(kw, "schedule")) {
-            int k = lookup(val, schedule_names, 3);
+            int k = lookup(val, schedule_names, N_SCHEDULES);
             if (k <= 0) {
-                mm_topo_err(err, errlen, name, line, "expected schedule one-peer-exp or random-matching, got '%s'", val);
+                mm_topo_err(err, errlen, name, line, "expected schedule one-peer-exp, random-matching, "
+                            "local, alt-exp-ring, base or epidemic, got '%s'", val);
                 goto fail;
             }
             s->schedule = (enum mm_schedule)k;
+        } else if (!strcmp(kw, "degree") || !strcmp(kw, "fanout") || !strcmp(kw, "group")) {
+            uint64_t v;
+            if (!parse_u64(val, &v) || v < 1 || v > MM_TOPO_MAX_PEERS) {
+                mm_topo_err(err, errlen, name, line, "expected a whole number 1..%d after '%s', got '%s'",
+                            MM_TOPO_MAX_PEERS, kw, val);
+                goto fail;
+            }
+            *(!strcmp(kw, "degree") ? &s->degree : !strcmp(kw, "fanout") ? &s->fanout : &s->group) = (int)v;
         } else if (!strcmp(kw, "seed")) {
             if (!parse_u64(val, &s->seed)) {
                 mm_topo_err(err, errlen, name, line, "expected a seed (0..2^64-1) after 'seed', got '%s'", val);
@@ -259,14 +274,39 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
                         "drop this line", line_sched);
             goto fail;
         }
-        if (s->schedule == MM_SCHED_RANDOM_MATCHING && !line_seed) {
+        bool random = s->schedule == MM_SCHED_RANDOM_MATCHING || s->schedule == MM_SCHED_EPIDEMIC;
+        if (random && !line_seed) {
             mm_topo_err(err, errlen, name, line_sched,
-                        "expected 'seed S' for schedule random-matching (every peer must draw the same matchings)");
+                        "expected 'seed S' for schedule %s (every peer must draw the same graphs)",
+                        schedule_names[s->schedule]);
+            goto fail;
+        }
+        if (s->schedule == MM_SCHED_BASE && !line_degree) {
+            mm_topo_err(err, errlen, name, line_sched,
+                        "expected 'degree K' (the maximum degree k) for schedule base");
+            goto fail;
+        }
+        if (s->schedule == MM_SCHED_EPIDEMIC && !line_fanout) {
+            mm_topo_err(err, errlen, name, line_sched,
+                        "expected 'fanout S' (peers each peer sends to per round) for schedule epidemic");
             goto fail;
         }
     }
-    if (line_seed && s->schedule != MM_SCHED_RANDOM_MATCHING) {
-        mm_topo_err(err, errlen, name, line_seed, "'seed' is only used by 'schedule random-matching'");
+    if (line_seed && s->schedule != MM_SCHED_RANDOM_MATCHING && s->schedule != MM_SCHED_EPIDEMIC) {
+        mm_topo_err(err, errlen, name, line_seed,
+                    "'seed' is only used by 'schedule random-matching' and 'schedule epidemic'");
+        goto fail;
+    }
+    if (line_degree && s->schedule != MM_SCHED_BASE) {
+        mm_topo_err(err, errlen, name, line_degree, "'degree' is only used by 'schedule base'");
+        goto fail;
+    }
+    if (line_fanout && s->schedule != MM_SCHED_EPIDEMIC) {
+        mm_topo_err(err, errlen, name, line_fanout, "'fanout' is only used by 'schedule epidemic'");
+        goto fail;
+    }
+    if (line_group && s->schedule != MM_SCHED_ALT_EXP_RING) {
+        mm_topo_err(err, errlen, name, line_group, "'group' is only used by 'schedule alt-exp-ring'");
         goto fail;
     }
     if (line_self && !explicit_w) {
@@ -351,7 +391,13 @@ char *mm_topo_format(const mm_topo_spec *s)
         sb_printf(&b, "kind %s\n", s->kind);
     if (s->schedule != MM_SCHED_NONE) {
         sb_printf(&b, "schedule %s\n", schedule_names[s->schedule]);
-        if (s->schedule == MM_SCHED_RANDOM_MATCHING)
+        if (s->schedule == MM_SCHED_BASE)
+            sb_printf(&b, "degree %d\n", s->degree);
+        if (s->schedule == MM_SCHED_ALT_EXP_RING && s->group > 1)
+            sb_printf(&b, "group %d\n", s->group);
+        if (s->schedule == MM_SCHED_EPIDEMIC)
+            sb_printf(&b, "fanout %d\n", s->fanout);
+        if (s->schedule == MM_SCHED_RANDOM_MATCHING || s->schedule == MM_SCHED_EPIDEMIC)
             sb_printf(&b, "seed %" PRIu64 "\n", s->seed);
     } else {
         bool ex = s->weights == MM_W_EXPLICIT;

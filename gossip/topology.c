@@ -61,6 +61,26 @@ bool mm_topo_directed(const mm_topology *t) { return t->directed; }
 int mm_topo_period(const mm_topology *t) { return t->period; }
 int mm_topo_max_degree(const mm_topology *t) { return t->max_degree; }
 const char *mm_topo_kind(const mm_topology *t) { return t->kind; }
+enum mm_schedule mm_topo_schedule(const mm_topology *t) { return t->schedule; }
+
+bool mm_topo_random(const mm_topology *t)
+{
+    return t->schedule == MM_SCHED_RANDOM_MATCHING || t->schedule == MM_SCHED_EPIDEMIC;
+}
+
+int mm_ceil_log2(int n)
+{
+    int k = 0;
+    while ((1L << k) < n)
+        k++;
+    return k;
+}
+
+void mm_topo_round_rng(uint64_t seed, uint64_t round, mm_rng *rng)
+{
+    uint64_t x = seed;
+    mm_rng_seed(rng, mm_splitmix64(&x) ^ (round * 0xD1B54A32D192ED03ULL));
+}
 
 void mm_topo_free(mm_topology *t)
 {
@@ -77,6 +97,8 @@ void mm_topo_free(mm_topology *t)
         free(t->mc->perm);
         free(t->mc);
     }
+    mm_base_free(t->base);
+    mm_epi_free(t->ec);
     free(t);
 }
 
@@ -88,10 +110,8 @@ void mm_topo_free(mm_topology *t)
 static void draw_matching(const mm_topology *t, uint64_t round, uint32_t *a, uint32_t *partner)
 {
     uint32_t n = (uint32_t)t->n;
-    uint64_t x = t->seed;
-    uint64_t key = mm_splitmix64(&x) ^ (round * 0xD1B54A32D192ED03ULL);
     mm_rng rng;
-    mm_rng_seed(&rng, key);
+    mm_topo_round_rng(t->seed, round, &rng);
     for (uint32_t i = 0; i < n; i++)
         a[i] = i;
     for (uint32_t i = n - 1; i > 0; i--) {
@@ -164,6 +184,16 @@ int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_vi
         v->self_weight = 0.5;
         return 0;
     }
+    case MM_SCHED_LOCAL:
+        v->n_in = v->n_out = 0;
+        v->self_weight = 1.0;
+        return 0;
+    case MM_SCHED_ALT_EXP_RING:
+        return mm_alt_round(t, me, round, v);
+    case MM_SCHED_BASE:
+        return mm_base_round(t, me, round, v);
+    case MM_SCHED_EPIDEMIC:
+        return mm_epi_round(t, me, round, v);
     }
     return -1;
 }
@@ -410,18 +440,10 @@ fail:
     return NULL;
 }
 
-static int ceil_log2(int n)
-{
-    int k = 0;
-    while ((1L << k) < n)
-        k++;
-    return k;
-}
-
 uint64_t mm_topo_window(const mm_topology *t)
 {
-    if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
-        int lg = ceil_log2(t->n);
+    if (mm_topo_random(t)) {
+        int lg = mm_ceil_log2(t->n);
         return (uint64_t)(t->connect_rounds > lg ? t->connect_rounds : lg);
     }
     return t->period > 0 ? (uint64_t)t->period : 1;
@@ -475,6 +497,61 @@ out:
     return bad;
 }
 
+/* Epidemic rounds are directed: the union of the first w rounds must let
+ * every peer reach every other. The smallest such w (searched 1, 2, ...,
+ * 64, then doubling to MM_TOPO_SAMPLE_ROUNDS) becomes connect_rounds. */
+static int epidemic_unreached(mm_topology *t, bool *from0)
+{
+    int bad = -1;
+    for (uint64_t w = 1; w <= MM_TOPO_SAMPLE_ROUNDS; w = w < 64 ? w + 1 : 2 * w) {
+        mm_arcs a;
+        if (mm_arcs_union(t, w, &a) < 0)
+            return -2;
+        bad = mm_arcs_unreached(&a, from0);
+        mm_arcs_free(&a);
+        t->connect_rounds = (int)w;
+        if (bad < 0)
+            break;
+    }
+    return bad;
+}
+
+/* Period, degree and per-round state of a named schedule. */
+static int build_schedule(mm_topology *t, const char *name, char *err, size_t errlen)
+{
+    int n = t->n;
+    t->max_degree = n > 1 ? 1 : 0;
+    switch (t->schedule) {
+    case MM_SCHED_ONE_PEER_EXP:
+        t->tau = mm_ceil_log2(n);
+        t->period = t->tau > 0 ? t->tau : 1;
+        return 0;
+    case MM_SCHED_RANDOM_MATCHING:
+        t->period = 0;
+        t->mc = calloc(1, sizeof *t->mc);
+        if (t->mc) {
+            pthread_mutex_init(&t->mc->lock, NULL);
+            t->mc->partner = malloc((size_t)n * sizeof *t->mc->partner);
+            t->mc->perm = malloc((size_t)n * sizeof *t->mc->perm);
+        }
+        if (!t->mc || !t->mc->partner || !t->mc->perm)
+            return mm_topo_err(err, errlen, name, 0, "out of memory");
+        return 0;
+    case MM_SCHED_LOCAL:
+        t->max_degree = 0;
+        return 0;
+    case MM_SCHED_ALT_EXP_RING:
+        return mm_alt_init(t, name, err, errlen);
+    case MM_SCHED_BASE:
+        return mm_base_init(t, name, err, errlen);
+    case MM_SCHED_EPIDEMIC:
+        return mm_epi_init(t, name, err, errlen);
+    case MM_SCHED_NONE:
+        break;
+    }
+    return mm_topo_err(err, errlen, name, 0, "unknown schedule");
+}
+
 mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
 {
     if (s->n < 1 || s->n > MM_TOPO_MAX_PEERS) {
@@ -493,6 +570,9 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
     t->seed = s->seed;
     snprintf(t->kind, sizeof t->kind, "%s", s->kind[0] ? s->kind : "file");
     t->period = 1;
+    t->degree = s->degree;
+    t->fanout = s->fanout;
+    t->group = s->group > 0 ? s->group : 1;
     if (s->schedule != MM_SCHED_NONE) {
         if (s->n_edges) {
             mm_topo_err(err, errlen, name, s->edges[0].line,
@@ -500,24 +580,10 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
             mm_topo_free(t);
             return NULL;
         }
-        t->directed = false; /* both schedules are doubly stochastic */
-        t->max_degree = s->n > 1 ? 1 : 0;
-        if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
-            t->tau = ceil_log2(s->n);
-            t->period = t->tau > 0 ? t->tau : 1;
-        } else {
-            t->period = 0;
-            t->mc = calloc(1, sizeof *t->mc);
-            if (t->mc) {
-                pthread_mutex_init(&t->mc->lock, NULL);
-                t->mc->partner = malloc((size_t)s->n * sizeof *t->mc->partner);
-                t->mc->perm = malloc((size_t)s->n * sizeof *t->mc->perm);
-            }
-            if (!t->mc || !t->mc->partner || !t->mc->perm) {
-                mm_topo_err(err, errlen, name, 0, "out of memory");
-                mm_topo_free(t);
-                return NULL;
-            }
+        t->directed = false; /* no schedule needs push-sum */
+        if (build_schedule(t, name, err, errlen) < 0) {
+            mm_topo_free(t);
+            return NULL;
         }
     } else {
         if (s->weights == MM_W_METROPOLIS && s->directed) {
@@ -534,10 +600,14 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         if (!build_static(s, t, name, err, errlen))
             return NULL;
     }
+    if (t->schedule == MM_SCHED_LOCAL)
+        return t; /* no communication on purpose: nothing to connect */
     int bad;
     bool from0 = true;
     if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
         bad = matching_unreached(t);
+    } else if (t->schedule == MM_SCHED_EPIDEMIC) {
+        bad = epidemic_unreached(t, &from0);
     } else {
         mm_arcs a;
         if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
@@ -555,9 +625,13 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
     }
     if (bad >= 0) {
         const char *over = t->schedule == MM_SCHED_NONE ? ""
-                           : t->schedule == MM_SCHED_ONE_PEER_EXP ? " over one period"
-                                                                  : " over the first 1024 rounds";
-        if (t->directed)
+                           : mm_topo_random(t) ? " over the first 1024 rounds"
+                                               : " over one period";
+        if (t->schedule == MM_SCHED_NONE && !s->n_edges)
+            mm_topo_err(err, errlen, name, 0,
+                        "no edges: the peers would never communicate (for that baseline "
+                        "on purpose, write 'schedule local')");
+        else if (t->directed || t->schedule == MM_SCHED_EPIDEMIC)
             mm_topo_err(err, errlen, name, 0,
                         "not strongly connected%s: peer %d %s peer 0 along directed edges",
                         over, bad, from0 ? "cannot be reached from" : "cannot reach");

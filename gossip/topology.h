@@ -27,7 +27,8 @@ enum mm_weights {
     MM_W_EXPLICIT,   /* as written in the file */
 };
 
-/* Time-varying graphs: computed for round r from (n, seed, r) alone. */
+/* Named graphs that list no edges: computed for round r from (n, the
+ * schedule's parameters, seed, r) alone (topologies/README.md). */
 enum mm_schedule {
     MM_SCHED_NONE,            /* static: the edges listed */
     MM_SCHED_ONE_PEER_EXP,    /* round t: i sends to i+2^k, receives from i-2^k,
@@ -35,6 +36,17 @@ enum mm_schedule {
     MM_SCHED_RANDOM_MATCHING, /* round t: a uniform random perfect matching drawn
                                * from (seed, t); partners average 1/2-1/2; with n
                                * odd one peer sits out */
+    MM_SCHED_LOCAL,           /* no communication at all: W = I every round (the
+                               * baseline of peers training alone) */
+    MM_SCHED_ALT_EXP_RING,    /* Decent-DP's alternating exponential ring over hosts
+                               * of `group` peers: intra-host average and an average
+                               * with host h XOR 2^i, alternating; period 2 log2(hosts) */
+    MM_SCHED_BASE,            /* Base-(k+1) graph (Takezawa et al. 2023): degree <= k,
+                               * the product over one period is exactly J for any n */
+    MM_SCHED_EPIDEMIC,        /* Epidemic Learning, EL-Local (de Vos et al. 2023): each
+                               * peer sends to `fanout` random others drawn from
+                               * (seed, t); receivers average what came and their own:
+                               * W row- but not column-stochastic */
 };
 
 typedef struct {
@@ -51,7 +63,10 @@ typedef struct {
     bool directed;
     enum mm_weights weights;
     enum mm_schedule schedule;
-    uint64_t seed;              /* random-matching */
+    uint64_t seed;              /* random-matching, epidemic */
+    int degree;                 /* base: k, the maximum degree (0: not given) */
+    int fanout;                 /* epidemic: s, peers each peer sends to (0: not given) */
+    int group;                  /* alt-exp-ring: peers per host (0: not given = 1) */
     char kind[32];              /* a label: "ring", "exp", ... ("file" if none) */
     char comment[256];          /* written as a leading comment by mm_topo_format */
     mm_edge *edges;
@@ -73,12 +88,13 @@ char *mm_topo_format(const mm_topo_spec *s);
  * error with which edge/row/line is wrong in err. name prefixes messages. */
 mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen);
 
-/* Generators: kind is one of ring, torus, exp, one-peer-exp, regular, er,
- * random-matching, complete, star, chain. Seeded ones are reproducible. */
+/* Generators: kind is one of mm_topo_kinds. Seeded ones are reproducible. */
 typedef struct {
     int n;
     int rows;                 /* torus: 0 = as square as n allows */
-    int degree;               /* regular: d */
+    int degree;               /* regular: d; base: k (0 = 1) */
+    int fanout;               /* epidemic: s (0 = ceil(log2 n)) */
+    int group;                /* alt-exp-ring: peers per host (0 = 1) */
     double p;                 /* er: edge probability, 0 = 2 ln(n)/n */
     uint64_t seed;
     bool directed;            /* exp: i -> i+2^k (push-sum) instead of symmetrised */
@@ -106,9 +122,12 @@ int mm_topo_n(const mm_topology *t);              /* number of peers */
  * The one-peer exponential graph has one-way links but a doubly stochastic
  * W, so it is false there: always send to out[] and receive from in[]. */
 bool mm_topo_directed(const mm_topology *t);
-int mm_topo_period(const mm_topology *t);         /* 1 for static graphs, ceil(log2 n)
-                                                   * for one-peer-exp, 0 for random
-                                                   * matching (never repeats) */
+int mm_topo_period(const mm_topology *t);         /* 1 for static graphs and local,
+                                                   * ceil(log2 n) for one-peer-exp, the
+                                                   * schedule's length for alt-exp-ring and
+                                                   * base, 0 for random matching and
+                                                   * epidemic (never repeat) */
+enum mm_schedule mm_topo_schedule(const mm_topology *t);
 int mm_topo_max_degree(const mm_topology *t);     /* max in- or out-degree over all rounds */
 const char *mm_topo_kind(const mm_topology *t);   /* "ring", "exp", "one-peer-exp", "file", ... */
 
@@ -128,13 +147,16 @@ typedef struct {
     mm_neighbour *in, *out;
 } mm_round_view;
 
-/* 0, or -1 if me is out of range. Thread-safe. Random matching costs O(n)
- * for the first call of a round (all peers' partners are drawn and kept),
- * O(1) for further calls with the same round; never O(n^2). Peers in in[]
+/* 0, or -1 if me is out of range. Thread-safe. Random matching and epidemic
+ * cost O(n) (epidemic O(n s^2)) for the first call of a round (every peer's
+ * draws are made and kept), O(degree) for further calls with the same round;
+ * alt-exp-ring and base cost O(degree + log n); never O(n^2). Peers in in[]
  * and out[] are distinct from me and sorted by id; for undirected graphs
- * they are the same peers, but the one-peer exponential graph receives
- * from i-2^k and sends to i+2^k. A peer that sits a round out (random
- * matching, n odd) gets n_in = n_out = 0 and self_weight = 1. */
+ * they are the same peers, but the one-peer exponential graph receives from
+ * i-2^k and sends to i+2^k, and in an epidemic round the peers I send to
+ * are not those who send to me. A peer that sits a round out (random
+ * matching with n odd, local, some base rounds) gets n_in = n_out = 0 and
+ * self_weight = 1. */
 int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
 
 /* Dense W for round r, row-major n*n doubles (caller frees). For tools and
@@ -142,9 +164,12 @@ int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_vi
 double *mm_topo_matrix(const mm_topology *t, uint64_t round);
 
 /* Contraction factor rho = || W - (1/n) 1 1^T ||_2 (for a schedule: of the
- * product over one period, to the power 1/period; for random matching, which
- * has no period, the mean-square rate sqrt(lambda_max(E[W^T W] - J)) with the
- * expectation taken over MM_TOPO_SAMPLE_ROUNDS rounds), through LAPACK. */
+ * product over one period, to the power 1/period; for the random schedules,
+ * which have no period, the mean-square rate
+ * sqrt(lambda_max(E[W^T (I - J) W])) with the expectation taken over
+ * MM_TOPO_SAMPLE_ROUNDS rounds: how fast the distance to the current mean
+ * shrinks, which for a doubly stochastic W is sqrt(lambda_max(E[W^T W] - J))),
+ * through LAPACK. */
 double mm_topo_rho(const mm_topology *t);
 /* || W(r) - J ||_2 for one round. */
 double mm_topo_rho_round(const mm_topology *t, uint64_t round);
@@ -173,6 +198,10 @@ typedef struct {
     const char *rho_how;   /* how rho was obtained, for the reader */
     double rounds_tenfold; /* ceil(ln 10 / -ln rho), in whole periods for a
                             * periodic schedule; INFINITY when rho >= 1 */
+    double sends;          /* vectors each peer sends per round, mean over the
+                            * window (random schedules: over the sampled rounds) */
+    bool exact_average;    /* W = J in every round of a static graph: the exact
+                            * average every round, as an all-reduce computes */
 } mm_topo_facts;
 
 int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f);

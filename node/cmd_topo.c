@@ -24,8 +24,13 @@ static void usage(FILE *out)
             "  -n N              number of peers (required)\n"
             "  --rows R          torus: rows (default: as square as N allows)\n"
             "  -d D              regular: degree (default 3, or 4 when N is odd)\n"
+            "  -k K              base: the maximum degree k (default 1)\n"
+            "  -s S              epidemic: peers each peer sends to per round\n"
+            "                    (default ceil(log2 N))\n"
+            "  --group G         alt-exp-ring: peers per host (default 1); N/G must be a\n"
+            "                    power of two\n"
             "  -p P              er: edge probability (default 2 ln(N)/N)\n"
-            "  --seed S          regular, er, random-matching (default 1)\n"
+            "  --seed S          regular, er, random-matching, epidemic (default 1)\n"
             "  --directed        exp: i -> i+2^k with column-stochastic weights (push-sum)\n"
             "                    instead of the symmetrised graph (D-PSGD)\n"
             "  --weights W       metropolis (default, undirected) or uniform\n"
@@ -56,17 +61,25 @@ static int gen(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
         bool takes = !strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d") || !strcmp(a, "-p") ||
-                     !strcmp(a, "--seed") || !strcmp(a, "--weights");
+                     !strcmp(a, "--seed") || !strcmp(a, "--weights") || !strcmp(a, "-k") ||
+                     !strcmp(a, "-s") || !strcmp(a, "--group");
         if (takes && !v) {
             fprintf(stderr, "murmur topo gen: %s needs a value\n", a);
             return 2;
         }
-        if (!strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d")) {
+        if (!strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d") || !strcmp(a, "-k") ||
+            !strcmp(a, "-s") || !strcmp(a, "--group")) {
             if (!parse_int(v, 1, 1 << 20, &x)) {
                 fprintf(stderr, "murmur topo gen: %s: expected a whole number 1..%d, got '%s'\n", a, 1 << 20, v);
                 return 2;
             }
-            *(!strcmp(a, "-n") ? &o.n : !strcmp(a, "-d") ? &o.degree : &o.rows) = (int)x;
+            if ((!strcmp(a, "-k") && strcmp(kind, "base")) || (!strcmp(a, "-d") && strcmp(kind, "regular"))) {
+                fprintf(stderr, "murmur topo gen: %s applies to kind %s only\n", a,
+                        !strcmp(a, "-k") ? "base" : "regular");
+                return 2;
+            }
+            *(!strcmp(a, "-n") ? &o.n : !strcmp(a, "-d") || !strcmp(a, "-k") ? &o.degree
+              : !strcmp(a, "-s") ? &o.fanout : !strcmp(a, "--group") ? &o.group : &o.rows) = (int)x;
         } else if (!strcmp(a, "-p")) {
             char *end;
             o.p = strtod(v, &end);
@@ -145,8 +158,11 @@ static void json_str(const char *s)
     putchar('"');
 }
 
-static const char *stochastic_name(const mm_topo_facts *f)
+static const char *stochastic_name(const mm_topology *t, const mm_topo_facts *f)
 {
+    if (mm_topo_schedule(t) == MM_SCHED_EPIDEMIC)
+        return "row-stochastic, not column-stochastic: each receiver averages itself and what\n"
+               "              it got; the plain mean moves a little each round (E[W] is doubly stochastic)";
     if (f->symmetric && f->doubly)
         return "symmetric, doubly stochastic";
     if (f->doubly)
@@ -216,11 +232,16 @@ static int info(int argc, char **argv)
     const char *tv = period == 1 ? "static" : period == 0 ? "time-varying (random, never repeats)"
                                                           : "time-varying (periodic)";
     bool sym = !f.arcs_directed;
+    enum mm_schedule sched = mm_topo_schedule(t);
     const char *links = mm_topo_directed(t) ? (f.doubly ? "directed, W doubly stochastic all the same "
                                                           "(push-sum not required)"
                                                         : "directed, column-stochastic W: needs push-sum")
+                        : sched == MM_SCHED_EPIDEMIC ? "directed links, row-stochastic W: dpsgd, no push-sum"
                         : f.arcs_directed ? "directed links, doubly stochastic W: no push-sum needed"
                                           : "undirected";
+    /* A ring all-reduce sends 2(n-1)/n vectors' worth per peer (reduce-scatter
+     * and all-gather, each (n-1)/n of the vector). */
+    double ring_allreduce = n > 1 ? 2.0 * (n - 1) / n : 0;
     if (json) {
         printf("{\"file\": ");
         json_str(path);
@@ -242,9 +263,21 @@ static int info(int argc, char **argv)
         printf("], \"rho\": %.10g, \"rho_method\": ", f.rho);
         json_str(f.rho_how);
         if (isinf(f.rounds_tenfold))
-            printf(", \"rounds_tenfold\": null}\n");
+            printf(", \"rounds_tenfold\": null");
         else
-            printf(", \"rounds_tenfold\": %.0f}\n", f.rounds_tenfold);
+            printf(", \"rounds_tenfold\": %.0f", f.rounds_tenfold);
+        printf(",\n \"communicates\": %s, \"sends_per_round\": %.10g, \"ring_allreduce_sends\": %.10g,"
+               " \"exact_average\": %s}\n", sched == MM_SCHED_LOCAL ? "false" : "true", f.sends,
+               ring_allreduce, f.exact_average ? "true" : "false");
+    } else if (sched == MM_SCHED_LOCAL) {
+        printf("file          %s\n", path);
+        printf("kind          %s\n", mm_topo_kind(t));
+        printf("peers         %d\n", n);
+        printf("graph         none: no communication, every peer trains alone on its shard (W = I)\n");
+        printf("sends         0 vectors per peer per round\n");
+        printf("rho           1  = ||I - J||_2: nothing is averaged\n");
+        printf("tenfold       never: the consensus distance never shrinks (the no-communication "
+               "baseline)\n");
     } else {
         printf("file          %s\n", path);
         printf("kind          %s\n", mm_topo_kind(t));
@@ -268,7 +301,7 @@ static int info(int argc, char **argv)
             printf("diameter      %d\nconnected     yes%s\n", f.diameter, mm_topo_directed(t) ? " (strongly)" : "");
         else
             printf("connected     no\n");
-        printf("W             %s\n", stochastic_name(&f));
+        printf("W             %s\n", stochastic_name(t, &f));
         if (period != 1) {
             printf("rho by round ");
             for (int r = 0; r < f.n_rho_rounds; r++)
@@ -281,6 +314,14 @@ static int info(int argc, char **argv)
         else
             printf("tenfold       %.0f round%s of pure gossip shrink%s the consensus distance tenfold\n",
                    f.rounds_tenfold, f.rounds_tenfold == 1 ? "" : "s", f.rounds_tenfold == 1 ? "s" : "");
+        printf("sends         %.4g vector%s per peer per round (mean%s); a ring all-reduce: "
+               "2(n-1)/n = %.4g\n", f.sends, f.sends == 1 ? "" : "s",
+               period == 1 ? "" : " over the rounds above", ring_allreduce);
+        if (f.exact_average)
+            printf("all-reduce    W = J: the exact average every round, the same result as an "
+                   "all-reduce (the centralized\n"
+                   "              reference), for %d vectors sent per peer per round instead of %.4g\n",
+                   n - 1, ring_allreduce);
     }
     mm_topo_free(t);
     return fflush(stdout) ? 1 : 0;

@@ -221,6 +221,8 @@ static int save(run *r)
     return 0;
 }
 
+static int resume_run(run *r);
+
 /* Model, optimizer and shard, from scratch or from the checkpoint. 0, 1
  * (runtime failure) or 2 (a flag contradicts the checkpoint). */
 static int open_run(run *r)
@@ -248,12 +250,24 @@ static int open_run(run *r)
     }
     /* Peers of one run share the init (seed) but not the batches. */
     uint64_t rng_seed = a->rc.seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(a->peer + 1));
-    if (mm_replica_init(&r->rep, &a->rc, a->rc.seed, rng_seed, true, a->peer, a->n_peers, err,
-                        sizeof err) != 0) {
+    if (mm_replica_init(&r->rep, &a->rc, a->rc.seed, rng_seed, err, sizeof err) != 0) {
         mm_error("%s", err);
         return 1;
     }
     r->seed = a->rc.seed;
+    int rc = a->resume ? resume_run(r) : 0;
+    if (rc != 0)
+        return rc;
+    /* The shard last: a Dirichlet partition drawn from the run's seed needs
+     * the checkpoint's seed when resuming, or a resumed run would read other
+     * files. */
+    mm_partition *part = &r->rep.cfg.partition;
+    if (part->kind == MM_PART_DIRICHLET && !part->seed_given)
+        part->seed = r->seed;
+    if (mm_replica_load_shard(&r->rep, a->peer, a->n_peers, err, sizeof err) != 0) {
+        mm_error("data: %s", err);
+        return 1;
+    }
     int T = a->rc.model.n_ctx;
     const mm_shard *sh = &r->rep.shard;
     if (sh->train_len < (size_t)T + 1 || sh->val_len < (size_t)T + 1) {
@@ -261,8 +275,14 @@ static int open_run(run *r)
                  "bytes)", T, sh->train_len, sh->val_len);
         return 1;
     }
-    if (!a->resume)
-        return 0;
+    return 0;
+}
+
+/* Restores the replica from the checkpoint; 0, 1 or 2 as open_run. */
+static int resume_run(run *r)
+{
+    train_args *a = r->a;
+    char err[PATH_MAX + 512];
     mm_ckpt_state st;
     if (mm_replica_load(&r->rep, r->ckpt, &st, err, sizeof err) != 0) {
         mm_error("cannot resume: %s", err);
@@ -303,7 +323,7 @@ static void log_start(run *r)
     mm_info("model: %d layers, width %d, %d heads, context %d: %zu parameters", mc->n_layer,
             mc->d_model, mc->n_head, mc->n_ctx, r->rep.model.n_params);
     mm_info("data: %s, partition %s, peer %d of %d: %d files (%s), %zu training bytes; "
-            "%zu validation bytes", a->rc.data_dir, mm_partition_name(a->rc.partition), a->peer,
+            "%zu validation bytes", a->rc.data_dir, mm_partition_name(&a->rc.partition), a->peer,
             a->n_peers, sh->n_files, sh->genres, sh->train_len, sh->val_len);
     char sched[96];
     if (r->estimate_total)
@@ -330,7 +350,7 @@ static void log_start(run *r)
     mm_metrics_int(m, "heads", mc->n_head);
     mm_metrics_int(m, "ctx", mc->n_ctx);
     mm_metrics_int(m, "batch", a->rc.batch);
-    mm_metrics_str(m, "partition", mm_partition_name(a->rc.partition));
+    mm_metrics_str(m, "partition", mm_partition_name(&a->rc.partition));
     mm_metrics_int(m, "seed", (long long)r->seed);
     mm_metrics_int(m, "resumed_step", r->rep.opt.step);
     mm_metrics_str(m, "blas_kernel", mm_blas_kernel());

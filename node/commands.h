@@ -11,5 +11,6 @@ int cmd_topo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_data_prepare(int argc, char **argv);
 int cmd_data_verify(int argc, char **argv);
+int cmd_data_info(int argc, char **argv);
 
 #endif

@@ -12,7 +12,7 @@ void mm_replica_config_default(mm_replica_config *c)
         .batch = 16,
         .seed = 1,
         .data_dir = "data/brown",
-        .partition = MM_PART_IID,
+        .partition = {.kind = MM_PART_IID},
         .threads = 0,
     };
     c->adamw.lr_min = c->adamw.lr_max / 10;
@@ -20,19 +20,15 @@ void mm_replica_config_default(mm_replica_config *c)
 
 static int parse_partition(const char *arg, void *dst, char *err, size_t errlen)
 {
-    int p = mm_partition_parse(arg);
-    if (p < 0) {
-        snprintf(err, errlen, "is iid or genre, not '%s'", arg);
+    char why[200];
+    if (mm_partition_parse(arg, dst, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
         return -1;
     }
-    *(mm_partition *)dst = (mm_partition)p;
     return 0;
 }
 
-static const char *show_partition(const void *dst)
-{
-    return mm_partition_name(*(const mm_partition *)dst);
-}
+static const char *show_partition(const void *dst) { return mm_partition_name(dst); }
 
 int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out)
 {
@@ -65,7 +61,8 @@ int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out)
         MM_OPT_HEAD("Data:"),
         MM_OPT(MM_OPT_STR, "data", "DIR", &c->data_dir, 0, 0, "prepared corpus (`make data` makes data/brown)"),
         MM_OPT(MM_OPT_CUSTOM, "partition", "P", &c->partition, 0, 0,
-               "iid | genre: how training files split across peers", .parse = parse_partition,
+               "iid | genre | dirichlet:ALPHA[:SEED]: how training files split across peers (Dirichlet "
+               "draws use --seed unless SEED is given; murmur data-info prints the shards)", .parse = parse_partition,
                .show = show_partition),
         MM_OPT(MM_OPT_INT, "threads", "N", &c->threads, 0, 256,
                "OpenBLAS threads, 0 = OpenBLAS's choice"),
@@ -87,6 +84,8 @@ int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, lo
                  (double)c->adamw.lr_max);
         return -1;
     }
+    if (c->partition.kind == MM_PART_DIRICHLET && !c->partition.seed_given)
+        c->partition.seed = c->seed; /* the same on every peer of the run */
     if (!g->warmup && c->adamw.warmup_steps > total_steps / 10)
         c->adamw.warmup_steps = total_steps / 10;
     const char *why = mm_model_config_check(&c->model);

@@ -29,7 +29,8 @@ void mm_replica_config_default(mm_replica_config *c);
 int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out);
 
 /* After parsing: --min-lr defaults to lr/10, the warm-up to at most a tenth
- * of total_steps (the schedule's length), and the model shape is checked.
+ * of total_steps (the schedule's length), a Dirichlet partition without its
+ * own seed draws from --seed, and the model shape is checked.
  * 0, or -1 with the reason in err. */
 int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, long total_steps,
                              char *err, size_t errlen);

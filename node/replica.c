@@ -8,8 +8,7 @@
 #include <cblas.h>
 
 int mm_replica_init(mm_replica *r, const mm_replica_config *c, uint64_t init_seed,
-                    uint64_t rng_seed, bool load_data, int shard_id, int n_shards,
-                    char *err, size_t errlen)
+                    uint64_t rng_seed, char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     r->cfg = *c;
@@ -29,13 +28,16 @@ int mm_replica_init(mm_replica *r, const mm_replica_config *c, uint64_t init_see
         goto fail;
     }
     mm_rng_seed(&r->rng, rng_seed);
-    if (load_data &&
-        mm_shard_load(&r->shard, c->data_dir, c->partition, shard_id, n_shards, err, errlen) != 0)
-        goto fail;
     return 0;
 fail:
     mm_replica_free(r);
     return -1;
+}
+
+int mm_replica_load_shard(mm_replica *r, int shard_id, int n_shards, char *err, size_t errlen)
+{
+    return mm_shard_load(&r->shard, r->cfg.data_dir, &r->cfg.partition, shard_id, n_shards, err,
+                         errlen);
 }
 
 void mm_replica_free(mm_replica *r)

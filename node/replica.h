@@ -38,12 +38,14 @@ typedef struct {
 } mm_replica;
 
 /* Builds the model (initialised from init_seed), its optimizer state and
- * batch buffer, and loads shard `shard_id` of `n_shards` when load_data is
- * set. The sampling stream starts from rng_seed. 0, or -1 with the reason
- * in err (the replica is then freed). */
+ * batch buffer; the sampling stream starts from rng_seed. 0, or -1 with the
+ * reason in err (the replica is then freed). */
 int mm_replica_init(mm_replica *r, const mm_replica_config *c, uint64_t init_seed,
-                    uint64_t rng_seed, bool load_data, int shard_id, int n_shards,
-                    char *err, size_t errlen);
+                    uint64_t rng_seed, char *err, size_t errlen);
+/* Loads shard `shard_id` of `n_shards` of the corpus as the config's data
+ * directory and partition say (after a resume, when the partition's seed
+ * may come from the checkpoint). 0, or -1 with the reason in err. */
+int mm_replica_load_shard(mm_replica *r, int shard_id, int n_shards, char *err, size_t errlen);
 void mm_replica_free(mm_replica *r);
 
 /* One optimizer step: a batch drawn from the shard, forward, backward,

@@ -115,10 +115,11 @@ static int load_replica(mm__trainer *t, char *err, size_t errlen)
     bool data = !c->no_train || c->eval_every > 0;
     int shard_n = c->no_train ? 1 : (int)t->n, shard_id = c->no_train ? 0 : (int)t->id;
     uint64_t rng_seed = c->train.seed ^ (0xa0761d6478bd642fULL * (t->id + 1));
-    if (mm_replica_init(&t->rep, &c->train, seed, rng_seed, data, shard_id, shard_n, err,
-                        errlen) != 0)
+    if (mm_replica_init(&t->rep, &c->train, seed, rng_seed, err, errlen) != 0)
         return -1;
     t->have_model = true;
+    if (data && mm_replica_load_shard(&t->rep, shard_id, shard_n, err, errlen) != 0)
+        return -1;
     t->x = t->rep.model.params;
     t->P = t->rep.model.n_params;
     if (data)
@@ -633,7 +634,7 @@ static void write_start(mm__trainer *t)
         mm_metrics_int(m, "batch", c->train.batch);
         mm_metrics_int(m, "eval_windows", c->eval_windows);
         mm_metrics_str(m, "data", c->train.data_dir);
-        mm_metrics_str(m, "partition", mm_partition_name(c->train.partition));
+        mm_metrics_str(m, "partition", mm_partition_name(&c->train.partition));
     }
     mm_metrics_num(m, "time", 0);
     mm_metrics_end(m);

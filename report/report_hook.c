@@ -69,7 +69,7 @@ int mm_report_eval_model(const float *xbar, size_t n, int64_t round, const char 
         if (mm_model_config_check(&cfg) || mm_model_param_count(&cfg) != n ||
             mm_model_init(&model, &cfg, 0, err, sizeof err) != 0)
             return 1;
-        if (mm_shard_load(&shard, data_dir, MM_PART_IID, 0, 1, err, sizeof err) != 0) {
+        if (mm_shard_load(&shard, data_dir, &(mm_partition){.kind = MM_PART_IID}, 0, 1, err, sizeof err) != 0) {
             fprintf(stderr, "murmur report: averaged model not evaluated: %s\n", err);
             return 1;
         }

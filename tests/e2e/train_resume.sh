@@ -53,4 +53,14 @@ if "$MURMUR" train $common --out "$tmp/b" --resume --steps 60 2>"$tmp/d.log"; th
     echo "FAIL: corrupted checkpoint accepted"; exit 1
 fi
 grep -q "checksum mismatch" "$tmp/d.log" || { cat "$tmp/d.log"; exit 1; }
-echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last)"
+# A Dirichlet partition is drawn from the run's seed: resumed without
+# --seed, the run takes the checkpoint's seed and so the same files.
+dir="--data $tmp/data --layers 1 --width 16 --heads 2 --ctx 16 --batch 4 --steps 10 --threads 1
+     --eval-every 0 --log-every 10 --checkpoint-every 0 --partition dirichlet:0.5 --n-peers 3 --peer 1"
+# shellcheck disable=SC2086
+"$MURMUR" train $dir --seed 9 --out "$tmp/e" --stop-after 5 2>"$tmp/e1.log" || { cat "$tmp/e1.log"; exit 1; }
+# shellcheck disable=SC2086
+"$MURMUR" train $dir --out "$tmp/e" --resume 2>"$tmp/e2.log" || { cat "$tmp/e2.log"; exit 1; }
+d1=$(sed -n 's/.*info: \(data: .*\)/\1/p' "$tmp/e1.log"); d2=$(sed -n 's/.*info: \(data: .*\)/\1/p' "$tmp/e2.log")
+[ -n "$d1" ] && [ "$d1" = "$d2" ] || { echo "FAIL: resumed shard differs: '$d1' then '$d2'"; exit 1; }
+echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last); dirichlet shard kept on resume"
