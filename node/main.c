@@ -18,6 +18,7 @@ static const struct {
     {"node", cmd_node, "run one peer: train and gossip with its neighbours", 1},
     {"topo", cmd_topo, "generate topology files and print their spectral facts", 0},
     {"report", cmd_report, "merge a run's metrics: consensus distance vs accuracy", 0},
+    {"plan", cmd_plan, "predict the time per round of a run (and calibrate it here)", 1},
     /* Hidden (no summary): used by scripts/fetch-brown.sh and the tests. */
     {"data-prepare", cmd_data_prepare, NULL, 0},
     {"data-verify", cmd_data_verify, NULL, 0},
