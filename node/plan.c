@@ -286,6 +286,20 @@ static void book(mm_plan_out *o, double c, double ready, double done, double com
     o->mix_s += mix;
 }
 
+/* The steady-state round: each peer's mean over the measured rounds, and
+ * the mean and the slowest of those. */
+static void round_rates(const mm_plan_in *in, const sim_buf *b, mm_plan_out *o)
+{
+    double slow = 0, sum = 0;
+    for (int i = 0; i < in->n; i++) {
+        double d = (b->s[i] - b->s0[i]) / in->rounds;
+        sum += d;
+        slow = fmax(slow, d);
+    }
+    o->round_s = sum / in->n;
+    o->round_slowest_s = slow;
+}
+
 static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *rng,
                       mm_neighbour *nb_in, mm_neighbour *nb_out)
 {
@@ -358,14 +372,7 @@ static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *
     }
     double Rn = (double)in->rounds, T = tmax_sum / Rn;
     o->exchange_s = T;
-    double slow = 0, sum = 0;
-    for (int i = 0; i < n; i++) {
-        double d = (b->s[i] - b->s0[i]) / Rn;
-        sum += d;
-        slow = fmax(slow, d);
-    }
-    o->round_s = sum / n;
-    o->round_slowest_s = slow;
+    round_rates(in, b, o);
     double mix_mean = o->mix_s / (Rn * n) / G;
     o->bound_lo_s = fmax(ec / Rn, T) + mix_mean + (G - 1) * (T + mix_mean);
     o->bound_hi_s = fmax(emax_c / Rn, T) + mix_mean + (G - 1) * (T + mix_mean);
@@ -444,14 +451,8 @@ static int run_allreduce(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rn
             b->s[i] = done + mix;
         }
     }
-    double Rn = (double)in->rounds, sum = 0, slow = 0;
-    for (int i = 0; i < n; i++) {
-        double d = (b->s[i] - b->s0[i]) / Rn;
-        sum += d;
-        slow = fmax(slow, d);
-    }
-    o->round_s = sum / n;
-    o->round_slowest_s = slow;
+    double Rn = (double)in->rounds;
+    round_rates(in, b, o);
     if (in->overlap) {
         o->bound_lo_s = fmax(ec / Rn, T) + mix;
         o->bound_hi_s = fmax(emax / Rn, T) + mix;
