@@ -58,7 +58,11 @@ done
 
 # ---- slurm.conf: one node, 8 CPUs declared so that 4 tasks fit anywhere ----
 ports=$(free_ports 2)
+# The node is named after this machine, as on a cluster; the batch script's
+# peers dial that name, so a name that does not resolve here falls back to
+# localhost.
 host=$(hostname -s)
+getent hosts "$host" > /dev/null 2>&1 || host=localhost
 cat > "$S/slurm.conf" <<CONF
 ClusterName=murmurtest
 SlurmctldHost=$host(127.0.0.1)
