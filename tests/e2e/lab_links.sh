@@ -16,7 +16,7 @@ for _ in 1 2 3 4 5; do
     tag="lk$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 10000 ))"
     ip netns list 2>/dev/null | grep -q "^$tag-" || break
 done
-intra=400mbit; inter=100mbit
+intra=200mbit; inter=50mbit
 E2E_CLEANUP='sh "$lab" down "$tag" 2>/dev/null'
 if ! sh "$lab" up "$tag" 4 --profile "2x2:intra=$intra,inter=$inter" 2> "$T/up.err"; then
     [ "$(id -u)" = 0 ] && { cat "$T/up.err" >&2; fail "scripts/netns-lab.sh up $tag 4 --profile failed as root"; }
