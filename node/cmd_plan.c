@@ -55,6 +55,9 @@ static void usage(FILE *f)
 "                        group k/P; each peer's link at intra each way, each\n"
 "                        group's uplink at inter each way (RATE: 1gbit, 100mbit,\n"
 "                        50mbps, ... as scripts/netns-lab.sh --profile)\n"
+"  --placement LIST      with --links: the group of every peer, in peer order\n"
+"                        (e.g. 0,1,0,1), instead of blocks of P; G is then\n"
+"                        the number of groups named, P is ignored\n"
 "  --loop-rate RATE      without --links: each peer's own link (default: measured\n"
 "                        by --calibrate, else unlimited)\n"
 "  --latency S           one-way seconds added to every message (default 0)\n"
@@ -74,12 +77,12 @@ static void usage(FILE *f)
 enum {
     O_TOPO = 256, O_PEERS, O_ALGO, O_LOCAL, O_GOSSIP, O_OVERLAP, O_VEC, O_LAYERS, O_WIDTH,
     O_HEADS, O_CTX, O_BPF, O_STEP, O_STEPSD, O_JITTER, O_BATCH, O_THREADS, O_LINKS, O_LOOP,
-    O_LAT, O_MIX, O_CORES, O_JSON, O_ROUNDS, O_SEED, O_CALIB, O_SERVER, O_TO, O_SECONDS, O_TIMEOUT,
+    O_LAT, O_MIX, O_CORES, O_PLACE, O_JSON, O_ROUNDS, O_SEED, O_CALIB, O_SERVER, O_TO, O_SECONDS, O_TIMEOUT,
     O_HELP
 };
 
 typedef struct {
-    const char *topo, *links, *jitter, *server, *link_to;
+    const char *topo, *links, *jitter, *server, *link_to, *placement;
     int peers, batch, threads, cores;
     bool json, calibrate, have_vec, have_shape, have_step, have_sd, have_mix, have_loop;
     double vec, seconds, timeout;
@@ -110,7 +113,7 @@ static int parse(int argc, char **argv, plan_args *a)
         {"bytes-per-float", 1, 0, O_BPF}, {"step-time", 1, 0, O_STEP},
         {"step-sd", 1, 0, O_STEPSD}, {"jitter", 1, 0, O_JITTER}, {"batch", 1, 0, O_BATCH},
         {"threads", 1, 0, O_THREADS}, {"links", 1, 0, O_LINKS}, {"loop-rate", 1, 0, O_LOOP},
-        {"latency", 1, 0, O_LAT}, {"mix-rate", 1, 0, O_MIX}, {"cores", 1, 0, O_CORES}, {"json", 0, 0, O_JSON},
+        {"latency", 1, 0, O_LAT}, {"mix-rate", 1, 0, O_MIX}, {"cores", 1, 0, O_CORES}, {"placement", 1, 0, O_PLACE}, {"json", 0, 0, O_JSON},
         {"rounds", 1, 0, O_ROUNDS}, {"seed", 1, 0, O_SEED}, {"calibrate", 0, 0, O_CALIB},
         {"link-server", 1, 0, O_SERVER}, {"link-to", 1, 0, O_TO}, {"seconds", 1, 0, O_SECONDS},
         {"timeout", 1, 0, O_TIMEOUT}, {"help", 0, 0, O_HELP}, {0, 0, 0, 0},
@@ -168,6 +171,7 @@ static int parse(int argc, char **argv, plan_args *a)
             break;
         case O_LAT: rc = num(name, optarg, 0, 1e3, &a->in.latency_s); break;
         case O_MIX: rc = num(name, optarg, 1, 1e15, &a->in.mix_fps); a->have_mix = true; break;
+        case O_PLACE: a->placement = optarg; break;
         case O_CORES: rc = num(name, optarg, 1, 1 << 20, &v); a->cores = (int)v; break;
         case O_JSON: a->json = true; break;
         case O_ROUNDS: rc = num(name, optarg, 1, 1e6, &v); a->in.rounds = (int)v; break;
@@ -258,7 +262,10 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
         printf(", %s", in->overlap ? "overlapped with compute" : "after compute");
     printf("\nvector       %.0f floats x %g bytes = %.3f MB; message %.3f MB\n", in->vec_floats,
            in->bytes_per_float, in->vec_floats * in->bytes_per_float / 1e6, o->msg_bytes / 1e6);
-    if (in->links.groups)
+    if (in->links.placement)
+        printf("links        %d groups (--placement): intra %.2f MB/s, inter %.2f MB/s (0 = unlimited)",
+               in->links.groups, in->links.intra / 1e6, in->links.inter / 1e6);
+    else if (in->links.groups)
         printf("links        %dx%d: intra %.2f MB/s, inter %.2f MB/s (0 = unlimited)",
                in->links.groups, in->links.per, in->links.intra / 1e6, in->links.inter / 1e6);
     else
@@ -301,6 +308,8 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s, o->exchange_s,
            o->allreduce_s, o->round_slowest_s, o->fresh, o->bound_lo_s, o->bound_hi_s,
            mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed);
+    if (a->placement)
+        printf(",\"placement\":\"%s\"", a->placement);
     if (k->done)
         printf(",");
     print_calib(a, k, true);
@@ -390,6 +399,23 @@ int cmd_plan(int argc, char **argv)
     mm_plan_in *in = &a.in;
     in->topo = t;
     in->n = t ? mm_topo_n(t) : a.peers;
+    int *place = NULL;
+    if (a.placement) {
+        int g = -1;
+        place = a.links ? malloc(sizeof *place * (size_t)in->n) : NULL;
+        if (place)
+            g = mm_plan_parse_placement(a.placement, in->n, place, err, sizeof err);
+        else
+            snprintf(err, sizeof err, a.links ? "out of memory" : "--placement goes with --links");
+        if (g < 0) {
+            fprintf(stderr, "murmur plan: %s\n", err);
+            free(place);
+            mm_topo_free(t);
+            return 2;
+        }
+        in->links.groups = g;
+        in->links.placement = place;
+    }
     in->vec_floats = a.have_vec ? a.vec : (double)mm_model_param_count(&a.cfg);
     if (k.done) {
         if (!a.have_step)
@@ -418,5 +444,6 @@ int cmd_plan(int argc, char **argv)
             print_table(&a, in, &o, &k, kind);
     }
     mm_topo_free(t);
+    free(place);
     return rc ? 1 : 0;
 }

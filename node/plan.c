@@ -72,6 +72,40 @@ int mm_plan_parse_links(const char *spec, mm_plan_links *out, char *err, size_t 
     return 0;
 }
 
+int mm_plan_parse_placement(const char *s, int n, int *out, char *err, size_t errlen)
+{
+    int k = 0, groups = 0;
+    const char *p = s;
+    while (*p) {
+        char *end;
+        errno = 0;
+        long g = strtol(p, &end, 10);
+        if (end == p || errno || g < 0 || g >= n || k >= n || (*end && *end != ',')) {
+            snprintf(err, errlen, "placement '%s': expected %d group numbers 0..%d separated by commas",
+                     s, n, n - 1);
+            return -1;
+        }
+        out[k++] = (int)g;
+        if (g + 1 > groups)
+            groups = (int)g + 1;
+        p = *end ? end + 1 : end;
+    }
+    if (k != n) {
+        snprintf(err, errlen, "placement '%s': %d groups given for %d peers", s, k, n);
+        return -1;
+    }
+    for (int g = 0; g < groups; g++) {
+        int used = 0;
+        for (int i = 0; i < n; i++)
+            used |= out[i] == g;
+        if (!used) {
+            snprintf(err, errlen, "placement '%s': group %d has no peer", s, g);
+            return -1;
+        }
+    }
+    return groups;
+}
+
 int mm_plan_parse_jitter(const char *s, mm_plan_jitter *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -142,7 +176,9 @@ static double capacity(const mm_plan_in *in, size_t r)
 
 static int group_of(const mm_plan_in *in, uint32_t peer)
 {
-    return in->links.groups ? (int)(peer / (uint32_t)in->links.per) : 0;
+    if (!in->links.groups)
+        return 0;
+    return in->links.placement ? in->links.placement[peer] : (int)(peer / (uint32_t)in->links.per);
 }
 
 /* The (up to 4) resources flow f crosses, with their MM_PLAN_RES_* kinds. */
@@ -482,8 +518,12 @@ int mm_plan_run(const mm_plan_in *in, mm_plan_out *out, char *err, size_t errlen
         bad = "local and gossip steps must be at least 1";
     else if (in->rounds < 1 || in->warmup < 0)
         bad = "the simulation needs at least one round";
-    else if (in->links.groups && (long)in->links.groups * in->links.per != in->n)
+    else if (in->links.groups && !in->links.placement &&
+             (long)in->links.groups * in->links.per != in->n)
         bad = "the link profile's groups x per differs from the peer count";
+    for (int i = 0; !bad && in->links.placement && i < in->n; i++)
+        if (in->links.placement[i] < 0 || in->links.placement[i] >= in->links.groups)
+            bad = "a peer is placed in a group the profile does not have";
     if (bad) {
         snprintf(err, errlen, "plan: %s", bad);
         return -1;

@@ -22,12 +22,18 @@
 typedef struct {
     int groups, per;
     double intra, inter; /* bytes/s */
+    const int *placement; /* optional: group of each peer (n entries, each in
+                           * [0, groups)), instead of the blocks of `per` */
 } mm_plan_links;
 
 /* "GxP:intra=RATE,inter=RATE" (either key may be left out: unlimited).
  * RATE as tc writes it: NUMBER then bit, kbit, mbit, gbit (bits/s, powers
  * of 1000) or bps, kbps, mbps, gbps (bytes/s). 0, or -1 with err. */
 int mm_plan_parse_links(const char *spec, mm_plan_links *out, char *err, size_t errlen);
+/* "G0,G1,...": the group of every peer, in peer order, n of them. Sets
+ * out[0..n) and returns the number of groups (largest + 1), or -1 with err
+ * (a wrong count, a number out of [0, n), a group left empty). */
+int mm_plan_parse_placement(const char *s, int n, int *out, char *err, size_t errlen);
 /* One RATE in bytes/s; -1 when malformed. */
 double mm_plan_parse_rate(const char *s);
 

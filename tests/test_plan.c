@@ -39,7 +39,7 @@ static void example(mm_plan_in *in, const mm_topology *t)
     in->n = 4;
     in->vec_floats = 250000;
     in->step_s = 0.05;
-    in->links = (mm_plan_links){2, 2, 1e8, 1e7};
+    in->links = (mm_plan_links){.groups = 2, .per = 2, .intra = 1e8, .inter = 1e7};
 }
 
 static void test_parse_rate(void **state)
@@ -222,7 +222,7 @@ static void test_allreduce_deterministic(void **state)
     NEAR(o.round_s, 0.15, 1e-9);
     NEAR(o.comm_exposed_s, 0.1, 1e-9);
     in.overlap = false;
-    in.links = (mm_plan_links){1, 1, 1e8, 1e7};
+    in.links = (mm_plan_links){.groups = 1, .per = 1, .intra = 1e8, .inter = 1e7};
     in.n = 1;
     assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
     NEAR(o.allreduce_s, 0, 1e-12);
@@ -310,6 +310,33 @@ static void test_async(void **state)
     mm_topo_free(t);
 }
 
+/* --placement 0,1,0,1 puts ring neighbours in different groups: all 8
+ * messages cross, 4 out of each group: 4 MB / 10 MB/s = 400 ms. */
+static void test_placement(void **state)
+{
+    (void)state;
+    mm_topology *t = gen("ring", 4);
+    mm_plan_in in;
+    mm_plan_out o;
+    char err[256];
+    int place[4];
+    assert_int_equal(mm_plan_parse_placement("0,1,0,1", 4, place, err, sizeof err), 2);
+    assert_true(place[0] == 0 && place[1] == 1 && place[2] == 0 && place[3] == 1);
+    example(&in, t);
+    in.links.placement = place;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.exchange_s, 0.4, 1e-9);
+    NEAR(o.round_s, 0.4, 1e-9);
+    /* the same as blocks: 0,0,1,1 gives the 200 ms of the block placement */
+    assert_int_equal(mm_plan_parse_placement("0,0,1,1", 4, place, err, sizeof err), 2);
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.2, 1e-9);
+    const char *bad[] = {"0,1,0", "0,1,0,1,0", "0,2,0,2", "0,1,x,1", "0,-1,0,1", "0,1,,1", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(mm_plan_parse_placement(bad[i], 4, place, err, sizeof err), -1);
+    mm_topo_free(t);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -349,6 +376,7 @@ int main(void)
         cmocka_unit_test(test_allreduce_expected_max),
         cmocka_unit_test(test_dpsgd_jitter_bounds),
         cmocka_unit_test(test_async),
+        cmocka_unit_test(test_placement),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
