@@ -15,7 +15,16 @@ if [ "$(id -u)" != 0 ]; then
     echo "skip: starting slurmctld, slurmd and munged takes root"
     exit 0
 fi
+# Installing must not start Debian's own munged or slurmd (they would
+# outlive the test): without a policy-rc.d (containers have one), one that
+# forbids starting services is put in place for the install only.
+policy=""
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && policy=1
+    E2E_CLEANUP='rm -f /usr/sbin/policy-rc.d'
+fi
 need_pkgs slurmctld slurmd slurm-client munge
+[ -z "$policy" ] || { rm -f /usr/sbin/policy-rc.d; E2E_CLEANUP=""; }
 export MURMUR_NO_BLAS_FIX=1
 unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMI_RANK PMI_SIZE SLURM_PROCID SLURM_NTASKS SLURM_JOB_ID
 n=4
