@@ -63,6 +63,6 @@ if command -v gnuplot > /dev/null 2>&1; then
     done
     gnuplot -e "set terminal png noenhanced size 800,500; set output '$png'; set datafile separator ',';
         set logscale x 2; set xlabel 'vector (MB)'; set ylabel 'algorithm bandwidth (GB/s)';
-        set key top left; set title 'MPI_Allreduce over TCP loopback (load $load0)'; plot $plots" 2>/dev/null &&
+        set key below; set title 'MPI_Allreduce over TCP loopback (load $load0)'; plot $plots" 2>/dev/null &&
         echo "plot: $png"
 fi
