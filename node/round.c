@@ -430,12 +430,15 @@ static void release_used(mm__trainer *t)
             mm__mbox_release(t->mb, t->v.in[k].peer);
 }
 
+/* The round's H local steps, all of them even when a signal came: the
+ * round is finished (docs/node.md, Faults), so its metrics line always has
+ * a loss and a resumed run never finds half a round's steps. */
 static void compute(mm__trainer *t)
 {
     const mm_node_config *c = t->cfg;
     if (c->no_train || !t->have_model)
         return;
-    for (int h = 0; h < c->local_steps && !stopping(t); h++) {
+    for (int h = 0; h < c->local_steps; h++) {
         float loss = mm_replica_step(&t->rep, NULL);
         t->step++;
         t->loss_sum += loss;
