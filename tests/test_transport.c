@@ -447,6 +447,22 @@ static void config_errors(void **s)
     assert_int_equal(tn_destroy(&cl), 0);
 }
 
+/* tn_free_port never hands out one port twice in a process: two transports
+ * of one cluster must not be given the same port (1500 draws from the
+ * ~12,000 ports below the ephemeral range repeat one almost surely when
+ * nothing prevents it). Runs last: it uses up part of the harness's list. */
+static void free_ports_distinct(void **s)
+{
+    enum { N = 1500 };
+    static int seen[65536];
+    for (int i = 0; i < N; i++) {
+        int p = tn_free_port();
+        assert_true(p > 0 && p < 65536);
+        assert_int_equal(seen[p], 0);
+        seen[p] = 1;
+    }
+}
+
 int main(void)
 {
     mm_log_set_level(MM_LOG_WARN);
@@ -478,6 +494,7 @@ int main(void)
         cmocka_unit_test(idle_close),
         cmocka_unit_test(many_small_plain),
         cmocka_unit_test(many_small_tls),
+        cmocka_unit_test(free_ports_distinct),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     char cmd[128];

@@ -52,10 +52,16 @@ struct tn_cluster {
 
 /* A free loopback port below the kernel's ephemeral range: a port the
  * kernel handed out (bind to 0) may be taken by one of our own outgoing
- * connections before the listener gets to bind it. */
+ * connections before the listener gets to bind it. Never the same port
+ * twice in one process: the probe binds and closes, so a port handed out
+ * but not listened on yet looks free, and two transports of one cluster
+ * could get it (seen: test_transport's tls_8 failed with "cannot listen on
+ * 127.0.0.1:28628: address already in use"). */
 static inline int tn_free_port(void)
 {
     static unsigned seed;
+    static int given[4096];
+    static int n_given;
     int lo = 32768, hi = 60999;
     FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
     if (f) {
@@ -73,8 +79,12 @@ static inline int tn_free_port(void)
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         int ok = bind(s, (struct sockaddr *)&a, sizeof a) == 0;
         close(s);
-        if (ok)
+        for (int i = 0; ok && i < n_given; i++)
+            ok = given[i] != port;
+        if (ok && n_given < (int)(sizeof given / sizeof given[0])) {
+            given[n_given++] = port;
             return port;
+        }
     }
     return -1;
 }
