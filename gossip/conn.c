@@ -484,6 +484,7 @@ static uint64_t *err_counter(mm_transport_stats *s, mm_wire_err e)
     case MM_WIRE_E_LENGTH: return &s->bad_length;
     case MM_WIRE_E_CHECKSUM: return &s->bad_checksum;
     case MM_WIRE_E_VALUES: return &s->bad_values;
+    case MM_WIRE_E_WEIGHT: return &s->bad_weight;
     case MM_WIRE_OK: break;
     }
     return NULL;
@@ -660,6 +661,8 @@ void conn_start(conn *c)
 {
     mm_transport *t = c->t;
     uv_tcp_nodelay(&c->tcp, 1);
+    c->rx.weight_rule = t->cfg.weight_rule;
+    c->rx.n_peers = t->cfg.n_peers;
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
         c->st = C_HELLO;

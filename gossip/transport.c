@@ -550,7 +550,11 @@ int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double 
     const char *poison = t->cfg.test_poison;
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
                         .payload_len = 8 + vbytes};
-    if (poison) {
+    if (poison && !strncmp(poison, "weight=", 7)) {
+        /* the vector as it is, with a push-sum weight it does not have */
+        double lie = strtod(poison + 7, NULL);
+        memcpy(w, &lie, 8);
+    } else if (poison) {
         owned = malloc(vbytes);
         if (!owned)
             return -1;

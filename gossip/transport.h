@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "gossip/wire.h"
+
 typedef struct mm_transport mm_transport;
 
 typedef enum {
@@ -49,6 +51,10 @@ typedef struct {
     const char *listen_addr;        /* NULL: addrs[self_id] */
     uint8_t fingerprint[32];        /* of the model; must match the peer's */
     uint64_t vec_len;               /* floats per vector; must match */
+    /* What a received vector's weight may be (gossip/wire.h): the node sets
+     * it from its algorithm; a vector that breaks it is refused and counted
+     * (bad_weight). MM_WEIGHT_FINITE (0) checks only that it is finite. */
+    mm_weight_rule weight_rule;
 
     /* TLS 1.3 with mutual authentication, unless plaintext is set. */
     bool plaintext;
@@ -69,7 +75,9 @@ typedef struct {
     /* Test-only: corrupt outgoing vectors; NULL off. "nan", "inf": one
      * float becomes NaN/+Inf (the receiver refuses the frame); "huge":
      * every float x becomes (x + 1) * MM_POISON_HUGE_SCALE, finite but of
-     * absurd norm (accepted by the wire; --clip-pull bounds its effect). */
+     * absurd norm (accepted by the wire; --clip-pull bounds its effect);
+     * "weight=X": the vector unchanged, sent with push-sum weight X
+     * (strtod) instead of the real one. */
     const char *test_poison;
 } mm_transport_config;
 
@@ -123,7 +131,7 @@ typedef struct {
     uint64_t vectors_sent, vectors_recv;
     uint64_t conns_accepted, conns_dialed, conns_closed;
     uint64_t bad_magic, bad_version, bad_type, bad_length, bad_checksum;
-    uint64_t bad_fingerprint, bad_round, bad_values, bad_identity, bad_tls;
+    uint64_t bad_fingerprint, bad_round, bad_values, bad_weight, bad_identity, bad_tls;
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */

@@ -72,7 +72,8 @@ static void usage(FILE *out)
 "  --verbose            debug logging\n"
 "\n"
 "Testing only:\n"
-"  --test-poison KIND   send corrupted vectors: nan | inf | huge\n",
+"  --test-poison KIND   send corrupted vectors: nan | inf | huge, or weight=X (the\n"
+"                       true vector with push-sum weight X)\n",
             d.base_port, d.run_dir, d.model.n_layer, d.model.d_model, d.model.n_head,
             d.model.n_ctx, d.batch, d.adamw.lr_max, d.adamw.lr_min, d.adamw.warmup_steps,
             d.adamw.weight_decay, d.adamw.grad_clip, (unsigned long long)d.seed, d.data_dir,
@@ -231,8 +232,9 @@ int cmd_node(int argc, char **argv)
         case O_LOGEVERY: bad = parse_long(name, optarg, 0, INT_MAX, &v); c.log_every = (int)v; break;
         case O_VERBOSE: mm_log_set_level(MM_LOG_DEBUG); break;
         case O_POISON:
-            if (strcmp(optarg, "nan") && strcmp(optarg, "inf") && strcmp(optarg, "huge")) {
-                fprintf(stderr, "murmur node: --test-poison is nan, inf or huge\n");
+            if (strcmp(optarg, "nan") && strcmp(optarg, "inf") && strcmp(optarg, "huge") &&
+                strncmp(optarg, "weight=", 7)) {
+                fprintf(stderr, "murmur node: --test-poison is nan, inf, huge or weight=X\n");
                 bad = 1;
             }
             c.test_poison = optarg;

@@ -16,6 +16,7 @@
 
 #include "gossip/log.h"
 #include "gossip/tls.h"
+#include "gossip/wire.h"
 #include "model/sha256.h"
 #include "node/node_internal.h"
 #include "node/peers.h"
@@ -445,7 +446,16 @@ static int try_resume(node *nd, char *err, size_t errlen)
     }
     nd->step = st.step;
     nd->round = st.round;
-    nd->w = st.pushsum_weight;
+    /* The weight obeys the wire's rule (gossip/wire.h) or the neighbours
+     * would refuse every vector: 1 outside push-sum (a push-sum checkpoint
+     * resumed with dpsgd starts from 1), within [2^-30, n] with it. */
+    nd->w = nd->cfg->algo == MM_ALGO_PUSHSUM ? st.pushsum_weight : 1.0;
+    if (!mm_wire_weight_ok(nd->cfg->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE,
+                           nd->w, nd->n, NULL, 0)) {
+        snprintf(err, errlen, "%s: push-sum weight %.17g is outside [2^-30, %u]", path,
+                 nd->w, nd->n);
+        return -1;
+    }
     nd->rng = st.rng;
     mm_info("resumed from %s: round %ld, step %ld", path, nd->round, nd->step);
     return 0;
@@ -553,6 +563,8 @@ int mm_node_run(const mm_node_config *c)
     tc.listen_addr = mm_peer_listen_addr(c, addrs[nd->id]);
     fingerprint(nd, tc.fingerprint);
     tc.vec_len = nd->P;
+    /* dpsgd and async average with weight 1; only push-sum carries mass */
+    tc.weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
     tc.plaintext = c->plaintext;
     mm_tls_files tls;
     if (!c->plaintext) {

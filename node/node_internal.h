@@ -105,7 +105,8 @@ typedef struct node {
 
     /* counters for metrics (training thread only) */
     double t_compute, t_comm, t_wait;
-    uint64_t skipped_sends, stale_dropped, refused_values;
+    uint64_t skipped_sends, stale_dropped;
+    uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
 } node;
 
 /* node.c (loop side, callable from the training thread) */

@@ -26,7 +26,9 @@
 #include "model/sha256.h"
 #include "node/node_internal.h"
 
-enum { IN_WAITING, IN_READY, IN_MISSING };
+/* IN_REFUSED: it arrived (its buffer must go back) but the mix refused its
+ * weight, so it counts as missing. */
+enum { IN_WAITING, IN_READY, IN_MISSING, IN_REFUSED };
 
 typedef struct {
     mm_round_view v, next;  /* this round's neighbours, and the next round's */
@@ -271,9 +273,16 @@ static void mix(node *nd, trainer *tr, const float *s)
                                        .w = ready ? tr->wk[k] : 1.0};
     }
     nd->w = mm_mix_round(nd->x, s, nd->P, nd->w, tr->v.self_weight, tr->mix_in, tr->v.n_in,
-                         nd->cfg->algo == MM_ALGO_PUSHSUM, nd->cfg->clip_pull);
-    for (int k = 0; k < tr->v.n_in; k++)
+                         nd->cfg->algo == MM_ALGO_PUSHSUM, (double)nd->n, nd->cfg->clip_pull);
+    for (int k = 0; k < tr->v.n_in; k++) {
         tr->dist[k] = tr->mix_in[k].dist;
+        if (tr->mix_in[k].refused) { /* the transport's rule let it through: count it */
+            tr->status[k] = IN_REFUSED;
+            nd->mix_refused++;
+            mm_warn("round %ld: peer %u's weight %.17g breaks the %s rule: not mixed",
+                    nd->round, tr->v.in[k].peer, tr->wk[k], mm_algo_name(nd->cfg->algo));
+        }
+    }
 }
 
 static void release_used(node *nd, trainer *tr)
@@ -284,7 +293,7 @@ static void release_used(node *nd, trainer *tr)
     int n = 0;
     pthread_mutex_lock(&nd->mu);
     for (int k = 0; k < tr->v.n_in; k++) {
-        if (tr->status[k] != IN_READY)
+        if (tr->status[k] != IN_READY && tr->status[k] != IN_REFUSED)
             continue;
         nd->inbox[tr->v.in[k].peer].present = false;
         rel[n++] = tr->v.in[k].peer;
@@ -487,6 +496,7 @@ static void write_refusals(node *nd, mm_metrics *m)
         {"bad_type", st.bad_type}, {"bad_length", st.bad_length},
         {"bad_checksum", st.bad_checksum}, {"bad_fingerprint", st.bad_fingerprint},
         {"bad_round", st.bad_round}, {"bad_values", st.bad_values},
+        {"bad_weight", st.bad_weight},
         {"bad_identity", st.bad_identity}, {"bad_tls", st.bad_tls},
         {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
         {"flood_refused", st.flood_refused},
@@ -639,6 +649,7 @@ void *node_train_main(void *arg)
     mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
     mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
     mm_metrics_int(m, "stale_dropped", (long long)nd->stale_dropped);
+    mm_metrics_int(m, "mix_refused", (long long)nd->mix_refused);
     write_refusals(nd, m);
     mm_metrics_end(m);
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
