@@ -435,6 +435,8 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "has %llu floats, peer %u has %llu", id,
                            (unsigned long long)hello.vec_len, cfg->self_id,
                            (unsigned long long)cfg->vec_len);
+    if (tr_id_clash(t, c, id))
+        return;
     if (!c->dialer)
         send_hello(c, id);
     c->peer = id;
@@ -459,6 +461,15 @@ static void frame_received(conn *c)
             msg[i] = (c->rx.ctrl[i] >= 32 && c->rx.ctrl[i] < 127) ? (char)c->rx.ctrl[i] : '?';
         msg[n] = 0;
         mm_warn("%s refused us: %s", c->from, msg);
+        /* Reasons that concern this peer's own identity (protocol.md,
+         * "Refusals"): say what they mean here, and count the clash. */
+        if (!strncmp(msg, "two peers claim id", 18)) {
+            t->st.id_clash++;
+        } else if (!strncmp(msg, "replaced by a newer connection", 30)) {
+            mm_warn("%s replaced our connection with a newer one claiming our id %u, which "
+                    "this peer did not open: is another peer running with --id %u?",
+                    c->from, t->cfg.self_id, t->cfg.self_id);
+        }
         conn_close(c, false, "refused by the peer");
         break;
     }

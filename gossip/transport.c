@@ -70,6 +70,47 @@ static void sockname(const struct sockaddr_storage *ss, char *ip, size_t iplen, 
 
 /* ---- callbacks from conn.c ---------------------------------------------- */
 
+bool tr_id_clash(mm_transport *t, conn *c, uint32_t id)
+{
+    peer *p = &t->peers[id];
+    uint64_t now = mm_now_ms(t);
+    if (now < p->clash_until) {
+        conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and "
+                    "%s replaced each other); id %u is refused for %llu s more", id,
+                    p->clash_srcs[0], p->clash_srcs[1], id,
+                    (unsigned long long)((p->clash_until - now + 999) / 1000));
+        return true;
+    }
+    conn *old = p->conn;
+    if (c->dialer || !old || old == c || old->st != C_UP || old->leaving)
+        return false;
+    /* A live connection of this peer is about to be replaced: a restart
+     * whose old connection we have not seen die does that once; two
+     * processes with one id do it again and again, each redialling as
+     * soon as the other replaced it. */
+    if (now - p->replace_since > MM_ID_CLASH_WINDOW_MS) {
+        p->replace_since = now;
+        p->replaces = 0;
+    }
+    if (++p->replaces < MM_ID_CLASH_REPLACES)
+        return false;
+    snprintf(p->clash_srcs[0], sizeof p->clash_srcs[0], "%s", old->src);
+    snprintf(p->clash_srcs[1], sizeof p->clash_srcs[1], "%s", c->src);
+    p->clash_until = now + MM_ID_CLASH_HOLD_MS;
+    p->replaces = 0;
+    mm_warn("two peers claim id %u: connections from %s and %s replaced each other %u "
+            "times within %llu ms; refusing id %u for %d s (is a peer started twice "
+            "with --id %u?)", id, old->src, c->src, (unsigned)MM_ID_CLASH_REPLACES,
+            (unsigned long long)(now - p->replace_since), id, MM_ID_CLASH_HOLD_MS / 1000, id);
+    conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+                "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
+                MM_ID_CLASH_HOLD_MS / 1000);
+    conn_refuse(old, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+                "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
+                MM_ID_CLASH_HOLD_MS / 1000);
+    return true;
+}
+
 void tr_conn_up(mm_transport *t, conn *c)
 {
     peer *p = &t->peers[c->peer];
@@ -82,11 +123,15 @@ void tr_conn_up(mm_transport *t, conn *c)
         }
     }
     if (p->conn && p->conn != c) {
-        mm_warn("peer %u connected again; dropping its previous connection", p->id);
+        /* (a restart whose old connection we had not seen die yet) The old
+         * side is told why: if it is alive, another process has its id. */
+        mm_info("peer %u connected again from %s; dropping its previous connection (%s)",
+                p->id, c->src[0] ? c->src : c->ip, p->conn->src[0] ? p->conn->src : p->conn->ip);
         conn *old = p->conn;
         p->conn = NULL;
         old->peer = -1;
-        conn_close(old, false, "replaced by a newer connection");
+        conn_refuse(old, NULL, "replaced by a newer connection from peer %u (%s)", p->id,
+                    c->src[0] ? c->src : c->ip);
     }
     char ip[INET6_ADDRSTRLEN];
     snprintf(ip, sizeof ip, "%s", c->ip);
@@ -226,6 +271,7 @@ static void on_connection(uv_stream_t *server, int status)
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len);
     sockname(&ss, c->ip, sizeof c->ip, &port);
     snprintf(c->from, sizeof c->from, "%s:%d", c->ip, port);
+    snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
     t->st.conns_accepted++;
     /* Connections not yet past the HELLO cost memory and a TLS handshake
      * each: cap them per source address. */

@@ -115,6 +115,16 @@ void mm_transport_set_round(mm_transport *t, uint64_t round);
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud);
 void mm_transport_free(mm_transport *t);
 
+/* Two peers with one id (a launch mistake): each new connection of one
+ * replaces the other's, which reconnects at once. When a live connection
+ * of a peer is replaced MM_ID_CLASH_REPLACES times within
+ * MM_ID_CLASH_WINDOW_MS, that id is refused ("two peers claim id K",
+ * counted as id_clash) for MM_ID_CLASH_HOLD_MS instead of flapping; then
+ * it is accepted again (and refused again if the flapping resumes). */
+#define MM_ID_CLASH_REPLACES 3
+#define MM_ID_CLASH_WINDOW_MS 10000
+#define MM_ID_CLASH_HOLD_MS 30000
+
 /* A goodbye (the frame on its way, then BYE) and then a graceful close are
  * each given this long before the connection is closed regardless; so
  * mm_transport_shutdown() calls done() within about twice this. */
@@ -133,6 +143,7 @@ typedef struct {
     uint64_t bad_magic, bad_version, bad_type, bad_length, bad_checksum;
     uint64_t bad_fingerprint, bad_round, bad_values, bad_weight, bad_identity, bad_tls;
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
+    uint64_t id_clash;       /* connections refused because two peers claim one id */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;

@@ -472,9 +472,10 @@ static void reconnect_replaces(void **s)
     int fd2 = att_connect(f);
     att_hello(fd2, ATT_ID, 0xAB, VLEN);
     assert_true(tn_pump(&f->cl, up_twice, NULL, 5000));
-    /* the first socket is closed by the victim */
+    /* the first socket is closed by the victim, with the reason */
     watch w = {f, fd1, OFF(conns_accepted), 0};
     assert_true(tn_pump(&f->cl, refused, &w, 5000));
+    assert_true(refusal_says(f, "replaced by a newer connection"));
     assert_true(mm_transport_is_up(f->cl.node[VICTIM].t, ATT_ID));
     uint8_t *v = att_vector(4.0f);
     att_frame(fd2, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
@@ -486,6 +487,83 @@ static void reconnect_replaces(void **s)
     f->round++;
     assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
     teardown_cluster(f);
+}
+
+/* Log lines go to f as well as stderr; log_says(f, text) looks for text in
+ * what was written since. */
+static FILE *log_capture(void)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    mm_log_set_file(f);
+    return f;
+}
+
+static bool log_says(FILE *f, const char *text)
+{
+    fflush(f);
+    rewind(f);
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, text) != NULL;
+    fseek(f, 0, SEEK_END);
+    return found;
+}
+
+typedef struct { uint32_t victim; uint64_t n; } clash_arg;
+
+static bool clash_counted(tn_cluster *cl, void *arg)
+{
+    clash_arg *a = arg;
+    mm_transport_stats st;
+    mm_transport_get_stats(cl->node[a->victim].t, &st);
+    return st.id_clash >= a->n;
+}
+
+/* Two peers started with the same id on different ports (issue 12): both
+ * dial peer 1, each new connection replacing the other's. Peer 1 must not
+ * flap ("connected again" dozens of times) but refuse the id with a reason
+ * naming the clash, counted as id_clash, on its side and on the dialling
+ * side; while refused, it is down (so nothing of either is mixed). */
+static void two_peers_one_id(void **s)
+{
+    FILE *log = log_capture();
+    tn_cluster cl;
+    tn_init(&cl, 3, VLEN);
+    for (uint32_t i = 0; i < 3; i++) {
+        mm_transport_config c = tn_config(&cl, i, NULL);
+        if (i == 2) { /* slot 2 is a second "peer 0", listening elsewhere */
+            c.self_id = 0;
+            c.listen_addr = cl.addr[2];
+        }
+        assert_non_null(tn_start(&cl, i, &c));
+    }
+    uint32_t one = 1, zero = 0;
+    mm_transport_want(cl.node[0].t, &one, 1);
+    mm_transport_want(cl.node[2].t, &one, 1);
+    mm_transport_want(cl.node[1].t, &zero, 1);
+    clash_arg a = {1, 1};
+    assert_true(tn_pump(&cl, clash_counted, &a, 5000));
+    /* detected after MM_ID_CLASH_REPLACES replacements, not dozens */
+    assert_true(cl.node[1].up[0] <= MM_ID_CLASH_REPLACES + 1);
+    assert_true(log_says(log, "two peers claim id 0"));
+    assert_true(log_says(log, "is a peer started twice with --id 0?"));
+    /* the refused side knows why */
+    mm_transport_stats s0, s2;
+    tn_run_for(&cl, 300);
+    mm_transport_get_stats(cl.node[0].t, &s0);
+    mm_transport_get_stats(cl.node[2].t, &s2);
+    assert_true(s0.id_clash + s2.id_clash >= 1);
+    assert_true(log_says(log, "refused us: two peers claim id 0"));
+    /* while the id is refused: no more flapping, nobody up as peer 0 */
+    int ups = cl.node[1].up[0];
+    tn_run_for(&cl, 1500);
+    assert_int_equal(cl.node[1].up[0], ups);
+    assert_false(mm_transport_is_up(cl.node[1].t, 0));
+    mm_log_set_file(NULL);
+    fclose(log);
+    assert_int_equal(tn_destroy(&cl), 0);
 }
 
 /* A real transport that poisons its vectors (cfg.test_poison). */
@@ -751,6 +829,7 @@ int main(void)
         cmocka_unit_test(flood),
         cmocka_unit_test(silent_peer),
         cmocka_unit_test(reconnect_replaces),
+        cmocka_unit_test(two_peers_one_id),
         cmocka_unit_test(poisoned_peer),
         cmocka_unit_test(tls_claims_other_id),
         cmocka_unit_test(tls_no_cert),
