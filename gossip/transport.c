@@ -126,12 +126,12 @@ void tr_conn_up(mm_transport *t, conn *c)
         /* (a restart whose old connection we had not seen die yet) The old
          * side is told why: if it is alive, another process has its id. */
         mm_info("peer %u connected again from %s; dropping its previous connection (%s)",
-                p->id, c->src[0] ? c->src : c->ip, p->conn->src[0] ? p->conn->src : p->conn->ip);
+                p->id, c->src, p->conn->src);
         conn *old = p->conn;
         p->conn = NULL;
         old->peer = -1;
         conn_refuse(old, NULL, "replaced by a newer connection from peer %u (%s)", p->id,
-                    c->src[0] ? c->src : c->ip);
+                    c->src);
     }
     char ip[INET6_ADDRSTRLEN];
     snprintf(ip, sizeof ip, "%s", c->ip);
@@ -242,6 +242,7 @@ static void dial(mm_transport *t, peer *p)
     int port;
     sockname(&p->addr, c->ip, sizeof c->ip, &port);
     snprintf(c->from, sizeof c->from, "peer %u (%s:%d, dialled)", p->id, c->ip, port);
+    snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
     p->dialing = c;
     t->st.conns_dialed++;
     c->creq.data = c;

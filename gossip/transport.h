@@ -144,6 +144,7 @@ typedef struct {
     uint64_t bad_fingerprint, bad_round, bad_values, bad_weight, bad_identity, bad_tls;
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
     uint64_t id_clash;       /* connections refused because two peers claim one id */
+    uint64_t tls_mismatch;   /* one side TLS, the other --plaintext (counted on both) */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;

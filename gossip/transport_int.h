@@ -72,10 +72,11 @@ struct conn {
     conn_state st;
     bool reading, paused, got_bye, was_up;
     bool leaving;            /* goodbye under way: BYE queued, close when sent */
+    bool sniffed;            /* TLS: the first bytes were looked at (not plaintext murmur) */
     char leave_why[MM_WIRE_REFUSE_MAX];
     char from[80];
     char ip[INET6_ADDRSTRLEN];
-    char src[INET6_ADDRSTRLEN + 8]; /* accepted: the remote "ip:port" */
+    char src[INET6_ADDRSTRLEN + 8]; /* the remote "ip:port" */
     uint64_t t_start, t_last_recv, t_last_send, t_frame_start, t_close;
     mm_wire_rx rx;
     SSL *ssl;

@@ -566,6 +566,52 @@ static void two_peers_one_id(void **s)
     assert_int_equal(tn_destroy(&cl), 0);
 }
 
+typedef struct { uint64_t a, b; } two_counts;
+
+static bool both_mismatch(tn_cluster *cl, void *arg)
+{
+    two_counts *c = arg;
+    mm_transport_stats s0, s1;
+    mm_transport_get_stats(cl->node[0].t, &s0);
+    mm_transport_get_stats(cl->node[1].t, &s1);
+    return s0.tls_mismatch >= c->a && s1.tls_mismatch >= c->b;
+}
+
+/* A --plaintext peer and a TLS peer (issue 12): each side names the
+ * mismatch in its own terms and counts it as tls_mismatch (not as bad
+ * magic or a TLS error), whichever of the two dials. */
+static void tls_plaintext_mismatch(void **s)
+{
+    for (int tls_dials = 1; tls_dials >= 0; tls_dials--) {
+        FILE *log = log_capture();
+        tn_cluster cl;
+        tn_init(&cl, 2, VLEN);
+        for (uint32_t i = 0; i < 2; i++) { /* peer 0 dials */
+            bool tls = (i == 0) == (tls_dials == 1);
+            mm_transport_config c = tn_config(&cl, i, tls ? certdir : NULL);
+            assert_non_null(tn_start(&cl, i, &c));
+        }
+        uint32_t one = 1, zero = 0;
+        mm_transport_want(cl.node[0].t, &one, 1);
+        mm_transport_want(cl.node[1].t, &zero, 1);
+        two_counts want = {1, 1};
+        assert_true(tn_pump(&cl, both_mismatch, &want, 5000));
+        assert_true(log_says(log, "speaks TLS but this peer runs --plaintext"));
+        assert_true(log_says(log, "speaks plaintext murmur (MRMR) but this peer expects TLS"));
+        if (tls_dials) /* the TLS dialler also shows what the plaintext side said */
+            assert_true(log_says(log, "(it said: TLS mismatch: peer at 127.0.0.1:"));
+        mm_transport_stats st[2];
+        for (int i = 0; i < 2; i++) {
+            mm_transport_get_stats(cl.node[i].t, &st[i]);
+            assert_int_equal(st[i].bad_magic + st[i].bad_tls, 0);
+            assert_int_equal(cl.node[i].up[1 - i], 0);
+        }
+        mm_log_set_file(NULL);
+        fclose(log);
+        assert_int_equal(tn_destroy(&cl), 0);
+    }
+}
+
 /* A real transport that poisons its vectors (cfg.test_poison). */
 static void poisoned_peer(void **s)
 {
@@ -838,6 +884,7 @@ int main(void)
         cmocka_unit_test(tls_good_client_control),
         cmocka_unit_test(tls_garbage_after_handshake),
         cmocka_unit_test(tls_payload_crc_refused),
+        cmocka_unit_test(tls_plaintext_mismatch),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", certdir, otherdir, selfdir);
