@@ -2,10 +2,9 @@
 # (tests/tools/hostile_client.c) attacks two clusters while they train:
 #   - peer 1 of a plaintext ring of 4 training peers gets thousands of
 #     malformed frames (random bytes, a TLS record (counted as tls_mismatch),
-#     bad magic/version/type/
-#     length/CRC, HELLOs with another fingerprint or its own id), one per
-#     connection, then half-frames followed by silence and a flood of idle
-#     connections, at the same time;
+#     bad magic/version/type/length/CRC, HELLOs with another fingerprint or
+#     its own id), one per connection, then half-frames followed by silence
+#     and a flood of idle connections, at the same time;
 #   - peer 1 of a TLS pair gets random bytes instead of a TLS handshake and
 #     truncated TLS records followed by silence.
 # Asserts: every hostile connection is refused and counted exactly once under
