@@ -436,6 +436,25 @@ static void config_errors(void **s)
     assert_non_null(strstr(err, "chmod 600"));
     chmod(key, 0600);
 
+    /* a key of another peer: said to not match, not "could not be loaded" */
+    char other[128];
+    snprintf(other, sizeof other, "%s/node-1.key", certdir);
+    c.key_file = other;
+    assert_null(mm_transport_new(&cl.loop, &c, &cb, err, sizeof err));
+    assert_non_null(strstr(err, "does not match certificate"));
+    assert_null(strstr(err, "could not be loaded"));
+    /* a file that is no key at all */
+    char junk[128];
+    snprintf(junk, sizeof junk, "/tmp/murmur-junk-key-%d", (int)getpid());
+    FILE *jf = fopen(junk, "w");
+    fputs("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n", jf);
+    fclose(jf);
+    chmod(junk, 0600);
+    c.key_file = junk;
+    assert_null(mm_transport_new(&cl.loop, &c, &cb, err, sizeof err));
+    assert_non_null(strstr(err, "could not be loaded"));
+    unlink(junk);
+
     mm_transport_config d = tn_config(&cl, 0, NULL);
     d.plaintext = false; /* TLS without files: refused, not silently plain */
     assert_null(mm_transport_new(&cl.loop, &d, &cb, err, sizeof err));
