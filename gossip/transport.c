@@ -9,6 +9,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -254,11 +255,49 @@ static void dial(mm_transport *t, peer *p)
     }
 }
 
+/* An IPv4 address as an IPv6 listener sees it (::ffff:a.b.c.d) is a.b.c.d. */
+static const char *plain_ip(const char *ip)
+{
+    return strncmp(ip, "::ffff:", 7) == 0 && strchr(ip + 7, '.') ? ip + 7 : ip;
+}
+
+static bool is_dialer_ip(const mm_transport *t, const char *ip)
+{
+    ip = plain_ip(ip);
+    for (uint32_t i = 0; i < t->n_dialer_ips; i++)
+        if (strcmp(t->dialer_ips[i], ip) == 0)
+            return true;
+    return false;
+}
+
+uint32_t mm_transport_default_max_pending(uint32_t n_peers)
+{
+    struct rlimit rl;
+    double nofile = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile = rl.rlim_cur == RLIM_INFINITY ? 1048576.0 : (double)rl.rlim_cur;
+    double cap = (nofile - 64 - 2.0 * n_peers) / 2;
+    return cap < 16 ? 16 : cap > 1024 ? 1024 : (uint32_t)cap;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     mm_transport *t = server->data;
-    if (status < 0 || t->shutting_down)
+    if (t->shutting_down)
         return;
+    if (status < 0) {
+        /* EMFILE and the like: libuv has accepted and closed the connection
+         * to keep the listener alive; count it, log at most once a second */
+        t->st.pending_refused++;
+        uint64_t now = mm_now_ms(t);
+        if (now - t->accept_err_logged >= 1000 || !t->accept_err_logged) {
+            t->accept_err_logged = now;
+            mm_warn("cannot accept a connection: %s (%llu refused so far for the "
+                    "pending-connection cap or this)", uv_strerror(status),
+                    (unsigned long long)t->st.pending_refused);
+        }
+        return;
+    }
     conn *c = conn_new(t);
     if (!c)
         return;
@@ -274,18 +313,34 @@ static void on_connection(uv_stream_t *server, int status)
     snprintf(c->from, sizeof c->from, "%s:%d", c->ip, port);
     snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
     t->st.conns_accepted++;
-    /* Connections not yet past the HELLO cost memory and a TLS handshake
-     * each: cap them per source address. */
-    uint32_t pending = 0;
-    for (conn *o = t->conns; o; o = o->next)
-        if (o != c && !o->dialer && o->st != C_UP && o->st != C_CLOSING &&
-            strcmp(o->ip, c->ip) == 0)
+    /* Connections not yet past the HELLO cost memory, a descriptor and a
+     * TLS handshake each: cap them per source address, and all those from
+     * addresses that are no lower-id peer's together. A peer's address
+     * keeps its own per-address quota outside the global cap, so a flood
+     * from other addresses never locks a neighbour out. */
+    uint32_t pending = 0, pending_others = 0;
+    c->from_peer = is_dialer_ip(t, c->ip);
+    for (conn *o = t->conns; o; o = o->next) {
+        if (o == c || o->dialer || o->st == C_UP || o->st == C_CLOSING)
+            continue;
+        if (strcmp(o->ip, c->ip) == 0)
             pending++;
+        if (!o->from_peer)
+            pending_others++;
+    }
     if (pending >= t->cfg.max_conns_per_addr) {
         t->st.flood_refused++;
         mm_warn("refused %s: %u unauthenticated connections from %s already (flood)",
                 c->from, pending, c->ip);
         conn_close(c, false, "connection flood");
+        return;
+    }
+    if (!c->from_peer && pending_others >= t->cfg.max_pending_conns) {
+        t->st.pending_refused++;
+        mm_warn("refused %s: %u unauthenticated connections from addresses that are no "
+                "peer's already (--max-pending %u)", c->from, pending_others,
+                t->cfg.max_pending_conns);
+        conn_close(c, false, "pending-connection cap");
         return;
     }
     conn_start(c);
@@ -460,6 +515,7 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.round_window, 1000);
     /* Every other peer of a cluster launched on one host may dial at once. */
     DEFAULT(cfg.max_conns_per_addr, cfg.n_peers > 16 ? cfg.n_peers : 16);
+    DEFAULT(cfg.max_pending_conns, mm_transport_default_max_pending(cfg.n_peers));
     /* A quiet but healthy peer must ping well within the other's timeout. */
     if (cfg.heartbeat_ms > cfg.peer_timeout_ms / 3)
         cfg.heartbeat_ms = cfg.peer_timeout_ms / 3 ? cfg.peer_timeout_ms / 3 : 1;
@@ -474,6 +530,13 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     }
     t->loop = loop;
     t->cb = *cb;
+    t->dialer_ips = calloc(cfg.self_id ? cfg.self_id : 1, sizeof *t->dialer_ips);
+    if (!t->dialer_ips) {
+        free(t->peers);
+        free(t);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     t->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)cfg.self_id << 32) ^ uv_hrtime();
     struct sockaddr_storage listen_ss;
     for (uint32_t i = 0; i < cfg.n_peers; i++) {
@@ -488,6 +551,13 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
             goto fail;
         }
         p->addr_ok = true;
+        if (i < cfg.self_id) { /* a peer that dials us: remember its address */
+            char ip[INET6_ADDRSTRLEN];
+            int port;
+            sockname(&p->addr, ip, sizeof ip, &port);
+            if (!is_dialer_ip(t, ip))
+                snprintf(t->dialer_ips[t->n_dialer_ips++], INET6_ADDRSTRLEN, "%s", plain_ip(ip));
+        }
     }
     if (cfg.listen_addr) {
         if (parse_addr(cfg.listen_addr, &listen_ss, err, errlen) != 0)
@@ -540,14 +610,17 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     iv /= 4;
     iv = iv < 5 ? 5 : iv > 250 ? 250 : iv;
     uv_timer_start(&t->tick, tick, iv, iv);
-    mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s",
-            cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
+    mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s, "
+            "at most %u unauthenticated connections from other than peers' addresses "
+            "(%u per address)", cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
             cfg.plaintext ? "PLAINTEXT" : "TLS 1.3 mutual auth",
-            mm_crc32c_is_hw() ? "SSE4.2" : "software");
+            mm_crc32c_is_hw() ? "SSE4.2" : "software", cfg.max_pending_conns,
+            cfg.max_conns_per_addr);
     return t;
 fail:
     if (t->ctx)
         SSL_CTX_free(t->ctx);
+    free(t->dialer_ips);
     free(t->peers);
     free(t);
     return NULL;
@@ -665,6 +738,7 @@ void mm_transport_free(mm_transport *t)
     for (uint32_t i = 0; i < t->cfg.n_peers; i++)
         free(t->peers[i].rxbuf);
     free(t->peers);
+    free(t->dialer_ips);
     if (t->ctx)
         SSL_CTX_free(t->ctx);
     free(t);

@@ -71,6 +71,12 @@ typedef struct {
     /* Rounds accepted are within [current - window, current + window]. */
     uint64_t round_window;          /* default 1000 */
     uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
+    /* Unauthenticated conns from all addresses that are not a lower-id
+     * peer's (whose addresses keep max_conns_per_addr each outside this
+     * cap, so a flood from elsewhere never locks a neighbour out). Default
+     * (0): from the file limit, (RLIMIT_NOFILE - 64 - 2 n_peers) / 2 within
+     * [16, 1024]; see mm_transport_default_max_pending(). */
+    uint32_t max_pending_conns;
 
     /* Test-only: corrupt outgoing vectors; NULL off. "nan", "inf": one
      * float becomes NaN/+Inf (the receiver refuses the frame); "huge":
@@ -145,11 +151,18 @@ typedef struct {
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
     uint64_t id_clash;       /* connections refused because two peers claim one id */
     uint64_t tls_mismatch;   /* one side TLS, the other --plaintext (counted on both) */
+    uint64_t pending_refused; /* over max_pending_conns, or accept() failed (file limit) */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;
 } mm_transport_stats;
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);
+
+/* The default of max_pending_conns for n_peers under this process's file
+ * limit: half of what is left of RLIMIT_NOFILE after 64 descriptors for
+ * files and the loop and two per peer (its connection and a replacement),
+ * at least 16 and at most 1024 (~14 KB each over TLS before the HELLO). */
+uint32_t mm_transport_default_max_pending(uint32_t n_peers);
 
 #endif

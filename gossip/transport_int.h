@@ -73,6 +73,7 @@ struct conn {
     bool reading, paused, got_bye, was_up;
     bool leaving;            /* goodbye under way: BYE queued, close when sent */
     bool sniffed;            /* TLS: the first bytes were looked at (not plaintext murmur) */
+    bool from_peer;          /* accepted from the address of a lower-id peer */
     char leave_why[MM_WIRE_REFUSE_MAX];
     char from[80];
     char ip[INET6_ADDRSTRLEN];
@@ -128,6 +129,11 @@ struct mm_transport {
     void (*done)(void *);
     void *done_ud;
     uint64_t rng;
+    /* The addresses lower-id peers dial us from (as configured), and how
+     * many; their unauthenticated connections are outside the global cap. */
+    char (*dialer_ips)[INET6_ADDRSTRLEN];
+    uint32_t n_dialer_ips;
+    uint64_t accept_err_logged;  /* when a failed accept() was last logged */
 };
 
 uint64_t mm_now_ms(mm_transport *t);

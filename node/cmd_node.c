@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gossip/log.h"
+#include "gossip/transport.h"
 #include "node/commands.h"
 #include "node/node.h"
 #include "node/peers.h"
@@ -33,6 +34,10 @@ static void usage(FILE *out)
 "  --run-dir DIR        write to DIR/node-K/ (default %s)\n"
 "  --tls-dir DIR        ca.pem, node-K.pem, node-K.key (scripts/make-certs.sh)\n"
 "  --plaintext          no TLS: plain TCP (only on networks you trust)\n"
+"  --max-pending N      connections still in their handshake from addresses that are\n"
+"                       no peer's (default (RLIMIT_NOFILE - 64 - 2 x peers) / 2 within\n"
+"                       16..1024: %u here for a few peers); each lower-id peer's\n"
+"                       address keeps its own quota outside this cap\n"
 "\n"
 "Model and training (as murmur train):\n"
 "  --layers N --width N --heads N --ctx N   model shape (default %d, %d, %d, %d)\n"
@@ -74,7 +79,7 @@ static void usage(FILE *out)
 "Testing only:\n"
 "  --test-poison KIND   send corrupted vectors: nan | inf | huge, or weight=X (the\n"
 "                       true vector with push-sum weight X)\n",
-            d.base_port, d.run_dir, d.model.n_layer, d.model.d_model, d.model.n_head,
+            d.base_port, d.run_dir, mm_transport_default_max_pending(0), d.model.n_layer, d.model.d_model, d.model.n_head,
             d.model.n_ctx, d.batch, d.adamw.lr_max, d.adamw.lr_min, d.adamw.warmup_steps,
             d.adamw.weight_decay, d.adamw.grad_clip, (unsigned long long)d.seed, d.data_dir,
             d.threads, d.rounds, d.round_timeout_ms, d.peer_timeout_ms, d.start_timeout_ms,
@@ -113,7 +118,7 @@ enum {
     O_LAYERS, O_WIDTH, O_HEADS, O_CTX, O_BATCH, O_LR, O_LRMIN, O_WARMUP, O_WD, O_CLIP, O_SEED,
     O_DATA, O_PART, O_THREADS, O_ALGO, O_ROUNDS, O_LOCAL, O_GOSSIP, O_NOTRAIN, O_VECLEN,
     O_DIFFINIT, O_RTIMEOUT, O_PTIMEOUT, O_STIMEOUT, O_STALE, O_CLIPPULL, O_EVAL, O_EVALWIN,
-    O_SNAP, O_CKPT, O_SKETCH, O_RESUME, O_LOGEVERY, O_VERBOSE, O_POISON, O_HELP,
+    O_SNAP, O_CKPT, O_SKETCH, O_RESUME, O_LOGEVERY, O_VERBOSE, O_POISON, O_HELP, O_MAXPEND,
 };
 
 int cmd_node(int argc, char **argv)
@@ -128,6 +133,7 @@ int cmd_node(int argc, char **argv)
         {"run-dir", required_argument, 0, O_RUNDIR},
         {"tls-dir", required_argument, 0, O_TLSDIR},
         {"plaintext", no_argument, 0, O_PLAIN},
+        {"max-pending", required_argument, 0, O_MAXPEND},
         {"layers", required_argument, 0, O_LAYERS},
         {"width", required_argument, 0, O_WIDTH},
         {"heads", required_argument, 0, O_HEADS},
@@ -185,6 +191,7 @@ int cmd_node(int argc, char **argv)
         case O_RUNDIR: c.run_dir = optarg; break;
         case O_TLSDIR: c.tls_dir = optarg; break;
         case O_PLAIN: c.plaintext = true; break;
+        case O_MAXPEND: bad = parse_long(name, optarg, 1, 1000000, &v); c.max_pending = (int)v; break;
         case O_LAYERS: bad = parse_long(name, optarg, 1, 64, &v); c.model.n_layer = (int)v; break;
         case O_WIDTH: bad = parse_long(name, optarg, 1, 8192, &v); c.model.d_model = (int)v; break;
         case O_HEADS: bad = parse_long(name, optarg, 1, 256, &v); c.model.n_head = (int)v; break;

@@ -577,6 +577,7 @@ int mm_node_run(const mm_node_config *c)
         tc.key_file = tls.key;
     }
     tc.peer_timeout_ms = (uint32_t)c->peer_timeout_ms;
+    tc.max_pending_conns = (uint32_t)c->max_pending;
     tc.heartbeat_ms = (uint32_t)(c->peer_timeout_ms / 4 > 0 ? c->peer_timeout_ms / 4 : 1);
     tc.test_poison = c->test_poison;
     mm_transport_callbacks cb = {on_vector, on_sent, on_peer, nd};

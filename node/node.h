@@ -22,6 +22,7 @@ typedef struct {
     const char *run_dir;           /* peer writes to run_dir/node-K */
     const char *tls_dir;           /* ca.pem, node-K.pem, node-K.key */
     bool plaintext;
+    int max_pending;               /* unauthenticated connections (0: from the file limit) */
 
     /* model and training (as murmur train) */
     mm_model_config model;

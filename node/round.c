@@ -500,7 +500,7 @@ static void write_refusals(node *nd, mm_metrics *m)
         {"bad_identity", st.bad_identity}, {"bad_tls", st.bad_tls},
         {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
         {"flood_refused", st.flood_refused}, {"id_clash", st.id_clash},
-        {"tls_mismatch", st.tls_mismatch},
+        {"tls_mismatch", st.tls_mismatch}, {"pending_refused", st.pending_refused},
     };
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

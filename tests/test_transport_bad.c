@@ -435,6 +435,93 @@ static void flood(void **s)
     teardown_cluster(f);
 }
 
+/* A connection to the victim from loopback address 127.0.0.X (bound before
+ * connecting), that then says nothing; -1 when it could not be opened. */
+static int connect_from(fixture *f, int x)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    src.sin_addr.s_addr = htonl(0x7F000000u | (uint32_t)x);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)victim_port(f))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    f->fds[f->nfds++] = fd;
+    return fd;
+}
+
+static bool peer_closed(int fd)
+{
+    uint8_t b[64];
+    ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+typedef struct { fixture *f; uint64_t n; } pending_arg;
+
+static bool pending_counted(tn_cluster *cl, void *arg)
+{
+    pending_arg *a = arg;
+    return stat_at(a->f, OFF(pending_refused)) >= a->n;
+}
+
+/* The global cap on unauthenticated connections (issue 11): 12 silent
+ * connections from 127.0.0.2..4 (4 each, under the per-address cap) meet a
+ * cap of 6: 6 are refused and counted as pending_refused, 6 held (the
+ * handshake timeout is long here). Meanwhile the honest peer 0, whose
+ * configured address is 127.0.0.1, still connects at once: its address
+ * keeps its own quota outside the cap. */
+static void cap_pending(mm_transport_config *c)
+{
+    c->max_pending_conns = 6;
+    c->max_conns_per_addr = 4;
+    c->connect_timeout_ms = 20000;
+}
+
+static void pending_cap_keeps_room_for_peers(void **s)
+{
+    fixture *f = calloc(1, sizeof *f);
+    tn_init(&f->cl, 3, VLEN);
+    mm_transport_config c = tn_config(&f->cl, VICTIM, NULL);
+    cap_pending(&c);
+    assert_non_null(tn_start(&f->cl, VICTIM, &c));
+    uint32_t w = HONEST;
+    mm_transport_want(f->cl.node[VICTIM].t, &w, 1);
+    for (int x = 2; x <= 4; x++)
+        for (int i = 0; i < 4; i++)
+            assert_true(connect_from(f, x) >= 0);
+    pending_arg pa = {f, 6};
+    assert_true(tn_pump(&f->cl, pending_counted, &pa, 5000));
+    tn_run_for(&f->cl, 100);
+    assert_int_equal(stat_at(f, OFF(pending_refused)), 6);
+    assert_int_equal(stat_at(f, OFF(flood_refused)), 0);
+    int closed = 0;
+    for (int i = 0; i < f->nfds; i++)
+        closed += peer_closed(f->fds[i]);
+    assert_int_equal(closed, 6);
+    /* the cap is full: a 13th from another address is refused too ... */
+    assert_true(connect_from(f, 5) >= 0);
+    pa.n = 7;
+    assert_true(tn_pump(&f->cl, pending_counted, &pa, 5000));
+    /* ... but the honest neighbour comes up, long before the held ones
+     * time out */
+    mm_transport_config h = tn_config(&f->cl, HONEST, NULL);
+    assert_non_null(tn_start(&f->cl, HONEST, &h));
+    uint32_t v = VICTIM;
+    mm_transport_want(f->cl.node[HONEST].t, &v, 1);
+    assert_true(tn_wait_up(&f->cl, HONEST, VICTIM, 3000));
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, 0, 3000));
+    closed = 0;
+    for (int i = 0; i < 12; i++)
+        closed += peer_closed(f->fds[i]);
+    assert_int_equal(closed, 6); /* the held ones are still held */
+    teardown_cluster(f);
+}
+
 static void short_peer_timeout(mm_transport_config *c) { c->peer_timeout_ms = 400; }
 
 /* A peer that completes the HELLO and then says nothing, not even PING:
@@ -873,6 +960,7 @@ int main(void)
         cmocka_unit_test(hello_reserved),
         cmocka_unit_test(claims_other_id_plain),
         cmocka_unit_test(flood),
+        cmocka_unit_test(pending_cap_keeps_room_for_peers),
         cmocka_unit_test(silent_peer),
         cmocka_unit_test(reconnect_replaces),
         cmocka_unit_test(two_peers_one_id),
