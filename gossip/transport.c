@@ -4,6 +4,7 @@
  * deadlines, so no per-connection timer handles have to be managed. */
 #include "gossip/transport_int.h"
 #include "gossip/log.h"
+#include "gossip/ports.h"
 #include "gossip/tls.h"
 
 #include <math.h>
@@ -590,6 +591,8 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
         int port;
         sockname(&listen_ss, ip, sizeof ip, &port);
         snprintf(err, errlen, "cannot listen on %s:%d: %s", ip, port, uv_strerror(r));
+        if (r == UV_EADDRINUSE)
+            mm_ports_explain_in_use(port, err, errlen);
         /* The handle exists: close it and let the loop finish it. */
         t->shutting_down = true;
         uv_close((uv_handle_t *)&t->listener, NULL);

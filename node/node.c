@@ -15,6 +15,7 @@
 #include <dirent.h>
 
 #include "gossip/log.h"
+#include "gossip/ports.h"
 #include "gossip/tls.h"
 #include "gossip/wire.h"
 #include "model/sha256.h"
@@ -425,6 +426,26 @@ static void sweep_stale_temps(const char *dir)
     closedir(d);
 }
 
+/* Listen ports inside the kernel's ephemeral range work until an outgoing
+ * connection happens to hold one at start (docs/launching.md, "Choosing
+ * ports"): say so, loudly, but run. With --base-port the whole cluster's
+ * range is checked (every peer of it is on this machine). */
+static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, uint32_t id)
+{
+    int first, last;
+    if (!c->hosts_file && !c->bind_host) {
+        first = c->base_port;
+        last = c->base_port + (int)n - 1;
+    } else {
+        const char *own = c->bind_host ? c->bind_host : addrs[id];
+        const char *colon = strrchr(own, ':');
+        first = last = colon ? atoi(colon + 1) : 0;
+    }
+    char msg[600];
+    if (first > 0 && mm_ports_in_ephemeral(first, last, msg, sizeof msg))
+        mm_warn("%s", msg);
+}
+
 static int try_resume(node *nd, char *err, size_t errlen)
 {
     char path[1100];
@@ -513,6 +534,7 @@ int mm_node_run(const mm_node_config *c)
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(logf);
     openblas_set_num_threads(c->threads);
+    warn_ephemeral(c, addrs, nd->n, nd->id);
     sweep_stale_temps(nd->dir);
     snprintf(path, sizeof path, "%s/snap", nd->dir);
     sweep_stale_temps(path);
