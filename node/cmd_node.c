@@ -57,7 +57,9 @@ static void usage(FILE *out)
 "  --rounds N           rounds to run (default %ld)\n"
 "  --local-steps H      optimizer steps between averagings (default 1)\n"
 "  --gossip-steps G     averaging iterations per round (default 1)\n"
-"  --no-train           pure gossip: no training, replicas start apart\n"
+"  --no-train           pure gossip: no training, replicas start apart; the corpus\n"
+"                       is read only if --data is given (validation loss and accuracy\n"
+"                       in the eval lines; without it they are null)\n"
 "  --vector-len N       with --no-train: gossip a plain vector of N floats, no model\n"
 "  --different-init     start replicas from different initialisations\n"
 "  --round-timeout MS   longest wait for a neighbour in a round (default %d)\n"
@@ -174,7 +176,7 @@ int cmd_node(int argc, char **argv)
     };
     mm_node_config c;
     mm_node_config_defaults(&c);
-    bool lr_given = false, warmup_given = false;
+    bool lr_given = false, warmup_given = false, data_given = false;
     long v;
     double d;
     int opt, bad = 0;
@@ -203,7 +205,7 @@ int cmd_node(int argc, char **argv)
         case O_WD: bad = parse_double(name, optarg, 0, &d); c.adamw.weight_decay = (float)d; break;
         case O_CLIP: bad = parse_double(name, optarg, 0, &d); c.adamw.grad_clip = (float)d; break;
         case O_SEED: bad = parse_long(name, optarg, 0, LONG_MAX, &v); c.seed = (uint64_t)v; break;
-        case O_DATA: c.data_dir = optarg; break;
+        case O_DATA: c.data_dir = optarg; data_given = true; break;
         case O_PART:
             if ((v = mm_partition_parse(optarg)) < 0) {
                 fprintf(stderr, "murmur node: --partition is iid or genre, not '%s'\n", optarg);
@@ -285,6 +287,10 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
+    /* Pure gossip needs no corpus (docs/launching.md): it is read only when
+     * given, to report the validation loss of the gossiped models. */
+    if (c.no_train && !data_given)
+        c.data_dir = NULL;
     const char *why = mm_model_config_check(&c.model);
     if (why) {
         fprintf(stderr, "murmur node: %s\n", why);

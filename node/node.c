@@ -374,7 +374,7 @@ static int setup_replica(node *nd, char *err, size_t errlen)
         snprintf(err, errlen, "cannot allocate the optimizer state");
         return -1;
     }
-    if (!c->no_train || c->eval_every > 0) {
+    if (!c->no_train || (c->eval_every > 0 && c->data_dir)) {
         int shard_n = c->no_train ? 1 : (int)nd->n, shard_id = c->no_train ? 0 : (int)nd->id;
         if (mm_shard_load(&nd->shard, c->data_dir, c->partition, shard_id, shard_n, err, errlen) != 0)
             return -1;

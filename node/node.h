@@ -29,7 +29,7 @@ typedef struct {
     mm_adamw_config adamw;
     int batch;
     uint64_t seed;
-    const char *data_dir;
+    const char *data_dir;          /* NULL: no corpus (--no-train without --data) */
     mm_partition partition;
     int threads;
 

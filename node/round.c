@@ -535,7 +535,8 @@ static void write_start(node *nd)
         mm_metrics_int(m, "ctx", c->model.n_ctx);
         mm_metrics_int(m, "batch", c->batch);
         mm_metrics_int(m, "eval_windows", c->eval_windows);
-        mm_metrics_str(m, "data", c->data_dir);
+        if (c->data_dir) /* (pure gossip without a corpus: nothing to evaluate with) */
+            mm_metrics_str(m, "data", c->data_dir);
         mm_metrics_str(m, "partition", mm_partition_name(c->partition));
     }
     mm_metrics_num(m, "time", 0);
