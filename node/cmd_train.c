@@ -17,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,6 +28,7 @@
 #include "model/model.h"
 #include "node/blas_env.h"
 #include "node/commands.h"
+#include "node/peak_rss.h"
 
 static volatile sig_atomic_t stop_signal;
 static void on_signal(int sig) { stop_signal = sig; }
@@ -565,13 +565,12 @@ static int train(train_args *a)
         if (save(a, ckpt, &m, &opt, &rng, seed) != 0)
             goto out;
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    long peak_kib = mm_peak_rss_kib();
     double secs = now() - t0;
     mm_info("stopped (%s) at step %ld after %.1f s: checkpoint %s%s; peak RSS %.1f MiB", reason,
-            opt.step, secs, ckpt, diverged ? " not updated" : "", ru.ru_maxrss / 1024.0);
+            opt.step, secs, ckpt, diverged ? " not updated" : "", peak_kib / 1024.0);
     metric(fd, "{\"ev\":\"end\",\"step\":%ld,\"time\":%.3f,\"reason\":\"%s\",\"peak_rss_kib\":%ld}",
-           opt.step, secs, reason, (long)ru.ru_maxrss);
+           opt.step, secs, reason, peak_kib);
     rc = diverged ? 1 : 0;
 out:
     if (fd >= 0)

@@ -389,15 +389,19 @@ static int setup_replica(node *nd, char *err, size_t errlen)
     return 0;
 }
 
+void mm_vector_fingerprint(size_t P, uint8_t out[32])
+{
+    char desc[64];
+    int len = snprintf(desc, sizeof desc, "murmur-vector:%zu", P);
+    mm_sha256(desc, (size_t)len, out);
+}
+
 static void fingerprint(const node *nd, uint8_t fp[32])
 {
-    if (nd->have_model) {
+    if (nd->have_model)
         mm_model_fingerprint(&nd->cfg->model, fp);
-    } else {
-        char desc[64];
-        int len = snprintf(desc, sizeof desc, "murmur-vector:%zu", nd->P);
-        mm_sha256(desc, (size_t)len, fp);
-    }
+    else
+        mm_vector_fingerprint(nd->P, fp);
 }
 
 /* mm_write_atomic writes NAME.tmp.PID and renames it; a peer killed mid-write

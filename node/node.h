@@ -61,6 +61,11 @@ void mm_node_config_defaults(mm_node_config *c);
 /* Runs the peer to completion. Returns the process exit status. */
 int mm_node_run(const mm_node_config *cfg);
 
+/* The HELLO fingerprint of a --vector-len run (no model): SHA-256 of the
+ * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md
+ * 3.1). A model run uses mm_model_fingerprint(). */
+void mm_vector_fingerprint(size_t P, uint8_t out[32]);
+
 const char *mm_algo_name(mm_algo a);
 int mm_algo_parse(const char *s);
 

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "gossip/log.h"
@@ -25,6 +24,7 @@
 #include "model/eval.h"
 #include "model/sha256.h"
 #include "node/node_internal.h"
+#include "node/peak_rss.h"
 
 /* IN_REFUSED: it arrived (its buffer must go back) but the mix refused its
  * weight, so it counts as missing. */
@@ -643,12 +643,11 @@ void *node_train_main(void *arg)
         evaluate(nd, &tr, t_start);
     if (!params_lost && save_checkpoint(nd) != 0)
         checkpoint_failed = true;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    long peak_kib = mm_peak_rss_kib();
     mm_metrics *m = &nd->metrics;
     metrics_head(nd, "end", t_start);
     mm_metrics_str(m, "reason", params_lost ? "nonfinite" : stopping(nd) ? "signal" : "done");
-    mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
+    mm_metrics_int(m, "max_rss_kb", peak_kib);
     mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
     mm_metrics_int(m, "stale_dropped", (long long)nd->stale_dropped);
     mm_metrics_int(m, "mix_refused", (long long)nd->mix_refused);
@@ -656,7 +655,7 @@ void *node_train_main(void *arg)
     mm_metrics_end(m);
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             nd->round, nd->step, node_now() - t_start, nd->t_compute, nd->t_comm, nd->t_wait,
-            ru.ru_maxrss / 1024);
+            peak_kib / 1024);
     if (checkpoint_failed && !nd->exit_status)
         nd->exit_status = 1;
 
