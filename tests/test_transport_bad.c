@@ -543,6 +543,61 @@ static void silent_peer(void **s)
     teardown_cluster(f);
 }
 
+static void node_like_heartbeat(mm_transport_config *c)
+{
+    c->peer_timeout_ms = 2000;
+    c->heartbeat_ms = 500; /* what murmur node sets: a quarter of the timeout */
+}
+
+/* The heartbeat as docs/protocol.md states it: after the HELLO, a quiet
+ * peer gets a PING every heartbeat_ms, not earlier, and not later than a
+ * tick (plus scheduling) after it. */
+static void heartbeat_interval(void **s)
+{
+    fixture *f = setup_cluster(false, node_like_heartbeat);
+    int fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    uint8_t buf[4096];
+    size_t have = 0;
+    int pings = 0;
+    uint64_t t0 = 0, last = 0, min_gap = UINT64_MAX, max_gap = 0;
+    uint64_t end = uv_hrtime() / 1000000 + 1800;
+    while (uv_hrtime() / 1000000 < end) {
+        uv_run(&f->cl.loop, UV_RUN_NOWAIT);
+        ssize_t n = recv(fd, buf + have, sizeof buf - have, MSG_DONTWAIT);
+        if (n > 0)
+            have += (size_t)n;
+        while (have >= MM_WIRE_HDR_LEN) {
+            mm_wire_header h;
+            char why[160];
+            assert_int_equal(mm_wire_get_header(buf, t0 != 0, VLEN, &h, why, sizeof why), MM_WIRE_OK);
+            size_t len = MM_WIRE_HDR_LEN + (size_t)h.payload_len;
+            if (have < len)
+                break;
+            uint64_t now = uv_hrtime() / 1000000;
+            if (h.type == MM_WIRE_HELLO) {
+                t0 = last = now;
+            } else if (h.type == MM_WIRE_PING) {
+                pings++;
+                min_gap = now - last < min_gap ? now - last : min_gap;
+                max_gap = now - last > max_gap ? now - last : max_gap;
+                last = now;
+            }
+            memmove(buf, buf + len, have - len);
+            have -= len;
+        }
+        usleep(2000);
+    }
+    assert_true(t0 != 0);
+    /* at about 500, 1000, 1500 ms; never before the heartbeat, and well
+     * before twice it (the least timeout docs/protocol.md allows), with
+     * room for a loaded machine */
+    assert_true(pings >= 2 && pings <= 3);
+    assert_true(min_gap >= 490);
+    assert_true(max_gap <= 900);
+    teardown_cluster(f);
+}
+
 static bool up_twice(tn_cluster *cl, void *arg)
 {
     (void)arg;
@@ -962,6 +1017,7 @@ int main(void)
         cmocka_unit_test(flood),
         cmocka_unit_test(pending_cap_keeps_room_for_peers),
         cmocka_unit_test(silent_peer),
+        cmocka_unit_test(heartbeat_interval),
         cmocka_unit_test(reconnect_replaces),
         cmocka_unit_test(two_peers_one_id),
         cmocka_unit_test(poisoned_peer),
