@@ -287,8 +287,9 @@ static void on_connection(uv_stream_t *server, int status)
     if (t->shutting_down)
         return;
     if (status < 0) {
-        /* EMFILE and the like: libuv has accepted and closed the connection
-         * to keep the listener alive; count it, log at most once a second */
+        /* an accept() error libuv passes on (out of descriptors it mostly
+         * drops connections without a word: the cap is there so that it
+         * does not happen); count it, log at most once a second */
         t->st.pending_refused++;
         uint64_t now = mm_now_ms(t);
         if (now - t->accept_err_logged >= 1000 || !t->accept_err_logged) {

@@ -151,7 +151,7 @@ typedef struct {
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
     uint64_t id_clash;       /* connections refused because two peers claim one id */
     uint64_t tls_mismatch;   /* one side TLS, the other --plaintext (counted on both) */
-    uint64_t pending_refused; /* over max_pending_conns, or accept() failed (file limit) */
+    uint64_t pending_refused; /* over max_pending_conns, or an accept() error libuv reported */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;
