@@ -435,6 +435,8 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "has %llu floats, peer %u has %llu", id,
                            (unsigned long long)hello.vec_len, cfg->self_id,
                            (unsigned long long)cfg->vec_len);
+    if (tr_id_clash(t, c, id))
+        return;
     if (!c->dialer)
         send_hello(c, id);
     c->peer = id;
@@ -459,6 +461,19 @@ static void frame_received(conn *c)
             msg[i] = (c->rx.ctrl[i] >= 32 && c->rx.ctrl[i] < 127) ? (char)c->rx.ctrl[i] : '?';
         msg[n] = 0;
         mm_warn("%s refused us: %s", c->from, msg);
+        /* Reasons that concern this peer's own identity (protocol.md,
+         * "Refusals"): say what they mean here, and count the clash. */
+        if (!strncmp(msg, "two peers claim id", 18)) {
+            t->st.id_clash++;
+        } else if (!strncmp(msg, "TLS mismatch:", 13)) {
+            t->st.tls_mismatch++;
+            mm_warn("TLS mismatch: peer at %s speaks TLS but this peer runs --plaintext",
+                    c->src);
+        } else if (!strncmp(msg, "replaced by a newer connection", 30)) {
+            mm_warn("%s replaced our connection with a newer one claiming our id %u, which "
+                    "this peer did not open: is another peer running with --id %u?",
+                    c->from, t->cfg.self_id, t->cfg.self_id);
+        }
         conn_close(c, false, "refused by the peer");
         break;
     }
@@ -484,9 +499,17 @@ static uint64_t *err_counter(mm_transport_stats *s, mm_wire_err e)
     case MM_WIRE_E_LENGTH: return &s->bad_length;
     case MM_WIRE_E_CHECKSUM: return &s->bad_checksum;
     case MM_WIRE_E_VALUES: return &s->bad_values;
+    case MM_WIRE_E_WEIGHT: return &s->bad_weight;
     case MM_WIRE_OK: break;
     }
     return NULL;
+}
+
+/* A TLS record header: content type 20..23 (change_cipher_spec, alert,
+ * handshake, application_data), then version major 3, minor 0..4. */
+static bool looks_like_tls(const uint8_t *p)
+{
+    return p[0] >= 0x14 && p[0] <= 0x17 && p[1] == 0x03 && p[2] <= 0x04;
 }
 
 /* n new bytes sit where mm_wire_rx_want() pointed. */
@@ -497,9 +520,78 @@ static void rx_bytes(conn *c, size_t n, bool was_busy)
     mm_rx_event ev = mm_wire_rx_advance(&c->rx, n);
     if (ev == MM_RX_FRAME)
         frame_received(c);
+    else if (ev == MM_RX_ERROR && c->rx.err == MM_WIRE_E_MAGIC && !c->ssl &&
+             !c->rx.hello_done && looks_like_tls(c->rx.hdr_raw))
+        /* not just any bad magic: the two sides disagree about TLS */
+        conn_refuse(c, &c->t->st.tls_mismatch, "TLS mismatch: peer at %s speaks TLS but this "
+                    "peer runs --plaintext", c->src);
     else if (ev == MM_RX_ERROR)
         conn_refuse(c, err_counter(&c->t->st, c->rx.err), "%s: %s",
                     mm_wire_err_name(c->rx.err), c->rx.why);
+}
+
+static void raw_write_cb(uv_write_t *req, int status)
+{
+    (void)status;
+    free(req->data);
+}
+
+/* A TLS connection whose peer speaks plaintext murmur: the reason goes out
+ * as a plaintext REFUSE frame beside OpenSSL, so the peer can read it. */
+static void send_plain_refuse(conn *c, const char *msg)
+{
+    struct raw { uv_write_t req; uint8_t buf[MM_WIRE_HDR_LEN + MM_WIRE_REFUSE_MAX]; } *r;
+    size_t len = strlen(msg);
+    if (len > MM_WIRE_REFUSE_MAX)
+        len = MM_WIRE_REFUSE_MAX;
+    if (!(r = malloc(sizeof *r)))
+        return;
+    mm_wire_header h = {.type = MM_WIRE_REFUSE, .sender = c->t->cfg.self_id,
+                        .round = c->t->round, .payload_len = len,
+                        .payload_crc = mm_crc32c(0, msg, len)};
+    mm_wire_put_header(r->buf, &h);
+    memcpy(r->buf + MM_WIRE_HDR_LEN, msg, len);
+    r->req.data = r;
+    uv_buf_t b = uv_buf_init((char *)r->buf, (unsigned)(MM_WIRE_HDR_LEN + len));
+    if (uv_write(&r->req, stream(c), &b, 1, raw_write_cb) != 0)
+        free(r);
+}
+
+/* TLS, before any byte reached OpenSSL: "MRMR" where a TLS record belongs
+ * means the peer runs --plaintext. Returns true when c was refused. */
+static bool tls_sniff_plain(conn *c)
+{
+    const uint8_t *p = c->netbuf + c->in_off;
+    static const uint8_t magic[4] = {'M', 'R', 'M', 'R'};
+    if (c->in_len >= 4 && memcmp(p, magic, 4) == 0) {
+        char msg[MM_WIRE_REFUSE_MAX], said[MM_WIRE_REFUSE_MAX + 16] = "";
+        snprintf(msg, sizeof msg, "TLS mismatch: peer at %s speaks plaintext murmur (MRMR) "
+                 "but this peer expects TLS", c->src);
+        /* a plaintext acceptor has usually refused us already: say what it said */
+        mm_wire_header h;
+        char why[160];
+        if (c->in_len >= MM_WIRE_HDR_LEN &&
+            mm_wire_get_header(p, false, 0, &h, why, sizeof why) == MM_WIRE_OK &&
+            h.type == MM_WIRE_REFUSE && h.payload_len <= c->in_len - MM_WIRE_HDR_LEN) {
+            size_t k = (size_t)h.payload_len, o = 0;
+            o += (size_t)snprintf(said, sizeof said, " (it said: ");
+            for (size_t i = 0; i < k && o + 3 < sizeof said; i++) {
+                uint8_t ch = p[MM_WIRE_HDR_LEN + i];
+                said[o++] = ch >= 32 && ch < 127 ? (char)ch : '?';
+            }
+            said[o++] = ')';
+            said[o] = 0;
+        }
+        c->t->st.tls_mismatch++;
+        mm_warn("refused %s: %s%s", c->from, msg, said);
+        if (!c->dialer)
+            send_plain_refuse(c, msg);
+        conn_close(c, true, msg);
+        return true;
+    }
+    if (c->in_len >= 4 || memcmp(p, magic, c->in_len) != 0)
+        c->sniffed = true; /* not ours: OpenSSL judges it */
+    return false;
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -621,6 +713,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     c->in_len += (size_t)nread; /* bytes at netbuf + in_off, see alloc_cb */
+    if (c->st == C_TLS && !c->sniffed && (tls_sniff_plain(c) || !c->sniffed))
+        return; /* refused, or fewer than 4 bytes that may still be "MRMR" */
     tls_drain(c);
 }
 
@@ -660,6 +754,8 @@ void conn_start(conn *c)
 {
     mm_transport *t = c->t;
     uv_tcp_nodelay(&c->tcp, 1);
+    c->rx.weight_rule = t->cfg.weight_rule;
+    c->rx.n_peers = t->cfg.n_peers;
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
         c->st = C_HELLO;

@@ -4,11 +4,13 @@
  * deadlines, so no per-connection timer handles have to be managed. */
 #include "gossip/transport_int.h"
 #include "base/log.h"
+#include "gossip/ports.h"
 #include "gossip/tls.h"
 
 #include <math.h>
 #include <netdb.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +72,47 @@ static void sockname(const struct sockaddr_storage *ss, char *ip, size_t iplen, 
 
 /* ---- callbacks from conn.c ---------------------------------------------- */
 
+bool tr_id_clash(mm_transport *t, conn *c, uint32_t id)
+{
+    peer *p = &t->peers[id];
+    uint64_t now = mm_now_ms(t);
+    if (now < p->clash_until) {
+        conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and "
+                    "%s replaced each other); id %u is refused for %llu s more", id,
+                    p->clash_srcs[0], p->clash_srcs[1], id,
+                    (unsigned long long)((p->clash_until - now + 999) / 1000));
+        return true;
+    }
+    conn *old = p->conn;
+    if (c->dialer || !old || old == c || old->st != C_UP || old->leaving)
+        return false;
+    /* A live connection of this peer is about to be replaced: a restart
+     * whose old connection we have not seen die does that once; two
+     * processes with one id do it again and again, each redialling as
+     * soon as the other replaced it. */
+    if (now - p->replace_since > MM_ID_CLASH_WINDOW_MS) {
+        p->replace_since = now;
+        p->replaces = 0;
+    }
+    if (++p->replaces < MM_ID_CLASH_REPLACES)
+        return false;
+    snprintf(p->clash_srcs[0], sizeof p->clash_srcs[0], "%s", old->src);
+    snprintf(p->clash_srcs[1], sizeof p->clash_srcs[1], "%s", c->src);
+    p->clash_until = now + MM_ID_CLASH_HOLD_MS;
+    p->replaces = 0;
+    mm_warn("two peers claim id %u: connections from %s and %s replaced each other %u "
+            "times within %llu ms; refusing id %u for %d s (is a peer started twice "
+            "with --id %u?)", id, old->src, c->src, (unsigned)MM_ID_CLASH_REPLACES,
+            (unsigned long long)(now - p->replace_since), id, MM_ID_CLASH_HOLD_MS / 1000, id);
+    conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+                "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
+                MM_ID_CLASH_HOLD_MS / 1000);
+    conn_refuse(old, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+                "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
+                MM_ID_CLASH_HOLD_MS / 1000);
+    return true;
+}
+
 void tr_conn_up(mm_transport *t, conn *c)
 {
     peer *p = &t->peers[c->peer];
@@ -82,11 +125,15 @@ void tr_conn_up(mm_transport *t, conn *c)
         }
     }
     if (p->conn && p->conn != c) {
-        mm_warn("peer %u connected again; dropping its previous connection", p->id);
+        /* (a restart whose old connection we had not seen die yet) The old
+         * side is told why: if it is alive, another process has its id. */
+        mm_info("peer %u connected again from %s; dropping its previous connection (%s)",
+                p->id, c->src, p->conn->src);
         conn *old = p->conn;
         p->conn = NULL;
         old->peer = -1;
-        conn_close(old, false, "replaced by a newer connection");
+        conn_refuse(old, NULL, "replaced by a newer connection from peer %u (%s)", p->id,
+                    c->src);
     }
     char ip[INET6_ADDRSTRLEN];
     snprintf(ip, sizeof ip, "%s", c->ip);
@@ -197,6 +244,7 @@ static void dial(mm_transport *t, peer *p)
     int port;
     sockname(&p->addr, c->ip, sizeof c->ip, &port);
     snprintf(c->from, sizeof c->from, "peer %u (%s:%d, dialled)", p->id, c->ip, port);
+    snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
     p->dialing = c;
     t->st.conns_dialed++;
     c->creq.data = c;
@@ -208,11 +256,50 @@ static void dial(mm_transport *t, peer *p)
     }
 }
 
+/* An IPv4 address as an IPv6 listener sees it (::ffff:a.b.c.d) is a.b.c.d. */
+static const char *plain_ip(const char *ip)
+{
+    return strncmp(ip, "::ffff:", 7) == 0 && strchr(ip + 7, '.') ? ip + 7 : ip;
+}
+
+static bool is_dialer_ip(const mm_transport *t, const char *ip)
+{
+    ip = plain_ip(ip);
+    for (uint32_t i = 0; i < t->n_dialer_ips; i++)
+        if (strcmp(t->dialer_ips[i], ip) == 0)
+            return true;
+    return false;
+}
+
+uint32_t mm_transport_default_max_pending(uint32_t n_peers)
+{
+    struct rlimit rl;
+    double nofile = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile = rl.rlim_cur == RLIM_INFINITY ? 1048576.0 : (double)rl.rlim_cur;
+    double cap = (nofile - 64 - 2.0 * n_peers) / 2;
+    return cap < 16 ? 16 : cap > 1024 ? 1024 : (uint32_t)cap;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
     mm_transport *t = server->data;
-    if (status < 0 || t->shutting_down)
+    if (t->shutting_down)
         return;
+    if (status < 0) {
+        /* an accept() error libuv passes on (out of descriptors it mostly
+         * drops connections without a word: the cap is there so that it
+         * does not happen); count it, log at most once a second */
+        t->st.pending_refused++;
+        uint64_t now = mm_now_ms(t);
+        if (now - t->accept_err_logged >= 1000 || !t->accept_err_logged) {
+            t->accept_err_logged = now;
+            mm_warn("cannot accept a connection: %s (%llu refused so far for the "
+                    "pending-connection cap or this)", uv_strerror(status),
+                    (unsigned long long)t->st.pending_refused);
+        }
+        return;
+    }
     conn *c = conn_new(t);
     if (!c)
         return;
@@ -226,19 +313,36 @@ static void on_connection(uv_stream_t *server, int status)
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len);
     sockname(&ss, c->ip, sizeof c->ip, &port);
     snprintf(c->from, sizeof c->from, "%s:%d", c->ip, port);
+    snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
     t->st.conns_accepted++;
-    /* Connections not yet past the HELLO cost memory and a TLS handshake
-     * each: cap them per source address. */
-    uint32_t pending = 0;
-    for (conn *o = t->conns; o; o = o->next)
-        if (o != c && !o->dialer && o->st != C_UP && o->st != C_CLOSING &&
-            strcmp(o->ip, c->ip) == 0)
+    /* Connections not yet past the HELLO cost memory, a descriptor and a
+     * TLS handshake each: cap them per source address, and all those from
+     * addresses that are no lower-id peer's together. A peer's address
+     * keeps its own per-address quota outside the global cap, so a flood
+     * from other addresses never locks a neighbour out. */
+    uint32_t pending = 0, pending_others = 0;
+    c->from_peer = is_dialer_ip(t, c->ip);
+    for (conn *o = t->conns; o; o = o->next) {
+        if (o == c || o->dialer || o->st == C_UP || o->st == C_CLOSING)
+            continue;
+        if (strcmp(o->ip, c->ip) == 0)
             pending++;
+        if (!o->from_peer)
+            pending_others++;
+    }
     if (pending >= t->cfg.max_conns_per_addr) {
         t->st.flood_refused++;
         mm_warn("refused %s: %u unauthenticated connections from %s already (flood)",
                 c->from, pending, c->ip);
         conn_close(c, false, "connection flood");
+        return;
+    }
+    if (!c->from_peer && pending_others >= t->cfg.max_pending_conns) {
+        t->st.pending_refused++;
+        mm_warn("refused %s: %u unauthenticated connections from addresses that are no "
+                "peer's already (--max-pending %u)", c->from, pending_others,
+                t->cfg.max_pending_conns);
+        conn_close(c, false, "pending-connection cap");
         return;
     }
     conn_start(c);
@@ -413,6 +517,7 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.round_window, 1000);
     /* Every other peer of a cluster launched on one host may dial at once. */
     DEFAULT(cfg.max_conns_per_addr, cfg.n_peers > 16 ? cfg.n_peers : 16);
+    DEFAULT(cfg.max_pending_conns, mm_transport_default_max_pending(cfg.n_peers));
     /* A quiet but healthy peer must ping well within the other's timeout. */
     if (cfg.heartbeat_ms > cfg.peer_timeout_ms / 3)
         cfg.heartbeat_ms = cfg.peer_timeout_ms / 3 ? cfg.peer_timeout_ms / 3 : 1;
@@ -427,6 +532,13 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     }
     t->loop = loop;
     t->cb = *cb;
+    t->dialer_ips = calloc(cfg.self_id ? cfg.self_id : 1, sizeof *t->dialer_ips);
+    if (!t->dialer_ips) {
+        free(t->peers);
+        free(t);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     t->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)cfg.self_id << 32) ^ uv_hrtime();
     struct sockaddr_storage listen_ss;
     for (uint32_t i = 0; i < cfg.n_peers; i++) {
@@ -441,6 +553,13 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
             goto fail;
         }
         p->addr_ok = true;
+        if (i < cfg.self_id) { /* a peer that dials us: remember its address */
+            char ip[INET6_ADDRSTRLEN];
+            int port;
+            sockname(&p->addr, ip, sizeof ip, &port);
+            if (!is_dialer_ip(t, ip))
+                snprintf(t->dialer_ips[t->n_dialer_ips++], INET6_ADDRSTRLEN, "%s", plain_ip(ip));
+        }
     }
     if (cfg.listen_addr) {
         if (parse_addr(cfg.listen_addr, &listen_ss, err, errlen) != 0)
@@ -473,6 +592,8 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
         int port;
         sockname(&listen_ss, ip, sizeof ip, &port);
         snprintf(err, errlen, "cannot listen on %s:%d: %s", ip, port, uv_strerror(r));
+        if (r == UV_EADDRINUSE)
+            mm_ports_explain_in_use(port, err, errlen);
         /* The handle exists: close it and let the loop finish it. */
         t->shutting_down = true;
         uv_close((uv_handle_t *)&t->listener, NULL);
@@ -493,14 +614,17 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     iv /= 4;
     iv = iv < 5 ? 5 : iv > 250 ? 250 : iv;
     uv_timer_start(&t->tick, tick, iv, iv);
-    mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s",
-            cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
+    mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s, "
+            "at most %u unauthenticated connections from other than peers' addresses "
+            "(%u per address)", cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
             cfg.plaintext ? "PLAINTEXT" : "TLS 1.3 mutual auth",
-            mm_crc32c_is_hw() ? "SSE4.2" : "software");
+            mm_crc32c_is_hw() ? "SSE4.2" : "software", cfg.max_pending_conns,
+            cfg.max_conns_per_addr);
     return t;
 fail:
     if (t->ctx)
         SSL_CTX_free(t->ctx);
+    free(t->dialer_ips);
     free(t->peers);
     free(t);
     return NULL;
@@ -550,7 +674,11 @@ int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double 
     const char *poison = t->cfg.test_poison;
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
                         .payload_len = 8 + vbytes};
-    if (poison) {
+    if (poison && !strncmp(poison, "weight=", 7)) {
+        /* the vector as it is, with a push-sum weight it does not have */
+        double lie = strtod(poison + 7, NULL);
+        memcpy(w, &lie, 8);
+    } else if (poison) {
         owned = malloc(vbytes);
         if (!owned)
             return -1;
@@ -614,6 +742,7 @@ void mm_transport_free(mm_transport *t)
     for (uint32_t i = 0; i < t->cfg.n_peers; i++)
         free(t->peers[i].rxbuf);
     free(t->peers);
+    free(t->dialer_ips);
     if (t->ctx)
         SSL_CTX_free(t->ctx);
     free(t);

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "gossip/wire.h"
+
 typedef struct mm_transport mm_transport;
 
 typedef enum {
@@ -49,6 +51,10 @@ typedef struct {
     const char *listen_addr;        /* NULL: addrs[self_id] */
     uint8_t fingerprint[32];        /* of the model; must match the peer's */
     uint64_t vec_len;               /* floats per vector; must match */
+    /* What a received vector's weight may be (gossip/wire.h): the node sets
+     * it from its algorithm; a vector that breaks it is refused and counted
+     * (bad_weight). MM_WEIGHT_FINITE (0) checks only that it is finite. */
+    mm_weight_rule weight_rule;
 
     /* TLS 1.3 with mutual authentication, unless plaintext is set. */
     bool plaintext;
@@ -65,11 +71,19 @@ typedef struct {
     /* Rounds accepted are within [current - window, current + window]. */
     uint64_t round_window;          /* default 1000 */
     uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
+    /* Unauthenticated conns from all addresses that are not a lower-id
+     * peer's (whose addresses keep max_conns_per_addr each outside this
+     * cap, so a flood from elsewhere never locks a neighbour out). Default
+     * (0): from the file limit, (RLIMIT_NOFILE - 64 - 2 n_peers) / 2 within
+     * [16, 1024]; see mm_transport_default_max_pending(). */
+    uint32_t max_pending_conns;
 
     /* Test-only: corrupt outgoing vectors; NULL off. "nan", "inf": one
      * float becomes NaN/+Inf (the receiver refuses the frame); "huge":
      * every float x becomes (x + 1) * MM_POISON_HUGE_SCALE, finite but of
-     * absurd norm (accepted by the wire; --clip-pull bounds its effect). */
+     * absurd norm (accepted by the wire; --clip-pull bounds its effect);
+     * "weight=X": the vector unchanged, sent with push-sum weight X
+     * (strtod) instead of the real one. */
     const char *test_poison;
 } mm_transport_config;
 
@@ -107,6 +121,16 @@ void mm_transport_set_round(mm_transport *t, uint64_t round);
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud);
 void mm_transport_free(mm_transport *t);
 
+/* Two peers with one id (a launch mistake): each new connection of one
+ * replaces the other's, which reconnects at once. When a live connection
+ * of a peer is replaced MM_ID_CLASH_REPLACES times within
+ * MM_ID_CLASH_WINDOW_MS, that id is refused ("two peers claim id K",
+ * counted as id_clash) for MM_ID_CLASH_HOLD_MS instead of flapping; then
+ * it is accepted again (and refused again if the flapping resumes). */
+#define MM_ID_CLASH_REPLACES 3
+#define MM_ID_CLASH_WINDOW_MS 10000
+#define MM_ID_CLASH_HOLD_MS 30000
+
 /* A goodbye (the frame on its way, then BYE) and then a graceful close are
  * each given this long before the connection is closed regardless; so
  * mm_transport_shutdown() calls done() within about twice this. */
@@ -123,13 +147,22 @@ typedef struct {
     uint64_t vectors_sent, vectors_recv;
     uint64_t conns_accepted, conns_dialed, conns_closed;
     uint64_t bad_magic, bad_version, bad_type, bad_length, bad_checksum;
-    uint64_t bad_fingerprint, bad_round, bad_values, bad_identity, bad_tls;
+    uint64_t bad_fingerprint, bad_round, bad_values, bad_weight, bad_identity, bad_tls;
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
+    uint64_t id_clash;       /* connections refused because two peers claim one id */
+    uint64_t tls_mismatch;   /* one side TLS, the other --plaintext (counted on both) */
+    uint64_t pending_refused; /* over max_pending_conns, or an accept() error libuv reported */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;
 } mm_transport_stats;
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);
+
+/* The default of max_pending_conns for n_peers under this process's file
+ * limit: half of what is left of RLIMIT_NOFILE after 64 descriptors for
+ * files and the loop and two per peer (its connection and a replacement),
+ * at least 16 and at most 1024 (~14 KB each over TLS before the HELLO). */
+uint32_t mm_transport_default_max_pending(uint32_t n_peers);
 
 #endif

@@ -72,9 +72,12 @@ struct conn {
     conn_state st;
     bool reading, paused, got_bye, was_up;
     bool leaving;            /* goodbye under way: BYE queued, close when sent */
+    bool sniffed;            /* TLS: the first bytes were looked at (not plaintext murmur) */
+    bool from_peer;          /* accepted from the address of a lower-id peer */
     char leave_why[MM_WIRE_REFUSE_MAX];
     char from[80];
     char ip[INET6_ADDRSTRLEN];
+    char src[INET6_ADDRSTRLEN + 8]; /* the remote "ip:port" */
     uint64_t t_start, t_last_recv, t_last_send, t_frame_start, t_close;
     mm_wire_rx rx;
     SSL *ssl;
@@ -98,6 +101,12 @@ typedef struct {
     uint64_t want_since, next_dial, last_used;
     uint32_t backoff;
     uint8_t *rxbuf;          /* 8 + 4*vec_len bytes, allocated once */
+    /* Two peers claiming this id (transport.c, tr_id_clash): replacements
+     * of a live connection since replace_since, and until when the id is
+     * refused once they came too often. */
+    uint64_t replace_since, clash_until;
+    uint32_t replaces;
+    char clash_srcs[2][INET6_ADDRSTRLEN + 8];
     struct sockaddr_storage addr;
     bool addr_ok;
 } peer;
@@ -120,6 +129,11 @@ struct mm_transport {
     void (*done)(void *);
     void *done_ud;
     uint64_t rng;
+    /* The addresses lower-id peers dial us from (as configured), and how
+     * many; their unauthenticated connections are outside the global cap. */
+    char (*dialer_ips)[INET6_ADDRSTRLEN];
+    uint32_t n_dialer_ips;
+    uint64_t accept_err_logged;  /* when a failed accept() was last logged */
 };
 
 uint64_t mm_now_ms(mm_transport *t);
@@ -154,6 +168,9 @@ void conn_chunk_put(conn *c, tls_chunk *ch);
 void conn_chunks_free(conn *c);
 
 /* transport.c, called by conn.c */
+/* Before accepting a HELLO that claims id: true (and c refused) when two
+ * peers claim that id. */
+bool tr_id_clash(mm_transport *t, conn *c, uint32_t id);
 void tr_conn_up(mm_transport *t, conn *c);
 void tr_conn_closed(mm_transport *t, conn *c);
 void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload);

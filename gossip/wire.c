@@ -32,8 +32,31 @@ const char *mm_wire_err_name(mm_wire_err e)
     case MM_WIRE_E_LENGTH: return "bad length";
     case MM_WIRE_E_CHECKSUM: return "bad payload checksum";
     case MM_WIRE_E_VALUES: return "non-finite values";
+    case MM_WIRE_E_WEIGHT: return "bad weight";
     }
     return "?";
+}
+
+bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
+                       char *why, size_t whylen)
+{
+    bool ok;
+    switch (rule) {
+    case MM_WEIGHT_ONE: ok = w == 1.0; break;
+    case MM_WEIGHT_PUSHSUM: ok = w >= MM_PUSHSUM_W_MIN && w <= (double)n_peers; break;
+    default: ok = isfinite(w); break;
+    }
+    if (!ok && why) {
+        if (rule == MM_WEIGHT_ONE)
+            snprintf(why, whylen, "weight %.17g, but this peer runs dpsgd or async, where "
+                     "the weight is exactly 1 (is the sender running --algo pushsum?)", w);
+        else if (rule == MM_WEIGHT_PUSHSUM)
+            snprintf(why, whylen, "push-sum weight %.17g is outside [2^-30, %u] (finite, "
+                     "positive, at most the number of peers)", w, n_peers);
+        else
+            snprintf(why, whylen, "weight is not finite");
+    }
+    return ok;
 }
 
 void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h)
@@ -166,8 +189,12 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     uint64_t vec_len = rx->vec_len;
     uint8_t *vec_buf = rx->vec_buf;
     bool hello_done = rx->hello_done, no_payload_crc = rx->no_payload_crc;
+    mm_weight_rule rule = rx->weight_rule;
+    uint32_t n_peers = rx->n_peers;
     memset(rx, 0, sizeof *rx);
     rx->no_payload_crc = no_payload_crc;
+    rx->weight_rule = rule;
+    rx->n_peers = n_peers;
     rx->vec_len = vec_len;
     rx->vec_buf = vec_buf;
     rx->hello_done = hello_done;
@@ -203,6 +230,13 @@ static mm_rx_event finish_payload(mm_wire_rx *rx)
                  h->payload_crc, rx->crc);
         return fail(rx, MM_WIRE_E_CHECKSUM);
     }
+    if (h->type == MM_WIRE_HELLO && get32(rx->payload + 44) != 0) {
+        /* like the header's reserved field: a peer that sets it speaks
+         * something we do not know */
+        snprintf(rx->why, sizeof rx->why, "reserved HELLO bytes 44..47 are 0x%08x, not 0",
+                 get32(rx->payload + 44));
+        return fail(rx, MM_WIRE_E_TYPE);
+    }
     if (h->type == MM_WIRE_VECTOR) {
         double w;
         memcpy(&w, rx->payload, 8);
@@ -215,6 +249,8 @@ static mm_rx_event finish_payload(mm_wire_rx *rx)
                      (unsigned long long)rx->bad_at, (unsigned long long)rx->vec_len);
             return fail(rx, MM_WIRE_E_VALUES);
         }
+        if (!mm_wire_weight_ok(rx->weight_rule, w, rx->n_peers, rx->why, sizeof rx->why))
+            return fail(rx, MM_WIRE_E_WEIGHT);
     }
     rx->in_payload = false;
     rx->got = 0;

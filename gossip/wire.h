@@ -39,6 +39,29 @@ typedef struct {
     uint32_t target;    /* the id the sender believes it talks to */
 } mm_wire_hello;
 
+/* What the f64 weight of a VECTOR may be (docs/protocol.md 3.2). The
+ * algorithm decides it; a receiver refuses every other value, so that no
+ * neighbour can make the mixing divide by zero, by a negative number, or by
+ * a value whose reciprocal a float cannot hold. */
+typedef enum {
+    MM_WEIGHT_FINITE = 0, /* any finite value: the transport alone (tests,
+                           * benchmarks); murmur node always sets one below */
+    MM_WEIGHT_ONE,        /* dpsgd, async: exactly 1.0 */
+    MM_WEIGHT_PUSHSUM,    /* pushsum: MM_PUSHSUM_W_MIN <= w <= n_peers */
+} mm_weight_rule;
+
+/* The smallest push-sum weight on the wire: 2^-30. Its reciprocal (2^30)
+ * and w*z for any normal float z of magnitude above 1e-29 stay normal
+ * floats; an honest peer whose weight would decay below it is raised back
+ * to it (gossip/mix.h). */
+#define MM_PUSHSUM_W_MIN 0x1p-30
+
+/* True when w obeys rule; n_peers is the largest push-sum weight (the mass
+ * of the whole cluster: push-sum conserves or loses mass, never creates
+ * it). On false, why (when not NULL) says what is wrong. */
+bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
+                       char *why, size_t whylen);
+
 /* Why a frame was refused; each maps to one counter in mm_transport_stats. */
 typedef enum {
     MM_WIRE_OK = 0,
@@ -49,6 +72,7 @@ typedef enum {
     MM_WIRE_E_LENGTH,
     MM_WIRE_E_CHECKSUM,
     MM_WIRE_E_VALUES,
+    MM_WIRE_E_WEIGHT,
 } mm_wire_err;
 
 const char *mm_wire_err_name(mm_wire_err e);
@@ -63,8 +87,12 @@ void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h);
 void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h);
 
 /* Checks a received header against what this connection accepts: magic,
- * version, header CRC, type (only HELLO/REFUSE before the HELLO), and the
- * payload length (exact for every type, so nothing is allocated from it). */
+ * version, header CRC, reserved field 0, type (only HELLO/REFUSE before
+ * the HELLO), and the payload length (exact for every type, so nothing is
+ * allocated from it). The decoder below also refuses a HELLO whose
+ * reserved bytes 44..47 are not 0 (MM_WIRE_E_TYPE, as the header's), a
+ * non-finite weight or float (MM_WIRE_E_VALUES), and a weight that breaks
+ * the connection's rule (MM_WIRE_E_WEIGHT). */
 mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
                                uint64_t vec_len, mm_wire_header *h,
                                char *why, size_t whylen);
@@ -83,6 +111,9 @@ typedef struct {
     /* A TLS connection: the AEAD already authenticates every byte, so the
      * payload CRC is neither computed nor checked; its field must be 0. */
     bool no_payload_crc;
+    /* What a VECTOR's weight may be (kept by mm_wire_rx_init). */
+    mm_weight_rule weight_rule;
+    uint32_t n_peers;
     uint64_t vec_len;
     uint8_t *vec_buf;
 

@@ -26,8 +26,9 @@ static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_a
 
 static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 {
-    if (strcmp(arg, "nan") && strcmp(arg, "inf") && strcmp(arg, "huge")) {
-        snprintf(err, errlen, "is nan, inf or huge, not '%s'", arg);
+    if (strcmp(arg, "nan") && strcmp(arg, "inf") && strcmp(arg, "huge") &&
+        strncmp(arg, "weight=", 7)) {
+        snprintf(err, errlen, "is nan, inf, huge or weight=X, not '%s'", arg);
         return -1;
     }
     *(const char **)dst = arg;
@@ -64,6 +65,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "ca.pem, node-K.pem, node-K.key (scripts/make-certs.sh)"),
         MM_OPT(MM_OPT_FLAG, "plaintext", NULL, &c->plaintext, 0, 0,
                "no TLS: plain TCP (only on networks you trust)"),
+        MM_OPT(MM_OPT_INT, "max-pending", "N", &c->max_pending, 1, 1000000,
+               "connections still in their handshake from addresses that are no peer's "
+               "(default (RLIMIT_NOFILE - 64 - 2 x peers) / 2, within 16..1024); each lower-id "
+               "peer's address keeps its own quota outside this cap", .hide_default = true),
     };
     const mm_opt gossip[] = {
         MM_OPT_HEAD("Gossip:"),
@@ -109,7 +114,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),
         MM_OPT_HEAD("Testing only:"),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
-               "send corrupted vectors: nan | inf | huge", .parse = parse_poison,
+               "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
+               "push-sum weight X)", .parse = parse_poison,
                .hide_default = true),
     };
     int n = 0;
@@ -181,6 +187,10 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
+    /* Pure gossip needs no corpus (docs/launching.md): it is read only when
+     * given, to report the validation loss of the gossiped models. */
+    if (c.no_train && !given.data)
+        c.train.data_dir = NULL;
     /* The cosine schedule spans the whole run unless told otherwise. */
     c.train.adamw.total_steps = c.rounds * c.local_steps;
     char err[256];

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include <cblas.h>
 
@@ -22,6 +21,7 @@
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/opt.h"
+#include "base/peak_rss.h"
 #include "model/checkpoint.h"
 #include "node/blas_env.h"
 #include "node/commands.h"
@@ -470,16 +470,15 @@ static int train(train_args *a)
         if (save(&r) != 0)
             goto out;
     }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    long peak_kib = mm_peak_rss_kib();
     double secs = mm_time_now() - r.t0;
     mm_info("stopped (%s) at step %ld after %.1f s: checkpoint %s%s; peak RSS %.1f MiB", reason,
-            r.rep.opt.step, secs, r.ckpt, diverged ? " not updated" : "", ru.ru_maxrss / 1024.0);
+            r.rep.opt.step, secs, r.ckpt, diverged ? " not updated" : "", peak_kib / 1024.0);
     mm_metrics_begin(&r.m, "end");
     mm_metrics_int(&r.m, "step", r.rep.opt.step);
     mm_metrics_fixed(&r.m, "time", secs, 3);
     mm_metrics_str(&r.m, "reason", reason);
-    mm_metrics_int(&r.m, "peak_rss_kib", ru.ru_maxrss);
+    mm_metrics_int(&r.m, "peak_rss_kib", peak_kib);
     mm_metrics_end(&r.m);
     rc = diverged ? 1 : 0;
 out:

@@ -12,6 +12,7 @@
 
 #include "base/fs.h"
 #include "base/log.h"
+#include "gossip/ports.h"
 #include "gossip/tls.h"
 #include "node/node_int.h"
 #include "node/options.h"
@@ -185,6 +186,8 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     tc->listen_addr = mm_peer_listen_addr(c, addrs[nd->id]);
     mm__trainer_fingerprint(nd->trainer, tc->fingerprint);
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
+    /* dpsgd and async average with weight 1; only push-sum carries mass */
+    tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
@@ -196,9 +199,30 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
         tc->key_file = tls->key;
     }
     tc->peer_timeout_ms = (uint32_t)c->peer_timeout_ms;
+    tc->max_pending_conns = (uint32_t)c->max_pending;
     tc->heartbeat_ms = (uint32_t)(c->peer_timeout_ms / 4 > 0 ? c->peer_timeout_ms / 4 : 1);
     tc->test_poison = c->test_poison;
     return 0;
+}
+
+/* Listen ports inside the kernel's ephemeral range work until an outgoing
+ * connection happens to hold one at start (docs/launching.md, "Choosing
+ * ports"): say so, loudly, but run. With --base-port the whole cluster's
+ * range is checked (every peer of it is on this machine). */
+static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, uint32_t id)
+{
+    int first, last;
+    if (!c->hosts_file && !c->bind_host) {
+        first = c->base_port;
+        last = c->base_port + (int)n - 1;
+    } else {
+        const char *own = c->bind_host ? c->bind_host : addrs[id];
+        const char *colon = strrchr(own, ':');
+        first = last = colon ? atoi(colon + 1) : 0;
+    }
+    char msg[600];
+    if (first > 0 && mm_ports_in_ephemeral(first, last, msg, sizeof msg))
+        mm_warn("%s", msg);
 }
 
 /* Loads the topology and checks it against the command line, resolves
@@ -245,6 +269,7 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     *logf = fopen(path, "a");
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
+    warn_ephemeral(c, *addrs, nd->n, nd->id);
     /* A peer killed inside mm_write_atomic leaves a temp file (a whole
      * checkpoint's worth of disk): remove those of dead writers, so that
      * repeated crashes do not fill the disk. */

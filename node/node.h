@@ -22,8 +22,10 @@ typedef struct {
     const char *run_dir;           /* peer writes to run_dir/node-K */
     const char *tls_dir;           /* ca.pem, node-K.pem, node-K.key */
     bool plaintext;
+    int max_pending;               /* unauthenticated connections (0: from the file limit) */
 
-    /* model, optimizer and data: the same flags as murmur train */
+    /* model, optimizer and data: the same flags as murmur train (data_dir
+     * NULL: no corpus, --no-train without --data) */
     mm_replica_config train;
 
     /* gossip */
@@ -53,6 +55,11 @@ void mm_node_config_defaults(mm_node_config *c);
 
 /* Runs the peer to completion. Returns the process exit status. */
 int mm_node_run(const mm_node_config *cfg);
+
+/* The HELLO fingerprint of a --vector-len run (no model): SHA-256 of the
+ * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md
+ * 3.1). A model run uses mm_model_fingerprint(). */
+void mm_vector_fingerprint(size_t P, uint8_t out[32]);
 
 const char *mm_algo_name(mm_algo a);
 int mm_algo_parse(const char *s);

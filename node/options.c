@@ -59,7 +59,8 @@ int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out)
         MM_OPT(MM_OPT_U64, "seed", "S", &c->seed, 0, (double)(1ULL << 53),
                "model initialisation and data sampling seed", .given = &g->seed),
         MM_OPT_HEAD("Data:"),
-        MM_OPT(MM_OPT_STR, "data", "DIR", &c->data_dir, 0, 0, "prepared corpus (`make data` makes data/brown)"),
+        MM_OPT(MM_OPT_STR, "data", "DIR", &c->data_dir, 0, 0, "prepared corpus (`make data` makes data/brown)",
+               .given = &g->data),
         MM_OPT(MM_OPT_CUSTOM, "partition", "P", &c->partition, 0, 0,
                "iid | genre | dirichlet:ALPHA[:SEED]: how training files split across peers (Dirichlet "
                "draws use --seed unless SEED is given; murmur data-info prints the shards)", .parse = parse_partition,

@@ -15,7 +15,7 @@
  * applied only to flags not given). */
 typedef struct {
     bool layers, width, heads, ctx;
-    bool batch, lr, min_lr, warmup, weight_decay, clip, seed;
+    bool batch, lr, min_lr, warmup, weight_decay, clip, seed, data;
 } mm_replica_given;
 
 /* The shared defaults: the model of model/, AdamW's defaults, batch 16,

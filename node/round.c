@@ -17,12 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/metrics.h"
+#include "base/peak_rss.h"
 #include "base/sha256.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
@@ -31,7 +31,9 @@
 #include "node/replica.h"
 #include "report/snapshot.h"
 
-enum { IN_WAITING, IN_READY, IN_MISSING };
+/* IN_REFUSED: it arrived (its buffer must go back) but the mix refused its
+ * weight, so it counts as missing. */
+enum { IN_WAITING, IN_READY, IN_MISSING, IN_REFUSED };
 
 /* The phases of one exchange, in order; asserted in debug builds. */
 typedef enum { PH_IDLE, PH_SNAPSHOT, PH_COMPUTE, PH_WAIT, PH_MIX } phase;
@@ -75,6 +77,7 @@ struct mm__trainer {
     double t_start, start_deadline;
     double t_compute, t_comm, t_wait;
     uint64_t stale_dropped;
+    uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     int exit_status;
 };
 
@@ -112,7 +115,7 @@ static int load_replica(mm__trainer *t, char *err, size_t errlen)
             t->x[k] = (float)mm_rng_normal(&r);
         return 0;
     }
-    bool data = !c->no_train || c->eval_every > 0;
+    bool data = !c->no_train || (c->eval_every > 0 && c->train.data_dir);
     int shard_n = c->no_train ? 1 : (int)t->n, shard_id = c->no_train ? 0 : (int)t->id;
     uint64_t rng_seed = c->train.seed ^ (0xa0761d6478bd642fULL * (t->id + 1));
     if (mm_replica_init(&t->rep, &c->train, seed, rng_seed, err, errlen) != 0)
@@ -150,7 +153,15 @@ static int resume(mm__trainer *t, char *err, size_t errlen)
     }
     t->step = st.step;
     t->round = st.round;
-    t->w = st.pushsum_weight;
+    /* The weight obeys the wire's rule (gossip/wire.h) or the neighbours
+     * would refuse every vector: 1 outside push-sum (a push-sum checkpoint
+     * resumed with dpsgd starts from 1), within [2^-30, n] with it. */
+    bool ps = t->cfg->algo == MM_ALGO_PUSHSUM;
+    t->w = ps ? st.pushsum_weight : 1.0;
+    if (!mm_wire_weight_ok(ps ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE, t->w, t->n, NULL, 0)) {
+        snprintf(err, errlen, "%s: push-sum weight %.17g is outside [2^-30, %u]", path, t->w, t->n);
+        return -1;
+    }
     mm_info("resumed from %s: round %ld, step %ld", path, t->round, t->step);
     return 0;
 }
@@ -248,15 +259,19 @@ void mm__trainer_free(mm__trainer *t)
 
 size_t mm__trainer_vec_len(const mm__trainer *t) { return t->P; }
 
+void mm_vector_fingerprint(size_t P, uint8_t out[32])
+{
+    char desc[64];
+    int len = snprintf(desc, sizeof desc, "murmur-vector:%zu", P);
+    mm_sha256(desc, (size_t)len, out);
+}
+
 void mm__trainer_fingerprint(const mm__trainer *t, uint8_t fp[32])
 {
-    if (t->have_model) {
+    if (t->have_model)
         mm_model_fingerprint(&t->cfg->train.model, fp);
-    } else {
-        char desc[64];
-        int len = snprintf(desc, sizeof desc, "murmur-vector:%zu", t->P);
-        mm_sha256(desc, (size_t)len, fp);
-    }
+    else
+        mm_vector_fingerprint(t->P, fp);
 }
 
 int mm__trainer_status(const mm__trainer *t) { return t->exit_status; }
@@ -416,9 +431,16 @@ static void mix(mm__trainer *t, const float *s)
                                       .w = ready ? t->wk[k] : 1.0};
     }
     t->w = mm_mix_round(t->x, s, t->P, t->w, t->v.self_weight, t->mix_in, t->v.n_in,
-                        t->cfg->algo == MM_ALGO_PUSHSUM, t->cfg->clip_pull);
-    for (int k = 0; k < t->v.n_in; k++)
+                        t->cfg->algo == MM_ALGO_PUSHSUM, (double)t->n, t->cfg->clip_pull);
+    for (int k = 0; k < t->v.n_in; k++) {
         t->dist[k] = t->mix_in[k].dist;
+        if (t->mix_in[k].refused) { /* the transport's rule let it through: count it */
+            t->status[k] = IN_REFUSED;
+            t->mix_refused++;
+            mm_warn("round %ld: peer %u's weight %.17g breaks the %s rule: not mixed", t->round,
+                    t->v.in[k].peer, t->wk[k], mm_algo_name(t->cfg->algo));
+        }
+    }
 }
 
 static void release_used(mm__trainer *t)
@@ -426,7 +448,7 @@ static void release_used(mm__trainer *t)
     if (t->cfg->algo == MM_ALGO_ASYNC)
         return; /* async copied what it used and released it already */
     for (int k = 0; k < t->v.n_in; k++)
-        if (t->status[k] == IN_READY)
+        if (t->status[k] == IN_READY || t->status[k] == IN_REFUSED)
             mm__mbox_release(t->mb, t->v.in[k].peer);
 }
 
@@ -599,9 +621,11 @@ static void write_refusals(mm__trainer *t, mm_metrics *m)
         {"bad_type", st.bad_type}, {"bad_length", st.bad_length},
         {"bad_checksum", st.bad_checksum}, {"bad_fingerprint", st.bad_fingerprint},
         {"bad_round", st.bad_round}, {"bad_values", st.bad_values},
+        {"bad_weight", st.bad_weight},
         {"bad_identity", st.bad_identity}, {"bad_tls", st.bad_tls},
         {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
-        {"flood_refused", st.flood_refused},
+        {"flood_refused", st.flood_refused}, {"id_clash", st.id_clash},
+        {"tls_mismatch", st.tls_mismatch}, {"pending_refused", st.pending_refused},
     };
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -636,7 +660,8 @@ static void write_start(mm__trainer *t)
         mm_metrics_int(m, "ctx", c->train.model.n_ctx);
         mm_metrics_int(m, "batch", c->train.batch);
         mm_metrics_int(m, "eval_windows", c->eval_windows);
-        mm_metrics_str(m, "data", c->train.data_dir);
+        if (c->train.data_dir) /* (pure gossip without a corpus: nothing to evaluate with) */
+            mm_metrics_str(m, "data", c->train.data_dir);
         mm_metrics_str(m, "partition", mm_partition_name(&c->train.partition));
     }
     mm_metrics_num(m, "time", 0);
@@ -645,19 +670,19 @@ static void write_start(mm__trainer *t)
 
 static void write_end(mm__trainer *t, const char *reason)
 {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    long peak_kib = mm_peak_rss_kib();
     mm_metrics *m = &t->metrics;
     metrics_head(t, "end");
     mm_metrics_str(m, "reason", reason);
-    mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
+    mm_metrics_int(m, "max_rss_kb", peak_kib);
     mm_metrics_int(m, "skipped_sends", (long long)mm__mbox_skipped_sends(t->mb));
     mm_metrics_int(m, "stale_dropped", (long long)t->stale_dropped);
+    mm_metrics_int(m, "mix_refused", (long long)t->mix_refused);
     write_refusals(t, m);
     mm_metrics_end(m);
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             t->round, t->step, mm_time_now() - t->t_start, t->t_compute, t->t_comm, t->t_wait,
-            ru.ru_maxrss / 1024);
+            peak_kib / 1024);
 }
 
 /* ---- the thread ------------------------------------------------------------ */

@@ -13,7 +13,7 @@
 #   -t FILE   topology file        -r NAME   run name (runs/NAME)
 #   -m PATH   murmur binary on the hosts (default: this one's absolute path)
 #   -D DIR    prepared data directory on the hosts (default: data/brown's
-#             absolute path here)
+#             absolute path here; with --no-train, none unless -D is given)
 #   --plaintext in the node flags skips the certificates.
 #
 # ssh and scp are taken from $MURMUR_SSH and $MURMUR_SCP (default 'ssh' and
@@ -28,7 +28,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 murmur_local="$root/murmur"
-hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"
+hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"; data_given=0
 usage() { sed -n '2,27p' "$0" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
     -t) topo=$2; shift 2 ;;
     -r) name=$2; shift 2 ;;
     -m) rmurmur=$2; shift 2 ;;
-    -D) data=$2; shift 2 ;;
+    -D) data=$2; data_given=1; shift 2 ;;
     --) shift; break ;;
     -h|--help) usage ;;
     *) echo "run-hosts: unknown option '$1'" >&2; usage ;;
@@ -53,8 +53,9 @@ case $name in /*|*..*|-*) echo "run-hosts: -r NAME: a name under runs/ (no leadi
 rmurmur=${rmurmur:-$murmur_local}
 SSH=${MURMUR_SSH:-ssh}
 SCP=${MURMUR_SCP:-scp}
-plaintext=0
-for a in "$@"; do [ "$a" = --plaintext ] && plaintext=1; done
+plaintext=0; notrain=0
+for a in "$@"; do [ "$a" = --plaintext ] && plaintext=1; [ "$a" = --no-train ] && notrain=1; done
+
 
 runs=${RUNS:-$root/runs}
 mkdir -p "$runs"
@@ -153,10 +154,13 @@ start_peer() {
     k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
     tls="--tls-dir $(quote "$rdir/certs")"
     [ $plaintext -eq 1 ] && tls=""
+    # pure gossip reads a corpus only when given one (docs/launching.md)
+    dataflag="--data $(quote "$data")"
+    [ $notrain -eq 1 ] && [ $data_given -eq 0 ] && dataflag=""
     # exec keeps the shell's pid for murmur, so node-K/pid is the peer's own
     rssh "$dest" "cd $(quote "$rdir") && echo \$\$ > node-$k/pid && { [ ! -e node-$k/stop ] || exit 130; } && \
         exec $(quote "$rmurmur") node \
-        --id $k --topology topology.txt --hosts hosts.txt --run-dir . $tls --data $(quote "$data") \
+        --id $k --topology topology.txt --hosts hosts.txt --run-dir . $tls $dataflag \
         $flags > node-$k/console.log 2>&1" &
     pids="$pids $!"
 }

@@ -2,9 +2,13 @@
  * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
  * checks behind them; bit 1: a TLS connection, where the payload CRC field
  * is 0 and not computed; bits 2..7: how the stream is split into reads),
- * the rest = bytes as they would arrive on a socket. The decoder must never
- * read or write outside its buffers, never ask for 0 bytes, and must stop at
- * the first error. Built with -DFUZZ_SEEDGEN it writes a seed corpus. */
+ * byte 1 = the weight rule (value mod 3: any finite, exactly 1, push-sum)
+ * and, in bits 2..7, the number of peers minus 1 (push-sum's largest
+ * weight), the rest = bytes as they would arrive on a socket. The decoder
+ * must never read or write outside its buffers, never ask for 0 bytes, must
+ * stop at the first error, and must never deliver a HELLO with non-zero
+ * reserved bytes, NaN/Inf, or a weight its rule forbids. Built with
+ * -DFUZZ_SEEDGEN it writes a seed corpus. */
 #include "gossip/wire.h"
 
 #include <stdio.h>
@@ -40,12 +44,14 @@ static void repair(uint8_t *s, size_t len, bool tls)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
+    if (size < 2)
         return 0;
     uint8_t opt = data[0];
-    size_t len = size - 1;
+    mm_weight_rule rule = (mm_weight_rule)(data[1] % 3);
+    uint32_t n_peers = (uint32_t)(data[1] >> 2) + 1;
+    size_t len = size - 2;
     uint8_t *s = malloc(len ? len : 1);
-    memcpy(s, data + 1, len);
+    memcpy(s, data + 2, len);
     bool tls = opt & 2;
     if (opt & 1)
         repair(s, len, tls);
@@ -55,6 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
     rx.no_payload_crc = tls;
+    rx.weight_rule = rule;
+    rx.n_peers = n_peers;
     mm_wire_rx_init(&rx);
     size_t pos = 0;
     while (pos < len) {
@@ -75,6 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_HELLO) {
+            if (rx.payload[44] | rx.payload[45] | rx.payload[46] | rx.payload[47])
+                abort(); /* reserved bytes must be 0 */
             /* what the transport does after a HELLO it accepts */
             mm_wire_hello h;
             mm_wire_get_hello(rx.payload, &h);
@@ -84,9 +94,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rx.vec_len = h.vec_len;
             rx.vec_buf = vbuf;
         }
-        if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR &&
-            !mm_wire_all_finite((const float *)(rx.payload + 8), rx.vec_len, NULL))
-            abort(); /* NaN/Inf must never be delivered */
+        if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR) {
+            if (!mm_wire_all_finite((const float *)(rx.payload + 8), rx.vec_len, NULL))
+                abort(); /* NaN/Inf must never be delivered */
+            double w;
+            memcpy(&w, rx.payload, 8);
+            if (!mm_wire_weight_ok(rule, w, n_peers, NULL, 0))
+                abort(); /* nor a weight the rule forbids */
+        }
         if (ev == MM_RX_FRAME && tls && rx.hdr.payload_crc != 0)
             abort(); /* TLS: a CRC where 0 belongs is refused */
     }
@@ -110,11 +125,12 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    static uint8_t buf[1 + 4 * (MM_WIRE_HDR_LEN + 8 + 4 * 16) + 600];
+    static uint8_t buf[2 + 4 * (MM_WIRE_HDR_LEN + 8 + 4 * 16) + 600];
     for (int k = 0; k < 8; k++) {
         size_t n = 0;
         bool tls = k >= 4; /* seeds 4..7: the same streams on TLS */
         buf[n++] = (uint8_t)(((k % 4) * 37 & ~2) | (tls ? 2 : 0));
+        buf[n++] = (uint8_t)(k % 3 | 3 << 2); /* rules in turn, 4 peers */
         mm_wire_hello h = {.vec_len = 16, .target = 2};
         memset(h.fingerprint, 7, 32);
         uint8_t hp[MM_WIRE_HELLO_LEN];
@@ -124,7 +140,7 @@ int main(int argc, char **argv)
         } else {
             n += frame(buf + n, MM_WIRE_HELLO, 0, hp, sizeof hp, tls);
             uint8_t v[8 + 4 * 16] = {0};
-            double w = 0.5;
+            double w = 1.0; /* what every rule allows */
             memcpy(v, &w, 8);
             for (int i = 0; i < 16; i++) {
                 float f = (float)i;

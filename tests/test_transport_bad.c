@@ -29,15 +29,22 @@ typedef struct {
     size_t ngot;
 } fixture;
 
+/* The weight rule of the honest transports, and the weight their vectors
+ * carry (0: the harness's tn_weight, which only MM_WEIGHT_FINITE allows). */
+static mm_weight_rule fixture_rule;
+static double fixture_weight;
+
 static fixture *setup_cluster(bool tls, void (*tweak)(mm_transport_config *))
 {
     fixture *f = calloc(1, sizeof *f);
     tn_init(&f->cl, 3, VLEN);
+    f->cl.weight = fixture_weight;
     for (uint32_t i = 0; i < 3; i += 2) {
         mm_transport_config c = tn_config(&f->cl, i, tls ? certdir : NULL);
         c.frame_timeout_ms = 300;
         c.connect_timeout_ms = 1500;
         c.max_conns_per_addr = 8;
+        c.weight_rule = fixture_rule;
         if (tweak)
             tweak(&c);
         assert_non_null(tn_start(&f->cl, i, &c));
@@ -338,6 +345,71 @@ static void nan_and_inf(void **s)
     free(v);
 }
 
+/* A VECTOR whose weight breaks the receiver's rule (issue 11: a finite
+ * negative weight stopped honest dpsgd peers) is refused, counted as
+ * bad_weight with a reason naming the weight, and the honest peer goes on;
+ * for dpsgd/async (exactly 1) and pushsum ([2^-30, n], n = 3 here). The
+ * edges of each rule get through. */
+static void bad_weights(void **s)
+{
+    const double bad[] = {-2, 0, 1e-300, 1e300, 4e-320};
+    const mm_weight_rule rules[] = {MM_WEIGHT_ONE, MM_WEIGHT_PUSHSUM};
+    uint8_t *v = att_vector(5.0f);
+    for (int r = 0; r < 2; r++) {
+        fixture_rule = rules[r];
+        fixture_weight = rules[r] == MM_WEIGHT_ONE ? 1.0 : 0.75;
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            memcpy(v, &bad[b], 8);
+            fixture *f = setup_cluster(false, NULL);
+            uint64_t before = stat_at(f, OFF(bad_weight));
+            int fd = att_connect(f);
+            att_hello(fd, ATT_ID, 0xAB, VLEN);
+            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+            expect_refused(f, fd, OFF(bad_weight), before);
+            assert_true(refusal_says(f, "weight"));
+            assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], 0);
+            teardown_cluster(f);
+        }
+        const double good[] = {rules[r] == MM_WEIGHT_ONE ? 1.0 : MM_PUSHSUM_W_MIN,
+                               rules[r] == MM_WEIGHT_ONE ? 1.0 : 3.0};
+        for (int g = 0; g < 2; g++) {
+            memcpy(v, &good[g], 8);
+            fixture *f = setup_cluster(false, NULL);
+            int fd = att_connect(f);
+            att_hello(fd, ATT_ID, 0xAB, VLEN);
+            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+            tn_recv_arg a = {VICTIM, ATT_ID, 1};
+            assert_true(tn_pump(&f->cl, tn_has_recv, &a, 5000));
+            assert_true(f->cl.node[VICTIM].last_weight[ATT_ID] == good[g]);
+            f->cl.node[VICTIM].bad_content = 0; /* not the harness's pattern */
+            assert_int_equal(stat_at(f, OFF(bad_weight)), 0);
+            teardown_cluster(f);
+        }
+    }
+    fixture_rule = MM_WEIGHT_FINITE;
+    fixture_weight = 0;
+    free(v);
+}
+
+/* HELLO bytes 44..47 are reserved and must be 0, like the frame header's
+ * reserved field: refused and counted under bad_type. */
+static void hello_reserved(void **s)
+{
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM};
+    memset(h.fingerprint, 0xAB, 32);
+    uint8_t buf[MM_WIRE_HELLO_LEN];
+    mm_wire_put_hello(buf, &h);
+    buf[46] = 1;
+    fixture *f = setup_cluster(false, NULL);
+    uint64_t before = stat_at(f, OFF(bad_type));
+    int fd = att_connect(f);
+    att_frame(fd, MM_WIRE_HELLO, ATT_ID, 0, buf, sizeof buf);
+    expect_refused(f, fd, OFF(bad_type), before);
+    assert_true(refusal_says(f, "reserved HELLO bytes"));
+    assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
+    teardown_cluster(f);
+}
+
 static void claims_other_id_plain(void **s)
 {
     /* its own id, and an id that must be dialled rather than dial */
@@ -363,6 +435,93 @@ static void flood(void **s)
     teardown_cluster(f);
 }
 
+/* A connection to the victim from loopback address 127.0.0.X (bound before
+ * connecting), that then says nothing; -1 when it could not be opened. */
+static int connect_from(fixture *f, int x)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    src.sin_addr.s_addr = htonl(0x7F000000u | (uint32_t)x);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)victim_port(f))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    f->fds[f->nfds++] = fd;
+    return fd;
+}
+
+static bool peer_closed(int fd)
+{
+    uint8_t b[64];
+    ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+typedef struct { fixture *f; uint64_t n; } pending_arg;
+
+static bool pending_counted(tn_cluster *cl, void *arg)
+{
+    pending_arg *a = arg;
+    return stat_at(a->f, OFF(pending_refused)) >= a->n;
+}
+
+/* The global cap on unauthenticated connections (issue 11): 12 silent
+ * connections from 127.0.0.2..4 (4 each, under the per-address cap) meet a
+ * cap of 6: 6 are refused and counted as pending_refused, 6 held (the
+ * handshake timeout is long here). Meanwhile the honest peer 0, whose
+ * configured address is 127.0.0.1, still connects at once: its address
+ * keeps its own quota outside the cap. */
+static void cap_pending(mm_transport_config *c)
+{
+    c->max_pending_conns = 6;
+    c->max_conns_per_addr = 4;
+    c->connect_timeout_ms = 20000;
+}
+
+static void pending_cap_keeps_room_for_peers(void **s)
+{
+    fixture *f = calloc(1, sizeof *f);
+    tn_init(&f->cl, 3, VLEN);
+    mm_transport_config c = tn_config(&f->cl, VICTIM, NULL);
+    cap_pending(&c);
+    assert_non_null(tn_start(&f->cl, VICTIM, &c));
+    uint32_t w = HONEST;
+    mm_transport_want(f->cl.node[VICTIM].t, &w, 1);
+    for (int x = 2; x <= 4; x++)
+        for (int i = 0; i < 4; i++)
+            assert_true(connect_from(f, x) >= 0);
+    pending_arg pa = {f, 6};
+    assert_true(tn_pump(&f->cl, pending_counted, &pa, 5000));
+    tn_run_for(&f->cl, 100);
+    assert_int_equal(stat_at(f, OFF(pending_refused)), 6);
+    assert_int_equal(stat_at(f, OFF(flood_refused)), 0);
+    int closed = 0;
+    for (int i = 0; i < f->nfds; i++)
+        closed += peer_closed(f->fds[i]);
+    assert_int_equal(closed, 6);
+    /* the cap is full: a 13th from another address is refused too ... */
+    assert_true(connect_from(f, 5) >= 0);
+    pa.n = 7;
+    assert_true(tn_pump(&f->cl, pending_counted, &pa, 5000));
+    /* ... but the honest neighbour comes up, long before the held ones
+     * time out */
+    mm_transport_config h = tn_config(&f->cl, HONEST, NULL);
+    assert_non_null(tn_start(&f->cl, HONEST, &h));
+    uint32_t v = VICTIM;
+    mm_transport_want(f->cl.node[HONEST].t, &v, 1);
+    assert_true(tn_wait_up(&f->cl, HONEST, VICTIM, 3000));
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, 0, 3000));
+    closed = 0;
+    for (int i = 0; i < 12; i++)
+        closed += peer_closed(f->fds[i]);
+    assert_int_equal(closed, 6); /* the held ones are still held */
+    teardown_cluster(f);
+}
+
 static void short_peer_timeout(mm_transport_config *c) { c->peer_timeout_ms = 400; }
 
 /* A peer that completes the HELLO and then says nothing, not even PING:
@@ -384,6 +543,61 @@ static void silent_peer(void **s)
     teardown_cluster(f);
 }
 
+static void node_like_heartbeat(mm_transport_config *c)
+{
+    c->peer_timeout_ms = 2000;
+    c->heartbeat_ms = 500; /* what murmur node sets: a quarter of the timeout */
+}
+
+/* The heartbeat as docs/protocol.md states it: after the HELLO, a quiet
+ * peer gets a PING every heartbeat_ms, not earlier, and not later than a
+ * tick (plus scheduling) after it. */
+static void heartbeat_interval(void **s)
+{
+    fixture *f = setup_cluster(false, node_like_heartbeat);
+    int fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    uint8_t buf[4096];
+    size_t have = 0;
+    int pings = 0;
+    uint64_t t0 = 0, last = 0, min_gap = UINT64_MAX, max_gap = 0;
+    uint64_t end = uv_hrtime() / 1000000 + 1800;
+    while (uv_hrtime() / 1000000 < end) {
+        uv_run(&f->cl.loop, UV_RUN_NOWAIT);
+        ssize_t n = recv(fd, buf + have, sizeof buf - have, MSG_DONTWAIT);
+        if (n > 0)
+            have += (size_t)n;
+        while (have >= MM_WIRE_HDR_LEN) {
+            mm_wire_header h;
+            char why[160];
+            assert_int_equal(mm_wire_get_header(buf, t0 != 0, VLEN, &h, why, sizeof why), MM_WIRE_OK);
+            size_t len = MM_WIRE_HDR_LEN + (size_t)h.payload_len;
+            if (have < len)
+                break;
+            uint64_t now = uv_hrtime() / 1000000;
+            if (h.type == MM_WIRE_HELLO) {
+                t0 = last = now;
+            } else if (h.type == MM_WIRE_PING) {
+                pings++;
+                min_gap = now - last < min_gap ? now - last : min_gap;
+                max_gap = now - last > max_gap ? now - last : max_gap;
+                last = now;
+            }
+            memmove(buf, buf + len, have - len);
+            have -= len;
+        }
+        usleep(2000);
+    }
+    assert_true(t0 != 0);
+    /* at about 500, 1000, 1500 ms; never before the heartbeat, and well
+     * before twice it (the least timeout docs/protocol.md allows), with
+     * room for a loaded machine */
+    assert_true(pings >= 2 && pings <= 3);
+    assert_true(min_gap >= 490);
+    assert_true(max_gap <= 900);
+    teardown_cluster(f);
+}
+
 static bool up_twice(tn_cluster *cl, void *arg)
 {
     (void)arg;
@@ -400,9 +614,10 @@ static void reconnect_replaces(void **s)
     int fd2 = att_connect(f);
     att_hello(fd2, ATT_ID, 0xAB, VLEN);
     assert_true(tn_pump(&f->cl, up_twice, NULL, 5000));
-    /* the first socket is closed by the victim */
+    /* the first socket is closed by the victim, with the reason */
     watch w = {f, fd1, OFF(conns_accepted), 0};
     assert_true(tn_pump(&f->cl, refused, &w, 5000));
+    assert_true(refusal_says(f, "replaced by a newer connection"));
     assert_true(mm_transport_is_up(f->cl.node[VICTIM].t, ATT_ID));
     uint8_t *v = att_vector(4.0f);
     att_frame(fd2, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
@@ -414,6 +629,129 @@ static void reconnect_replaces(void **s)
     f->round++;
     assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
     teardown_cluster(f);
+}
+
+/* Log lines go to f as well as stderr; log_says(f, text) looks for text in
+ * what was written since. */
+static FILE *log_capture(void)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    mm_log_set_file(f);
+    return f;
+}
+
+static bool log_says(FILE *f, const char *text)
+{
+    fflush(f);
+    rewind(f);
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, text) != NULL;
+    fseek(f, 0, SEEK_END);
+    return found;
+}
+
+typedef struct { uint32_t victim; uint64_t n; } clash_arg;
+
+static bool clash_counted(tn_cluster *cl, void *arg)
+{
+    clash_arg *a = arg;
+    mm_transport_stats st;
+    mm_transport_get_stats(cl->node[a->victim].t, &st);
+    return st.id_clash >= a->n;
+}
+
+/* Two peers started with the same id on different ports (issue 12): both
+ * dial peer 1, each new connection replacing the other's. Peer 1 must not
+ * flap ("connected again" dozens of times) but refuse the id with a reason
+ * naming the clash, counted as id_clash, on its side and on the dialling
+ * side; while refused, it is down (so nothing of either is mixed). */
+static void two_peers_one_id(void **s)
+{
+    FILE *log = log_capture();
+    tn_cluster cl;
+    tn_init(&cl, 3, VLEN);
+    for (uint32_t i = 0; i < 3; i++) {
+        mm_transport_config c = tn_config(&cl, i, NULL);
+        if (i == 2) { /* slot 2 is a second "peer 0", listening elsewhere */
+            c.self_id = 0;
+            c.listen_addr = cl.addr[2];
+        }
+        assert_non_null(tn_start(&cl, i, &c));
+    }
+    uint32_t one = 1, zero = 0;
+    mm_transport_want(cl.node[0].t, &one, 1);
+    mm_transport_want(cl.node[2].t, &one, 1);
+    mm_transport_want(cl.node[1].t, &zero, 1);
+    clash_arg a = {1, 1};
+    assert_true(tn_pump(&cl, clash_counted, &a, 5000));
+    /* detected after MM_ID_CLASH_REPLACES replacements, not dozens */
+    assert_true(cl.node[1].up[0] <= MM_ID_CLASH_REPLACES + 1);
+    assert_true(log_says(log, "two peers claim id 0"));
+    assert_true(log_says(log, "is a peer started twice with --id 0?"));
+    /* the refused side knows why */
+    mm_transport_stats s0, s2;
+    tn_run_for(&cl, 300);
+    mm_transport_get_stats(cl.node[0].t, &s0);
+    mm_transport_get_stats(cl.node[2].t, &s2);
+    assert_true(s0.id_clash + s2.id_clash >= 1);
+    assert_true(log_says(log, "refused us: two peers claim id 0"));
+    /* while the id is refused: no more flapping, nobody up as peer 0 */
+    int ups = cl.node[1].up[0];
+    tn_run_for(&cl, 1500);
+    assert_int_equal(cl.node[1].up[0], ups);
+    assert_false(mm_transport_is_up(cl.node[1].t, 0));
+    mm_log_set_file(NULL);
+    fclose(log);
+    assert_int_equal(tn_destroy(&cl), 0);
+}
+
+typedef struct { uint64_t a, b; } two_counts;
+
+static bool both_mismatch(tn_cluster *cl, void *arg)
+{
+    two_counts *c = arg;
+    mm_transport_stats s0, s1;
+    mm_transport_get_stats(cl->node[0].t, &s0);
+    mm_transport_get_stats(cl->node[1].t, &s1);
+    return s0.tls_mismatch >= c->a && s1.tls_mismatch >= c->b;
+}
+
+/* A --plaintext peer and a TLS peer (issue 12): each side names the
+ * mismatch in its own terms and counts it as tls_mismatch (not as bad
+ * magic or a TLS error), whichever of the two dials. */
+static void tls_plaintext_mismatch(void **s)
+{
+    for (int tls_dials = 1; tls_dials >= 0; tls_dials--) {
+        FILE *log = log_capture();
+        tn_cluster cl;
+        tn_init(&cl, 2, VLEN);
+        for (uint32_t i = 0; i < 2; i++) { /* peer 0 dials */
+            bool tls = (i == 0) == (tls_dials == 1);
+            mm_transport_config c = tn_config(&cl, i, tls ? certdir : NULL);
+            assert_non_null(tn_start(&cl, i, &c));
+        }
+        uint32_t one = 1, zero = 0;
+        mm_transport_want(cl.node[0].t, &one, 1);
+        mm_transport_want(cl.node[1].t, &zero, 1);
+        two_counts want = {1, 1};
+        assert_true(tn_pump(&cl, both_mismatch, &want, 5000));
+        assert_true(log_says(log, "speaks TLS but this peer runs --plaintext"));
+        assert_true(log_says(log, "speaks plaintext murmur (MRMR) but this peer expects TLS"));
+        if (tls_dials) /* the TLS dialler also shows what the plaintext side said */
+            assert_true(log_says(log, "(it said: TLS mismatch: peer at 127.0.0.1:"));
+        mm_transport_stats st[2];
+        for (int i = 0; i < 2; i++) {
+            mm_transport_get_stats(cl.node[i].t, &st[i]);
+            assert_int_equal(st[i].bad_magic + st[i].bad_tls, 0);
+            assert_int_equal(cl.node[i].up[1 - i], 0);
+        }
+        mm_log_set_file(NULL);
+        fclose(log);
+        assert_int_equal(tn_destroy(&cl), 0);
+    }
 }
 
 /* A real transport that poisons its vectors (cfg.test_poison). */
@@ -673,10 +1011,15 @@ int main(void)
         cmocka_unit_test(wrong_fingerprint),
         cmocka_unit_test(round_outside_window),
         cmocka_unit_test(nan_and_inf),
+        cmocka_unit_test(bad_weights),
+        cmocka_unit_test(hello_reserved),
         cmocka_unit_test(claims_other_id_plain),
         cmocka_unit_test(flood),
+        cmocka_unit_test(pending_cap_keeps_room_for_peers),
         cmocka_unit_test(silent_peer),
+        cmocka_unit_test(heartbeat_interval),
         cmocka_unit_test(reconnect_replaces),
+        cmocka_unit_test(two_peers_one_id),
         cmocka_unit_test(poisoned_peer),
         cmocka_unit_test(tls_claims_other_id),
         cmocka_unit_test(tls_no_cert),
@@ -685,6 +1028,7 @@ int main(void)
         cmocka_unit_test(tls_good_client_control),
         cmocka_unit_test(tls_garbage_after_handshake),
         cmocka_unit_test(tls_payload_crc_refused),
+        cmocka_unit_test(tls_plaintext_mismatch),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", certdir, otherdir, selfdir);

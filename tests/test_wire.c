@@ -215,10 +215,15 @@ static void decode_stream(size_t step)
 
 /* Feeds one header (+ payload) to a fresh decoder in TLS mode; returns the
  * last event. */
+static mm_weight_rule feed_rule; /* the weight rule feed_tls's decoder enforces */
+static uint32_t feed_peers;
+
 static mm_rx_event feed_tls(const mm_wire_header *h, const uint8_t *payload, uint8_t *vbuf,
                             uint64_t vec_len, mm_wire_rx *rx)
 {
     memset(rx, 0, sizeof *rx);
+    rx->weight_rule = feed_rule;
+    rx->n_peers = feed_peers;
     rx->hello_done = true;
     rx->vec_len = vec_len;
     rx->vec_buf = vbuf;
@@ -288,6 +293,49 @@ static void tls_no_payload_crc(void **s)
     assert_int_equal(rx.err, MM_WIRE_E_CHECKSUM);
 }
 
+/* The weight of a VECTOR per rule (docs/protocol.md 3.2): dpsgd/async
+ * exactly 1, pushsum within [2^-30, n]; anything else is refused as
+ * MM_WIRE_E_WEIGHT (NaN/Inf stay MM_WIRE_E_VALUES). */
+static void weight_rules(void **s)
+{
+    enum { N = 10 };
+    uint8_t vp[8 + 4 * N] = {0}, vbuf[8 + 4 * N];
+    mm_wire_rx rx;
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .round = 3, .payload_len = sizeof vp};
+    static const struct { mm_weight_rule rule; double w; int ok; } cases[] = {
+        {MM_WEIGHT_ONE, 1.0, 1}, {MM_WEIGHT_ONE, -2, 0}, {MM_WEIGHT_ONE, 0, 0},
+        {MM_WEIGHT_ONE, 1e-300, 0}, {MM_WEIGHT_ONE, 1e300, 0}, {MM_WEIGHT_ONE, 4e-320, 0},
+        {MM_WEIGHT_ONE, 1.0000000000000002, 0}, {MM_WEIGHT_ONE, 0.5, 0},
+        {MM_WEIGHT_PUSHSUM, 1.0, 1}, {MM_WEIGHT_PUSHSUM, 0x1p-30, 1}, {MM_WEIGHT_PUSHSUM, 4.0, 1},
+        {MM_WEIGHT_PUSHSUM, 0.37, 1}, {MM_WEIGHT_PUSHSUM, -2, 0}, {MM_WEIGHT_PUSHSUM, 0, 0},
+        {MM_WEIGHT_PUSHSUM, -0.0, 0}, {MM_WEIGHT_PUSHSUM, 1e-300, 0},
+        {MM_WEIGHT_PUSHSUM, 4e-320, 0}, {MM_WEIGHT_PUSHSUM, 0x1p-31, 0},
+        {MM_WEIGHT_PUSHSUM, 4.000000000000001, 0}, {MM_WEIGHT_PUSHSUM, 1e300, 0},
+        {MM_WEIGHT_FINITE, -2, 1}, {MM_WEIGHT_FINITE, 1e300, 1}, {MM_WEIGHT_FINITE, 4e-320, 1},
+    };
+    feed_peers = 4;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        feed_rule = cases[i].rule;
+        memcpy(vp, &cases[i].w, 8);
+        mm_rx_event ev = feed_tls(&h, vp, vbuf, N, &rx);
+        assert_int_equal(ev, cases[i].ok ? MM_RX_FRAME : MM_RX_ERROR);
+        if (!cases[i].ok) {
+            assert_int_equal(rx.err, MM_WIRE_E_WEIGHT);
+            assert_non_null(strstr(rx.why, "weight"));
+        }
+        assert_int_equal(mm_wire_weight_ok(cases[i].rule, cases[i].w, 4, NULL, 0), cases[i].ok);
+    }
+    /* not finite: a values error under every rule */
+    for (int r = MM_WEIGHT_FINITE; r <= MM_WEIGHT_PUSHSUM; r++) {
+        feed_rule = (mm_weight_rule)r;
+        double w = INFINITY;
+        memcpy(vp, &w, 8);
+        assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_ERROR);
+        assert_int_equal(rx.err, MM_WIRE_E_VALUES);
+    }
+    feed_rule = MM_WEIGHT_FINITE;
+}
+
 static void decoder_any_split(void **s)
 {
     for (size_t step = 1; step < 64; step++)
@@ -306,6 +354,7 @@ int main(void)
         cmocka_unit_test(finite_check),
         cmocka_unit_test(decoder_any_split),
         cmocka_unit_test(tls_no_payload_crc),
+        cmocka_unit_test(weight_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
