@@ -292,8 +292,11 @@ void conn_goodbye(conn *c, const char *why) { conn_leave(c, MM_WIRE_BYE, NULL, w
 
 static void send_hello(conn *c, uint32_t target)
 {
-    mm_wire_hello hello = {.vec_len = c->t->cfg.vec_len, .target = target};
-    memcpy(hello.fingerprint, c->t->cfg.fingerprint, 32);
+    const mm_transport_config *cfg = &c->t->cfg;
+    mm_wire_hello hello = {.vec_len = cfg->vec_len, .target = target, .algo = cfg->algo,
+                           .codec = cfg->codec, .codec_block = cfg->codec_block,
+                           .codec_frac = cfg->codec_frac};
+    memcpy(hello.fingerprint, cfg->fingerprint, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &hello);
     send_ctrl(c, MM_WIRE_HELLO, buf, sizeof buf);
@@ -435,6 +438,16 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "has %llu floats, peer %u has %llu", id,
                            (unsigned long long)hello.vec_len, cfg->self_id,
                            (unsigned long long)cfg->vec_len);
+    if (hello.algo != cfg->algo)
+        return conn_refuse(c, &t->st.bad_config, "algorithm differs: peer %u runs %s, peer "
+                           "%u runs %s", id, mm_wire_algo_name(hello.algo), cfg->self_id,
+                           mm_wire_algo_name(cfg->algo));
+    if (hello.codec != cfg->codec || hello.codec_block != cfg->codec_block ||
+        !(hello.codec_frac == cfg->codec_frac))
+        return conn_refuse(c, &t->st.bad_config, "codec differs: peer %u sends codec %u "
+                           "(block %u, fraction %.17g), peer %u codec %u (block %u, fraction "
+                           "%.17g)", id, hello.codec, hello.codec_block, hello.codec_frac,
+                           cfg->self_id, cfg->codec, cfg->codec_block, cfg->codec_frac);
     if (tr_id_clash(t, c, id))
         return;
     if (!c->dialer)
@@ -484,7 +497,8 @@ static void frame_received(conn *c)
         conn_close(c, false, "the peer said goodbye");
         break;
     case MM_WIRE_VECTOR:
-        tr_vector(t, c, h, c->rx.payload);
+        tr_vector(t, c, h, &c->rx.vec, c->rx.payload + MM_WIRE_VEC_HDR,
+                  (size_t)(h->payload_len - MM_WIRE_VEC_HDR));
         break;
     }
 }
@@ -500,6 +514,7 @@ static uint64_t *err_counter(mm_transport_stats *s, mm_wire_err e)
     case MM_WIRE_E_CHECKSUM: return &s->bad_checksum;
     case MM_WIRE_E_VALUES: return &s->bad_values;
     case MM_WIRE_E_WEIGHT: return &s->bad_weight;
+    case MM_WIRE_E_CODEC: return &s->bad_codec;
     case MM_WIRE_OK: break;
     }
     return NULL;
@@ -756,6 +771,9 @@ void conn_start(conn *c)
     uv_tcp_nodelay(&c->tcp, 1);
     c->rx.weight_rule = t->cfg.weight_rule;
     c->rx.n_peers = t->cfg.n_peers;
+    c->rx.codec = t->cfg.codec;
+    c->rx.max_body = t->cfg.max_body;
+    c->rx.allow_chunks = t->cfg.allow_chunks;
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
         c->st = C_HELLO;

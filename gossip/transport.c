@@ -117,7 +117,7 @@ void tr_conn_up(mm_transport *t, conn *c)
 {
     peer *p = &t->peers[c->peer];
     if (!p->rxbuf) {
-        p->rxbuf = malloc(8 + 4 * t->cfg.vec_len);
+        p->rxbuf = malloc(MM_WIRE_VEC_HDR + t->cfg.max_body);
         if (!p->rxbuf) {
             c->peer = -1;
             conn_close(c, false, "out of memory for the receive buffer");
@@ -192,7 +192,8 @@ void tr_conn_closed(mm_transport *t, conn *c)
     }
 }
 
-void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload)
+void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
+               const uint8_t *body, size_t body_len)
 {
     uint64_t w = t->cfg.round_window, cur = t->round;
     uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
@@ -201,14 +202,12 @@ void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t 
                            "window [%llu, %llu]", (unsigned long long)h->round,
                            (unsigned long long)lo, (unsigned long long)hi);
     peer *p = &t->peers[c->peer];
-    double weight;
-    memcpy(&weight, payload, 8);
     p->lent = true;
     p->last_used = mm_now_ms(t);
     conn_pause(c);
     t->st.vectors_recv++;
     if (t->cb.on_vector)
-        t->cb.on_vector(t->cb.ud, p->id, h->round, weight, (const float *)(payload + 8));
+        t->cb.on_vector(t->cb.ud, p->id, h->round, meta, body, body_len);
 }
 
 void tr_handle_closed(mm_transport *t)
@@ -515,6 +514,9 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.backoff_max_ms, 5000);
     DEFAULT(cfg.frame_timeout_ms, 30000);
     DEFAULT(cfg.round_window, 1000);
+    DEFAULT(cfg.algo, MM_WIRE_ALGO_DPSGD);
+    DEFAULT(cfg.codec, MM_WIRE_CODEC_FP32);
+    DEFAULT(cfg.max_body, 4 * cfg.vec_len);
     /* Every other peer of a cluster launched on one host may dial at once. */
     DEFAULT(cfg.max_conns_per_addr, cfg.n_peers > 16 ? cfg.n_peers : 16);
     DEFAULT(cfg.max_pending_conns, mm_transport_default_max_pending(cfg.n_peers));
@@ -664,39 +666,45 @@ bool mm_transport_is_up(const mm_transport *t, uint32_t peer_id)
 int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double weight,
                       const float *vec)
 {
+    mm_wire_vec meta = {.weight = weight, .codec = MM_WIRE_CODEC_FP32, .count = t->cfg.vec_len};
+    return mm_transport_send_vec(t, peer_id, round, &meta, vec, 4 * (size_t)t->cfg.vec_len);
+}
+
+int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t round,
+                          const mm_wire_vec *meta, const void *body, size_t body_len)
+{
     if (!mm_transport_is_up(t, peer_id))
         return -1;
     peer *p = &t->peers[peer_id];
-    size_t vbytes = (size_t)(4 * t->cfg.vec_len);
-    uint8_t w[8];
-    memcpy(w, &weight, 8);
+    mm_wire_vec m = *meta;
     uint8_t *owned = NULL;
     const char *poison = t->cfg.test_poison;
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
-                        .payload_len = 8 + vbytes};
+    const void *out = body;
     if (poison && !strncmp(poison, "weight=", 7)) {
         /* the vector as it is, with a push-sum weight it does not have */
-        double lie = strtod(poison + 7, NULL);
-        memcpy(w, &lie, 8);
-    } else if (poison) {
-        owned = malloc(vbytes);
+        m.weight = strtod(poison + 7, NULL);
+    } else if (poison && m.codec == MM_WIRE_CODEC_FP32) {
+        owned = malloc(body_len);
         if (!owned)
             return -1;
         float *o = (float *)owned;
-        memcpy(o, vec, vbytes);
+        memcpy(o, body, body_len);
         if (!strcmp(poison, "huge")) {
             /* finite, so the wire lets it through: an absurd norm is for
              * the receiver's --clip-pull to bound, not for the transport */
-            for (uint64_t i = 0; i < t->cfg.vec_len; i++)
+            for (uint64_t i = 0; i < m.count; i++)
                 o[i] = o[i] * MM_POISON_HUGE_SCALE + MM_POISON_HUGE_SCALE;
         } else {
-            o[t->cfg.vec_len / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
+            o[m.count / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
         }
-        vec = o;
+        out = o;
     }
+    uint8_t vh[MM_WIRE_VEC_HDR];
+    mm_wire_put_vec(vh, &m);
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
+                        .payload_len = MM_WIRE_VEC_HDR + body_len};
     p->last_used = mm_now_ms(t);
-    return conn_send_frame(p->conn, &h, w, 8, (const uint8_t *)vec, vbytes, true, peer_id,
-                           owned);
+    return conn_send_frame(p->conn, &h, vh, sizeof vh, out, body_len, true, peer_id, owned);
 }
 
 void mm_transport_release(mm_transport *t, uint32_t peer_id)

@@ -173,7 +173,8 @@ void conn_chunks_free(conn *c);
 bool tr_id_clash(mm_transport *t, conn *c, uint32_t id);
 void tr_conn_up(mm_transport *t, conn *c);
 void tr_conn_closed(mm_transport *t, conn *c);
-void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload);
+void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
+               const uint8_t *body, size_t body_len);
 void tr_handle_closed(mm_transport *t);
 void tr_crc_enqueue(mm_transport *t, out_item *it);
 void tr_crc_remove(mm_transport *t, out_item *it);

@@ -358,8 +358,8 @@ static void wait_sync(mm__trainer *t, uint64_t e)
             mm__mbox_peer(t->mb, p, &pv);
             if (pv.has_vector && pv.exchange == e) {
                 t->status[k] = IN_READY;
-                t->vec[k] = pv.vec;
-                t->wk[k] = pv.weight;
+                t->vec[k] = pv.body; /* fp32: the whole vector (the wire checked its length) */
+                t->wk[k] = pv.meta.weight;
             } else if (pv.has_vector && pv.exchange > e) {
                 t->status[k] = IN_MISSING; /* it has moved on without us */
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
@@ -407,9 +407,9 @@ static void gather_async(mm__trainer *t, uint64_t e)
             if (!t->latest[p])
                 t->latest[p] = malloc(t->P * sizeof(float));
             if (t->latest[p]) {
-                memcpy(t->latest[p], pv.vec, t->P * sizeof(float));
+                memcpy(t->latest[p], pv.body, t->P * sizeof(float));
                 t->latest_exchange[p] = (int64_t)pv.exchange;
-                t->latest_weight[p] = pv.weight;
+                t->latest_weight[p] = pv.meta.weight;
             }
             /* copied out at once, so the connection keeps flowing */
             mm__mbox_release(t->mb, p);
@@ -483,8 +483,9 @@ static int exchange(mm__trainer *t, uint64_t e, bool with_compute)
     float *s = mm__mbox_buf(t->mb, b);
     mm_mix_scale_copy(s, (float)t->w, t->x, t->P);
     mm__mbox_publish(t->mb, b, e);
+    mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P};
     for (int k = 0; k < t->v.n_out; k++)
-        mm__mbox_send(t->mb, t->v.out[k].peer, e, b, t->w);
+        mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
     double t2 = mm_time_now();
     set_phase(t, PH_COMPUTE);
     if (with_compute)
