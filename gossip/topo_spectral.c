@@ -226,6 +226,50 @@ double mm_topo_rho(const mm_topology *t)
     return mm_topo_rho_round(t, 0);
 }
 
+static int cmp_desc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+int mm_topo_spectrum(const mm_topology *t, double *lam)
+{
+    size_t n = (size_t)t->n;
+    int rounds = mm_topo_random(t) ? MM_TOPO_SPECTRUM_ROUNDS
+                 : t->period > 1  ? t->period : 1;
+    double *m = calloc(n * n, sizeof *m), *work = NULL, query;
+    int nn = t->n, lwork = -1, info = 0, rc = -1;
+    if (!m)
+        return -1;
+    for (int r = 0; r < rounds; r++) {
+        double *w = mm_topo_matrix(t, (uint64_t)r);
+        if (!w)
+            goto out;
+        /* the symmetric part: the spectrum of a doubly stochastic W's
+         * quadratic form x^T W x, which is what neighbour distances see */
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                m[i * n + j] += 0.5 * (w[i * n + j] + w[j * n + i]) / rounds;
+        free(w);
+    }
+    dsyev_("N", "U", &nn, m, &nn, lam, &query, &lwork, &info);
+    if (info)
+        goto out;
+    lwork = (int)query;
+    work = malloc((size_t)lwork * sizeof *work);
+    if (!work)
+        goto out;
+    dsyev_("N", "U", &nn, m, &nn, lam, work, &lwork, &info);
+    if (info)
+        goto out;
+    qsort(lam, n, sizeof *lam, cmp_desc);
+    rc = 0;
+out:
+    free(m);
+    free(work);
+    return rc;
+}
+
 static int cmp_nb(const void *a, const void *b)
 {
     uint32_t x = ((const mm_neighbour *)a)->peer, y = ((const mm_neighbour *)b)->peer;

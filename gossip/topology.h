@@ -176,6 +176,16 @@ double mm_topo_rho_round(const mm_topology *t, uint64_t round);
 /* || A ||_2 of an n*n row-major matrix (LAPACK dgesvd); -1 on failure. */
 double mm_mat_norm2(const double *a, int n);
 
+/* The eigenvalues of W's symmetric part (W + W^T)/2, largest first, into
+ * lam[0..n): of W itself for a static graph; of the mean W over one period
+ * for a periodic schedule, over MM_TOPO_SPECTRUM_ROUNDS rounds for the
+ * random ones. For a connected doubly stochastic W, lam[0] = 1 (the
+ * average) and the others tell how neighbour distances relate to the
+ * consensus distance (gossip/consensus.h). Dense O(n^3) work through
+ * LAPACK, once: for set-up and tools. 0, or -1 (out of memory, LAPACK). */
+#define MM_TOPO_SPECTRUM_ROUNDS 64
+int mm_topo_spectrum(const mm_topology *t, double *lam);
+
 /* Facts `murmur topo info` prints. For schedules, graph facts are about the
  * union of one period's edges (random matching: of the first `window`
  * rounds, as many as it took for the union to be connected but at least

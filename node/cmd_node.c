@@ -22,6 +22,11 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
     return 0;
 }
 
+static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return mm_gsched_parse(arg, 1000, dst, err, errlen);
+}
+
 static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_algo *)dst); }
 
 static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
@@ -38,9 +43,10 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 /* --different-init and --verbose set something other than a bool field. */
 typedef struct {
     bool different_init, verbose;
+    bool gossip_steps, max_gossip_steps; /* given on the command line */
 } node_flags;
 
-#define NODE_OPTS 64
+#define NODE_OPTS 96
 static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_flags *f)
 {
     static mm_opt t[NODE_OPTS];
@@ -78,7 +84,15 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_INT, "local-steps", "H", &c->local_steps, 1, 100000,
                "optimizer steps between averagings"),
         MM_OPT(MM_OPT_INT, "gossip-steps", "G", &c->gossip_steps, 1, 1000,
-               "averaging iterations per round"),
+               "averaging iterations per round", .given = &f->gossip_steps),
+        MM_OPT(MM_OPT_CUSTOM, "gossip-steps-schedule", "R:G,...", &c->gossip_schedule, 0, 0,
+               "G averaging iterations per round from round R on, e.g. 0:4,300:1 "
+               "(instead of --gossip-steps)", .parse = parse_schedule, .hide_default = true),
+        MM_OPT(MM_OPT_DOUBLE, "consensus-target", "X", &c->consensus_target, 0, 1e30,
+               "dpsgd: hold the consensus distance near X with 1..--max-gossip-steps "
+               "exchanges a round, agreed with each neighbour (0 off)", .hide_default = true),
+        MM_OPT(MM_OPT_INT, "max-gossip-steps", "G", &c->max_gossip_steps, 1, 64,
+               "with --consensus-target: most exchanges a round", .given = &f->max_gossip_steps),
         MM_OPT(MM_OPT_FLAG, "no-train", NULL, &c->no_train, 0, 0,
                "pure gossip: no training, replicas start apart"),
         MM_OPT(MM_OPT_LONG, "vector-len", "N", &c->vector_len, 1, (double)(1L << 34),
@@ -126,6 +140,24 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         t[n++] = gossip[i];
     t[n] = (mm_opt){MM_OPT_END};
     return t;
+}
+
+/* The three ways to set a round's exchanges exclude each other. */
+static int check_consensus(const mm_node_config *c, const node_flags *f)
+{
+    const char *why = NULL;
+    if (c->gossip_schedule.n && f->gossip_steps)
+        why = "give --gossip-steps or --gossip-steps-schedule, not both";
+    else if (c->consensus_target > 0 && (f->gossip_steps || c->gossip_schedule.n))
+        why = "--consensus-target chooses the gossip steps itself: drop --gossip-steps and "
+              "--gossip-steps-schedule";
+    else if (c->consensus_target > 0 && c->algo != MM_ALGO_DPSGD)
+        why = "--consensus-target needs --algo dpsgd (neighbours agree on every exchange)";
+    else if (f->max_gossip_steps && !(c->consensus_target > 0))
+        why = "--max-gossip-steps bounds --consensus-target, which is not given";
+    if (why)
+        fprintf(stderr, "murmur node: %s\n", why);
+    return why ? -1 : 0;
 }
 
 static const mm_opt *help_table;
@@ -187,6 +219,8 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
+    if (check_consensus(&c, &f) != 0)
+        return 2;
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */
     if (c.no_train && !given.data)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gossip/consensus.h"
 #include "node/replica.h"
 
 typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM } mm_algo;
@@ -32,6 +33,12 @@ typedef struct {
     mm_algo algo;
     long rounds;
     int local_steps, gossip_steps;
+    /* consensus control (docs/node.md): a schedule of gossip steps by round
+     * (n = 0: none; then gossip_steps), or, with consensus_target > 0,
+     * between 1 and max_gossip_steps exchanges a round as peers agree */
+    mm_gsched gossip_schedule;
+    double consensus_target;
+    int max_gossip_steps;
     bool no_train;
     long vector_len;               /* >0: pure gossip on a plain vector, no model */
     bool same_init;                /* all peers start from the same x_0 */

@@ -24,6 +24,7 @@
 #include "base/metrics.h"
 #include "base/peak_rss.h"
 #include "base/sha256.h"
+#include "gossip/consensus.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
@@ -32,8 +33,10 @@
 #include "report/snapshot.h"
 
 /* IN_REFUSED: it arrived (its buffer must go back) but the mix refused its
- * weight, so it counts as missing. */
-enum { IN_WAITING, IN_READY, IN_MISSING, IN_REFUSED };
+ * weight, so it counts as missing. IN_OFF: consensus control left this
+ * neighbour out of the exchange (both ends agreed): not waited for, its
+ * weight goes to self, and it is not missing. */
+enum { IN_WAITING, IN_READY, IN_MISSING, IN_REFUSED, IN_OFF };
 
 /* The phases of one exchange, in order; asserted in debug builds. */
 typedef enum { PH_IDLE, PH_SNAPSHOT, PH_COMPUTE, PH_WAIT, PH_MIX } phase;
@@ -73,6 +76,21 @@ struct mm__trainer {
     double loss_sum;
     int loss_n;
     phase ph;
+
+    /* consensus control (docs/node.md): exchange e of round r, step g, is
+     * r * stride + g on the wire */
+    uint64_t stride;
+    bool adaptive;                  /* --consensus-target */
+    mm_cc cc;
+    double *cc_ratio;               /* R(G), G = 1..max_gossip_steps */
+    bool *on;                       /* in[k] (= out[k]) takes part in this exchange */
+    bool *more;                     /* in[k]'s vector of this exchange said MORE */
+    double *aux;                    /* ... and carried this aux */
+    int *status0;                   /* the round's first exchange: status, distance */
+    double *dist0;
+    int *n_ex;                      /* exchanges in which in[k]'s vector was mixed */
+    int exchanges, want;            /* this round: exchanges run; adaptive: asked for */
+    bool more_warned;
 
     double t_start, start_deadline;
     double t_compute, t_comm, t_wait;
@@ -180,8 +198,15 @@ static int alloc_round(mm__trainer *t)
     t->dist = calloc((size_t)maxdeg, sizeof *t->dist);
     t->ids = calloc((size_t)maxdeg * 4 + 4, sizeof *t->ids);
     t->sketch = calloc((size_t)t->cfg->sketch_dim, sizeof *t->sketch);
+    t->on = calloc((size_t)maxdeg, sizeof *t->on);
+    t->more = calloc((size_t)maxdeg, sizeof *t->more);
+    t->aux = calloc((size_t)maxdeg, sizeof *t->aux);
+    t->status0 = calloc((size_t)maxdeg, sizeof *t->status0);
+    t->dist0 = calloc((size_t)maxdeg, sizeof *t->dist0);
+    t->n_ex = calloc((size_t)maxdeg, sizeof *t->n_ex);
     if (!t->in_buf || !t->out_buf || !t->mix_in || !t->status || !t->vec || !t->wk ||
-        !t->dist || !t->ids || !t->sketch)
+        !t->dist || !t->ids || !t->sketch || !t->on || !t->more || !t->aux || !t->status0 ||
+        !t->dist0 || !t->n_ex)
         return -1;
     if (t->cfg->algo == MM_ALGO_ASYNC) {
         t->latest = calloc(t->n, sizeof *t->latest);
@@ -196,6 +221,60 @@ static int alloc_round(mm__trainer *t)
     t->v.out = t->out_buf;
     t->next.in = t->in_buf + maxdeg;
     t->next.out = t->out_buf + maxdeg;
+    return 0;
+}
+
+/* Whether this round's neighbours are one undirected set: in[k] and out[k]
+ * the same peer (both lists are sorted by id), so that an edge's two ends
+ * can agree on its exchanges. */
+static bool undirected_view(const mm_round_view *v)
+{
+    if (v->n_in != v->n_out)
+        return false;
+    for (int k = 0; k < v->n_in; k++)
+        if (v->in[k].peer != v->out[k].peer)
+            return false;
+    return true;
+}
+
+/* The exchange numbering's stride, and with --consensus-target the
+ * estimator's correction for this topology and a check that every round
+ * (over a period, or MM_TOPO_SPECTRUM_ROUNDS rounds of a random schedule)
+ * is undirected at this peer. */
+static int consensus_init(mm__trainer *t, char *err, size_t errlen)
+{
+    const mm_node_config *c = t->cfg;
+    t->adaptive = c->consensus_target > 0;
+    t->stride = t->adaptive ? (uint64_t)c->max_gossip_steps
+                : c->gossip_schedule.n ? (uint64_t)mm_gsched_max(&c->gossip_schedule)
+                : (uint64_t)(c->gossip_steps > 0 ? c->gossip_steps : 1);
+    if (!t->adaptive)
+        return 0;
+    int period = mm_topo_period(t->topo);
+    int rounds = period > 0 ? period : MM_TOPO_SPECTRUM_ROUNDS;
+    for (int r = 0; r < rounds; r++) {
+        if (mm_topo_round(t->topo, t->id, (uint64_t)r, &t->v) != 0 || !undirected_view(&t->v)) {
+            snprintf(err, errlen, "--consensus-target needs a topology whose every round is "
+                     "undirected (peer %u receives from other peers than it sends to in round "
+                     "%d): neighbours must agree on each exchange", t->id, r);
+            return -1;
+        }
+    }
+    double *lam = malloc(t->n * sizeof *lam);
+    t->cc_ratio = malloc((size_t)c->max_gossip_steps * sizeof *t->cc_ratio);
+    int rc = lam && t->cc_ratio && mm_topo_spectrum(t->topo, lam) == 0 &&
+                     mm_cc_ratios(lam, (int)t->n, c->max_gossip_steps, t->cc_ratio) == 0
+                 ? 0 : -1;
+    free(lam);
+    if (rc != 0) {
+        snprintf(err, errlen, "--consensus-target: the topology's spectrum could not be "
+                 "computed (out of memory, or a single peer)");
+        return -1;
+    }
+    mm_cc_init(&t->cc, c->consensus_target, c->max_gossip_steps, t->cc_ratio);
+    mm_info("consensus control: target %g, 1..%d exchanges a round, R(1) = %.4f, R(%d) = %.4f",
+            c->consensus_target, c->max_gossip_steps, t->cc_ratio[0], c->max_gossip_steps,
+            t->cc_ratio[c->max_gossip_steps - 1]);
     return 0;
 }
 
@@ -221,6 +300,8 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
                  mm_topo_max_degree(topo));
         goto fail;
     }
+    if (consensus_init(t, err, errlen) != 0)
+        goto fail;
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", t->dir);
     if (mm_metrics_open(&t->metrics, path, err, errlen) != 0)
@@ -254,6 +335,13 @@ void mm__trainer_free(mm__trainer *t)
     free(t->dist);
     free(t->ids);
     free(t->sketch);
+    free(t->on);
+    free(t->more);
+    free(t->aux);
+    free(t->status0);
+    free(t->dist0);
+    free(t->n_ex);
+    free(t->cc_ratio);
     free(t);
 }
 
@@ -308,7 +396,7 @@ static void want_round(mm__trainer *t, long round)
  * graph it may simply be early. Returns the round to run. */
 static long fast_forward(mm__trainer *t, long round)
 {
-    uint64_t g = (uint64_t)t->cfg->gossip_steps;
+    uint64_t g = t->stride;
     long target = -1;
     for (int k = 0; k < t->v.n_in; k++) {
         mm__peer_view pv;
@@ -360,6 +448,8 @@ static void wait_sync(mm__trainer *t, uint64_t e)
                 t->status[k] = IN_READY;
                 t->vec[k] = pv.body; /* fp32: the whole vector (the wire checked its length) */
                 t->wk[k] = pv.meta.weight;
+                t->more[k] = (pv.meta.flags & MM_VEC_MORE) != 0;
+                t->aux[k] = pv.meta.aux;
             } else if (pv.has_vector && pv.exchange > e) {
                 t->status[k] = IN_MISSING; /* it has moved on without us */
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
@@ -468,9 +558,10 @@ static void compute(mm__trainer *t)
     }
 }
 
-/* One exchange: snapshot, send, (compute), wait, mix. Returns -1 when
- * stopping before anything was sent. */
-static int exchange(mm__trainer *t, uint64_t e, bool with_compute)
+/* One exchange: snapshot, send, (compute), wait, mix, with the neighbours
+ * on[] names (all but where consensus control dropped an edge); more sets
+ * MORE in what we send. Returns -1 when stopping before anything was sent. */
+static int exchange(mm__trainer *t, uint64_t e, bool with_compute, bool more)
 {
     double t0 = mm_time_now();
     set_phase(t, PH_SNAPSHOT);
@@ -483,17 +574,21 @@ static int exchange(mm__trainer *t, uint64_t e, bool with_compute)
     float *s = mm__mbox_buf(t->mb, b);
     mm_mix_scale_copy(s, (float)t->w, t->x, t->P);
     mm__mbox_publish(t->mb, b, e);
-    mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P};
+    mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P,
+                        .flags = more ? MM_VEC_MORE : 0, .aux = t->adaptive ? t->cc.a : 0};
     for (int k = 0; k < t->v.n_out; k++)
-        mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
+        if (!t->adaptive || t->on[k]) /* adaptive: out[k] is in[k] (undirected_view) */
+            mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
     double t2 = mm_time_now();
     set_phase(t, PH_COMPUTE);
     if (with_compute)
         compute(t);
     double t3 = mm_time_now();
     set_phase(t, PH_WAIT);
-    for (int k = 0; k < t->v.n_in; k++)
-        t->status[k] = IN_WAITING;
+    for (int k = 0; k < t->v.n_in; k++) {
+        t->status[k] = t->on[k] ? IN_WAITING : IN_OFF;
+        t->more[k] = false;
+    }
     if (t->cfg->algo == MM_ALGO_ASYNC)
         gather_async(t, e);
     else
@@ -575,14 +670,17 @@ static void log_round(mm__trainer *t, double loss, float lr)
     mm_transport_stats st;
     mm__mbox_stats(t->mb, &st, false);
 
+    /* neighbours and distances of the round's first exchange, the one
+     * every neighbour takes part in, between the states the round starts
+     * from (what the snapshots hold) */
     int present = 0, missing = 0;
     uint32_t *ids = t->ids;
     for (int k = 0; k < t->v.n_in; k++)
-        if (t->status[k] == IN_READY)
+        if (t->status0[k] == IN_READY)
             ids[present++] = t->v.in[k].peer;
     uint32_t *miss = ids + present;
     for (int k = 0; k < t->v.n_in; k++)
-        if (t->status[k] != IN_READY)
+        if (t->status0[k] != IN_READY)
             miss[missing++] = t->v.in[k].peer;
 
     mm_metrics *m = &t->metrics;
@@ -598,17 +696,33 @@ static void log_round(mm__trainer *t, double loss, float lr)
     mm_metrics_ids(m, "missing", miss, missing);
     mm_metrics_obj_begin(m, "dist");
     for (int k = 0; k < t->v.n_in; k++)
-        if (t->status[k] == IN_READY && isfinite(t->dist[k]))
-            mm_metrics_obj_num(m, t->v.in[k].peer, t->dist[k]);
+        if (t->status0[k] == IN_READY && isfinite(t->dist0[k]))
+            mm_metrics_obj_num(m, t->v.in[k].peer, t->dist0[k]);
     mm_metrics_obj_end(m);
+    mm_metrics_int(m, "exchanges", t->exchanges);
+    if (t->adaptive) {
+        mm_metrics_int(m, "want", t->want);
+        mm_metrics_num(m, "xi_est", mm_cc_estimate(&t->cc)); /* after this round's q: the next decision's */
+        mm_metrics_num(m, "gamma", t->cc.gamma);
+        mm_metrics_obj_begin(m, "nbr_exchanges");
+        for (int k = 0; k < t->v.n_in; k++)
+            mm_metrics_obj_num(m, t->v.in[k].peer, t->n_ex[k]);
+        mm_metrics_obj_end(m);
+    }
     if (t->cfg->algo == MM_ALGO_PUSHSUM)
         mm_metrics_num(m, "w", t->w);
     mm_metrics_end(m);
 
+    char cc[96] = "";
+    if (t->adaptive)
+        snprintf(cc, sizeof cc, " | exchanges %d (wanted %d, Xi est %.3e)", t->exchanges,
+                 t->want, mm_cc_estimate(&t->cc));
+    else if (t->exchanges > 1)
+        snprintf(cc, sizeof cc, " | exchanges %d", t->exchanges);
     if (t->cfg->log_every > 0 && (t->round % t->cfg->log_every == 0 || missing))
-        mm_info("round %ld step %ld loss %.4f | neighbours %d/%d%s | compute %.1fs comm %.1fs wait %.1fs",
+        mm_info("round %ld step %ld loss %.4f | neighbours %d/%d%s%s | compute %.1fs comm %.1fs wait %.1fs",
                 t->round, t->step, loss, present, t->v.n_in, missing ? " (some missing)" : "",
-                t->t_compute, t->t_comm, t->t_wait);
+                cc, t->t_compute, t->t_comm, t->t_wait);
 }
 
 /* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
@@ -654,6 +768,19 @@ static void write_start(mm__trainer *t)
     mm_metrics_int(m, "resumed_round", t->round);
     mm_metrics_int(m, "local_steps", c->local_steps);
     mm_metrics_int(m, "gossip_steps", c->gossip_steps);
+    mm_metrics_int(m, "exchange_stride", (long long)t->stride);
+    if (c->gossip_schedule.n) {
+        char sched[MM_GSCHED_MAX * 32];
+        size_t len = 0;
+        for (int i = 0; i < c->gossip_schedule.n && len < sizeof sched; i++)
+            len += (size_t)snprintf(sched + len, sizeof sched - len, "%s%ld:%d", i ? "," : "",
+                                    c->gossip_schedule.from[i], c->gossip_schedule.steps[i]);
+        mm_metrics_str(m, "gossip_schedule", sched);
+    }
+    if (t->adaptive) {
+        mm_metrics_num(m, "consensus_target", c->consensus_target);
+        mm_metrics_int(m, "max_gossip_steps", c->max_gossip_steps);
+    }
     if (t->have_model) {
         /* what it takes to evaluate a snapshot offline (murmur report) */
         mm_metrics_int(m, "layers", c->train.model.n_layer);
@@ -689,8 +816,60 @@ static void write_end(mm__trainer *t, const char *reason)
 
 /* ---- the thread ------------------------------------------------------------ */
 
-/* One round: neighbours, G exchanges, its metrics line. -1 when stopping
- * (the round is abandoned), 1 when the round was skipped by fast-forward. */
+/* After the round's first exchange: what the round line reports of it, and
+ * q = sum_j W_ij ||x_i - x_j||^2 over the neighbours that came, scaled up to
+ * all of them (NaN when none came): the estimator's input. */
+static double first_exchange(mm__trainer *t)
+{
+    double wq = 0, w_all = 0, w_in = 0;
+    for (int k = 0; k < t->v.n_in; k++) {
+        t->status0[k] = t->status[k];
+        t->dist0[k] = t->dist[k];
+        w_all += t->v.in[k].weight;
+        if (t->status[k] == IN_READY && isfinite(t->dist[k])) {
+            wq += t->v.in[k].weight * t->dist[k] * t->dist[k];
+            w_in += t->v.in[k].weight;
+        }
+    }
+    return w_in > 0 ? wq * w_all / w_in : NAN;
+}
+
+/* Consensus control after an exchange: average the gossiped estimate like
+ * the parameters (a missing neighbour's weight to self), and keep for the
+ * next exchange only the edges whose both ends said MORE in this one and
+ * whose vector came. Returns the number of edges left. */
+static int agree_next(mm__trainer *t, bool first, double q, bool more)
+{
+    double a = t->cc.a, mixed = a;
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_READY)
+            mixed += t->v.in[k].weight * (t->aux[k] - a);
+    mm_cc_fold(&t->cc, mixed, q, first);
+    int live = 0;
+    for (int k = 0; k < t->v.n_in; k++) {
+        t->on[k] = t->on[k] && more && t->status[k] == IN_READY && t->more[k];
+        live += t->on[k];
+    }
+    return live;
+}
+
+/* A neighbour that says MORE to a peer without --consensus-target runs
+ * another configuration: say so once (its edge gets one exchange a round). */
+static void warn_more(mm__trainer *t)
+{
+    for (int k = 0; k < t->v.n_in && !t->more_warned; k++)
+        if (t->status[k] == IN_READY && t->more[k]) {
+            mm_warn("peer %u asks for more exchanges (MORE): is it running --consensus-target? "
+                    "This peer is not, and does one exchange a round with it", t->v.in[k].peer);
+            t->more_warned = true;
+        }
+}
+
+/* One round: neighbours, its exchanges, its metrics line. -1 when stopping
+ * (the round is abandoned), 1 when the round was skipped by fast-forward.
+ * Exchanges: --gossip-steps G, or the schedule's G for this round, or with
+ * --consensus-target as many as this peer wants and each neighbour agrees
+ * to (docs/node.md, "Consensus control"). */
 static int run_round(mm__trainer *t)
 {
     const mm_node_config *c = t->cfg;
@@ -705,10 +884,33 @@ static int run_round(mm__trainer *t)
     t->loss_sum = 0;
     t->loss_n = 0;
     float lr = t->have_model ? mm_adamw_lr(&c->train.adamw, t->rep.opt.step) : 0;
-    int G = c->gossip_steps > 0 ? c->gossip_steps : 1;
-    for (int g = 0; g < G; g++)
-        if (exchange(t, (uint64_t)t->round * (uint64_t)G + (uint64_t)g, g == 0) != 0)
+    int G = c->gossip_schedule.n ? mm_gsched_steps(&c->gossip_schedule, t->round)
+            : c->gossip_steps > 0 ? c->gossip_steps : 1;
+    if (t->adaptive) {
+        t->want = mm_cc_round(&t->cc, (uint64_t)t->round);
+        /* (a time-varying graph checked only over a sample of its rounds) */
+        G = undirected_view(&t->v) ? t->want : 1;
+    }
+    for (int k = 0; k < t->v.n_in; k++) {
+        t->on[k] = true;
+        t->n_ex[k] = 0;
+    }
+    t->exchanges = 0;
+    for (int g = 0; g < G; g++) {
+        bool more = t->adaptive && g + 1 < G && !stopping(t);
+        if (exchange(t, (uint64_t)t->round * t->stride + (uint64_t)g, g == 0, more) != 0)
             return -1;
+        t->exchanges++;
+        for (int k = 0; k < t->v.n_in; k++)
+            t->n_ex[k] += t->status[k] == IN_READY;
+        double q = g == 0 ? first_exchange(t) : NAN;
+        if (!t->adaptive) {
+            if (!t->more_warned)
+                warn_more(t);
+        } else if (agree_next(t, g == 0, q, more) == 0) {
+            break;
+        }
+    }
     log_round(t, t->loss_n ? t->loss_sum / t->loss_n : NAN, lr);
     return 0;
 }

@@ -22,6 +22,11 @@ typedef struct {
     double bytes_sent, bytes_recv, t_compute, t_comm, t_wait;
     double nbrs, missing;
     double dist_mean; /* mean of the round's neighbour distances, NaN if none */
+    /* Consensus control: exchanges this round (1 when the line does not
+     * say), their sum over this peer's rounds up to this one, and the
+     * peer's estimate of the consensus distance (NaN without
+     * --consensus-target). */
+    double exchanges, exchanges_cum, xi_est;
 } mm_rep_round;
 
 typedef struct {
@@ -63,6 +68,11 @@ typedef struct {
     double f_compute, f_comm, f_wait; /* cumulative fractions of wall time */
     double wall;            /* max peer wall time (summed over restarts) */
     double nbr_dist;        /* mean neighbour distance seen while mixing */
+    /* Exchanges of this round (mean over the peers' round records), their
+     * mean per round from round 0 to this one (the G bytes scale with),
+     * and sqrt(mean of the squared xi_est) over the peers that have one:
+     * the peers' estimate of Xi (NaN when none has). */
+    double exchanges, exchanges_avg, xi_est;
     double norm_mean;       /* mean ||x_i|| from the eval lines (Xi/norm: relative spread) */
     /* Exact rows only (else NaN): ||xbar||, min/max over peers of
      * ||x_i - xbar||, and the averaged model's validation figures when the

@@ -293,6 +293,8 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
             rd.step = num_or(&o, "step", NAN);
             rd.loss = num_or(&o, "loss", NAN);
             rd.lr = num_or(&o, "lr", NAN);
+            rd.exchanges = num_or(&o, "exchanges", 1); /* older lines: one a round */
+            rd.xi_est = num_or(&o, "xi_est", NAN);
             rd.nbrs = num_or(&o, "nbrs", NAN);
             rd.missing = num_or(&o, "missing", NAN);
             rd.dist_mean = NAN;
@@ -368,6 +370,9 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
     fclose(f);
 
     p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
+    double ex = 0;
+    for (size_t i = 0; i < p->n_rounds; i++)
+        p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges;
     p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
     qsort(pend, n_pend, sizeof *pend, cmp_pending);
     for (size_t i = 0; i < n_pend; i++) {

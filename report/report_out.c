@@ -34,40 +34,51 @@ void mm_report_print_table(const mm_report *r, FILE *out)
             (long long)r->params);
     fprintf(out, "consensus distance Xi = sqrt(1/n sum ||x_i - xbar||^2) over the peers present; "
                  "time split and bytes are cumulative to that round\n\n");
-    fprintf(out, "%8s %5s %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s\n",
+    fprintf(out, "%8s %5s %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s %5s\n",
             "round", "peers", "consensus", "how", "acc", "acc_min", "acc_max", "val_loss",
-            "vl_min", "vl_max", "train", "MB/peer", "comp%", "comm%", "wait%", "wall_s");
+            "vl_min", "vl_max", "train", "MB/peer", "comp%", "comm%", "wait%", "wall_s", "G");
     for (size_t i = 0; i < r->n_rows; i++) {
         const mm_rep_row *w = &r->rows[i];
-        fprintf(out, "%8lld %2d/%-2d %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s\n",
+        fprintf(out, "%8lld %2d/%-2d %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s %5s\n",
                 (long long)w->round, w->n_present, r->n_expected, F("%.4e", w->xi), w->method,
                 F("%.4f", w->acc_mean), F("%.4f", w->acc_min), F("%.4f", w->acc_max),
                 F("%.4f", w->vloss_mean), F("%.4f", w->vloss_min), F("%.4f", w->vloss_max),
                 F("%.4f", w->loss_mean), F("%.3f", w->sent_peer / 1e6),
                 F("%.1f", 100 * w->f_compute), F("%.1f", 100 * w->f_comm),
-                F("%.1f", 100 * w->f_wait), F("%.1f", w->wall));
+                F("%.1f", 100 * w->f_wait), F("%.1f", w->wall), F("%.2f", w->exchanges));
     }
+    fprintf(out, "(G: exchanges a round, mean over the peers: --gossip-steps, the schedule's or "
+                 "what consensus control agreed)\n");
 
     bool any_exact = false;
     for (size_t i = 0; i < r->n_rows; i++)
         any_exact |= !isnan(r->rows[i].xi_exact);
     if (any_exact) {
         fprintf(out, "\nexact rounds (snapshots): the averaged model xbar\n");
-        fprintf(out, "%8s %11s %11s %11s %11s %11s %9s %9s %9s\n", "round", "Xi", "||xbar||",
-                "Xi/||xbar||", "min|x-xbar|", "max|x-xbar|", "sketch%", "avg_loss", "avg_acc");
+        bool any_est = false;
+        for (size_t i = 0; i < r->n_rows; i++)
+            any_est |= !isnan(r->rows[i].xi_est);
+        fprintf(out, "%8s %11s %11s %11s %11s %11s %9s %9s %9s%s\n", "round", "Xi", "||xbar||",
+                "Xi/||xbar||", "min|x-xbar|", "max|x-xbar|", "sketch%", "avg_loss", "avg_acc",
+                any_est ? "     est%" : "");
         for (size_t i = 0; i < r->n_rows; i++) {
             const mm_rep_row *w = &r->rows[i];
             if (isnan(w->xi_exact))
                 continue;
             double err = w->xi_exact > 0 ? 100 * (w->xi_sketch / w->xi_exact - 1) : NAN;
-            fprintf(out, "%8lld %11s %11s %11s %11s %11s %9s %9s %9s\n", (long long)w->round,
+            double est = w->xi_exact > 0 ? 100 * (w->xi_est / w->xi_exact - 1) : NAN;
+            fprintf(out, "%8lld %11s %11s %11s %11s %11s %9s %9s %9s", (long long)w->round,
                     F("%.4e", w->xi_exact), F("%.4e", w->avg_norm),
                     F("%.3e", w->avg_norm > 0 ? w->xi_exact / w->avg_norm : NAN),
                     F("%.4e", w->dev_min), F("%.4e", w->dev_max), F("%+.2f", err),
                     F("%.4f", w->avg_val_loss), F("%.4f", w->avg_val_acc));
+            if (any_est)
+                fprintf(out, " %9s", F("%+.2f", est));
+            fputc('\n', out);
         }
         fprintf(out, "(sketch%%: error of the sketch estimate against exact; avg_loss/avg_acc: "
-                     "the averaged model on the validation sample)\n");
+                     "the averaged model on the validation sample%s)\n",
+                any_est ? "; est%: error of the peers' own estimate (consensus control)" : "");
     }
 
     fprintf(out, "\n%-8s %6s %8s %6s %-8s %10s %9s %5s\n", "peer", "starts", "rounds", "evals",
@@ -109,7 +120,7 @@ int mm_report_write_csv(const mm_report *r, const char *path)
                "acc_mean,acc_min,acc_max,val_loss_mean,val_loss_min,val_loss_max,train_loss,"
                "bytes_sent_sum,bytes_recv_sum,bytes_sent_per_peer,frac_compute,frac_comm,"
                "frac_wait,wall_s,nbr_dist,norm_mean,avg_norm,dev_min,dev_max,avg_val_loss,"
-               "avg_val_acc\n");
+               "avg_val_acc,exchanges,exchanges_avg,xi_est\n");
     for (size_t i = 0; i < r->n_rows; i++) {
         const mm_rep_row *w = &r->rows[i];
         fprintf(f, "%lld,%d", (long long)w->round, w->n_present);
@@ -127,7 +138,8 @@ int mm_report_write_csv(const mm_report *r, const char *path)
         csv_num(f, "%.1f", w->sent_peer);
         const double u[] = {w->f_compute, w->f_comm, w->f_wait, w->wall, w->nbr_dist,
                             w->norm_mean, w->avg_norm, w->dev_min, w->dev_max,
-                            w->avg_val_loss, w->avg_val_acc};
+                            w->avg_val_loss, w->avg_val_acc, w->exchanges,
+                            w->exchanges_avg, w->xi_est};
         for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
             csv_num(f, "%.9g", u[k]);
         fputc('\n', f);

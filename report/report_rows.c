@@ -135,7 +135,8 @@ void mm__report_build_rows(mm_report *r, const mm_report_opts *opt)
         row->avg_norm = row->dev_min = row->dev_max = row->avg_val_loss = row->avg_val_acc = NAN;
         int n = 0, n_acc = 0, n_vl = 0, n_snap = 0, n_loss = 0, n_dist = 0, n_ctr = 0;
         double loss = 0, dist = 0, t = 0, tc = 0, tm = 0, tw = 0, norm = 0;
-        int n_norm = 0;
+        int n_norm = 0, n_ex = 0, n_est = 0;
+        double ex = 0, ex_avg = 0, est2 = 0;
         row->wall = NAN;
         for (int i = 0; i < r->n_peers; i++) {
             const mm_rep_peer *p = &r->peers[i];
@@ -177,6 +178,17 @@ void mm__report_build_rows(mm_report *r, const mm_report_opts *opt)
                     loss += rd->loss;
                     n_loss++;
                 }
+                if (rd->round == round) {
+                    ex += rd->exchanges;
+                    n_ex++;
+                    if (isfinite(rd->xi_est)) {
+                        est2 += rd->xi_est * rd->xi_est;
+                        n_est++;
+                    }
+                }
+                /* rounds 0..rd->round, one record each (a peer that
+                 * skipped rounds to catch up ran no exchanges in them) */
+                ex_avg += rd->exchanges_cum / (double)(rd->round + 1);
                 if (rd->round == round && !isnan(rd->dist_mean)) {
                     dist += rd->dist_mean;
                     n_dist++;
@@ -188,6 +200,9 @@ void mm__report_build_rows(mm_report *r, const mm_report_opts *opt)
         minmeanmax(vl, n_vl, &row->vloss_min, &row->vloss_mean, &row->vloss_max);
         row->loss_mean = n_loss ? loss / n_loss : NAN;
         row->nbr_dist = n_dist ? dist / n_dist : NAN;
+        row->exchanges = n_ex ? ex / n_ex : NAN;
+        row->exchanges_avg = n_ctr ? ex_avg / n_ctr : NAN;
+        row->xi_est = n_est ? sqrt(est2 / n_est) : NAN;
         row->norm_mean = n_norm ? norm / n_norm : NAN;
         row->sent_peer = n_ctr ? row->sent_sum / n_ctr : NAN;
         row->f_compute = t > 0 ? tc / t : NAN;

@@ -1,0 +1,149 @@
+/* Consensus control (gossip/consensus.h): the schedule of gossip steps,
+ * the correction that turns neighbour distances into an estimate of the
+ * consensus distance, and the controller that picks a round's exchanges. */
+#include "gossip/consensus.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* ---- the schedule ---------------------------------------------------------- */
+
+static int parse_long(const char **p, long lo, long hi, long *out)
+{
+    const char *s = *p;
+    if (*s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || v < lo || v > hi)
+        return -1;
+    *p = end;
+    *out = v;
+    return 0;
+}
+
+int mm_gsched_parse(const char *text, int max_steps, mm_gsched *out, char *err, size_t errlen)
+{
+    const char *p = text;
+    out->n = 0;
+    for (;;) {
+        long from, steps;
+        if (out->n == MM_GSCHED_MAX) {
+            snprintf(err, errlen, "at most %d entries", MM_GSCHED_MAX);
+            return -1;
+        }
+        if (parse_long(&p, 0, 1L << 40, &from) != 0 || *p++ != ':' ||
+            parse_long(&p, 1, max_steps, &steps) != 0 || (*p && *p != ',')) {
+            snprintf(err, errlen, "'%s': expected ROUND:STEPS[,ROUND:STEPS...] with STEPS in "
+                     "1..%d", text, max_steps);
+            return -1;
+        }
+        if (out->n == 0 && from != 0) {
+            snprintf(err, errlen, "'%s': the first entry must be for round 0", text);
+            return -1;
+        }
+        if (out->n > 0 && from <= out->from[out->n - 1]) {
+            snprintf(err, errlen, "'%s': rounds must increase (%ld after %ld)", text, from,
+                     out->from[out->n - 1]);
+            return -1;
+        }
+        out->from[out->n] = from;
+        out->steps[out->n] = (int)steps;
+        out->n++;
+        if (!*p)
+            return 0;
+        p++; /* ',' */
+    }
+}
+
+int mm_gsched_steps(const mm_gsched *s, long round)
+{
+    int g = s->n ? s->steps[0] : 1;
+    for (int i = 1; i < s->n && s->from[i] <= round; i++)
+        g = s->steps[i];
+    return g;
+}
+
+int mm_gsched_max(const mm_gsched *s)
+{
+    int m = 1;
+    for (int i = 0; i < s->n; i++)
+        m = s->steps[i] > m ? s->steps[i] : m;
+    return m;
+}
+
+/* ---- the estimator ---------------------------------------------------------- */
+
+int mm_cc_ratios(const double *lam, int n, int gmax, double *ratio)
+{
+    int used = 0;
+    for (int k = 0; k < n; k++)
+        used += lam[k] < 1 - 1e-9;
+    if (!used)
+        return -1;
+    for (int G = 1; G <= gmax; G++) {
+        double num = 0, den = 0;
+        for (int k = 0; k < n; k++) {
+            double l = lam[k];
+            if (l >= 1 - 1e-9)
+                continue;
+            double lg = pow(l, G), d = 1 - lg;
+            if (fabs(d) < 1e-12) /* lambda = -1 and G even: a mode W never damps */
+                d = 1e-12;
+            double s = pow(l * l, G - 1) / (d * d);
+            num += (1 - l) * s;
+            den += s;
+        }
+        ratio[G - 1] = den > 0 ? num / den : 1;
+    }
+    return 0;
+}
+
+/* ---- the controller --------------------------------------------------------- */
+
+void mm_cc_init(mm_cc *c, double target, int gmax, const double *ratio)
+{
+    *c = (mm_cc){.target = target, .gmax = gmax, .ratio = ratio, .gi = 1, .gamma = 1,
+                 .a = 0, .q_prev = 0, .xi = 0};
+}
+
+static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+double mm_cc_estimate(const mm_cc *c)
+{
+    double g = clampd(c->gamma, 1, c->gmax);
+    int lo = (int)floor(g);
+    int hi = lo < c->gmax ? lo + 1 : lo;
+    double f = g - lo;
+    double r = (1 - f) * c->ratio[lo - 1] + f * c->ratio[hi - 1];
+    return r > 0 && c->a > 0 ? sqrt(c->a / (2 * r)) : 0;
+}
+
+int mm_cc_round(mm_cc *c, uint64_t round)
+{
+    c->xi = mm_cc_estimate(c);
+    /* ln(Xi/X), clipped: an estimate of 0 (the start, when every replica is
+     * the same) asks for fewer exchanges without driving gamma far. */
+    double err = c->xi > 0 ? clampd(log(c->xi / c->target), -MM_CC_ERR_MAX, MM_CC_ERR_MAX)
+                           : -MM_CC_ERR_MAX;
+    c->gi = clampd(c->gi + MM_CC_KI * err, 1, c->gmax);
+    c->gamma = clampd(c->gi + MM_CC_KP * err, 1, c->gmax);
+    /* the golden-ratio sequence: the same u on every peer each round, and
+     * evenly spread over [0, 1) across rounds */
+    double u = fmod((double)round * 0.6180339887498949, 1.0);
+    int g = (int)floor(c->gamma + u);
+    return g < 1 ? 1 : g > c->gmax ? c->gmax : g;
+}
+
+void mm_cc_fold(mm_cc *c, double a_mixed, double q, int first)
+{
+    double a = a_mixed;
+    if (first && isfinite(q)) {
+        a = (1 - MM_CC_BETA) * (a_mixed + q - c->q_prev) + MM_CC_BETA * q;
+        c->q_prev = q;
+    }
+    c->a = isfinite(a) ? clampd(a, 0, MM_CC_AUX_MAX) : c->a;
+}

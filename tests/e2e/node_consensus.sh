@@ -1,0 +1,127 @@
+# Consensus control with real peers (plaintext, tiny model; docs/node.md,
+# "Consensus control"):
+#  1. --gossip-steps-schedule 0:3,4:1 runs rounds 0..3 exactly as
+#     --gossip-steps 3 (the round-4 snapshots equal bit for bit), then one
+#     exchange a round, and every round line says how many it ran;
+#  2. --consensus-target: the two ends of every edge agree, every round, on
+#     how many exchanges they had (nbr_exchanges), and it is the smaller of
+#     what the two wanted: peers with a tiny target reach
+#     --max-gossip-steps between them, and have one exchange with a peer
+#     whose target is huge;
+#  3. a peer SIGKILLed mid-run: the others finish (no hang), keep agreeing
+#     and keep running several exchanges with each other.
+. "$(dirname "$0")/lib.sh"
+tiny_data "$T/data"
+"$MURMUR" topo gen ring -n 4 > "$T/ring4.topo"
+"$MURMUR" topo gen ring -n 5 > "$T/ring5.topo"
+MODEL="--data $T/data --partition genre --layers 1 --width 16 --heads 2 --ctx 16 --batch 4 --lr 1e-2"
+
+# start NAME TOPO N [flags...]: N peers in the background ($T/NAME/), pids in $PIDS.
+# PEER_FLAGS_K (if set) adds flags to peer K only.
+start() {
+    name=$1 topo=$2 n=$3; shift 3
+    port=$(free_ports "$n")
+    PIDS=""
+    for k in $(seq 0 $((n - 1))); do
+        eval "extra=\${PEER_FLAGS_$k:-}"
+        # shellcheck disable=SC2086
+        MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" \
+            --plaintext --run-dir "$T/$name" --log-every 0 --eval-every 0 $MODEL "$@" $extra \
+            > "$T/$name-$k.out" 2>&1 &
+        PIDS="$PIDS $!"; E2E_PIDS="$E2E_PIDS $!"
+    done
+}
+ended_done() { # NAME PEER...
+    name=$1; shift
+    for k in "$@"; do
+        grep -q '"ev":"end".*"reason":"done"' "$T/$name/node-$k/metrics.jsonl" ||
+            { tail -n 5 "$T/$name-$k.out" >&2; fail "$name: peer $k did not end normally"; }
+    done
+}
+# edges NAME: "round i j count" for every round line's nbr_exchanges entry
+edges() {
+    cat "$T/$1"/node-*/metrics.jsonl | awk '/"ev":"round"/ {
+        match($0, /"peer":[0-9]+/); i = substr($0, RSTART + 7, RLENGTH - 7)
+        match($0, /"round":[0-9]+/); r = substr($0, RSTART + 8, RLENGTH - 8)
+        if (!match($0, /"nbr_exchanges":\{[^}]*\}/)) next
+        o = substr($0, RSTART + 17, RLENGTH - 18)
+        n = split(o, kv, ",")
+        for (k = 1; k <= n; k++) { split(kv[k], p, ":"); gsub(/"/, "", p[1]); print r, i, p[1], p[2] }
+    }'
+}
+# disagreements NAME [DEAD]: edges whose two ends logged different counts
+# for the same round (rounds both ends logged; edges to DEAD left out)
+disagreements() {
+    edges "$1" | awk -v dead="${2:--1}" '$2 != dead && $3 != dead {
+        key = ($2 < $3) ? $1 " " $2 " " $3 : $1 " " $3 " " $2
+        if (key in c) { if (c[key] != $4) print key, c[key], $4; delete c[key] } else c[key] = $4
+    }'
+}
+
+# ---- 1. the schedule ------------------------------------------------------
+start fixed "$T/ring4.topo" 4 --rounds 8 --snapshot-every 4 --gossip-steps 3
+wait_all $PIDS || fail "fixed: a peer exited non-zero"
+start sched "$T/ring4.topo" 4 --rounds 8 --snapshot-every 4 --gossip-steps-schedule 0:3,4:1
+wait_all $PIDS || fail "sched: a peer exited non-zero"
+ended_done fixed 0 1 2 3
+ended_done sched 0 1 2 3
+for k in 0 1 2 3; do
+    cmp -s "$T/fixed/node-$k/snap/r00000004.bin" "$T/sched/node-$k/snap/r00000004.bin" ||
+        fail "schedule: peer $k's parameters after round 3 differ from --gossip-steps 3"
+    ex=$(jfield "$T/sched/node-$k/metrics.jsonl" round exchanges | tr '\n' ' ')
+    [ "$ex" = "3 3 3 3 1 1 1 1 " ] || fail "schedule: peer $k ran exchanges '$ex', not 3 3 3 3 1 1 1 1"
+done
+note "schedule 0:3,4:1: rounds 0-3 bit-identical to --gossip-steps 3, then 1 exchange a round"
+
+# ---- 2. agreement, and the smaller of the two wishes ------------------------
+PEER_FLAGS_1="--consensus-target 1e9"
+start agree "$T/ring5.topo" 5 --rounds 60 --consensus-target 1e-9 --max-gossip-steps 4
+PEER_FLAGS_1=""
+wait_all $PIDS || fail "agree: a peer exited non-zero"
+ended_done agree 0 1 2 3 4
+bad=$(disagreements agree)
+[ -z "$bad" ] || fail "agree: the ends of an edge disagree (round i j count_i count_j):
+$bad"
+# from round 20 on: 4 exchanges on 2-3, 3-4, 4-0; 1 on the edges of peer 1
+wrong=$(edges agree | awk '$1 >= 20 {
+    want = ($2 == 1 || $3 == 1) ? 1 : 4
+    if ($4 != want) print }')
+[ -z "$wrong" ] || fail "agree: edges with other counts than min(wanted) (round i j count):
+$(echo "$wrong" | head -5)"
+rounds=$(edges agree | awk '$1 >= 20' | wc -l)
+[ "$rounds" -eq 400 ] || fail "agree: $rounds edge records from round 20 on, not 5 peers x 2 x 40"
+ex0=$(jfield "$T/agree/node-0/metrics.jsonl" round exchanges | tail -n 1)
+ex1=$(jfield "$T/agree/node-1/metrics.jsonl" round exchanges | tail -n 1)
+[ "$ex0" = 4 ] && [ "$ex1" = 1 ] || fail "agree: peer 0 ran $ex0 exchanges, peer 1 $ex1 (want 4, 1)"
+note "consensus target: every edge agreed every round; 4 exchanges between tiny targets, 1 with the huge one"
+
+# ---- 3. a peer SIGKILLed mid-run ---------------------------------------------
+start kill "$T/ring5.topo" 5 --rounds 400 --consensus-target 1e-9 --max-gossip-steps 4 \
+    --round-timeout 3000 --peer-timeout 1000
+victim=$(echo $PIDS | cut -d' ' -f3)
+survivors=$(echo $PIDS | cut -d' ' -f1,2,4,5)
+i=0
+until [ "$(grep -c '"ev":"round"' "$T/kill/node-2/metrics.jsonl" 2>/dev/null)" -ge 100 ] 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "kill: peer 2 did not reach round 100 in 30 s"
+    sleep 0.05
+done
+kill -9 "$victim"
+killed_at=$(grep -c '"ev":"round"' "$T/kill/node-2/metrics.jsonl")
+t0=$(date +%s)
+( sleep 60; kill -9 $survivors 2>/dev/null ) &
+dog=$!
+wait_all $survivors || fail "kill: a survivor exited non-zero or hung (killed after 60 s)"
+kill "$dog" 2>/dev/null || true
+took=$(( $(date +%s) - t0 ))
+ended_done kill 0 1 3 4
+bad=$(disagreements kill 2)
+[ -z "$bad" ] || fail "kill: surviving edges disagree (round i j count_i count_j):
+$(echo "$bad" | head -5)"
+# the last 100 rounds: 4 exchanges on 3-4, 4-0, 0-1; none with the dead peer
+late=$(edges kill | awk '$1 >= 300 {
+    want = ($2 == 2 || $3 == 2) ? 0 : 4
+    if ($4 != want) print }')
+[ -z "$late" ] || fail "kill: last 100 rounds (round i j count):
+$(echo "$late" | head -5)"
+note "SIGKILL of peer 2 after round $killed_at: the 4 others finished $took s later, still agreeing, 4 exchanges a round"
+echo "ok: schedule, agreement and a killed peer"

@@ -1,0 +1,267 @@
+/* Consensus control's arithmetic (gossip/consensus.h) against independent
+ * computations: the schedule's parser and lookup; the topology spectrum
+ * against the ring's closed form; the correction R(G) against a direct
+ * simulation of the model it assumes (persistent pulls, G mixes a round)
+ * and against the exact identity on the complete graph; the controller's
+ * direction, bounds and dither; the gossiped estimate's tracking. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "base/rng.h"
+#include "gossip/consensus.h"
+#include "gossip/topology.h"
+
+static mm_topology *gen(const char *kind, int n)
+{
+    mm_topo_spec s;
+    char err[512];
+    mm_gen_opts o = {.n = n};
+    if (mm_topo_generate(kind, &o, &s, err, sizeof err) < 0)
+        fail_msg("gen %s -n %d: %s", kind, n, err);
+    mm_topology *t = mm_topo_build(&s, kind, err, sizeof err);
+    mm_topo_spec_free(&s);
+    if (!t)
+        fail_msg("build %s -n %d: %s", kind, n, err);
+    return t;
+}
+
+static void schedule_parses_and_looks_up(void **state)
+{
+    (void)state;
+    mm_gsched s;
+    char err[256];
+    assert_int_equal(mm_gsched_parse("0:4,300:1", 1000, &s, err, sizeof err), 0);
+    assert_int_equal(s.n, 2);
+    assert_int_equal(mm_gsched_steps(&s, 0), 4);
+    assert_int_equal(mm_gsched_steps(&s, 299), 4);
+    assert_int_equal(mm_gsched_steps(&s, 300), 1);
+    assert_int_equal(mm_gsched_steps(&s, 100000), 1);
+    assert_int_equal(mm_gsched_max(&s), 4);
+    assert_int_equal(mm_gsched_parse("0:2,10:7,20:3", 1000, &s, err, sizeof err), 0);
+    assert_int_equal(mm_gsched_steps(&s, 9), 2);
+    assert_int_equal(mm_gsched_steps(&s, 10), 7);
+    assert_int_equal(mm_gsched_steps(&s, 25), 3);
+    assert_int_equal(mm_gsched_max(&s), 7);
+
+    const char *bad[] = {"", "0", "0:", ":4", "1:4", "0:4,0:2", "0:4,300:1,200:2", "0:0",
+                         "0:1001", "0:4,", "0:4;1:2", "0:4 ", "-1:4", "0:-4", "0:4,x:2",
+                         "0:99999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        if (mm_gsched_parse(bad[i], 1000, &s, err, sizeof err) == 0)
+            fail_msg("'%s' was accepted", bad[i]);
+        assert_true(strlen(err) > 0);
+    }
+}
+
+static void ring_spectrum_matches_closed_form(void **state)
+{
+    (void)state;
+    int n = 16;
+    mm_topology *t = gen("ring", n);
+    double lam[16], want[16];
+    assert_int_equal(mm_topo_spectrum(t, lam), 0);
+    /* Metropolis on a ring: W = 1/3 (I + shift + shift^-1) */
+    for (int k = 0; k < n; k++)
+        want[k] = 1.0 / 3 + 2.0 / 3 * cos(2 * M_PI * k / n);
+    for (int i = 0; i < n; i++) /* sort descending */
+        for (int j = i + 1; j < n; j++)
+            if (want[j] > want[i]) {
+                double x = want[i];
+                want[i] = want[j];
+                want[j] = x;
+            }
+    for (int k = 0; k < n; k++)
+        assert_true(fabs(lam[k] - want[k]) < 1e-12);
+    mm_topo_free(t);
+}
+
+/* On the complete graph with W = J every deviation is in one eigenvalue,
+ * 0, and q_i = ||x_i - xbar||^2 + Xi^2 exactly: R = 1 for every G. */
+static void complete_graph_ratio_is_one(void **state)
+{
+    (void)state;
+    mm_topology *t = gen("complete", 8);
+    double lam[8], ratio[4];
+    assert_int_equal(mm_topo_spectrum(t, lam), 0);
+    assert_int_equal(mm_cc_ratios(lam, 8, 4, ratio), 0);
+    for (int g = 0; g < 4; g++)
+        assert_true(fabs(ratio[g] - 1) < 1e-9);
+    double one = 1;
+    assert_int_equal(mm_cc_ratios(&one, 1, 4, ratio), -1); /* nothing to disagree on */
+    mm_topo_free(t);
+}
+
+/* dst = W src for n rows of dim values */
+static void apply(const double *W, const double *src, double *dst, int n, int dim)
+{
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < dim; d++) {
+            double s = 0;
+            for (int j = 0; j < n; j++)
+                s += W[i * n + j] * src[j * dim + d];
+            dst[i * dim + d] = s;
+        }
+}
+
+/* The model R(G) assumes, simulated: every peer pulls in its own fixed
+ * direction b_i each round (x += b after the round's first mix) and W is
+ * applied G times a round. At the steady state mean_i q_i / (2 Xi^2) must
+ * be R(G), with q_i = sum_j W_ij ||x_i - x_j||^2 computed directly. */
+static void ratio_matches_its_model(void **state)
+{
+    (void)state;
+    const int n = 12, dim = 300;
+    mm_topology *t = gen("ring", n);
+    double *W = mm_topo_matrix(t, 0), lam[12], ratio[4];
+    assert_int_equal(mm_topo_spectrum(t, lam), 0);
+    assert_int_equal(mm_cc_ratios(lam, n, 4, ratio), 0);
+    double *x = calloc((size_t)n * dim, sizeof *x), *y = calloc((size_t)n * dim, sizeof *y);
+    double *b = malloc((size_t)n * dim * sizeof *b);
+    mm_rng r;
+    mm_rng_seed(&r, 7);
+    for (int i = 0; i < n * dim; i++)
+        b[i] = mm_rng_normal(&r);
+    for (int G = 1; G <= 4; G++) {
+        memset(x, 0, (size_t)n * dim * sizeof *x);
+        for (int round = 0; round < 600; round++) { /* lambda_2^600 < 1e-24 */
+            for (int g = 0; g < G; g++) {
+                apply(W, x, y, n, dim);
+                memcpy(x, y, (size_t)n * dim * sizeof *x);
+                if (g == 0)
+                    for (int i = 0; i < n * dim; i++)
+                        x[i] += b[i];
+            }
+        }
+        double q = 0, xi2 = 0;
+        for (int d = 0; d < dim; d++) {
+            double mean = 0;
+            for (int i = 0; i < n; i++)
+                mean += x[i * dim + d] / n;
+            for (int i = 0; i < n; i++) {
+                xi2 += (x[i * dim + d] - mean) * (x[i * dim + d] - mean) / n;
+                for (int j = 0; j < n; j++) {
+                    double e = x[i * dim + d] - x[j * dim + d];
+                    if (j != i)
+                        q += W[i * n + j] * e * e / n;
+                }
+            }
+        }
+        double measured = q / (2 * xi2);
+        /* b is one draw of a white pull: its modes are equal only on
+         * average over the dim directions (sampling error ~ 1/sqrt(dim)) */
+        if (fabs(measured / ratio[G - 1] - 1) > 0.1)
+            fail_msg("G = %d: simulated R %.4f, formula %.4f", G, measured, ratio[G - 1]);
+    }
+    free(x);
+    free(y);
+    free(b);
+    free(W);
+    mm_topo_free(t);
+}
+
+static void controller_moves_the_right_way(void **state)
+{
+    (void)state;
+    double ratio[8];
+    for (int g = 0; g < 8; g++)
+        ratio[g] = 0.5;
+    mm_cc c;
+    mm_cc_init(&c, 0.1, 8, ratio);
+    /* a holds mean q = 2 R Xi^2: Xi = 0.2, twice the target */
+    c.a = 2 * 0.5 * 0.04;
+    assert_true(fabs(mm_cc_estimate(&c) - 0.2) < 1e-12);
+    int last = 0;
+    for (int r = 0; r < 100; r++)
+        last = mm_cc_round(&c, (uint64_t)r);
+    assert_int_equal(last, 8); /* too far apart: the most exchanges */
+    assert_true(c.gamma <= 8 && c.gi <= 8);
+    c.a = 2 * 0.5 * 0.0025; /* Xi = 0.05, half the target */
+    for (int r = 0; r < 100; r++)
+        last = mm_cc_round(&c, (uint64_t)r);
+    assert_int_equal(last, 1);
+    assert_true(c.gamma >= 1 && c.gi >= 1);
+    c.a = 0; /* no estimate yet (identical replicas): fewer */
+    assert_int_equal(mm_cc_round(&c, 0), 1);
+}
+
+/* gamma fractional: the dither meets it on average, and two peers with the
+ * same gamma want the same number every round. */
+static void dither_is_shared_and_unbiased(void **state)
+{
+    (void)state;
+    double ratio[4] = {0.5, 0.5, 0.5, 0.5};
+    mm_cc a, b;
+    mm_cc_init(&a, 0.1, 4, ratio);
+    long sum = 0;
+    for (uint64_t r = 0; r < 1000; r++) {
+        /* hold gamma at 2.3 exactly: an estimate at the target moves nothing */
+        a.gi = b.gi = 2.3;
+        a.a = b.a = 2 * 0.5 * 0.01;
+        b = a;
+        int ga = mm_cc_round(&a, r), gb = mm_cc_round(&b, r);
+        assert_int_equal(ga, gb);
+        assert_true(ga == 2 || ga == 3);
+        sum += ga;
+    }
+    assert_true(fabs(sum / 1000.0 - 2.3) < 0.01);
+}
+
+/* Three peers on a triangle (W = J, one exchange a round) tracking
+ * changing q: the mean of a follows the mean of q with no lag; once q stops
+ * changing, each peer's a is the mean plus beta times its own deviation. */
+static void gossiped_estimate_tracks_the_mean(void **state)
+{
+    (void)state;
+    double ratio[1] = {1};
+    mm_cc c[3];
+    for (int i = 0; i < 3; i++)
+        mm_cc_init(&c[i], 1, 1, ratio);
+    double q[3];
+    for (int r = 0; r < 60; r++) {
+        int s = r < 30 ? r : 30;
+        q[0] = 1.0 + s;
+        q[1] = 2.0 + 0.5 * s;
+        q[2] = 6.0;
+        double mean_a = (c[0].a + c[1].a + c[2].a) / 3;
+        for (int i = 0; i < 3; i++)
+            mm_cc_fold(&c[i], mean_a, q[i], 1);
+        double mq = (q[0] + q[1] + q[2]) / 3;
+        double m = (c[0].a + c[1].a + c[2].a) / 3;
+        if (fabs(m - mq) > 1e-9 * mq)
+            fail_msg("round %d: mean of a %.12g, mean of q %.12g", r, m, mq);
+    }
+    double mq = (q[0] + q[1] + q[2]) / 3;
+    for (int i = 0; i < 3; i++)
+        assert_true(fabs(c[i].a - mq - MM_CC_BETA * (q[i] - mq)) < 1e-9);
+    /* a later exchange only averages; no q (NaN) leaves q_prev alone */
+    double before = c[0].q_prev;
+    mm_cc_fold(&c[0], 5.0, NAN, 1);
+    assert_true(c[0].a == 5.0 && c[0].q_prev == before);
+    mm_cc_fold(&c[0], -3.0, NAN, 0);
+    assert_true(c[0].a == 0); /* kept in [0, MM_CC_AUX_MAX] */
+    mm_cc_fold(&c[0], INFINITY, NAN, 0);
+    assert_true(c[0].a == 0); /* not finite: ignored */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(schedule_parses_and_looks_up),
+        cmocka_unit_test(ring_spectrum_matches_closed_form),
+        cmocka_unit_test(complete_graph_ratio_is_one),
+        cmocka_unit_test(ratio_matches_its_model),
+        cmocka_unit_test(controller_moves_the_right_way),
+        cmocka_unit_test(dither_is_shared_and_unbiased),
+        cmocka_unit_test(gossiped_estimate_tracks_the_mean),
+    };
+    return cmocka_run_group_tests(tests, 0, 0);
+}
