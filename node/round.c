@@ -88,7 +88,7 @@ struct mm__trainer {
     double *aux;                    /* ... and carried this aux */
     int *status0;                   /* the round's first exchange: status, distance */
     double *dist0;
-    int *n_ex;                      /* exchanges in which in[k]'s vector was mixed */
+    int *n_ex;                      /* exchanges that included in[k] (sent to, waited for) */
     int exchanges, want;            /* this round: exchanges run; adaptive: asked for */
     bool more_warned;
 
@@ -902,7 +902,7 @@ static int run_round(mm__trainer *t)
             return -1;
         t->exchanges++;
         for (int k = 0; k < t->v.n_in; k++)
-            t->n_ex[k] += t->status[k] == IN_READY;
+            t->n_ex[k] += t->on[k]; /* what this end believes the edge had */
         double q = g == 0 ? first_exchange(t) : NAN;
         if (!t->adaptive) {
             if (!t->more_warned)
