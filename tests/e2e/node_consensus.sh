@@ -130,4 +130,46 @@ for k in 1 3; do
     case $m in *'"missing":[2]'*) ;; *) fail "kill: peer $k's last round does not list 2 missing: $m" ;; esac
 done
 note "SIGKILL of peer 2 after round $killed_at: the 4 others finished $took s later, still agreeing, 4 exchanges a round"
-echo "ok: schedule, agreement and a killed peer"
+# ---- 4. catching up across a schedule's change ------------------------------
+# Stride 2 (schedule 0:2,20:1): from round 20 on, round r's only exchange is
+# 2r on the wire. A peer restarted from an old checkpoint jumps to its
+# neighbours' round, exchange / 2 (with the numbering r*G(r) + g it would
+# read r / 2 and stay behind). Open-ended, stopped with SIGTERM.
+"$MURMUR" topo gen ring -n 3 > "$T/ring3.topo"
+start ff "$T/ring3.topo" 3 --rounds 1000000 --gossip-steps-schedule 0:2,20:1 \
+    --checkpoint-every 10 --round-timeout 1000 --peer-timeout 1000
+rounds_of() { grep -c '"ev":"round"' "$T/ff/node-$1/metrics.jsonl" 2>/dev/null; }
+wait_rounds() { # PEER N: up to 30 s
+    i=0
+    until [ "$(rounds_of "$1")" -ge "$2" ] 2>/dev/null; do
+        i=$((i + 1)); [ $i -le 600 ] || fail "ff: peer $1 did not reach $2 rounds"; sleep 0.05
+    done
+}
+set -- $PIDS
+p0=$1 p1=$2 p2=$3
+wait_rounds 2 45
+kill -9 "$p2"; wait "$p2" 2>/dev/null || true
+killed_at=$(rounds_of 2)
+wait_rounds 0 $((killed_at + 100))
+before=$(rounds_of 0) # peer 0 is at least at this round when peer 2 comes back
+MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 2 --topology "$T/ring3.topo" --base-port "$port" \
+    --plaintext --run-dir "$T/ff" --log-every 0 --eval-every 0 $MODEL --rounds 1000000 \
+    --gossip-steps-schedule 0:2,20:1 --checkpoint-every 10 --round-timeout 1000 \
+    --peer-timeout 1000 --resume > "$T/ff-2b.out" 2>&1 &
+p2=$!; E2E_PIDS="$E2E_PIDS $p2"
+i=0
+until grep -q "skipping from round" "$T/ff-2b.out"; do
+    i=$((i + 1)); [ $i -le 600 ] || fail "ff: the restarted peer never caught up"; sleep 0.05
+done
+kill -TERM "$p0" "$p1" "$p2"
+wait_all "$p0" "$p1" "$p2" || fail "ff: a peer did not exit 0 on SIGTERM"
+jump=$(sed -n 's/.*neighbours are at round \([0-9]*\): skipping from round \([0-9]*\).*/\2 \1/p' \
+    "$T/ff-2b.out" | head -n 1)
+set -- $jump
+resumed=$(jfield "$T/ff/node-2/metrics.jsonl" start resumed_round | tail -n 1)
+[ "$resumed" -gt 0 ] && [ "$resumed" -le "$killed_at" ] ||
+    fail "ff: peer 2 resumed at round $resumed, killed after $killed_at rounds"
+[ "$2" -ge "$before" ] ||
+    fail "ff: restarted peer jumped from round $1 to $2, but its neighbours were past round $before"
+note "schedule 0:2,20:1: a peer resumed at round $resumed jumped from round $1 to its neighbours' round $2 (>= $before)"
+echo "ok: schedule, agreement, a killed peer, catching up"
