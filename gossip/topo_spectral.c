@@ -46,25 +46,31 @@ out:
     return r;
 }
 
-/* Largest eigenvalue of a symmetric matrix (destroys a); NAN on failure. */
-static double sym_max_eig(double *a, int n)
+/* All eigenvalues of a symmetric n*n matrix, ascending, into w (destroys
+ * a). 0, or -1 (out of memory, LAPACK failure). */
+static int sym_eigs(double *a, int n, double *w)
 {
-    double *w = malloc((size_t)n * sizeof *w), *work = NULL, query, r = NAN;
+    double *work = NULL, query;
     int lwork = -1, info = 0;
-    if (!w)
-        return NAN;
     dsyev_("N", "U", &n, a, &n, w, &query, &lwork, &info);
     if (!info) {
         lwork = (int)query;
         work = malloc((size_t)lwork * sizeof *work);
-        if (work) {
-            dsyev_("N", "U", &n, a, &n, w, work, &lwork, &info);
-            if (!info)
-                r = w[n - 1];
-        }
+        if (!work)
+            return -1;
+        dsyev_("N", "U", &n, a, &n, w, work, &lwork, &info);
     }
-    free(w);
     free(work);
+    return info ? -1 : 0;
+}
+
+/* Largest eigenvalue of a symmetric matrix (destroys a); NAN on failure. */
+static double sym_max_eig(double *a, int n)
+{
+    double *w = malloc((size_t)n * sizeof *w), r = NAN;
+    if (w && sym_eigs(a, n, w) == 0)
+        r = w[n - 1];
+    free(w);
     return r;
 }
 
@@ -237,8 +243,8 @@ int mm_topo_spectrum(const mm_topology *t, double *lam)
     size_t n = (size_t)t->n;
     int rounds = mm_topo_random(t) ? MM_TOPO_SPECTRUM_ROUNDS
                  : t->period > 1  ? t->period : 1;
-    double *m = calloc(n * n, sizeof *m), *work = NULL, query;
-    int nn = t->n, lwork = -1, info = 0, rc = -1;
+    double *m = calloc(n * n, sizeof *m);
+    int rc = -1;
     if (!m)
         return -1;
     for (int r = 0; r < rounds; r++) {
@@ -252,21 +258,12 @@ int mm_topo_spectrum(const mm_topology *t, double *lam)
                 m[i * n + j] += 0.5 * (w[i * n + j] + w[j * n + i]) / rounds;
         free(w);
     }
-    dsyev_("N", "U", &nn, m, &nn, lam, &query, &lwork, &info);
-    if (info)
-        goto out;
-    lwork = (int)query;
-    work = malloc((size_t)lwork * sizeof *work);
-    if (!work)
-        goto out;
-    dsyev_("N", "U", &nn, m, &nn, lam, work, &lwork, &info);
-    if (info)
+    if (sym_eigs(m, t->n, lam) != 0)
         goto out;
     qsort(lam, n, sizeof *lam, cmp_desc);
     rc = 0;
 out:
     free(m);
-    free(work);
     return rc;
 }
 
