@@ -59,6 +59,30 @@ disagreements() {
     }'
 }
 
+# ---- 0. flags that cannot work together are refused before anything starts --
+refused() { # WHAT-THE-MESSAGE-SAYS FLAGS...
+    want=$1; shift
+    rc=0
+    "$MURMUR" node --id 0 --topology "$T/ring4.topo" --plaintext --run-dir "$T/refused" \
+        "$@" > "$T/refused.out" 2>&1 || rc=$?
+    [ "$rc" -eq 2 ] || fail "exit status $rc (not 2) for: $*"
+    grep -q -- "$want" "$T/refused.out" || fail "'$*' refused without saying '$want': $(cat "$T/refused.out")"
+}
+refused "not both" --gossip-steps 2 --gossip-steps-schedule 0:1
+refused "drop --gossip-steps" --consensus-target 0.1 --gossip-steps 2
+refused "drop --gossip-steps" --consensus-target 0.1 --gossip-steps-schedule 0:1
+refused "needs --algo dpsgd" --consensus-target 0.1 --algo async
+refused "bounds --consensus-target" --max-gossip-steps 4
+refused "must be for round 0" --gossip-steps-schedule 5:2
+refused "must increase" --gossip-steps-schedule 0:2,9:1,9:3
+refused "ROUND:STEPS" --gossip-steps-schedule 0:0
+refused "max-gossip-steps" --consensus-target 0.1 --max-gossip-steps 65
+"$MURMUR" topo gen one-peer-exp -n 4 > "$T/ope4.topo"
+"$MURMUR" node --id 0 --topology "$T/ope4.topo" --plaintext --run-dir "$T/ope" --no-train \
+    --vector-len 10 --consensus-target 0.1 > "$T/ope.out" 2>&1 && fail "one-peer-exp accepted"
+grep -q "every round is undirected" "$T/ope.out" || fail "one-peer-exp refused without saying why"
+note "incompatible flags and a directed schedule are refused with the reason"
+
 # ---- 1. the schedule ------------------------------------------------------
 start fixed "$T/ring4.topo" 4 --rounds 8 --snapshot-every 4 --gossip-steps 3
 wait_all $PIDS || fail "fixed: a peer exited non-zero"
