@@ -8,6 +8,7 @@
 typedef struct {
     int64_t round, last_round;
     double acc, vloss, xi, sent_peer, wall;
+    double exchanges;   /* per round and peer, over the whole run */
     const char *method;
     int peers;
 } final_figs;
@@ -16,7 +17,7 @@ static void finals(const mm_report *r, final_figs *f)
 {
     memset(f, 0, sizeof *f);
     f->round = f->last_round = -1;
-    f->acc = f->vloss = f->xi = f->sent_peer = f->wall = NAN;
+    f->acc = f->vloss = f->xi = f->sent_peer = f->wall = f->exchanges = NAN;
     f->method = "none";
     for (size_t i = 0; i < r->n_rows; i++) {
         const mm_rep_row *w = &r->rows[i];
@@ -31,7 +32,7 @@ static void finals(const mm_report *r, final_figs *f)
             f->method = w->method;
         }
     }
-    double sent = 0;
+    double sent = 0, ex = 0;
     int n = 0;
     for (int i = 0; i < r->n_peers; i++) {
         const mm_rep_peer *p = &r->peers[i];
@@ -39,6 +40,7 @@ static void finals(const mm_report *r, final_figs *f)
             continue;
         const mm_rep_round *last = &p->rounds[p->n_rounds - 1];
         sent += last->bytes_sent;
+        ex += last->exchanges_cum / (double)(last->round + 1);
         n++;
         if (!(f->wall >= last->time))
             f->wall = last->time;
@@ -46,25 +48,28 @@ static void finals(const mm_report *r, final_figs *f)
             f->last_round = last->round;
     }
     f->sent_peer = n ? sent / n : NAN;
+    f->exchanges = n ? ex / n : NAN;
 }
 
 #define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
 void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
 {
-    fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s\n", "run", "topology", "peers",
-            "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s");
+    fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s %6s\n", "run", "topology",
+            "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s", "G");
     for (int k = 0; k < n; k++) {
         final_figs f;
         finals(runs[k], &f);
         char name[256];
         mm__report_run_name(runs[k], name, sizeof name);
-        fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", name,
+        fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s %6s\n", name,
                 runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
-                N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall));
+                N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall),
+                N("%.2f", f.exchanges));
     }
-    fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer)\n");
+    fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer; "
+                 "G = averaging exchanges per round, mean over the run)\n");
 }
 
 static void csv_str(FILE *f, const char *s)
@@ -91,7 +96,7 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
     if (!f)
         return -1;
     fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
-               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s\n");
+               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,exchanges_per_round\n");
     for (int k = 0; k < n; k++) {
         final_figs fi;
         finals(runs[k], &fi);
@@ -110,6 +115,7 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         fprintf(f, ",%s", fi.method);
         csv_num(f, "%.1f", fi.sent_peer);
         csv_num(f, "%.3f", fi.wall);
+        csv_num(f, "%.4f", fi.exchanges);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;
