@@ -84,9 +84,10 @@ grep -q "every round is undirected" "$T/ope.out" || fail "one-peer-exp refused w
 note "incompatible flags and a directed schedule are refused with the reason"
 
 # ---- 1. the schedule ------------------------------------------------------
-start fixed "$T/ring4.topo" 4 --rounds 8 --snapshot-every 4 --gossip-steps 3
+start fixed "$T/ring4.topo" 4 --rounds 8 --snapshot-every 4 --gossip-steps 3 --round-timeout 30000
 wait_all $PIDS || fail "fixed: a peer exited non-zero"
-start sched "$T/ring4.topo" 4 --rounds 8 --snapshot-every 4 --gossip-steps-schedule 0:3,4:1
+start sched "$T/ring4.topo" 4 --rounds 8 --snapshot-every 4 --gossip-steps-schedule 0:3,4:1 \
+    --round-timeout 30000
 wait_all $PIDS || fail "sched: a peer exited non-zero"
 ended_done fixed 0 1 2 3
 ended_done sched 0 1 2 3
@@ -100,7 +101,8 @@ note "schedule 0:3,4:1: rounds 0-3 bit-identical to --gossip-steps 3, then 1 exc
 
 # ---- 2. agreement, and the smaller of the two wishes ------------------------
 PEER_FLAGS_1="--consensus-target 1e9"
-start agree "$T/ring5.topo" 5 --rounds 60 --consensus-target 1e-9 --max-gossip-steps 4
+start agree "$T/ring5.topo" 5 --rounds 60 --consensus-target 1e-9 --max-gossip-steps 4 \
+    --round-timeout 30000
 PEER_FLAGS_1=""
 wait_all $PIDS || fail "agree: a peer exited non-zero"
 ended_done agree 0 1 2 3 4
@@ -122,7 +124,7 @@ note "consensus target: every edge agreed every round; 4 exchanges between tiny 
 
 # ---- 3. a peer SIGKILLed mid-run ---------------------------------------------
 start kill "$T/ring5.topo" 5 --rounds 400 --consensus-target 1e-9 --max-gossip-steps 4 \
-    --round-timeout 3000 --peer-timeout 1000
+    --round-timeout 10000 --peer-timeout 3000
 victim=$(echo $PIDS | cut -d' ' -f3)
 survivors=$(echo $PIDS | cut -d' ' -f1,2,4,5)
 i=0
@@ -161,7 +163,7 @@ note "SIGKILL of peer 2 after round $killed_at: the 4 others finished $took s la
 # read r / 2 and stay behind). Open-ended, stopped with SIGTERM.
 "$MURMUR" topo gen ring -n 3 > "$T/ring3.topo"
 start ff "$T/ring3.topo" 3 --rounds 1000000 --gossip-steps-schedule 0:2,20:1 \
-    --checkpoint-every 10 --round-timeout 1000 --peer-timeout 1000
+    --checkpoint-every 10 --round-timeout 2000 --peer-timeout 3000
 rounds_of() { grep -c '"ev":"round"' "$T/ff/node-$1/metrics.jsonl" 2>/dev/null; }
 wait_rounds() { # PEER N: up to 30 s
     i=0
@@ -178,8 +180,8 @@ wait_rounds 0 $((killed_at + 100))
 before=$(rounds_of 0) # peer 0 is at least at this round when peer 2 comes back
 MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 2 --topology "$T/ring3.topo" --base-port "$port" \
     --plaintext --run-dir "$T/ff" --log-every 0 --eval-every 0 $MODEL --rounds 1000000 \
-    --gossip-steps-schedule 0:2,20:1 --checkpoint-every 10 --round-timeout 1000 \
-    --peer-timeout 1000 --resume > "$T/ff-2b.out" 2>&1 &
+    --gossip-steps-schedule 0:2,20:1 --checkpoint-every 10 --round-timeout 2000 \
+    --peer-timeout 3000 --resume > "$T/ff-2b.out" 2>&1 &
 p2=$!; E2E_PIDS="$E2E_PIDS $p2"
 i=0
 until grep -q "skipping from round" "$T/ff-2b.out"; do
