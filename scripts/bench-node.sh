@@ -7,6 +7,7 @@
 #
 # Needs the prepared corpus (make data). The run lands in runs/bench-node-TIME.
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 n=4 rounds=60 topo=""
