@@ -468,6 +468,7 @@ static int train(train_args *a)
                  opt.cfg.total_steps, a->minutes);
     else
         snprintf(sched, sizeof sched, "schedule %ld steps", opt.cfg.total_steps);
+    mm_blas_log_note(); /* the OpenBLAS re-exec, if any: with the start-up lines, not before help */
     mm_info("OpenBLAS kernel %s, %d threads; batch %d x %d bytes, lr %g -> %g, warm-up %ld, %s",
             mm_blas_kernel(), openblas_get_num_threads(), B, T, opt.cfg.lr_max, opt.cfg.lr_min,
             opt.cfg.warmup_steps, sched);

@@ -17,6 +17,7 @@
 #include "gossip/log.h"
 #include "gossip/tls.h"
 #include "model/sha256.h"
+#include "node/blas_env.h"
 #include "node/node_internal.h"
 #include "node/peers.h"
 
@@ -502,6 +503,7 @@ int mm_node_run(const mm_node_config *c)
     logf = fopen(path, "a");
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(logf);
+    mm_blas_log_note(); /* the OpenBLAS re-exec, if any: in the peer's log only */
     openblas_set_num_threads(c->threads);
     sweep_stale_temps(nd->dir);
     snprintf(path, sizeof path, "%s/snap", nd->dir);
