@@ -92,6 +92,7 @@ static void usage(FILE *f)
 "  --checkpoint-every N  save a checkpoint every N steps, 0 = only at the end\n"
 "                      (default 500); SIGINT/SIGTERM also save and stop\n"
 "  --resume            continue from DIR/checkpoint.bin exactly where it stopped\n"
+"                      (none there yet: start fresh, saying so)\n"
 "  --stop-after N      stop (with a checkpoint) after N steps of this invocation\n"
 "  --help              this text\n",
             c.n_layer, c.d_model, c.n_head, c.n_ctx, o.lr_max, o.warmup_steps,
@@ -360,6 +361,14 @@ static int train(train_args *a)
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.bin", a->out);
     snprintf(mpath, sizeof mpath, "%s/metrics.jsonl", a->out);
 
+    /* The rule murmur node follows too (docs/formats.md, "Exact resume"):
+     * no checkpoint yet is a fresh start, said; one that cannot be used is
+     * refused. A launcher restarting whatever crashed with --resume then
+     * also restarts what crashed before its first checkpoint. */
+    if (a->resume && access(ckpt, F_OK) != 0 && errno == ENOENT) {
+        mm_info("--resume: no checkpoint at %s, starting fresh", ckpt);
+        a->resume = false;
+    }
     if (a->resume) {
         mm_model_config cfg;
         if (mm_checkpoint_peek(ckpt, &cfg, err, sizeof err) != 0) {

@@ -429,7 +429,7 @@ static int try_resume(node *nd, char *err, size_t errlen)
 {
     char path[1100];
     snprintf(path, sizeof path, "%s/checkpoint.bin", nd->dir);
-    if (access(path, F_OK) != 0) {
+    if (access(path, F_OK) != 0 && errno == ENOENT) { /* the rule of murmur train --resume too */
         mm_info("--resume: no checkpoint at %s, starting fresh", path);
         return 0;
     }

@@ -53,4 +53,14 @@ if "$MURMUR" train $common --out "$tmp/b" --resume --steps 60 2>"$tmp/d.log"; th
     echo "FAIL: corrupted checkpoint accepted"; exit 1
 fi
 grep -q "checksum mismatch" "$tmp/d.log" || { cat "$tmp/d.log"; exit 1; }
-echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last)"
+# --resume where no checkpoint is yet (a run that crashed before its first)
+# starts fresh, says so, and is the same run as one without --resume.
+# shellcheck disable=SC2086
+"$MURMUR" train $common --steps 10 --out "$tmp/f1" 2>"$tmp/f1.log" || { cat "$tmp/f1.log"; exit 1; }
+# shellcheck disable=SC2086
+"$MURMUR" train $common --steps 10 --out "$tmp/f2" --resume 2>"$tmp/f2.log" ||
+    { echo "FAIL: --resume without a checkpoint refused"; cat "$tmp/f2.log"; exit 1; }
+grep -q -- "--resume: no checkpoint at $tmp/f2/checkpoint.bin, starting fresh" "$tmp/f2.log" ||
+    { echo "FAIL: no word that --resume started fresh"; cat "$tmp/f2.log"; exit 1; }
+cmp "$tmp/f1/checkpoint.bin" "$tmp/f2/checkpoint.bin" || { echo "FAIL: the fresh --resume run differs"; exit 1; }
+echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last); --resume with no checkpoint starts fresh"
