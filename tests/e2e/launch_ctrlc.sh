@@ -55,12 +55,22 @@ stopped_cleanly() {
         { cat "$T/$what.report" >&2; fail "$what: report does not show all $n peers ended by the signal"; }
 }
 
+# exited_130 NAME OUT: the launcher exited 130 by itself, after stopping its
+# peers: not killed by the terminal's SIGINT (which leaves the run stopping
+# behind the prompt), and ^C was pressed.
+exited_130() {
+    grep -q 'pressed ^C' "$T/pty.err" || { cat "$T/pty.err" "$T/$2.out" >&2; fail "$1: ^C was never pressed"; }
+    grep -q 'was killed by signal' "$T/pty.err" &&
+        { cat "$T/$2.out" >&2; fail "$1 died of the terminal's signal instead of stopping its run"; }
+    [ $st -eq 130 ] || { cat "$T/$2.out" >&2; fail "$1: exit $st after ^C, not 130"; }
+}
+
 # 1. run-local.sh
 port=$(free_ports $n)
 st=0
 "$PTYRUN" -t 90 -o "$T/local.out" -w "sh $T/trained.sh $RUNS/local $n" -- \
-    sh "$ROOT/scripts/run-local.sh" -n $n -t "$T/ring.topo" -r local -p "$port" -i 1 -- $model || st=$?
-[ $st -eq 130 ] || { cat "$T/local.out" >&2; fail "run-local.sh: exit $st after ^C, not 130"; }
+    sh "$ROOT/scripts/run-local.sh" -n $n -t "$T/ring.topo" -r local -p "$port" -i 1 -- $model 2> "$T/pty.err" || st=$?
+exited_130 run-local.sh local
 k=0
 while [ $k -lt $n ]; do
     e=$(cat "$RUNS/local/launch/node-$k.exit" 2>/dev/null) || e=none
@@ -74,8 +84,8 @@ note "run-local.sh: ^C in a pty, $n peers exited 0 with their checkpoint, launch
 port=$(free_ports $((2 * n)))
 st=0
 "$PTYRUN" -t 90 -o "$T/compare.out" -w "sh $T/trained.sh $RUNS/cmp/ring $n" -- \
-    sh "$ROOT/scripts/compare.sh" -n $n -r cmp -p "$port" -i 1 "$T/ring.topo" "$T/complete.topo" -- $model || st=$?
-[ $st -eq 130 ] || { cat "$T/compare.out" >&2; fail "compare.sh: exit $st after ^C, not 130"; }
+    sh "$ROOT/scripts/compare.sh" -n $n -r cmp -p "$port" -i 1 "$T/ring.topo" "$T/complete.topo" -- $model 2> "$T/pty.err" || st=$?
+exited_130 compare.sh compare
 [ -e "$RUNS/cmp/complete" ] && fail "compare.sh started the next topology after ^C"
 k=0
 while [ $k -lt $n ]; do
@@ -108,8 +118,8 @@ done
 EOF
 st=0
 "$PTYRUN" -t 90 -o "$T/hosts.out" -w "sh $T/trained-hosts.sh" -- \
-    sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts.txt" -t "$T/ring.topo" -r hosts -D "$T/data" -- $model || st=$?
-[ $st -eq 130 ] || { cat "$T/hosts.out" >&2; fail "run-hosts.sh: exit $st after ^C, not 130"; }
+    sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts.txt" -t "$T/ring.topo" -r hosts -D "$T/data" -- $model 2> "$T/pty.err" || st=$?
+exited_130 run-hosts.sh hosts
 grep -q 'exited with status' "$T/hosts.out" && { cat "$T/hosts.out" >&2; fail "run-hosts.sh: a peer exited non-zero"; }
 stopped_cleanly run-hosts "$RUNS/hosts" "$T"/host-*/hosts/node-*/pid
 note "run-hosts.sh: ^C in a pty, $n peers over ssh exited 0 with their checkpoint, collected"

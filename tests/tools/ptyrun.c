@@ -18,9 +18,11 @@
  *                 pty master, once. Without -w nothing is pressed.
  *   -t TIMEOUT    seconds (default 60): when COMMAND has not ended by then,
  *                 its process group gets SIGKILL and ptyrun exits 124.
- * Exit status: COMMAND's own, 128+N when signal N killed it, 124 on
- * timeout, 125 when ptyrun itself failed (no pty, no fork). A line
- * "ptyrun: pressed ^C after S s" goes to stderr when ^C was written. */
+ * Exit status: COMMAND's own, 128+N when signal N killed it (and the line
+ * "ptyrun: COMMAND was killed by signal N" on stderr, to tell it from an
+ * exit with that status), 124 on timeout, 125 when ptyrun itself failed
+ * (no pty, no fork). A line "ptyrun: pressed ^C after S s" goes to stderr
+ * when ^C was written. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -186,7 +188,11 @@ int main(int argc, char **argv)
     while (open_pty && drain(master, out, 100) > 0)
         ;
     close(master);
-    if (WIFSIGNALED(status))
+    if (WIFSIGNALED(status)) {
+        /* Not an exit status: a launcher killed by the terminal's signal
+         * leaves its children behind, and a test must be able to tell. */
+        fprintf(stderr, "ptyrun: %s was killed by signal %d\n", argv[optind], WTERMSIG(status));
         return 128 + WTERMSIG(status);
+    }
     return WEXITSTATUS(status);
 }
