@@ -65,18 +65,23 @@ exited_130() {
     [ $st -eq 130 ] || { cat "$T/$2.out" >&2; fail "$1: exit $st after ^C, not 130"; }
 }
 
+# exits_0 NAME OUT DIR: run-local.sh recorded exit status 0 for every peer.
+exits_0() {
+    k=0
+    while [ $k -lt $n ]; do
+        e=$(cat "$3/launch/node-$k.exit" 2>/dev/null) || e=none
+        [ "$e" = 0 ] || { cat "$T/$2.out" >&2; fail "$1: peer $k exited with status $e, not 0"; }
+        k=$((k + 1))
+    done
+}
+
 # 1. run-local.sh
 port=$(free_ports $n)
 st=0
 "$PTYRUN" -t 90 -o "$T/local.out" -w "sh $T/trained.sh $RUNS/local $n" -- \
     sh "$ROOT/scripts/run-local.sh" -n $n -t "$T/ring.topo" -r local -p "$port" -i 1 -- $model 2> "$T/pty.err" || st=$?
 exited_130 run-local.sh local
-k=0
-while [ $k -lt $n ]; do
-    e=$(cat "$RUNS/local/launch/node-$k.exit" 2>/dev/null) || e=none
-    [ "$e" = 0 ] || { cat "$T/local.out" >&2; fail "run-local.sh: peer $k exited with status $e, not 0"; }
-    k=$((k + 1))
-done
+exits_0 run-local.sh local "$RUNS/local"
 stopped_cleanly run-local "$RUNS/local" "$RUNS"/local/launch/node-*.pid
 note "run-local.sh: ^C in a pty, $n peers exited 0 with their checkpoint, launcher 130"
 
@@ -87,12 +92,7 @@ st=0
     sh "$ROOT/scripts/compare.sh" -n $n -r cmp -p "$port" -i 1 "$T/ring.topo" "$T/complete.topo" -- $model 2> "$T/pty.err" || st=$?
 exited_130 compare.sh compare
 [ -e "$RUNS/cmp/complete" ] && fail "compare.sh started the next topology after ^C"
-k=0
-while [ $k -lt $n ]; do
-    e=$(cat "$RUNS/cmp/ring/launch/node-$k.exit" 2>/dev/null) || e=none
-    [ "$e" = 0 ] || { cat "$T/compare.out" >&2; fail "compare.sh: peer $k exited with status $e, not 0"; }
-    k=$((k + 1))
-done
+exits_0 compare.sh compare "$RUNS/cmp/ring"
 stopped_cleanly compare "$RUNS/cmp/ring" "$RUNS"/cmp/ring/launch/node-*.pid
 note "compare.sh: ^C stopped the first run cleanly and did not start the second"
 
@@ -102,12 +102,7 @@ if ! start_test_sshd; then
     echo "ok: run-local.sh and compare.sh (run-hosts.sh skipped: no sshd)"
     exit 0
 fi
-port=$(free_ports $n)
-k=0
-while [ $k -lt $n ]; do
-    echo "$k 127.0.0.1:$((port + k)) $me@127.0.0.1 $T/host-$k/hosts"
-    k=$((k + 1))
-done > "$T/hosts.txt"
+test_hosts "$T/hosts.txt" hosts
 E2E_CLEANUP='for f in "$T"/host-*/*/node-*/pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done'
 # ptyrun polls the peers where they run; a condition over all three hosts
 cat > "$T/trained-hosts.sh" <<EOF

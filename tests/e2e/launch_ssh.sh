@@ -9,22 +9,12 @@ start_test_sshd || exit 0
 n=4
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n $n > "$T/ring.topo" 2>/dev/null
-# hosts FILE: peer K listens on 127.0.0.1:PORT+K, reached as me@127.0.0.1,
-# and keeps its run directory in $T/host-K (its own "remote" disk).
-hosts() {
-    port=$(free_ports $n)
-    k=0
-    while [ $k -lt $n ]; do
-        echo "$k 127.0.0.1:$((port + k)) $me@127.0.0.1 $T/host-$k/$2"
-        k=$((k + 1))
-    done > "$1"
-}
 # The peers' pids on their "hosts", for the cleanup, whatever happens.
 E2E_CLEANUP='for f in "$T"/host-*/*/node-*/pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done'
 model="--layers 2 --width 32 --heads 2 --ctx 32 --batch 8 --log-every 0 --start-timeout 20000"
 
 # 1. A short TLS training run through ssh; results collected.
-hosts "$T/hosts" short
+test_hosts "$T/hosts" short
 rounds=40
 start=$(date +%s)
 RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts" -t "$T/ring.topo" -r short -D "$T/data" \
@@ -72,7 +62,7 @@ st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts3" -t "$T/ring.
     -D "$T/data" > "$T/bad1.out" 2>&1 || st=$?
 [ $st = 2 ] && grep -q "must list 4 peers" "$T/bad1.out" || fail "a hosts file without peer 3 was not refused ($st)"
 ssh-keygen -q -t ed25519 -N '' -f "$S/stranger_key"
-hosts "$T/hosts4" bad2
+test_hosts "$T/hosts4" bad2
 st=0; MURMUR_SSH="ssh -p $sport -i $S/stranger_key $opts" RUNS="$T/runs" \
     sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts4" -t "$T/ring.topo" -r bad2 -D "$T/data" \
     -- --no-train --vector-len 10 --rounds 1 > "$T/bad2.out" 2>&1 || st=$?
@@ -97,7 +87,7 @@ ls "$T"/host-*/bad4/node-*/pid > /dev/null 2>&1 && fail "peers started although 
 note "run-hosts: column-stochastic without pushsum: exit 2; port $((lo + 5)) in the ephemeral range: exit 1, nothing started"
 
 # A failed peer is explained after collection: its last error and end line.
-hosts "$T/hosts6" nodata
+test_hosts "$T/hosts6" nodata
 st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts6" -t "$T/ring.topo" -r nodata -D "$T/none" \
     -- --rounds 1 > "$T/nodata.out" 2>&1 || st=$?
 [ $st = 1 ] && grep -q "peer 3 exited with status 1" "$T/nodata.out" && grep -q "last error: ERROR: $T/none/index.tsv" "$T/nodata.out" ||
@@ -108,7 +98,7 @@ note "run-hosts: failed peers explained: $(grep -m1 'last error' "$T/nodata.out"
 # which ends its round, checkpoints and exits; the directories still come home.
 # A background job of a script starts with SIGINT ignored, which a shell
 # cannot trap: env gives run-hosts.sh the default disposition back.
-hosts "$T/hosts2" endless
+test_hosts "$T/hosts2" endless
 RUNS="$T/runs" env --default-signal=INT sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts2" -t "$T/ring.topo" \
     -r endless -D "$T/data" -- $model --rounds 100000 --eval-every 0 --checkpoint-every 0 \
     > "$T/endless.out" 2>&1 &
@@ -142,7 +132,7 @@ while [ $k -lt $n ]; do
 done
 # 3. SIGINT the moment the peers are launched (before some have even
 # written their pid): none may be left behind.
-hosts "$T/hosts3b" early
+test_hosts "$T/hosts3b" early
 RUNS="$T/runs" env --default-signal=INT sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts3b" -t "$T/ring.topo" \
     -r early -D "$T/data" -- $model --rounds 100000 --eval-every 0 > "$T/early.out" 2>&1 &
 rh=$!; E2E_PIDS="$E2E_PIDS $rh"

@@ -3,7 +3,7 @@
 # hosts, for scripts/run-hosts.sh. start_test_sshd sets S (its directory),
 # opts (ssh options), me (the user), exports MURMUR_SSH and MURMUR_SCP,
 # and returns 1 (after saying why) when this machine cannot run one: the
-# caller then skips.
+# caller then skips. test_hosts writes a hosts file for it.
 start_test_sshd() {
     . "$ROOT/tests/e2e/lib/pkgs.sh"
     if ! need_pkgs openssh-server openssh-client; then
@@ -53,4 +53,16 @@ CFG
         i=$((i + 1)); [ $i -lt 50 ] || { cat "$S/sshd.log" >&2; fail "cannot log in to the test sshd on port $sport"; }
         sleep 0.1
     done
+}
+
+# test_hosts FILE NAME: a hosts file for $n peers on free ports: peer K
+# listens on 127.0.0.1:PORT+K, is reached as me@127.0.0.1, and keeps its run
+# directory in $T/host-K/NAME (its own "remote" disk).
+test_hosts() {
+    th_port=$(free_ports "$n")
+    th_k=0
+    while [ $th_k -lt "$n" ]; do
+        echo "$th_k 127.0.0.1:$((th_port + th_k)) $me@127.0.0.1 $T/host-$th_k/$2"
+        th_k=$((th_k + 1))
+    done > "$1"
 }
