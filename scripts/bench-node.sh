@@ -23,6 +23,9 @@ done
 topo=${topo:-$root/topologies/ring-$n.topo}
 name=bench-node-$(date +%Y%m%d-%H%M%S)
 cd "$root"
+# Ctrl-C: run-local.sh (in the foreground, in our process group) stops the
+# peers; the trap keeps this shell from dying before it has.
+trap 'exit 130' INT TERM HUP
 sh scripts/run-local.sh -n "$n" -t "$topo" -r "$name" -i 30 --no-report -- \
     --threads 1 --rounds "$rounds" --eval-every 0 --checkpoint-every 0 "$@" >/dev/null
 echo "bench-node: $n peers, $(basename "$topo"), $rounds rounds, default model, 1 BLAS thread each"
