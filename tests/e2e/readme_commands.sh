@@ -2,11 +2,12 @@
 # cannot drift from the program: each is taken from README.md itself and run
 # in a scratch copy of the layout (./murmur, scripts/, topologies/, data/brown
 # = a tiny synthetic corpus), changed only where a test must: a free port
-# instead of 29500, and a tiny model and a few rounds appended to the node
-# flags (later flags override earlier ones, so every flag of the README is
-# still parsed and checked). A README command this test does not know fails
-# it: add it below. Also: section 3's comparison carries the demo's flags
-# (mk/demo.mk), so its rows reproduce the demo's.
+# instead of 29500, a 1 s progress interval, and a tiny model and a few
+# rounds appended to the node flags (later flags override earlier ones, so
+# every flag of the README is still parsed and checked). A README command
+# this test does not know fails it: add it below. Also: section 3's
+# comparison carries the demo's flags (mk/demo.mk), so its rows reproduce
+# the demo's.
 . "$(dirname "$0")/lib.sh"
 export MURMUR_NO_BLAS_FIX=1
 W="$T/repo"
@@ -49,8 +50,10 @@ while IFS= read -r cmd; do
     "./murmur topo "*|"./murmur node --help")
         run "$cmd" "$cmd" ;;
     "sh scripts/compare.sh "*|"sh scripts/run-local.sh "*)
-        # a free port before the script's options; the tiny model after the node flags
-        run "$cmd" "$(echo "$cmd" | sed "s|\.sh |.sh -p $port |") $tiny"
+        # a free port and a 1 s progress interval before the script's options
+        # (the launcher notices the end of a run at its next progress line);
+        # the tiny model after the node flags
+        run "$cmd" "$(echo "$cmd" | sed "s|\.sh |.sh -p $port -i 1 |") $tiny"
         port=$((port + 24)) ;;
     "./murmur node --id K "*)
         # the per-peer line: all four peers of section 4's run, by hand
@@ -83,6 +86,7 @@ demo_flags=$(awk '/^DEMO_FLAGS/ { sub(/^DEMO_FLAGS *\?= */, ""); f = $0; cont = 
     cont { f = f " " $0; cont = /\\$/ } END { gsub(/\\/, "", f); print f }' "$ROOT/mk/demo.mk")
 demo_args=$(sed -n 's/.*compare.sh \(-n .*--partition [a-z]*\).*/\1/p' "$ROOT/mk/demo.mk" |
     sed 's/-r [^ ]* //; s/-p [^ ]* //; s/$(DEMO_PEERS)/8/')
+demo_flags=$(echo $demo_flags)
 [ -n "$demo_flags" ] && [ -n "$demo_args" ] || fail "cannot read the demo's flags from mk/demo.mk"
 set -- $demo_args $demo_flags
 while [ $# -gt 0 ]; do
