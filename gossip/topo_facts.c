@@ -15,7 +15,7 @@ static int cmp_nb(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static bool has_arc(const mm_arcs *a, uint32_t u, uint32_t v)
+static bool has_arc(const mm__arcs *a, uint32_t u, uint32_t v)
 {
     uint32_t lo = a->off[u], hi = a->off[u + 1];
     while (lo < hi) {
@@ -62,7 +62,7 @@ static int stochastic(const mm_topology *t, uint64_t round, mm_topo_facts *f, mm
 
 /* Degrees, edge counts and symmetry of the arcs of the window (a) and of
  * round 0 (a0). -1 when out of memory. */
-static int degrees(const mm_topology *t, const mm_arcs *a, const mm_arcs *a0, mm_topo_facts *f)
+static int degrees(const mm_topology *t, const mm__arcs *a, const mm__arcs *a0, mm_topo_facts *f)
 {
     bool sym = true;
     for (int u = 0; u < t->n && sym; u++)
@@ -98,24 +98,24 @@ int mm_topo_graph_facts(const mm_topology *t, const mm_topo_progress *p, mm_topo
     memset(f, 0, sizeof *f);
     f->rho = NAN;
     f->rounds_tenfold = NAN;
-    uint64_t window = mm_topo_window(t);
-    mm_arcs a, a0;
-    if (mm_arcs_union(t, window, &a) < 0)
+    uint64_t window = mm__topo_window(t);
+    mm__arcs a, a0;
+    if (mm__arcs_union(t, window, &a) < 0)
         return -1;
-    if (mm_arcs_union(t, 1, &a0) < 0) {
-        mm_arcs_free(&a);
+    if (mm__arcs_union(t, 1, &a0) < 0) {
+        mm__arcs_free(&a);
         return -1;
     }
     int rc = degrees(t, &a, &a0, f);
     bool from0;
     if (rc == 0) {
-        f->connected = mm_arcs_unreached(&a, &from0) < 0;
-        f->diameter = f->connected ? mm_arcs_diameter(&a, p) : -1;
+        f->connected = mm__arcs_unreached(&a, &from0) < 0;
+        f->diameter = f->connected ? mm__arcs_diameter(&a, p) : -1;
         if (f->connected && f->diameter < 0)
             rc = -1;
     }
-    mm_arcs_free(&a);
-    mm_arcs_free(&a0);
+    mm__arcs_free(&a);
+    mm__arcs_free(&a0);
     if (rc < 0)
         return -1;
 
@@ -142,7 +142,7 @@ int mm_topo_rho_facts(const mm_topology *t, enum mm_rho_method m, const mm_topo_
     if (mm_topo_rho_ex(t, m, p, &f->rho_all) < 0)
         return -1;
     /* Per round: a static graph's one round is rho itself. */
-    uint64_t shown = mm_topo_random(t) ? 4 : (uint64_t)f->window;
+    uint64_t shown = mm__topo_random(t) ? 4 : (uint64_t)f->window;
     f->n_rho_rounds = shown < 64 ? (int)shown : 64;
     for (int r = 0; r < f->n_rho_rounds; r++) {
         mm_rho one = f->rho_all;
@@ -153,7 +153,7 @@ int mm_topo_rho_facts(const mm_topology *t, enum mm_rho_method m, const mm_topo_
     f->rho = f->rho_all.rho;
     f->rho_how = t->schedule == MM_SCHED_EPIDEMIC
                      ? "mean-square rate sqrt(lambda_max(E[W^T (I-J) W]))"
-                 : mm_topo_random(t) ? "mean-square rate sqrt(lambda_max(E[W^T W] - J))"
+                 : mm__topo_random(t) ? "mean-square rate sqrt(lambda_max(E[W^T W] - J))"
                  : t->period > 1     ? "||W(period-1)...W(0) - J||_2^(1/period)"
                                      : "||W - J||_2";
     f->has_rho = true;

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mm_arcs_free(mm_arcs *a)
+void mm__arcs_free(mm__arcs *a)
 {
     free(a->off);
     free(a->adj);
@@ -22,7 +22,7 @@ static int cmp_pair(const void *pa, const void *pb)
 }
 
 /* Static graphs: the out-lists are already sorted and distinct. */
-static int static_arcs(const mm_topology *t, mm_arcs *a)
+static int static_arcs(const mm_topology *t, mm__arcs *a)
 {
     size_t n = (size_t)t->n, m = t->out_off[n];
     a->n = t->n;
@@ -30,7 +30,7 @@ static int static_arcs(const mm_topology *t, mm_arcs *a)
     a->off = malloc((n + 1) * sizeof *a->off);
     a->adj = malloc((m ? m : 1) * sizeof *a->adj);
     if (!a->off || !a->adj) {
-        mm_arcs_free(a);
+        mm__arcs_free(a);
         return -1;
     }
     memcpy(a->off, t->out_off, (n + 1) * sizeof *a->off);
@@ -39,7 +39,7 @@ static int static_arcs(const mm_topology *t, mm_arcs *a)
     return 0;
 }
 
-int mm_arcs_union(const mm_topology *t, uint64_t rounds, mm_arcs *a)
+int mm__arcs_union(const mm_topology *t, uint64_t rounds, mm__arcs *a)
 {
     if (t->schedule == MM_SCHED_NONE) {
         memset(a, 0, sizeof *a);
@@ -104,7 +104,7 @@ fail:
     free(pairs);
     free(in);
     free(out);
-    mm_arcs_free(a);
+    mm__arcs_free(a);
     return -1;
 }
 
@@ -138,7 +138,7 @@ static int bfs(const uint32_t *off, const uint32_t *adj, int n, int src, int *di
     return far;
 }
 
-int mm_arcs_unreached(const mm_arcs *a, bool *from0)
+int mm__arcs_unreached(const mm__arcs *a, bool *from0)
 {
     int n = a->n, bad = -1, bad2 = -1;
     int *dist = malloc((size_t)n * sizeof *dist);
@@ -187,7 +187,7 @@ static void diameter_progress(const mm_topo_progress *p, int done, int n)
 }
 
 /* One search per peer, for graphs of long paths (rings, chains). */
-static int diameter_one_by_one(const mm_arcs *a, const mm_topo_progress *p)
+static int diameter_one_by_one(const mm__arcs *a, const mm_topo_progress *p)
 {
     int n = a->n, diam = 0, unreached;
     int *dist = malloc((size_t)n * sizeof *dist);
@@ -215,7 +215,7 @@ static int diameter_one_by_one(const mm_arcs *a, const mm_topo_progress *p)
 /* 64 searches at once, one bit each: a level costs one pass over the arcs
  * for all 64, so this wins when the diameter is small (exponential graphs,
  * expanders) and loses when it is long. */
-static int diameter_bit_parallel(const mm_arcs *a, const mm_topo_progress *p)
+static int diameter_bit_parallel(const mm__arcs *a, const mm_topo_progress *p)
 {
     size_t n = (size_t)a->n;
     uint64_t *seen = malloc(n * sizeof *seen), *front = malloc(n * sizeof *front),
@@ -263,7 +263,7 @@ static int diameter_bit_parallel(const mm_arcs *a, const mm_topo_progress *p)
     return diam;
 }
 
-int mm_arcs_diameter(const mm_arcs *a, const mm_topo_progress *p)
+int mm__arcs_diameter(const mm__arcs *a, const mm_topo_progress *p)
 {
     if (a->n <= 1)
         return 0;

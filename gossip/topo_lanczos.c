@@ -468,7 +468,7 @@ int mm_topo_rho_ex(const mm_topology *t, enum mm_rho_method m, const mm_topo_pro
         return 0;
     }
     if (use_dense(t, m, p))
-        return mm_rho_dense(t, false, 0, out);
+        return mm__rho_dense(t, false, 0, out);
     int count = t->period > 1 ? t->period : 1;
     return rho_sparse(t, 0, count, count > 1 ? "rho of the period's product" : "rho", p, out);
 }
@@ -481,7 +481,7 @@ int mm_topo_rho_round_ex(const mm_topology *t, uint64_t round, enum mm_rho_metho
         return 0;
     }
     if (use_dense(t, m, p))
-        return mm_rho_dense(t, true, round, out);
+        return mm__rho_dense(t, true, round, out);
     char label[48];
     snprintf(label, sizeof label, "rho of round %llu", (unsigned long long)round);
     return rho_sparse(t, round, 1, label, p, out);

@@ -83,14 +83,14 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         if (hash)
             ll = (size_t)(hash - src);
         if (ll >= sizeof buf) {
-            mm_topo_err(err, errlen, name, line, "line longer than %zu characters", sizeof buf - 1);
+            mm__topo_err(err, errlen, name, line, "line longer than %zu characters", sizeof buf - 1);
             goto fail;
         }
         memcpy(buf, src, ll);
         buf[ll] = 0;
         for (size_t i = 0; i < ll; i++)
             if (buf[i] == 0 || (!isprint((unsigned char)buf[i]) && !isspace((unsigned char)buf[i]))) {
-                mm_topo_err(err, errlen, name, line, "expected text, found byte 0x%02x",
+                mm__topo_err(err, errlen, name, line, "expected text, found byte 0x%02x",
                             (unsigned char)buf[i]);
                 goto fail;
             }
@@ -99,7 +99,7 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         char *save = NULL;
         for (char *p = strtok_r(buf, " \t\r\v\f", &save); p; p = strtok_r(NULL, " \t\r\v\f", &save)) {
             if (nt == MAX_TOK) {
-                mm_topo_err(err, errlen, name, line, "too many words on one line");
+                mm__topo_err(err, errlen, name, line, "too many words on one line");
                 goto fail;
             }
             tok[nt++] = p;
@@ -111,32 +111,32 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
             uint64_t u, v;
             double w = NAN;
             if (!line_peers) {
-                mm_topo_err(err, errlen, name, line, "expected 'peers N' before the first edge");
+                mm__topo_err(err, errlen, name, line, "expected 'peers N' before the first edge");
                 goto fail;
             }
             if (nt < 2) {
-                mm_topo_err(err, errlen, name, line, "expected an edge 'U V' (two peer ids), got only '%s'", kw);
+                mm__topo_err(err, errlen, name, line, "expected an edge 'U V' (two peer ids), got only '%s'", kw);
                 goto fail;
             }
             if (!parse_u64(tok[0], &u) || u > UINT32_MAX) {
-                mm_topo_err(err, errlen, name, line, "expected a peer id, got '%s'", tok[0]);
+                mm__topo_err(err, errlen, name, line, "expected a peer id, got '%s'", tok[0]);
                 goto fail;
             }
             if (!parse_u64(tok[1], &v) || v > UINT32_MAX) {
-                mm_topo_err(err, errlen, name, line, "expected a second peer id after '%s', got '%s'", tok[0], tok[1]);
+                mm__topo_err(err, errlen, name, line, "expected a second peer id after '%s', got '%s'", tok[0], tok[1]);
                 goto fail;
             }
             if (nt >= 3 && !parse_weight(tok[2], &w)) {
-                mm_topo_err(err, errlen, name, line, "expected a weight (number or fraction a/b) after '%s %s', got '%s'",
+                mm__topo_err(err, errlen, name, line, "expected a weight (number or fraction a/b) after '%s %s', got '%s'",
                             tok[0], tok[1], tok[2]);
                 goto fail;
             }
             if (nt > 3) {
-                mm_topo_err(err, errlen, name, line, "expected the end of the line after the edge, got '%s'", tok[3]);
+                mm__topo_err(err, errlen, name, line, "expected the end of the line after the edge, got '%s'", tok[3]);
                 goto fail;
             }
             if (mm_topo_spec_add(s, (uint32_t)u, (uint32_t)v, w, line) < 0) {
-                mm_topo_err(err, errlen, name, line, "out of memory");
+                mm__topo_err(err, errlen, name, line, "out of memory");
                 goto fail;
             }
             continue;
@@ -145,13 +145,13 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         if (strcmp(kw, "peers") && strcmp(kw, "kind") && strcmp(kw, "graph") && strcmp(kw, "weights") &&
             strcmp(kw, "schedule") && strcmp(kw, "seed") && strcmp(kw, "self") && strcmp(kw, "degree") &&
             strcmp(kw, "fanout") && strcmp(kw, "group")) {
-            mm_topo_err(err, errlen, name, line,
+            mm__topo_err(err, errlen, name, line,
                         "expected a statement (peers, kind, graph, weights, schedule, seed, degree, "
                         "fanout, group, self) or an edge 'U V [WEIGHT]', got '%s'", kw);
             goto fail;
         }
         if (nt != want) {
-            mm_topo_err(err, errlen, name, line, "expected '%s' followed by %s", kw,
+            mm__topo_err(err, errlen, name, line, "expected '%s' followed by %s", kw,
                         want == 3 ? "a peer id and a weight" : "one value");
             goto fail;
         }
@@ -162,7 +162,7 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
                     : !strcmp(kw, "degree") ? &line_degree : !strcmp(kw, "fanout") ? &line_fanout
                     : !strcmp(kw, "group") ? &line_group : NULL;
         if (seen && *seen) {
-            mm_topo_err(err, errlen, name, line, "'%s' given twice (first on line %d)", kw, *seen);
+            mm__topo_err(err, errlen, name, line, "'%s' given twice (first on line %d)", kw, *seen);
             goto fail;
         }
         if (seen)
@@ -170,35 +170,35 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         if (!strcmp(kw, "peers")) {
             uint64_t n;
             if (!parse_u64(val, &n) || n < 1 || n > MM_TOPO_MAX_PEERS) {
-                mm_topo_err(err, errlen, name, line, "expected the number of peers (1..%d) after 'peers', got '%s'",
+                mm__topo_err(err, errlen, name, line, "expected the number of peers (1..%d) after 'peers', got '%s'",
                             MM_TOPO_MAX_PEERS, val);
                 goto fail;
             }
             s->n = (int)n;
         } else if (!strcmp(kw, "kind")) {
             if (strlen(val) >= sizeof s->kind) {
-                mm_topo_err(err, errlen, name, line, "expected a kind name of at most %zu characters",
+                mm__topo_err(err, errlen, name, line, "expected a kind name of at most %zu characters",
                             sizeof s->kind - 1);
                 goto fail;
             }
             strcpy(s->kind, val);
         } else if (!strcmp(kw, "graph")) {
             if (strcmp(val, "directed") && strcmp(val, "undirected")) {
-                mm_topo_err(err, errlen, name, line, "expected 'graph undirected' or 'graph directed', got '%s'", val);
+                mm__topo_err(err, errlen, name, line, "expected 'graph undirected' or 'graph directed', got '%s'", val);
                 goto fail;
             }
             s->directed = !strcmp(val, "directed");
         } else if (!strcmp(kw, "weights")) {
             int k = lookup(val, weights_names, 3);
             if (k < 0) {
-                mm_topo_err(err, errlen, name, line, "expected weights metropolis, uniform or explicit, got '%s'", val);
+                mm__topo_err(err, errlen, name, line, "expected weights metropolis, uniform or explicit, got '%s'", val);
                 goto fail;
             }
             s->weights = (enum mm_weights)k;
         } else if (!strcmp(kw, "schedule")) {
             int k = lookup(val, schedule_names, N_SCHEDULES);
             if (k <= 0) {
-                mm_topo_err(err, errlen, name, line, "expected schedule one-peer-exp, random-matching, "
+                mm__topo_err(err, errlen, name, line, "expected schedule one-peer-exp, random-matching, "
                             "local, alt-exp-ring, base or epidemic, got '%s'", val);
                 goto fail;
             }
@@ -206,33 +206,33 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         } else if (!strcmp(kw, "degree") || !strcmp(kw, "fanout") || !strcmp(kw, "group")) {
             uint64_t v;
             if (!parse_u64(val, &v) || v < 1 || v > MM_TOPO_MAX_PEERS) {
-                mm_topo_err(err, errlen, name, line, "expected a whole number 1..%d after '%s', got '%s'",
+                mm__topo_err(err, errlen, name, line, "expected a whole number 1..%d after '%s', got '%s'",
                             MM_TOPO_MAX_PEERS, kw, val);
                 goto fail;
             }
             *(!strcmp(kw, "degree") ? &s->degree : !strcmp(kw, "fanout") ? &s->fanout : &s->group) = (int)v;
         } else if (!strcmp(kw, "seed")) {
             if (!parse_u64(val, &s->seed)) {
-                mm_topo_err(err, errlen, name, line, "expected a seed (0..2^64-1) after 'seed', got '%s'", val);
+                mm__topo_err(err, errlen, name, line, "expected a seed (0..2^64-1) after 'seed', got '%s'", val);
                 goto fail;
             }
         } else { /* self U W */
             uint64_t u;
             double w;
             if (!line_peers) {
-                mm_topo_err(err, errlen, name, line, "expected 'peers N' before 'self'");
+                mm__topo_err(err, errlen, name, line, "expected 'peers N' before 'self'");
                 goto fail;
             }
             if (!parse_u64(tok[1], &u)) {
-                mm_topo_err(err, errlen, name, line, "expected a peer id after 'self', got '%s'", tok[1]);
+                mm__topo_err(err, errlen, name, line, "expected a peer id after 'self', got '%s'", tok[1]);
                 goto fail;
             }
             if (!parse_weight(tok[2], &w)) {
-                mm_topo_err(err, errlen, name, line, "expected a weight after 'self %s', got '%s'", tok[1], tok[2]);
+                mm__topo_err(err, errlen, name, line, "expected a weight after 'self %s', got '%s'", tok[1], tok[2]);
                 goto fail;
             }
             if (u >= (uint64_t)s->n) {
-                mm_topo_err(err, errlen, name, line, "self %s: peer %s out of range (peers are 0..%d)",
+                mm__topo_err(err, errlen, name, line, "self %s: peer %s out of range (peers are 0..%d)",
                             tok[1], tok[1], s->n - 1);
                 goto fail;
             }
@@ -240,14 +240,14 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
                 s->self_w = malloc((size_t)s->n * sizeof *s->self_w);
                 s->self_line = calloc((size_t)s->n, sizeof *s->self_line);
                 if (!s->self_w || !s->self_line) {
-                    mm_topo_err(err, errlen, name, line, "out of memory");
+                    mm__topo_err(err, errlen, name, line, "out of memory");
                     goto fail;
                 }
                 for (int i = 0; i < s->n; i++)
                     s->self_w[i] = NAN;
             }
             if (s->self_line[u]) {
-                mm_topo_err(err, errlen, name, line, "self %s given twice (first on line %d)", tok[1],
+                mm__topo_err(err, errlen, name, line, "self %s given twice (first on line %d)", tok[1],
                             s->self_line[u]);
                 goto fail;
             }
@@ -258,59 +258,59 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
         }
     }
     if (!line_peers) {
-        mm_topo_err(err, errlen, name, 0, "expected 'peers N' (the number of peers); none found");
+        mm__topo_err(err, errlen, name, 0, "expected 'peers N' (the number of peers); none found");
         goto fail;
     }
     bool explicit_w = s->weights == MM_W_EXPLICIT;
     if (line_sched) {
         if (s->n_edges) {
-            mm_topo_err(err, errlen, name, s->edges[0].line,
+            mm__topo_err(err, errlen, name, s->edges[0].line,
                         "this file names a schedule (line %d); it cannot also list edges", line_sched);
             goto fail;
         }
         if (line_weights || line_self || line_graph) {
             int l = line_weights ? line_weights : line_graph ? line_graph : line_self;
-            mm_topo_err(err, errlen, name, l, "a schedule (line %d) fixes its graph and weights; "
+            mm__topo_err(err, errlen, name, l, "a schedule (line %d) fixes its graph and weights; "
                         "drop this line", line_sched);
             goto fail;
         }
         bool random = s->schedule == MM_SCHED_RANDOM_MATCHING || s->schedule == MM_SCHED_EPIDEMIC;
         if (random && !line_seed) {
-            mm_topo_err(err, errlen, name, line_sched,
+            mm__topo_err(err, errlen, name, line_sched,
                         "expected 'seed S' for schedule %s (every peer must draw the same graphs)",
                         schedule_names[s->schedule]);
             goto fail;
         }
         if (s->schedule == MM_SCHED_BASE && !line_degree) {
-            mm_topo_err(err, errlen, name, line_sched,
+            mm__topo_err(err, errlen, name, line_sched,
                         "expected 'degree K' (the maximum degree k) for schedule base");
             goto fail;
         }
         if (s->schedule == MM_SCHED_EPIDEMIC && !line_fanout) {
-            mm_topo_err(err, errlen, name, line_sched,
+            mm__topo_err(err, errlen, name, line_sched,
                         "expected 'fanout S' (peers each peer sends to per round) for schedule epidemic");
             goto fail;
         }
     }
     if (line_seed && s->schedule != MM_SCHED_RANDOM_MATCHING && s->schedule != MM_SCHED_EPIDEMIC) {
-        mm_topo_err(err, errlen, name, line_seed,
+        mm__topo_err(err, errlen, name, line_seed,
                     "'seed' is only used by 'schedule random-matching' and 'schedule epidemic'");
         goto fail;
     }
     if (line_degree && s->schedule != MM_SCHED_BASE) {
-        mm_topo_err(err, errlen, name, line_degree, "'degree' is only used by 'schedule base'");
+        mm__topo_err(err, errlen, name, line_degree, "'degree' is only used by 'schedule base'");
         goto fail;
     }
     if (line_fanout && s->schedule != MM_SCHED_EPIDEMIC) {
-        mm_topo_err(err, errlen, name, line_fanout, "'fanout' is only used by 'schedule epidemic'");
+        mm__topo_err(err, errlen, name, line_fanout, "'fanout' is only used by 'schedule epidemic'");
         goto fail;
     }
     if (line_group && s->schedule != MM_SCHED_ALT_EXP_RING) {
-        mm_topo_err(err, errlen, name, line_group, "'group' is only used by 'schedule alt-exp-ring'");
+        mm__topo_err(err, errlen, name, line_group, "'group' is only used by 'schedule alt-exp-ring'");
         goto fail;
     }
     if (line_self && !explicit_w) {
-        mm_topo_err(err, errlen, name, line_self, "'self' needs 'weights explicit'");
+        mm__topo_err(err, errlen, name, line_self, "'self' needs 'weights explicit'");
         goto fail;
     }
     if (!line_weights && s->directed)
@@ -318,11 +318,11 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
     for (size_t i = 0; i < s->n_edges; i++) {
         const mm_edge *e = &s->edges[i];
         if (explicit_w && isnan(e->w)) {
-            mm_topo_err(err, errlen, name, e->line, "expected a weight after '%u %u' (weights explicit)", e->u, e->v);
+            mm__topo_err(err, errlen, name, e->line, "expected a weight after '%u %u' (weights explicit)", e->u, e->v);
             goto fail;
         }
         if (!explicit_w && !isnan(e->w)) {
-            mm_topo_err(err, errlen, name, e->line, "edge %u %u has a weight but 'weights %s' computes them; "
+            mm__topo_err(err, errlen, name, e->line, "edge %u %u has a weight but 'weights %s' computes them; "
                         "write 'weights explicit'", e->u, e->v, weights_names[s->weights]);
             goto fail;
         }

@@ -154,7 +154,7 @@ out:
  * deviations from the mean. With W doubly stochastic c = 1 and M = E[W^T W] - J. */
 double mm_topo_rho_sampled(const mm_topology *t, uint64_t rounds)
 {
-    if (!mm_topo_random(t) || !rounds)
+    if (!mm__topo_random(t) || !rounds)
         return -1;
     size_t n = (size_t)t->n;
     double *m = calloc(n * n, sizeof *m), *c = calloc(n, sizeof *c), r = -1;
@@ -219,7 +219,7 @@ static double rho_round(const mm_topology *t, uint64_t round)
     return r;
 }
 
-int mm_rho_dense(const mm_topology *t, bool one_round, uint64_t round, mm_rho *out)
+int mm__rho_dense(const mm_topology *t, bool one_round, uint64_t round, mm_rho *out)
 {
     memset(out, 0, sizeof *out);
     out->method = "dense (LAPACK dgesvd)";
