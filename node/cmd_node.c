@@ -122,7 +122,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "checkpoint every C rounds"),
         MM_OPT(MM_OPT_INT, "sketch-dim", "D", &c->sketch_dim, 1, 1 << 20, "count-sketch size"),
         MM_OPT(MM_OPT_FLAG, "resume", NULL, &c->resume, 0, 0,
-               "continue from DIR/node-K/checkpoint.bin"),
+               "continue from DIR/node-K/checkpoint.bin (none there yet: start fresh, saying "
+               "so)"),
         MM_OPT(MM_OPT_INT, "log-every", "N", &c->log_every, 0, INT_MAX,
                "progress line every N rounds"),
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),
@@ -138,7 +139,7 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
     n += mm_replica_opts(&c->train, g, t + n);
     for (size_t i = 0; i < sizeof gossip / sizeof gossip[0]; i++)
         t[n++] = gossip[i];
-    t[n] = (mm_opt){MM_OPT_END};
+    t[n] = (mm_opt){.kind = MM_OPT_END};
     return t;
 }
 

@@ -11,6 +11,7 @@
  * derives the update. Everything this thread learns about the network comes
  * through the mailbox (node/mailbox.h). */
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -154,7 +155,7 @@ static int resume(mm__trainer *t, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/checkpoint.bin", t->dir);
-    if (access(path, F_OK) != 0) {
+    if (access(path, F_OK) != 0 && errno == ENOENT) { /* the rule of murmur train --resume too */
         mm_info("--resume: no checkpoint at %s, starting fresh", path);
         return 0;
     }
