@@ -149,6 +149,12 @@ static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
         try_send(nd, &c);
 }
 
+static void on_refused(void *ud, const mm_refusal *r)
+{
+    node *nd = ud;
+    mm__mbox_refused(nd->mb, r);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     node *nd = h->data;
@@ -333,7 +339,7 @@ int mm_node_run(const mm_node_config *c)
     mm_transport_config tc;
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
-                                 .ud = nd};
+                                 .on_refused = on_refused, .ud = nd};
     if (transport_config(nd, addrs, &tls, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {
         mm_error("%s", err);
