@@ -397,10 +397,12 @@ void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r)
         if (r->code == MM_REFUSAL_ID_CLASH)
             f->id_clash = true;
     }
-    /* A peer whose connection was just refused is not coming up through
-     * it: not worth waiting for (a peer that should dial us is otherwise
-     * reported down only after the transport's connect timeout). */
-    if (i < mb->n && (mb->state[i] == MM__PEER_CONNECTING || mb->state[i] == MM__PEER_UNKNOWN)) {
+    /* A peer refused for a configuration that differs will not come up
+     * by retrying: not worth waiting for (a peer that should dial us is
+     * otherwise reported down only after the transport's connect timeout).
+     * Faults (a failed dial, a timeout) are the transport's to report. */
+    if (i < mb->n && mm_refusal_is_config(r->code) &&
+        (mb->state[i] == MM__PEER_CONNECTING || mb->state[i] == MM__PEER_UNKNOWN)) {
         mb->state[i] = MM__PEER_DOWN;
         changed(mb);
     }

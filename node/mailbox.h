@@ -129,8 +129,9 @@ void mm__mbox_sent(mm__mbox *mb, uint32_t peer);
 mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state st);
 /* A connection was refused or a dial failed (the transport's on_refused):
  * kept for the training thread, which looks when it judges whether it is
- * isolated. A known peer not up yet becomes DOWN (not worth waiting for,
- * once peers have had --start-timeout to start). */
+ * isolated. A known peer not up yet that was refused for a configuration
+ * that differs becomes DOWN (not worth waiting for, once peers have had
+ * --start-timeout to start). */
 void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r);
 /* A signal arrived; returns how many have (1 for the first). */
 int mm__mbox_signal(mm__mbox *mb);
