@@ -5,14 +5,11 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct {
-    int64_t round, last_round;
-    double acc, vloss, xi, sent_peer, wall;
-    const char *method;
-    int peers;
-} final_figs;
-
-static void finals(const mm_report *r, final_figs *f)
+/* The final figures of a run: the last evaluation round's accuracy and
+ * loss, the last consensus distance (and how it was measured), bytes sent
+ * per peer and wall time from each peer's last round record. Shared with
+ * the sweep's aggregation (report_sweep.c). */
+void mm__report_finals(const mm_report *r, mm__rep_finals *f)
 {
     memset(f, 0, sizeof *f);
     f->round = f->last_round = -1;
@@ -55,8 +52,8 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
     fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s\n", "run", "topology", "peers",
             "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s");
     for (int k = 0; k < n; k++) {
-        final_figs f;
-        finals(runs[k], &f);
+        mm__rep_finals f;
+        mm__report_finals(runs[k], &f);
         char name[256];
         mm__report_run_name(runs[k], name, sizeof name);
         fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", name,
@@ -93,8 +90,8 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
     fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
                "final_consensus,consensus_method,bytes_sent_per_peer,wall_s\n");
     for (int k = 0; k < n; k++) {
-        final_figs fi;
-        finals(runs[k], &fi);
+        mm__rep_finals fi;
+        mm__report_finals(runs[k], &fi);
         char name[256];
         mm__report_run_name(runs[k], name, sizeof name);
         csv_str(f, name);
