@@ -403,6 +403,15 @@ static const char *pm(char *buf, size_t len, const char *fm, const mm_sweep_stat
 
 #define PM(fm, st, scale) pm((char[48]){0}, 48, fm, st, scale)
 
+/* s right-aligned in w columns: printf pads by bytes, and '±' is two. */
+static void cell(FILE *out, int w, const char *s)
+{
+    int cols = 0;
+    for (const char *p = s; *p; p++)
+        cols += ((unsigned char)*p & 0xC0) != 0x80;
+    fprintf(out, " %*s%s", w - cols > 0 ? w - cols : 0, "", s);
+}
+
 void mm_sweep_print_table(const mm_sweep *s, FILE *out)
 {
     int w = 7;
@@ -417,10 +426,15 @@ void mm_sweep_print_table(const mm_sweep *s, FILE *out)
         const mm_sweep_setting *g = &s->settings[i];
         char seeds[16];
         snprintf(seeds, sizeof seeds, "%d/%d", g->n_done, g->n_planned);
-        fprintf(out, "%-*s %5d %5s %15s %15s %21s %21s %-6s %19s %13s\n", w, g->name, g->peers,
-                seeds, PM("%.4f", &g->acc, 1), PM("%.4f", &g->vloss, 1),
-                PM("%.3e", &g->xi_final, 1), PM("%.3e", &g->xi_avg, 1), g->xi_avg_method,
-                PM("%.3f", &g->bytes_peer, 1e-6), PM("%.1f", &g->wall, 1));
+        fprintf(out, "%-*s %5d %5s", w, g->name, g->peers, seeds);
+        cell(out, 15, PM("%.4f", &g->acc, 1));
+        cell(out, 15, PM("%.4f", &g->vloss, 1));
+        cell(out, 21, PM("%.3e", &g->xi_final, 1));
+        cell(out, 21, PM("%.3e", &g->xi_avg, 1));
+        fprintf(out, " %-6s", g->xi_avg_method);
+        cell(out, 19, PM("%.3f", &g->bytes_peer, 1e-6));
+        cell(out, 13, PM("%.1f", &g->wall, 1));
+        fputc('\n', out);
     }
     fprintf(out, "(mean±sd over the seeds that finished, sd with n-1; seeds = finished/planned;\n"
                  " final = last evaluation; consensus_avg = mean of Xi over the evaluation rounds,\n"

@@ -150,8 +150,10 @@ static int write_gp(const mm_sweep *s, const char *dir, const plot_spec *p, cons
     mm__report_gp_terminal(f, 960, 620);
     fprintf(f, "set output '%s.png'\nset title ", p->name);
     mm__report_gp_title(f, title);
-    fprintf(f, "\nset grid\nset key outside right top title 'topology'\nset xlabel ");
-    mm__report_gp_title(f, p->xlabel);
+    /* the x label is the program's own text, written as is: it uses
+     * enhanced-text markup ({/Symbol X}) */
+    fprintf(f, "\nset grid\nset key outside right top title 'topology'\nset xlabel '%s'",
+            p->xlabel);
     fprintf(f, "\nset ylabel 'validation accuracy (final, mean over peers)'\n");
     double lo, hi;
     if (range(s, p->xoff, p->xscale, p->logx, &lo, &hi))
@@ -162,9 +164,11 @@ static int write_gp(const mm_sweep *s, const char *dir, const plot_spec *p, cons
         fprintf(f, "set logscale x\nset format x '10^{%%L}'\n");
     fprintf(f, "set bars small\nplot ");
     for (int t = 0; t < n_topo; t++) {
-        fprintf(f, "%s'sweep.dat' index %d using %d:2:%d:3 with xyerrorbars pt 7 ps 1.2 lw 1.5 "
+        /* a shape per topology too: two settings at the same point both show */
+        static const int pt[] = {7, 5, 9, 13, 11, 15};
+        fprintf(f, "%s'sweep.dat' index %d using %d:2:%d:3 with xyerrorbars pt %d ps 1.3 lw 1.5 "
                    "lc %d title ",
-                t ? ", \\\n     " : "", t, p->xcol, p->xerr, t + 1);
+                t ? ", \\\n     " : "", t, p->xcol, p->xerr, pt[t % 6], t + 1);
         mm__report_gp_title(f, topo[t]);
     }
     if (labels)
