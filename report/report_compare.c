@@ -64,24 +64,6 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
     fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer)\n");
 }
 
-static void csv_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_num(FILE *f, const char *fm, double v)
-{
-    fputc(',', f);
-    if (!isnan(v))
-        fprintf(f, fm, v);
-}
-
 int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -94,19 +76,19 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         mm__report_finals(runs[k], &fi);
         char name[256];
         mm__report_run_name(runs[k], name, sizeof name);
-        csv_str(f, name);
+        mm__report_csv_str(f, name);
         fputc(',', f);
-        csv_str(f, runs[k]->dir);
+        mm__report_csv_str(f, runs[k]->dir);
         fputc(',', f);
-        csv_str(f, runs[k]->topology);
+        mm__report_csv_str(f, runs[k]->topology);
         fprintf(f, ",%d,%lld,%lld", runs[k]->n_peers, (long long)(fi.last_round + 1),
                 (long long)fi.round);
-        csv_num(f, "%.9g", fi.acc);
-        csv_num(f, "%.9g", fi.vloss);
-        csv_num(f, "%.9g", fi.xi);
+        mm__report_csv_num(f, "%.9g", fi.acc);
+        mm__report_csv_num(f, "%.9g", fi.vloss);
+        mm__report_csv_num(f, "%.9g", fi.xi);
         fprintf(f, ",%s", fi.method);
-        csv_num(f, "%.1f", fi.sent_peer);
-        csv_num(f, "%.3f", fi.wall);
+        mm__report_csv_num(f, "%.1f", fi.sent_peer);
+        mm__report_csv_num(f, "%.3f", fi.wall);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;

@@ -39,6 +39,10 @@ int mm__report_gnuplot(const char *script);
  * characters escaped). */
 void mm__report_gp_terminal(FILE *f, int w, int h);
 void mm__report_gp_title(FILE *f, const char *s);
+/* CSV fields: a double-quoted string (quotes doubled); ',' then a number
+ * with format fm, or ',' alone when v is NaN (not available). */
+void mm__report_csv_str(FILE *f, const char *s);
+void mm__report_csv_num(FILE *f, const char *fm, double v);
 /* A number for a gnuplot data file: NaN when not finite. */
 void mm__report_dat_num(FILE *f, double v);
 

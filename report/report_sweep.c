@@ -453,28 +453,10 @@ void mm_sweep_print_table(const mm_sweep *s, FILE *out)
     }
 }
 
-static void csv_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_num(FILE *f, const char *fm, double v)
-{
-    fputc(',', f);
-    if (isfinite(v))
-        fprintf(f, fm, v);
-}
-
 static void csv_stat(FILE *f, const mm_sweep_stat *st)
 {
-    csv_num(f, "%.9g", st->mean);
-    csv_num(f, "%.9g", st->sd);
+    mm__report_csv_num(f, "%.9g", st->mean);
+    mm__report_csv_num(f, "%.9g", st->sd);
 }
 
 int mm_sweep_write_csv(const mm_sweep *s, const char *path)
@@ -485,7 +467,7 @@ int mm_sweep_write_csv(const mm_sweep *s, const char *path)
     fprintf(f, "setting,topology,topology_file,peers");
     for (int k = 0; k < s->n_axes; k++) {
         fputc(',', f);
-        csv_str(f, s->axes[k]);
+        mm__report_csv_str(f, s->axes[k]);
     }
     fprintf(f, ",seeds_planned,seeds_done,seeds,acc_mean,acc_sd,val_loss_mean,val_loss_sd,"
                "consensus_final_mean,consensus_final_sd,consensus_final_method,"
@@ -494,15 +476,15 @@ int mm_sweep_write_csv(const mm_sweep *s, const char *path)
                "wall_s_mean,wall_s_sd,left_out\n");
     for (int i = 0; i < s->n_settings; i++) {
         const mm_sweep_setting *g = &s->settings[i];
-        csv_str(f, g->name);
+        mm__report_csv_str(f, g->name);
         fputc(',', f);
-        csv_str(f, g->topology);
+        mm__report_csv_str(f, g->topology);
         fputc(',', f);
-        csv_str(f, g->topology_file);
+        mm__report_csv_str(f, g->topology_file);
         fprintf(f, ",%d", g->peers);
         for (int k = 0; k < s->n_axes; k++) {
             fputc(',', f);
-            csv_str(f, g->axis_values[k]);
+            mm__report_csv_str(f, g->axis_values[k]);
         }
         fprintf(f, ",%d,%d,\"", g->n_planned, g->n_done);
         const char *sep = "";
@@ -545,21 +527,21 @@ int mm_sweep_write_runs_csv(const mm_sweep *s, const char *path)
     for (int i = 0; i < s->n_runs; i++) {
         const mm_sweep_run *u = &s->runs[i];
         fprintf(f, "%d,", u->index);
-        csv_str(f, u->setting);
+        mm__report_csv_str(f, u->setting);
         fprintf(f, ",%lld,", (long long)u->seed);
-        csv_str(f, u->run);
+        mm__report_csv_str(f, u->run);
         fprintf(f, ",%s,", mm_sweep_status_name(u->status));
-        csv_str(f, u->status == MM_SWEEP_DONE ? "" : u->why);
+        mm__report_csv_str(f, u->status == MM_SWEEP_DONE ? "" : u->why);
         fprintf(f, ",%lld", (long long)u->rounds);
-        csv_num(f, "%.9g", u->acc);
-        csv_num(f, "%.9g", u->vloss);
-        csv_num(f, "%.9g", u->xi_final);
+        mm__report_csv_num(f, "%.9g", u->acc);
+        mm__report_csv_num(f, "%.9g", u->vloss);
+        mm__report_csv_num(f, "%.9g", u->xi_final);
         fprintf(f, ",%s", u->xi_method);
-        csv_num(f, "%.9g", u->xi_avg);
-        csv_num(f, "%.9g", u->xi_rms);
+        mm__report_csv_num(f, "%.9g", u->xi_avg);
+        mm__report_csv_num(f, "%.9g", u->xi_rms);
         fprintf(f, ",%s,%d", u->xi_avg_method, u->n_xi);
-        csv_num(f, "%.1f", u->bytes_peer);
-        csv_num(f, "%.3f", u->wall);
+        mm__report_csv_num(f, "%.1f", u->bytes_peer);
+        mm__report_csv_num(f, "%.3f", u->wall);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;
