@@ -188,8 +188,10 @@ add_flags() {
     done
 }
 
+cr=$(printf '\r')
 while IFS= read -r raw || [ -n "$raw" ]; do
     lineno=$((lineno + 1))
+    raw=${raw%"$cr"} # a spec saved with CRLF line ends reads the same
     line=${raw%%#*}
     set -f
     # shellcheck disable=SC2086
@@ -367,7 +369,9 @@ next_ports() {
 
 if [ "$check_only" = 1 ]; then
     n_settings=$(awk -F'\t' 'NR > 2 { s[$2] = 1 } END { print length(s) }' "$plan_tmp")
-    echo "sweep: $spec is valid: $n_settings settings x $(echo $seeds_list | wc -w) seeds = $n_runs runs into $top/"
+    n_seeds=$(echo $seeds_list | wc -w)
+    pl() { [ "$1" = 1 ] && echo "$1 $2" || echo "$1 ${2}s"; }
+    echo "sweep: $spec is valid: $(pl $n_settings setting) x $(pl $n_seeds seed) = $(pl $n_runs run) into $top/"
     awk -F'\t' 'NR > 2 { printf "  %-40s seed %-4s %s peers  %s\n", $2, $3, $6, $NF }' "$plan_tmp"
     exit 0
 fi
