@@ -435,8 +435,8 @@ on_signal() {
 trap on_signal INT TERM HUP
 
 ran=0 ran_time=0 n_ok=0 n_failed=0 left=$todo
-out=/dev/stdout
-[ "$quiet" = 1 ] && out=$top/output.log
+# run-local.sh's output: fd 4, the terminal or (-q) output.log.
+if [ "$quiet" = 1 ]; then exec 4>>"$top/output.log"; else exec 4>&1; fi
 while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     case $idx in ''|*[!0-9]*) continue ;; esac
     [ "$interrupted" = 1 ] && break
@@ -459,13 +459,13 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     next_ports "$tp"
     log "$tag start $run (topology $tf, $tp peers, ports $run_port..$((run_port + tp - 1)))"
     t0=$(date +%s)
-    [ "$quiet" = 1 ] && printf '\n=== %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$run" >>"$out"
+    [ "$quiet" = 1 ] && printf '\n=== %s %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$run" >&4
     rm -f "$child_pidf"
     # shellcheck disable=SC2086
     set -f
     setsid -w sh -c 'echo $$ >"$0"; exec "$@"' "$child_pidf" \
         sh "$here/run-local.sh" -n "$tp" -t "$tf" -r "$name/$run" -p "$run_port" -i "$interval" \
-        --no-report -- $flags >>"$out" 2>&1 3<&- &
+        --no-report -- $flags >&4 2>&1 3<&- 4>&- &
     set +f
     bgpid=$!
     # A trapped signal interrupts wait; wait again until the run has ended.
