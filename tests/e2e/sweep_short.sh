@@ -5,6 +5,7 @@
 # aggregate has one row per setting with 2 seeds, the local setting sent 0
 # bytes and its figures are numbers (no division by zero), complete sent
 # bytes and ends closer to consensus than local, the CSVs and plots exist;
+# a port block that a socket holds is skipped;
 # then scripts/compare.sh on the two local-topology runs prints no nan/inf.
 . "$(dirname "$0")/lib.sh"
 export MURMUR MURMUR_NO_BLAS_FIX=1 RUNS="$T/runs"
@@ -20,8 +21,20 @@ flags --rounds 12 --eval-every 4 --snapshot-every 4 --log-every 0 --plaintext
 flags --partition genre
 SPEC
 port=$(free_ports 12)
+# A socket on the second port of the first block: the sweep must skip that block.
+perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $ARGV[0],
+    Listen => 1, ReuseAddr => 1) or die "listen: $!"; sleep 60' $((port + 1)) &
+E2E_PIDS="$E2E_PIDS $!"
+i=0
+until grep -qi ":$(printf %04X $((port + 1))) " /proc/net/tcp; do
+    i=$((i + 1)); [ $i -lt 50 ] || fail "the test's listener did not start"; sleep 0.1
+done
 sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/short.sweep" > "$T/out" 2>&1 ||
     { cat "$T/out" >&2; fail "the sweep failed"; }
+grep -q "\[1/4\] start .* ports $((port + 3))\.\.$((port + 5)))" "$T/out" ||
+    { cat "$T/out" >&2; fail "the first run did not skip the block with a busy port ($((port + 1)))"; }
+grep -q "\[2/4\] start .* ports $((port + 6))\.\.$((port + 8)))" "$T/out" ||
+    { cat "$T/out" >&2; fail "the second run did not get the next block"; }
 top=$RUNS/short
 for s in local-3/s1 local-3/s2 complete-3/s1 complete-3/s2; do
     [ -f "$top/$s/sweep.done" ] || { cat "$T/out" >&2; fail "$s not marked done"; }
