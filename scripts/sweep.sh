@@ -31,7 +31,7 @@
 #
 # Progress: one line when a run starts and one when it ends, with the runs
 # done, failed and left and an ETA from the mean time of this invocation's
-# runs; run-local.sh's progress line every -i SEC (default 10) in between
+# runs; run-local.sh's progress line every -i SEC (default 5) in between
 # (-q sends run-local.sh's output to runs/NAME/output.log instead).
 #
 # Resumable: a run is finished when all its peers exited 0 and `murmur
@@ -51,7 +51,8 @@
 #
 #   -r NAME            the sweep's directory under runs/
 #   -p BASE_PORT       first port (default 21000)
-#   -i SEC             run-local.sh's progress interval (default 10)
+#   -i SEC             run-local.sh's progress interval (default 5); a run's end
+#                      is noticed at its next progress line
 #   -q                 run-local.sh's output to runs/NAME/output.log
 #   --retry-failed     rerun failed runs too
 #   --check            check the spec, print the grid and exit
@@ -74,7 +75,7 @@ die() { echo "sweep: $*" >&2; exit 1; }
 bad() { echo "sweep: $*" >&2; echo "$usage_line" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 9 ]; }
 
-name='' base_port=21000 interval=10 quiet=0 retry_failed=0 check_only=0 aggregate=1 spec=''
+name='' base_port=21000 interval=5 quiet=0 retry_failed=0 check_only=0 aggregate=1 spec=''
 while [ $# -gt 0 ]; do
     case $1 in
     -r|-p|-i) [ $# -ge 2 ] || bad "$1 needs a value" ;;
