@@ -75,10 +75,18 @@ void mm_arcs_free(mm_arcs *a);
 /* Lowest peer that 0 cannot reach (*from0 = true), else lowest that cannot
  * reach 0 (*from0 = false); -1 when strongly connected. */
 int mm_arcs_unreached(const mm_arcs *a, bool *from0);
-/* Longest shortest path; -1 when not strongly connected. O(n (n + arcs)). */
-int mm_arcs_diameter(const mm_arcs *a);
+/* Longest shortest path; -1 when not strongly connected or out of memory.
+ * A breadth-first search from every peer: one at a time, O(n (n + arcs)),
+ * or 64 at a time on bits, O(n/64 * diameter * arcs), whichever the
+ * eccentricity of peer 0 says is cheaper. Progress goes to p (may be NULL). */
+int mm_arcs_diameter(const mm_arcs *a, const mm_topo_progress *p);
 /* Rounds whose union shows the graph: the period, or for random matching
  * the first max(ceil(log2 n), connect_rounds) rounds. */
 uint64_t mm_topo_window(const mm_topology *t);
+
+/* rho by dense LAPACK (gossip/topo_spectral.c): of round `round` alone when
+ * one_round, else of the whole schedule (static or periodic; not random
+ * matching). 0, or -1 when out of memory or LAPACK failed. */
+int mm_rho_dense(const mm_topology *t, bool one_round, uint64_t round, mm_rho *out);
 
 #endif

@@ -72,12 +72,12 @@ static void sockname(const struct sockaddr_storage *ss, char *ip, size_t iplen, 
 
 /* ---- callbacks from conn.c ---------------------------------------------- */
 
-bool tr_id_clash(mm_transport *t, conn *c, uint32_t id)
+bool mm__tr_id_clash(mm_transport *t, conn *c, uint32_t id)
 {
     peer *p = &t->peers[id];
     uint64_t now = mm_now_ms(t);
     if (now < p->clash_until) {
-        conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and "
+        mm__conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and "
                     "%s replaced each other); id %u is refused for %llu s more", id,
                     p->clash_srcs[0], p->clash_srcs[1], id,
                     (unsigned long long)((p->clash_until - now + 999) / 1000));
@@ -104,23 +104,23 @@ bool tr_id_clash(mm_transport *t, conn *c, uint32_t id)
             "times within %llu ms; refusing id %u for %d s (is a peer started twice "
             "with --id %u?)", id, old->src, c->src, (unsigned)MM_ID_CLASH_REPLACES,
             (unsigned long long)(now - p->replace_since), id, MM_ID_CLASH_HOLD_MS / 1000, id);
-    conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+    mm__conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
                 "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
                 MM_ID_CLASH_HOLD_MS / 1000);
-    conn_refuse(old, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+    mm__conn_refuse(old, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
                 "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
                 MM_ID_CLASH_HOLD_MS / 1000);
     return true;
 }
 
-void tr_conn_up(mm_transport *t, conn *c)
+void mm__tr_conn_up(mm_transport *t, conn *c)
 {
     peer *p = &t->peers[c->peer];
     if (!p->rxbuf) {
-        p->rxbuf = malloc(8 + 4 * t->cfg.vec_len);
+        p->rxbuf = malloc(MM_WIRE_VEC_HDR + t->cfg.max_body);
         if (!p->rxbuf) {
             c->peer = -1;
-            conn_close(c, false, "out of memory for the receive buffer");
+            mm__conn_close(c, false, "out of memory for the receive buffer");
             return;
         }
     }
@@ -132,7 +132,7 @@ void tr_conn_up(mm_transport *t, conn *c)
         conn *old = p->conn;
         p->conn = NULL;
         old->peer = -1;
-        conn_refuse(old, NULL, "replaced by a newer connection from peer %u (%s)", p->id,
+        mm__conn_refuse(old, NULL, "replaced by a newer connection from peer %u (%s)", p->id,
                     c->src);
     }
     char ip[INET6_ADDRSTRLEN];
@@ -147,18 +147,18 @@ void tr_conn_up(mm_transport *t, conn *c)
     c->rx.hello_done = true;
     c->rx.vec_len = t->cfg.vec_len;
     c->rx.vec_buf = p->rxbuf;
-    c->st = C_UP;
+    mm__conn_set_state(c, C_UP);
     c->was_up = true;
     c->t_last_recv = mm_now_ms(t);
     mm_info("connection to %s is up (%s)", c->from,
             c->ssl ? SSL_get_cipher_name(c->ssl) : "PLAINTEXT");
     if (p->lent)
-        conn_pause(c);
+        mm__conn_pause(c);
     if (t->cb.on_peer)
         t->cb.on_peer(t->cb.ud, p->id, MM_PEER_UP);
 }
 
-void tr_conn_closed(mm_transport *t, conn *c)
+void mm__tr_conn_closed(mm_transport *t, conn *c)
 {
     uint64_t now = mm_now_ms(t);
     if (c->peer >= 0) {
@@ -192,26 +192,25 @@ void tr_conn_closed(mm_transport *t, conn *c)
     }
 }
 
-void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload)
+void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
+               const uint8_t *body, size_t body_len)
 {
     uint64_t w = t->cfg.round_window, cur = t->round;
     uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
     if (h->round < lo || h->round > hi)
-        return conn_refuse(c, &t->st.bad_round, "vector for round %llu is outside the "
+        return mm__conn_refuse(c, &t->st.bad_round, "vector for round %llu is outside the "
                            "window [%llu, %llu]", (unsigned long long)h->round,
                            (unsigned long long)lo, (unsigned long long)hi);
     peer *p = &t->peers[c->peer];
-    double weight;
-    memcpy(&weight, payload, 8);
     p->lent = true;
     p->last_used = mm_now_ms(t);
-    conn_pause(c);
+    mm__conn_pause(c);
     t->st.vectors_recv++;
     if (t->cb.on_vector)
-        t->cb.on_vector(t->cb.ud, p->id, h->round, weight, (const float *)(payload + 8));
+        t->cb.on_vector(t->cb.ud, p->id, h->round, meta, body, body_len);
 }
 
-void tr_handle_closed(mm_transport *t)
+void mm__tr_handle_closed(mm_transport *t)
 {
     t->handles--;
     if (t->shutting_down && t->handles == 0 && t->done)
@@ -228,15 +227,15 @@ static void on_connect(uv_connect_t *req, int status)
     if (status < 0) {
         char why[120];
         snprintf(why, sizeof why, "connect failed: %s", uv_strerror(status));
-        conn_close(c, false, why);
+        mm__conn_close(c, false, why);
         return;
     }
-    conn_start(c);
+    mm__conn_start(c);
 }
 
 static void dial(mm_transport *t, peer *p)
 {
-    conn *c = conn_new(t);
+    conn *c = mm__conn_new(t);
     if (!c)
         return;
     c->dialer = true;
@@ -252,7 +251,7 @@ static void dial(mm_transport *t, peer *p)
     if (r) {
         char why[120];
         snprintf(why, sizeof why, "connect failed: %s", uv_strerror(r));
-        conn_close(c, false, why);
+        mm__conn_close(c, false, why);
     }
 }
 
@@ -300,11 +299,11 @@ static void on_connection(uv_stream_t *server, int status)
         }
         return;
     }
-    conn *c = conn_new(t);
+    conn *c = mm__conn_new(t);
     if (!c)
         return;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
-        conn_close(c, false, "accept failed");
+        mm__conn_close(c, false, "accept failed");
         return;
     }
     struct sockaddr_storage ss;
@@ -334,7 +333,7 @@ static void on_connection(uv_stream_t *server, int status)
         t->st.flood_refused++;
         mm_warn("refused %s: %u unauthenticated connections from %s already (flood)",
                 c->from, pending, c->ip);
-        conn_close(c, false, "connection flood");
+        mm__conn_close(c, false, "connection flood");
         return;
     }
     if (!c->from_peer && pending_others >= t->cfg.max_pending_conns) {
@@ -342,10 +341,10 @@ static void on_connection(uv_stream_t *server, int status)
         mm_warn("refused %s: %u unauthenticated connections from addresses that are no "
                 "peer's already (--max-pending %u)", c->from, pending_others,
                 t->cfg.max_pending_conns);
-        conn_close(c, false, "pending-connection cap");
+        mm__conn_close(c, false, "pending-connection cap");
         return;
     }
-    conn_start(c);
+    mm__conn_start(c);
 }
 
 static void on_handle_closed(uv_handle_t *h);
@@ -359,12 +358,12 @@ static void tick(uv_timer_t *timer)
         next = c->next;
         if (c->st == C_CLOSING) {
             if (now - c->t_close > MM_CLOSE_GRACE_MS)
-                conn_force_close(c);
+                mm__conn_force_close(c);
             continue;
         }
         if (c->leaving) { /* its last frame and BYE could not go out in time */
             if (now - c->t_close > MM_CLOSE_GRACE_MS)
-                conn_close(c, false, "goodbye not sent within the grace period");
+                mm__conn_close(c, false, "goodbye not sent within the grace period");
             continue;
         }
         bool busy = mm_wire_rx_busy(&c->rx);
@@ -373,29 +372,29 @@ static void tick(uv_timer_t *timer)
         uint64_t limit = cfg->frame_timeout_ms +
                          (c->rx.in_payload ? c->rx.hdr.payload_len >> 10 : 0);
         if (busy && !c->paused && now - c->t_frame_start > limit) {
-            conn_refuse(c, &t->st.frame_timeouts, "frame started %llu ms ago is still "
+            mm__conn_refuse(c, &t->st.frame_timeouts, "frame started %llu ms ago is still "
                         "incomplete (frame timeout)",
                         (unsigned long long)(now - c->t_frame_start));
             continue;
         }
         if (c->st != C_UP) {
             if (now - c->t_start > cfg->connect_timeout_ms)
-                conn_refuse(c, &t->st.peer_timeouts, "no completed handshake after %u ms",
+                mm__conn_refuse(c, &t->st.peer_timeouts, "no completed handshake after %u ms",
                             cfg->connect_timeout_ms);
             continue;
         }
         if (!c->paused && now - c->t_last_recv > cfg->peer_timeout_ms) {
-            conn_refuse(c, &t->st.peer_timeouts, "silent for %llu ms (peer timeout)",
+            mm__conn_refuse(c, &t->st.peer_timeouts, "silent for %llu ms (peer timeout)",
                         (unsigned long long)(now - c->t_last_recv));
             continue;
         }
         peer *p = &t->peers[c->peer];
         if (!p->wanted && now - p->last_used > cfg->idle_ms) {
-            conn_goodbye(c, "idle");
+            mm__conn_goodbye(c, "idle");
             continue;
         }
         if (now - c->t_last_send >= cfg->heartbeat_ms)
-            conn_send_ping(c);
+            mm__conn_send_ping(c);
     }
     if (t->shutting_down) {
         /* the tick outlives the connections' goodbyes, then goes too */
@@ -427,7 +426,7 @@ static void tick(uv_timer_t *timer)
 
 static void crc_slice(uv_idle_t *h);
 
-void tr_crc_enqueue(mm_transport *t, out_item *it)
+void mm__tr_crc_enqueue(mm_transport *t, out_item *it)
 {
     it->crc_next = NULL;
     if (t->crc_tail)
@@ -439,7 +438,7 @@ void tr_crc_enqueue(mm_transport *t, out_item *it)
         uv_idle_start(&t->crc_idle, crc_slice);
 }
 
-void tr_crc_remove(mm_transport *t, out_item *it)
+void mm__tr_crc_remove(mm_transport *t, out_item *it)
 {
     out_item *prev = NULL;
     for (out_item *x = t->crc_head; x; prev = x, x = x->crc_next)
@@ -471,7 +470,7 @@ static void crc_slice(uv_idle_t *h)
             t->crc_head = it->crc_next;
             if (!t->crc_head)
                 t->crc_tail = NULL;
-            conn_item_ready(it); /* may call back into the caller */
+            mm__conn_item_ready(it); /* may call back into the caller */
         }
     }
     if (!t->crc_head)
@@ -480,7 +479,7 @@ static void crc_slice(uv_idle_t *h)
 
 static void on_handle_closed(uv_handle_t *h)
 {
-    tr_handle_closed(h->data);
+    mm__tr_handle_closed(h->data);
 }
 
 /* ---- public API --------------------------------------------------------- */
@@ -515,6 +514,9 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.backoff_max_ms, 5000);
     DEFAULT(cfg.frame_timeout_ms, 30000);
     DEFAULT(cfg.round_window, 1000);
+    DEFAULT(cfg.algo, MM_WIRE_ALGO_DPSGD);
+    DEFAULT(cfg.codec, MM_WIRE_CODEC_FP32);
+    DEFAULT(cfg.max_body, 4 * cfg.vec_len);
     /* Every other peer of a cluster launched on one host may dial at once. */
     DEFAULT(cfg.max_conns_per_addr, cfg.n_peers > 16 ? cfg.n_peers : 16);
     DEFAULT(cfg.max_pending_conns, mm_transport_default_max_pending(cfg.n_peers));
@@ -664,39 +666,45 @@ bool mm_transport_is_up(const mm_transport *t, uint32_t peer_id)
 int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double weight,
                       const float *vec)
 {
+    mm_wire_vec meta = {.weight = weight, .codec = MM_WIRE_CODEC_FP32, .count = t->cfg.vec_len};
+    return mm_transport_send_vec(t, peer_id, round, &meta, vec, 4 * (size_t)t->cfg.vec_len);
+}
+
+int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t round,
+                          const mm_wire_vec *meta, const void *body, size_t body_len)
+{
     if (!mm_transport_is_up(t, peer_id))
         return -1;
     peer *p = &t->peers[peer_id];
-    size_t vbytes = (size_t)(4 * t->cfg.vec_len);
-    uint8_t w[8];
-    memcpy(w, &weight, 8);
+    mm_wire_vec m = *meta;
     uint8_t *owned = NULL;
     const char *poison = t->cfg.test_poison;
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
-                        .payload_len = 8 + vbytes};
+    const void *out = body;
     if (poison && !strncmp(poison, "weight=", 7)) {
         /* the vector as it is, with a push-sum weight it does not have */
-        double lie = strtod(poison + 7, NULL);
-        memcpy(w, &lie, 8);
-    } else if (poison) {
-        owned = malloc(vbytes);
+        m.weight = strtod(poison + 7, NULL);
+    } else if (poison && m.codec == MM_WIRE_CODEC_FP32) {
+        owned = malloc(body_len);
         if (!owned)
             return -1;
         float *o = (float *)owned;
-        memcpy(o, vec, vbytes);
+        memcpy(o, body, body_len);
         if (!strcmp(poison, "huge")) {
             /* finite, so the wire lets it through: an absurd norm is for
              * the receiver's --clip-pull to bound, not for the transport */
-            for (uint64_t i = 0; i < t->cfg.vec_len; i++)
+            for (uint64_t i = 0; i < m.count; i++)
                 o[i] = o[i] * MM_POISON_HUGE_SCALE + MM_POISON_HUGE_SCALE;
         } else {
-            o[t->cfg.vec_len / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
+            o[m.count / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
         }
-        vec = o;
+        out = o;
     }
+    uint8_t vh[MM_WIRE_VEC_HDR];
+    mm_wire_put_vec(vh, &m);
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
+                        .payload_len = MM_WIRE_VEC_HDR + body_len};
     p->last_used = mm_now_ms(t);
-    return conn_send_frame(p->conn, &h, w, 8, (const uint8_t *)vec, vbytes, true, peer_id,
-                           owned);
+    return mm__conn_send_frame(p->conn, &h, vh, sizeof vh, out, body_len, true, peer_id, owned);
 }
 
 void mm_transport_release(mm_transport *t, uint32_t peer_id)
@@ -706,7 +714,7 @@ void mm_transport_release(mm_transport *t, uint32_t peer_id)
     peer *p = &t->peers[peer_id];
     p->lent = false;
     if (p->conn)
-        conn_resume(p->conn);
+        mm__conn_resume(p->conn);
 }
 
 void mm_transport_set_round(mm_transport *t, uint64_t round) { t->round = round; }
@@ -721,9 +729,9 @@ void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud)
     for (conn *c = t->conns, *next; c; c = next) {
         next = c->next;
         if (c->st == C_UP)
-            conn_goodbye(c, "shutting down");
+            mm__conn_goodbye(c, "shutting down");
         else
-            conn_close(c, false, "shutting down");
+            mm__conn_close(c, false, "shutting down");
     }
     uv_close((uv_handle_t *)&t->listener, on_handle_closed);
     uv_close((uv_handle_t *)&t->crc_idle, on_handle_closed);

@@ -27,11 +27,13 @@ typedef enum {
 } mm_peer_state;
 
 typedef struct {
-    /* Called when a whole, verified vector from `peer` has arrived. `vec`
-     * (vec_len floats) is the connection's receive buffer, lent to the
-     * caller: reading from that peer pauses until mm_transport_release(). */
-    void (*on_vector)(void *ud, uint32_t peer, uint64_t round, double weight,
-                      const float *vec);
+    /* Called when a whole, verified VECTOR from `peer` has arrived: its
+     * vector header (weight, codec, flags, ...) and its body, body_len
+     * bytes in the connection's receive buffer, lent to the caller (an fp32
+     * body is meta->count floats, 8-byte aligned): reading from that peer
+     * pauses until mm_transport_release(). */
+    void (*on_vector)(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                      const void *body, size_t body_len);
     /* Called when a send handed to mm_transport_send() no longer needs its
      * buffer (written to the socket or encrypted, or failed: ok false). */
     void (*on_sent)(void *ud, uint32_t peer, uint64_t round, bool ok);
@@ -55,6 +57,19 @@ typedef struct {
      * it from its algorithm; a vector that breaks it is refused and counted
      * (bad_weight). MM_WEIGHT_FINITE (0) checks only that it is finite. */
     mm_weight_rule weight_rule;
+    /* What both sides must agree on in the HELLO (docs/protocol.md 3.1): the
+     * algorithm (0: dpsgd) and the codec of vector bodies (0: fp32, with
+     * codec_block and codec_frac its parameters). A peer that disagrees is
+     * refused (bad_config). */
+    uint8_t algo, codec;
+    uint32_t codec_block;
+    double codec_frac;
+    /* The largest body a VECTOR may carry, in bytes (0: 4 * vec_len, the
+     * fp32 vector): the receive buffer is this plus the vector header. */
+    uint64_t max_body;
+    /* Allow vectors that describe part of the vector (offset, count):
+     * all-reduce's chunks. Off: whole vectors only. */
+    bool allow_chunks;
 
     /* TLS 1.3 with mutual authentication, unless plaintext is set. */
     bool plaintext;
@@ -103,9 +118,13 @@ void mm_transport_want(mm_transport *t, const uint32_t *peers, int n);
 /* True when the connection to peer is up (HELLO done). */
 bool mm_transport_is_up(const mm_transport *t, uint32_t peer);
 
-/* Send vec (vec_len floats, must stay valid until on_sent) and a push-sum
- * weight to peer, tagged with round. Returns 0, or -1 if the peer is not up
- * (on_sent is then not called). */
+/* Send a VECTOR to peer, tagged with round: its vector header and a body
+ * of body_len bytes (must stay valid until on_sent). Returns 0, or -1 if
+ * the peer is not up (on_sent is then not called). */
+int mm_transport_send_vec(mm_transport *t, uint32_t peer, uint64_t round,
+                          const mm_wire_vec *meta, const void *body, size_t body_len);
+/* The common case: the whole vector (vec_len floats, must stay valid until
+ * on_sent) in fp32 with a push-sum weight. */
 int mm_transport_send(mm_transport *t, uint32_t peer, uint64_t round, double weight,
                       const float *vec);
 
@@ -152,6 +171,8 @@ typedef struct {
     uint64_t id_clash;       /* connections refused because two peers claim one id */
     uint64_t tls_mismatch;   /* one side TLS, the other --plaintext (counted on both) */
     uint64_t pending_refused; /* over max_pending_conns, or an accept() error libuv reported */
+    uint64_t bad_codec;       /* a body in another codec, or one its codec refuses */
+    uint64_t bad_config;      /* a HELLO naming another algorithm or codec */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;

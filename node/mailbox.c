@@ -16,13 +16,14 @@
 typedef struct {
     bool present;
     uint64_t exchange;   /* round * gossip_steps + step, as sent */
-    double weight;       /* sender's push-sum weight */
-    const float *vec;
+    mm_wire_vec meta;    /* its vector header */
+    const void *body;
+    size_t body_len;
 } inbox_slot;
 
 struct mm__mbox {
     uint32_t n;
-    size_t vec_len;
+    size_t buf_bytes;
     uv_async_t *wake;
     atomic_int signals;
 
@@ -34,7 +35,7 @@ struct mm__mbox {
     mm__peer_state *state;          /* [n] */
     bool *ever_up;                  /* [n] */
 
-    float *buf[MM__MBOX_BUFS];      /* snapshot buffers */
+    void *buf[MM__MBOX_BUFS];       /* snapshot buffers (8-byte aligned) */
     int refs[MM__MBOX_BUFS];        /* sends (pending or in flight) still reading it */
     int64_t buf_exchange[MM__MBOX_BUFS]; /* exchange it holds; -1 while being written */
     bool *inflight;                 /* [n]: a send to this peer is in the transport */
@@ -62,13 +63,13 @@ static void changed(mm__mbox *mb)
     pthread_cond_broadcast(&mb->cv);
 }
 
-mm__mbox *mm__mbox_new(uint32_t n, size_t vec_len, uv_async_t *wake)
+mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
 {
     mm__mbox *mb = calloc(1, sizeof *mb);
     if (!mb)
         return NULL;
     mb->n = n;
-    mb->vec_len = vec_len;
+    mb->buf_bytes = buf_bytes;
     mb->wake = wake;
     pthread_mutex_init(&mb->mu, NULL);
     pthread_cond_init(&mb->cv, NULL);
@@ -85,7 +86,7 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t vec_len, uv_async_t *wake)
               mb->pending && mb->has_pending && mb->want && mb->wanted;
     for (int b = 0; b < MM__MBOX_BUFS; b++) {
         mb->buf_exchange[b] = -1;
-        ok = (mb->buf[b] = malloc(vec_len * sizeof(float))) != NULL && ok;
+        ok = (mb->buf[b] = malloc(buf_bytes)) != NULL && ok;
     }
     if (!ok) {
         mm__mbox_free(mb);
@@ -194,7 +195,7 @@ int mm__mbox_acquire(mm__mbox *mb)
     }
 }
 
-float *mm__mbox_buf(mm__mbox *mb, int b)
+void *mm__mbox_buf(mm__mbox *mb, int b)
 {
     assert(b >= 0 && b < MM__MBOX_BUFS);
     return mb->buf[b];
@@ -208,10 +209,12 @@ void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange)
     pthread_mutex_unlock(&mb->mu);
 }
 
-void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b, double weight)
+void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
+                   const mm_wire_vec *meta, size_t len)
 {
+    assert(len <= mb->buf_bytes);
     mm__cmd c = {.kind = MM__CMD_SEND, .peer = peer, .exchange = exchange, .buf = b,
-                 .weight = weight};
+                 .meta = *meta, .len = len};
     pthread_mutex_lock(&mb->mu);
     assert(mb->buf_exchange[b] == (int64_t)exchange);
     /* Registered here, on the training thread, so that the round's wait
@@ -246,8 +249,9 @@ void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
         .ever_up = mb->ever_up[peer],
         .has_vector = s->present,
         .exchange = s->exchange,
-        .weight = s->weight,
-        .vec = s->present ? s->vec : NULL,
+        .meta = s->meta,
+        .body = s->present ? s->body : NULL,
+        .body_len = s->present ? s->body_len : 0,
         .send_pending = mb->has_pending[peer],
         .pending_exchange = mb->pending[peer].exchange,
     };
@@ -321,12 +325,12 @@ void mm__mbox_finish(mm__mbox *mb)
 
 /* ---- loop thread ---------------------------------------------------------- */
 
-void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, double weight,
-                      const float *vec)
+void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                      const void *body, size_t body_len)
 {
     pthread_mutex_lock(&mb->mu);
-    mb->inbox[peer] = (inbox_slot){.present = true, .exchange = exchange, .weight = weight,
-                                   .vec = vec};
+    mb->inbox[peer] = (inbox_slot){.present = true, .exchange = exchange, .meta = *meta,
+                                   .body = body, .body_len = body_len};
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
 }
@@ -387,7 +391,7 @@ int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *wa
     return n;
 }
 
-const float *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
+const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
 {
     pthread_mutex_lock(&mb->mu);
     /* mm__mbox_send registered it as pending; anything else is obsolete
@@ -414,7 +418,7 @@ const float *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
     mb->inflight[c->peer] = true;
     mb->inflight_buf[c->peer] = c->buf;
     changed(mb);
-    const float *buf = mb->buf[c->buf];
+    const void *buf = mb->buf[c->buf];
     pthread_mutex_unlock(&mb->mu);
     return buf;
 }

@@ -45,8 +45,9 @@ typedef struct {
     bool ever_up;            /* has been up at least once */
     bool has_vector;         /* a received vector waits to be used or given back */
     uint64_t exchange;       /* ... of this exchange (round * gossip_steps + step) */
-    double weight;           /* ... with the sender's push-sum weight */
-    const float *vec;        /* ... here (valid until mm__mbox_release) */
+    mm_wire_vec meta;        /* ... its vector header (weight, codec, flags, ...) */
+    const void *body;        /* ... its body, body_len bytes (valid until mm__mbox_release) */
+    size_t body_len;
     bool send_pending;       /* our send to it waits for it to come up */
     uint64_t pending_exchange;
 } mm__peer_view;
@@ -58,14 +59,16 @@ typedef struct {
     uint32_t peer;
     uint64_t exchange;
     int buf;
-    double weight;
+    mm_wire_vec meta;        /* SEND: the vector header */
+    size_t len;              /* SEND: bytes of the buffer to send */
 } mm__cmd;
 
 typedef struct mm__mbox mm__mbox;
 
-/* n_peers peers, snapshot buffers of vec_len floats; wake is the loop's
- * async handle (initialised by the caller). NULL when out of memory. */
-mm__mbox *mm__mbox_new(uint32_t n_peers, size_t vec_len, uv_async_t *wake);
+/* n_peers peers, snapshot buffers of buf_bytes bytes (at least the fp32
+ * vector, 4 * vec_len; a codec's encoded vector must fit); wake is the
+ * loop's async handle (initialised by the caller). NULL when out of memory. */
+mm__mbox *mm__mbox_new(uint32_t n_peers, size_t buf_bytes, uv_async_t *wake);
 void mm__mbox_free(mm__mbox *mb);
 
 /* ---- training thread ---- */
@@ -76,13 +79,15 @@ void mm__mbox_want(mm__mbox *mb, const uint32_t *peers, int n);
 /* A snapshot buffer no send still reads, to fill (-1 when stopping). While
  * it is being filled the loop will not send it. */
 int mm__mbox_acquire(mm__mbox *mb);
-float *mm__mbox_buf(mm__mbox *mb, int b);
+void *mm__mbox_buf(mm__mbox *mb, int b);
 /* The buffer now holds exchange e's snapshot: sends of it may go out. */
 void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange);
-/* Send buffer b to peer (for exchange e, with push-sum weight w). It is
- * pending until the peer is up; one send per peer is in flight at a time
- * (a peer that has not taken the last one is skipped, not queued). */
-void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b, double weight);
+/* Send the first len bytes of buffer b to peer, for exchange e, with the
+ * vector header meta. It is pending until the peer is up; one send per
+ * peer is in flight at a time (a peer that has not taken the last one is
+ * skipped, not queued). */
+void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
+                   const mm_wire_vec *meta, size_t len);
 /* Give peer's received vector back to the transport (reading resumes). */
 void mm__mbox_release(mm__mbox *mb, uint32_t peer);
 void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *out);
@@ -103,8 +108,8 @@ void mm__mbox_finish(mm__mbox *mb);
 /* ---- loop thread ---- */
 
 /* Transport callbacks, forwarded. */
-void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, double weight,
-                      const float *vec);
+void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                      const void *body, size_t body_len);
 void mm__mbox_sent(mm__mbox *mb, uint32_t peer);
 /* Returns the state it had before. */
 mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state st);
@@ -121,7 +126,7 @@ int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *wa
  * (now in flight) or NULL: obsolete (a newer send replaced it, or its
  * buffer was rewritten), skipped (the previous send to that peer is still
  * in flight), or the peer is not up yet (it stays pending). */
-const float *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c);
+const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c);
 /* The transport refused a claimed send after all: pending again. */
 void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c);
 /* The send pending for peer, if any (tried when it comes up). */

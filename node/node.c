@@ -13,6 +13,7 @@
 #include "base/fs.h"
 #include "base/log.h"
 #include "gossip/ports.h"
+#include "node/blas_env.h"
 #include "gossip/tls.h"
 #include "node/node_int.h"
 #include "node/options.h"
@@ -78,11 +79,11 @@ typedef struct {
 
 static void try_send(node *nd, const mm__cmd *c)
 {
-    const float *buf = mm__mbox_claim(nd->mb, c);
+    const void *buf = mm__mbox_claim(nd->mb, c);
     if (!buf)
         return;
     mm_transport_set_round(nd->transport, c->exchange);
-    if (mm_transport_send(nd->transport, c->peer, c->exchange, c->weight, buf) != 0)
+    if (mm_transport_send_vec(nd->transport, c->peer, c->exchange, &c->meta, buf, c->len) != 0)
         mm__mbox_unclaim(nd->mb, c); /* refused after all: keep it for when it is up */
 }
 
@@ -118,11 +119,11 @@ static void on_wake(uv_async_t *h)
 
 /* ---- transport callbacks (loop thread) ------------------------------------ */
 
-static void on_vector(void *ud, uint32_t peer, uint64_t exchange, double weight,
-                      const float *vec)
+static void on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                      const void *body, size_t body_len)
 {
     node *nd = ud;
-    mm__mbox_deliver(nd->mb, peer, exchange, weight, vec);
+    mm__mbox_deliver(nd->mb, peer, exchange, meta, body, body_len);
 }
 
 static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
@@ -188,6 +189,9 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
     tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
+    tc->algo = c->algo == MM_ALGO_PUSHSUM ? MM_WIRE_ALGO_PUSHSUM
+               : c->algo == MM_ALGO_ASYNC ? MM_WIRE_ALGO_ASYNC
+                                          : MM_WIRE_ALGO_DPSGD;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
@@ -269,6 +273,7 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     *logf = fopen(path, "a");
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
+    mm_blas_log_note(); /* the OpenBLAS re-exec, if any: in the peer's log only */
     warn_ephemeral(c, *addrs, nd->n, nd->id);
     /* A peer killed inside mm_write_atomic leaves a temp file (a whole
      * checkpoint's worth of disk): remove those of dead writers, so that
@@ -308,7 +313,7 @@ int mm_node_run(const mm_node_config *c)
     loop_ready = true;
     uv_async_init(&nd->loop, &nd->wake, on_wake);
     nd->wake.data = nd;
-    nd->mb = mm__mbox_new(nd->n, mm__trainer_vec_len(nd->trainer), &nd->wake);
+    nd->mb = mm__mbox_new(nd->n, 4 * mm__trainer_vec_len(nd->trainer), &nd->wake);
     if (!nd->mb) {
         mm_error("out of memory for %u peers and %zu parameters", nd->n,
                  mm__trainer_vec_len(nd->trainer));

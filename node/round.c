@@ -11,6 +11,7 @@
  * derives the update. Everything this thread learns about the network comes
  * through the mailbox (node/mailbox.h). */
 #include <assert.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -136,7 +137,7 @@ static int resume(mm__trainer *t, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/checkpoint.bin", t->dir);
-    if (access(path, F_OK) != 0) {
+    if (access(path, F_OK) != 0 && errno == ENOENT) { /* the rule of murmur train --resume too */
         mm_info("--resume: no checkpoint at %s, starting fresh", path);
         return 0;
     }
@@ -358,8 +359,8 @@ static void wait_sync(mm__trainer *t, uint64_t e)
             mm__mbox_peer(t->mb, p, &pv);
             if (pv.has_vector && pv.exchange == e) {
                 t->status[k] = IN_READY;
-                t->vec[k] = pv.vec;
-                t->wk[k] = pv.weight;
+                t->vec[k] = pv.body; /* fp32: the whole vector (the wire checked its length) */
+                t->wk[k] = pv.meta.weight;
             } else if (pv.has_vector && pv.exchange > e) {
                 t->status[k] = IN_MISSING; /* it has moved on without us */
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
@@ -407,9 +408,9 @@ static void gather_async(mm__trainer *t, uint64_t e)
             if (!t->latest[p])
                 t->latest[p] = malloc(t->P * sizeof(float));
             if (t->latest[p]) {
-                memcpy(t->latest[p], pv.vec, t->P * sizeof(float));
+                memcpy(t->latest[p], pv.body, t->P * sizeof(float));
                 t->latest_exchange[p] = (int64_t)pv.exchange;
-                t->latest_weight[p] = pv.weight;
+                t->latest_weight[p] = pv.meta.weight;
             }
             /* copied out at once, so the connection keeps flowing */
             mm__mbox_release(t->mb, p);
@@ -483,8 +484,9 @@ static int exchange(mm__trainer *t, uint64_t e, bool with_compute)
     float *s = mm__mbox_buf(t->mb, b);
     mm_mix_scale_copy(s, (float)t->w, t->x, t->P);
     mm__mbox_publish(t->mb, b, e);
+    mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P};
     for (int k = 0; k < t->v.n_out; k++)
-        mm__mbox_send(t->mb, t->v.out[k].peer, e, b, t->w);
+        mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
     double t2 = mm_time_now();
     set_phase(t, PH_COMPUTE);
     if (with_compute)
@@ -626,6 +628,7 @@ static void write_refusals(mm__trainer *t, mm_metrics *m)
         {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
         {"flood_refused", st.flood_refused}, {"id_clash", st.id_clash},
         {"tls_mismatch", st.tls_mismatch}, {"pending_refused", st.pending_refused},
+        {"bad_codec", st.bad_codec}, {"bad_config", st.bad_config},
     };
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

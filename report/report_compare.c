@@ -47,16 +47,29 @@ void mm__report_finals(const mm_report *r, mm__rep_finals *f)
 
 #define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
+/* The name and topology columns are as wide as their longest entry (at
+ * least the header's), so long topology paths do not push the figures out
+ * of line. */
 void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
 {
-    fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s\n", "run", "topology", "peers",
-            "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s");
+    int wname = 20, wtopo = 22;
+    for (int k = 0; k < n; k++) {
+        char name[256];
+        mm__report_run_name(runs[k], name, sizeof name);
+        int ln = (int)strlen(name), lt = runs[k]->topology[0] ? (int)strlen(runs[k]->topology) : 1;
+        if (ln > wname)
+            wname = ln;
+        if (lt > wtopo)
+            wtopo = lt;
+    }
+    fprintf(out, "%-*s %-*s %5s %7s %8s %8s %11s %-6s %10s %9s\n", wname, "run", wtopo, "topology",
+            "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s");
     for (int k = 0; k < n; k++) {
         mm__rep_finals f;
         mm__report_finals(runs[k], &f);
         char name[256];
         mm__report_run_name(runs[k], name, sizeof name);
-        fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", name,
+        fprintf(out, "%-*s %-*s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", wname, name, wtopo,
                 runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
                 N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall));

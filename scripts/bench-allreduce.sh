@@ -13,6 +13,7 @@
 # busbw_gbs): murmur's own all-reduce adds rows with impl=murmur, and the
 # table gets a column per impl found.
 set -eu
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 BUILD=${BUILD:-build}
 BIN=${BIN:-$BUILD/bench_allreduce}
 RANKS=${BENCH_RANKS:-4 8}

@@ -308,10 +308,14 @@ struct bench {
     double t_end;
 };
 
-static void on_vector(void *ud, uint32_t peer, uint64_t round, double w, const float *v)
+static void on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                      const void *body, size_t len)
 {
     side *s = ud;
     bench *b = s->b;
+    const float *v = body;
+    (void)meta;
+    (void)len;
     /* spot check: first and last float of the vector that was sent */
     const float *src = b->bufs[round % 2];
     if (v[0] != src[0] || v[b->vec_len - 1] != src[b->vec_len - 1])

@@ -112,20 +112,23 @@ static void att_frame(int fd, uint16_t type, uint32_t sender, uint64_t round,
 
 static void att_hello(int fd, uint32_t sender, uint8_t fp, uint64_t vec_len)
 {
-    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM};
+    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+                       .codec = MM_WIRE_CODEC_FP32};
     memset(h.fingerprint, fp, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &h);
     att_frame(fd, MM_WIRE_HELLO, sender, 0, buf, sizeof buf);
 }
 
-/* A vector payload: weight 1.0 then VLEN floats, one of them replaced. */
+/* A vector payload: the vector header (weight 1.0, fp32, the whole
+ * vector), then VLEN floats, one of them replaced. The weight is its first
+ * 8 bytes, so a test can overwrite it in place. */
 static uint8_t *att_vector(float bad)
 {
-    uint8_t *p = calloc(1, 8 + 4 * VLEN);
-    double w = 1.0;
-    memcpy(p, &w, 8);
-    float *v = (float *)(p + 8);
+    uint8_t *p = calloc(1, MM_WIRE_VEC_HDR + 4 * VLEN);
+    mm_wire_vec m = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = VLEN};
+    mm_wire_put_vec(p, &m);
+    float *v = (float *)(p + MM_WIRE_VEC_HDR);
     for (int i = 0; i < VLEN; i++)
         v[i] = (float)i;
     v[VLEN / 3] = bad;
@@ -187,7 +190,8 @@ static bool refusal_says(fixture *f, const char *text)
         mm_wire_header h;
         char why[160];
         if (mm_wire_get_header(f->got + off, false, 0, &h, why, sizeof why) != MM_WIRE_OK &&
-            mm_wire_get_header(f->got + off, true, VLEN, &h, why, sizeof why) != MM_WIRE_OK)
+            mm_wire_get_header(f->got + off, true, MM_WIRE_VEC_HDR + 4 * VLEN, &h, why,
+                           sizeof why) != MM_WIRE_OK)
             return false;
         size_t end = off + MM_WIRE_HDR_LEN + (size_t)h.payload_len;
         if (end > f->ngot)
@@ -245,7 +249,7 @@ static void unknown_type(void **s)
 static void vector_before_hello(void **s)
 {
     uint8_t *v = att_vector(1.0f);
-    ATTACK(bad_type, att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN));
+    ATTACK(bad_type, att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN));
     free(v);
 }
 
@@ -258,7 +262,7 @@ static void huge_length(void **s)
     mm_wire_put_header(hdr, &h);
     ATTACK(bad_length, att_write(fd, hdr, sizeof hdr));
     /* after the HELLO, a vector longer than the agreed vector length */
-    mm_wire_header v = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = 8 + 4 * VLEN + 4};
+    mm_wire_header v = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = MM_WIRE_VEC_HDR + 4 * VLEN + 4};
     mm_wire_put_header(hdr, &v);
     ATTACK(bad_length, { att_hello(fd, ATT_ID, 0xAB, VLEN); att_write(fd, hdr, sizeof hdr); });
 }
@@ -277,13 +281,13 @@ static void bad_checksum(void **s)
 {
     uint8_t *v = att_vector(2.0f);
     uint8_t hdr[MM_WIRE_HDR_LEN];
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = 8 + 4 * VLEN,
-                        .payload_crc = mm_crc32c(0, v, 8 + 4 * VLEN) ^ 1};
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = MM_WIRE_VEC_HDR + 4 * VLEN,
+                        .payload_crc = mm_crc32c(0, v, MM_WIRE_VEC_HDR + 4 * VLEN) ^ 1};
     mm_wire_put_header(hdr, &h);
     ATTACK(bad_checksum, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
         att_write(fd, hdr, sizeof hdr);
-        att_write(fd, v, 8 + 4 * VLEN);
+        att_write(fd, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     /* a header whose own checksum is wrong */
     mm_wire_put_header(hdr, &h);
@@ -317,7 +321,7 @@ static void round_outside_window(void **s)
     uint8_t *v = att_vector(3.0f);
     ATTACK(bad_round, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 5000000, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 5000000, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     free(v);
 }
@@ -327,20 +331,20 @@ static void nan_and_inf(void **s)
     uint8_t *v = att_vector(NAN);
     ATTACK(bad_values, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     free(v);
     v = att_vector(-INFINITY);
     ATTACK(bad_values, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     double w = NAN;
     memcpy(v, &w, 8);
-    ((float *)(v + 8))[VLEN / 3] = 1.0f;
+    ((float *)(v + MM_WIRE_VEC_HDR))[VLEN / 3] = 1.0f;
     ATTACK(bad_values, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     free(v);
 }
@@ -364,7 +368,7 @@ static void bad_weights(void **s)
             uint64_t before = stat_at(f, OFF(bad_weight));
             int fd = att_connect(f);
             att_hello(fd, ATT_ID, 0xAB, VLEN);
-            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
             expect_refused(f, fd, OFF(bad_weight), before);
             assert_true(refusal_says(f, "weight"));
             assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], 0);
@@ -377,7 +381,7 @@ static void bad_weights(void **s)
             fixture *f = setup_cluster(false, NULL);
             int fd = att_connect(f);
             att_hello(fd, ATT_ID, 0xAB, VLEN);
-            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
             tn_recv_arg a = {VICTIM, ATT_ID, 1};
             assert_true(tn_pump(&f->cl, tn_has_recv, &a, 5000));
             assert_true(f->cl.node[VICTIM].last_weight[ATT_ID] == good[g]);
@@ -395,7 +399,8 @@ static void bad_weights(void **s)
  * reserved field: refused and counted under bad_type. */
 static void hello_reserved(void **s)
 {
-    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM};
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+                       .codec = MM_WIRE_CODEC_FP32};
     memset(h.fingerprint, 0xAB, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &h);
@@ -408,6 +413,33 @@ static void hello_reserved(void **s)
     assert_true(refusal_says(f, "reserved HELLO bytes"));
     assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
     teardown_cluster(f);
+}
+
+/* A HELLO naming another algorithm, codec or codec parameter: refused with
+ * both values named, counted under bad_config (docs/protocol.md 3.1). */
+static void hello_config_mismatch(void **s)
+{
+    static const struct { uint8_t algo, codec; uint32_t block; double frac; const char *says; } c[] = {
+        {MM_WIRE_ALGO_PUSHSUM, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
+        {MM_WIRE_ALGO_DPSGD, 3, 256, 0, "codec differs"},
+        {MM_WIRE_ALGO_DPSGD, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = c[i].algo,
+                           .codec = c[i].codec, .codec_block = c[i].block,
+                           .codec_frac = c[i].frac};
+        memset(h.fingerprint, 0xAB, 32);
+        uint8_t buf[MM_WIRE_HELLO_LEN];
+        mm_wire_put_hello(buf, &h);
+        fixture *f = setup_cluster(false, NULL);
+        uint64_t before = stat_at(f, OFF(bad_config));
+        int fd = att_connect(f);
+        att_frame(fd, MM_WIRE_HELLO, ATT_ID, 0, buf, sizeof buf);
+        expect_refused(f, fd, OFF(bad_config), before);
+        assert_true(refusal_says(f, c[i].says));
+        assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
+        teardown_cluster(f);
+    }
 }
 
 static void claims_other_id_plain(void **s)
@@ -620,7 +652,7 @@ static void reconnect_replaces(void **s)
     assert_true(refusal_says(f, "replaced by a newer connection"));
     assert_true(mm_transport_is_up(f->cl.node[VICTIM].t, ATT_ID));
     uint8_t *v = att_vector(4.0f);
-    att_frame(fd2, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+    att_frame(fd2, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     free(v);
     tn_recv_arg r = {VICTIM, ATT_ID, 1};
     assert_true(tn_pump(&f->cl, tn_has_recv, &r, 5000));
@@ -871,7 +903,8 @@ static void *tls_attack(void *arg)
         a->handshake_ok = SSL_connect(ssl) == 1;
         if (a->handshake_ok) {
             uint8_t hello[MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN];
-            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM};
+            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+                               .codec = MM_WIRE_CODEC_FP32};
             memset(h.fingerprint, 0xAB, 32);
             mm_wire_put_hello(hello + MM_WIRE_HDR_LEN, &h);
             /* under TLS the payload CRC field is 0 (docs/protocol.md) */
@@ -1013,6 +1046,7 @@ int main(void)
         cmocka_unit_test(nan_and_inf),
         cmocka_unit_test(bad_weights),
         cmocka_unit_test(hello_reserved),
+        cmocka_unit_test(hello_config_mismatch),
         cmocka_unit_test(claims_other_id_plain),
         cmocka_unit_test(flood),
         cmocka_unit_test(pending_cap_keeps_room_for_peers),

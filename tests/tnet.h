@@ -116,17 +116,20 @@ static inline double tn_weight_of(const tn_cluster *cl, uint32_t sender, uint64_
     return cl->weight != 0 ? cl->weight : tn_weight(sender, round);
 }
 
-static void tn_on_vector(void *ud, uint32_t peer, uint64_t round, double weight,
-                         const float *vec)
+static void tn_on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                         const void *vec, size_t len)
 {
     tn_node *nd = ud;
     tn_cluster *cl = nd->cl;
+    double weight = meta->weight;
     nd->recv_count[peer]++;
     nd->last_round[peer] = round;
     nd->last_weight[peer] = weight;
     float *want = malloc(4 * cl->vec_len);
     tn_fill(want, cl->vec_len, peer, round);
-    if (memcmp(want, vec, 4 * cl->vec_len) != 0 || weight != tn_weight_of(cl, peer, round))
+    if (len != 4 * cl->vec_len || meta->codec != MM_WIRE_CODEC_FP32 ||
+        meta->count != cl->vec_len || memcmp(want, vec, 4 * cl->vec_len) != 0 ||
+        weight != tn_weight_of(cl, peer, round))
         nd->bad_content++;
     free(want);
     if (!nd->hold)

@@ -131,7 +131,8 @@ static void fix_hdr_crc(uint8_t out[MM_WIRE_HDR_LEN])
 static size_t malformed(int k, uint8_t *buf, int *counter)
 {
     uint8_t pl[MM_WIRE_HELLO_LEN];
-    mm_wire_hello hello = {.vec_len = 1000, .target = target};
+    mm_wire_hello hello = {.vec_len = 1000, .target = target, .algo = MM_WIRE_ALGO_DPSGD,
+                           .codec = MM_WIRE_CODEC_FP32};
     for (int i = 0; i < 32; i++)
         hello.fingerprint[i] = (uint8_t)next_rand();
     mm_wire_put_hello(pl, &hello);
@@ -170,7 +171,7 @@ static size_t malformed(int k, uint8_t *buf, int *counter)
         *counter = C_CHECKSUM;
         return MM_WIRE_HDR_LEN;
     case 5: /* a VECTOR before the HELLO */
-        header(buf, MM_WIRE_VECTOR, lower, NULL, 8 + 4000);
+        header(buf, MM_WIRE_VECTOR, lower, NULL, MM_WIRE_VEC_HDR + 4000);
         *counter = C_TYPE;
         return MM_WIRE_HDR_LEN;
     case 6: /* unknown type */
