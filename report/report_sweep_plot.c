@@ -146,7 +146,21 @@ static int write_gp(const mm_sweep *s, const char *dir, const plot_spec *p, cons
     const char *b = d + dl;
     while (b > d && b[-1] != '/')
         b--;
-    snprintf(title, sizeof title, "sweep %.*s: mean ± sd over seeds", (int)(d + dl - b), b);
+    /* how many seeds each point stands for: the reader weighs the bars by it */
+    int nlo = 0, nhi = 0;
+    for (int i = 0; i < s->n_settings; i++) {
+        int n = s->settings[i].n_done;
+        if (n > 0 && (nlo == 0 || n < nlo))
+            nlo = n;
+        nhi = n > nhi ? n : nhi;
+    }
+    char seeds[48];
+    if (nlo == nhi)
+        snprintf(seeds, sizeof seeds, "%d seed%s", nlo, nlo == 1 ? "" : "s");
+    else
+        snprintf(seeds, sizeof seeds, "%d to %d seeds", nlo, nhi);
+    snprintf(title, sizeof title, "sweep %.*s: mean ± sd over %s per setting",
+             (int)(d + dl - b), b, seeds);
     mm__report_gp_terminal(f, 960, 620);
     fprintf(f, "set output '%s.png'\nset title ", p->name);
     mm__report_gp_title(f, title);
@@ -202,7 +216,7 @@ int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
          offsetof(mm_sweep_setting, xi_avg), 1},
         {"sweep_acc_bytes", "MB sent per peer (0: no communication)", 6, 7, false,
          offsetof(mm_sweep_setting, bytes_peer), 1e-6},
-        {"sweep_acc_wall", "wall time of the run, s", 8, 9, false,
+        {"sweep_acc_wall", "wall time of the run, s (it depends on the load of the machine)", 8, 9, false,
          offsetof(mm_sweep_setting, wall), 1},
     };
     for (size_t i = 0; i < sizeof plots / sizeof plots[0] && rc >= 0; i++) {
