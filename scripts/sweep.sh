@@ -16,8 +16,9 @@
 #   partition V...       short for: axis --partition V...
 # A bad spec is refused before anything runs, naming the file, the line and
 # the reason (unknown key or node flag, an empty list, a topology file that
-# does not exist or has another number of peers, a key or flag given twice,
-# an axis the fixed flags also set, a flag the sweep sets itself).
+# does not exist, has another number of peers or needs --algo pushsum, a key
+# or flag given twice, an axis the fixed flags also set, a flag the sweep
+# sets itself).
 #
 # Run SEED of setting SETTING goes to runs/NAME/SETTING/sSEED/ through
 # scripts/run-local.sh (NAME: -r, default the spec's file name without its
@@ -65,6 +66,8 @@
 # interrupted. Environment: MURMUR, MAKE_CERTS, RUNS, GRACE (as run-local.sh).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+PROG=sweep
+. "$here/launch-lib.sh"
 if [ -z "${MURMUR:-}" ]; then
     if [ -x ./murmur ]; then MURMUR=./murmur; else MURMUR=$here/../murmur; fi
 fi
@@ -88,7 +91,7 @@ while [ $# -gt 0 ]; do
     --retry-failed) retry_failed=1; shift ;;
     --check) check_only=1; shift ;;
     --no-aggregate) aggregate=0; shift ;;
-    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    -h|--help) help_text "$0"; exit 0 ;;
     -*) bad "unknown option: $1" ;;
     *) [ -z "$spec" ] || bad "one SPEC file (got $spec and $1)"; spec=$1; shift ;;
     esac
@@ -257,6 +260,17 @@ done
 axis_order=$(j=0; while [ $j -lt $axis_n ]; do eval "printf '%s %s\n' \"\$axis_flag_$j\" $j"; j=$((j + 1)); done |
     LC_ALL=C sort | awk '{ print $2 }' | tr '\n' ' ')
 
+plan_tmp=$(mktemp) || die "mktemp failed"
+trap 'rm -f "$plan_tmp" "$plan_tmp.err"' EXIT
+
+# The --algo values the topologies are checked with ("-": the fixed flags').
+algos=-
+j=0
+while [ $j -lt $axis_n ]; do
+    eval "[ \"\$axis_flag_$j\" = --algo ] && algos=\$axis_vals_$j"
+    j=$((j + 1))
+done
+
 # Topologies: each file (with '{n}' replaced by each peer count) must exist
 # and have the number of peers it is run with. Lines "name<TAB>file<TAB>peers".
 topos=''
@@ -271,9 +285,20 @@ for tw in $topo_words; do
     for c in $counts; do
         f=$(printf '%s' "$tw" | sed "s/{n}/$c/g")
         [ -f "$f" ] && [ -r "$f" ] || spec_err $topo_line "topology file $f does not exist"
-        info=$("$MURMUR" topo info --json "$f" 2>&1) ||
-            spec_err $topo_line "topology file $f: $(printf '%s' "$info" | head -n 1 | sed 's/^murmur topo[a-z ]*: //')"
-        p=$(printf '%s\n' "$info" | sed -n 's/.*"peers": *\([0-9]*\).*/\1/p' | head -n 1)
+        # as run-local.sh checks it (scripts/launch-lib.sh): the file loads,
+        # and a W that is column-stochastic only gets --algo pushsum, for
+        # the fixed flags and for each value of an --algo axis
+        for a in $algos; do
+            if [ "$a" = - ]; then set -- $fixed_flags; else set -- $fixed_flags --algo "$a"; fi
+            if ! check_topology "$f" '' "$@" 2>"$plan_tmp.err"; then
+                why=$(head -n 1 "$plan_tmp.err" | sed 's/^sweep: //; s/^topology //')
+                case $why in
+                "$f "*) spec_err $topo_line "topology file $f ${why#"$f "}" ;;
+                *) spec_err $topo_line "topology file $f: $why" ;;
+                esac
+            fi
+        done
+        p=$topo_peers
         [ -n "$p" ] || spec_err $topo_line "topology file $f: murmur topo info gave no peer count"
         if [ "$c" != any ] && [ "$p" != "$c" ]; then
             spec_err $topo_line "topology file $f has $p peers, not $c (the 'peers' line, line $peers_line)"
@@ -305,8 +330,6 @@ for j in $axis_order; do
 done
 
 top=$RUNS/$name
-plan_tmp=$(mktemp) || die "mktemp failed"
-trap 'rm -f "$plan_tmp"' EXIT
 {
     printf '# murmur sweep plan 1 (scripts/sweep.sh, docs/sweep.md)\n'
     printf 'index\tsetting\tseed\trun\ttopology\tpeers'
@@ -467,13 +490,10 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
         --no-report -- $flags >&4 2>&1 3<&- 4>&- &
     set +f
     bgpid=$!
-    # A trapped signal interrupts wait; wait again until the run has ended.
-    while :; do
-        s0=$signals
-        wait $bgpid
-        rc=$?
-        [ "$signals" = "$s0" ] && break
-    done
+    # A trapped signal interrupts wait; wait_pid waits again until the run
+    # has ended (scripts/launch-lib.sh).
+    wait_pid $bgpid
+    rc=$st
     rm -f "$child_pidf"
     dt=$(($(date +%s) - t0))
     if [ "$interrupted" = 1 ]; then

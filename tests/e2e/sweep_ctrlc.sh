@@ -19,17 +19,11 @@ model="--data $T/data --layers 1 --width 16 --heads 2 --ctx 16 --batch 4 --eval-
 printf 'topology %s\nseeds 1 2\nflags %s --rounds 1000000\n' "$T/ring-3.topo" "$model" > "$T/c.sweep"
 top=$RUNS/c
 d=$top/ring-3/s1
-cat > "$T/trained.sh" <<'EOF2'
-d=$1; n=$2; k=0
-while [ $k -lt $n ]; do
-    c=$(grep -c '"ev":"round"' "$d/node-$k/metrics.jsonl" 2>/dev/null) || c=0
-    [ "$c" -ge 3 ] || exit 1
-    k=$((k + 1))
-done
-EOF2
+# the condition ptyrun polls before pressing ^C: the run's peers are training
+trained="$ROOT/tests/e2e/lib/trained.sh"
 port=$(free_ports $((2 * n)))
 st=0
-"$PTYRUN" -t 90 -o "$T/sweep.out" -w "sh $T/trained.sh $d $n" -- \
+"$PTYRUN" -t 90 -o "$T/sweep.out" -w "sh $trained $d $n" -- \
     sh "$ROOT/scripts/sweep.sh" -i 1 -p "$port" "$T/c.sweep" 2> "$T/pty.err" || st=$?
 grep -q 'pressed ^C' "$T/pty.err" || { cat "$T/pty.err" "$T/sweep.out" >&2; fail "^C was never pressed"; }
 grep -q 'was killed by signal' "$T/pty.err" && { cat "$T/sweep.out" >&2; fail "the sweep died of the terminal's signal instead of stopping its run"; }

@@ -6,6 +6,8 @@ export MURMUR RUNS="$T/runs"
 "$MURMUR" topo gen ring -n 4 > "$T/ring-4.topo" 2>/dev/null
 "$MURMUR" topo gen ring -n 8 > "$T/ring-8.topo" 2>/dev/null
 mkdir -p "$T/other" && cp "$T/ring-4.topo" "$T/other/ring-4.topo"
+# directed, column-stochastic only (topologies/README.md's example)
+printf 'peers 3\ngraph directed\nweights explicit\n0 1 1/4\n0 2 1/4\n1 2 1/2\n2 0 1/2\n' > "$T/push3.topo"
 good="topology $T/ring-4.topo
 seeds 1 2"
 n=0
@@ -74,6 +76,11 @@ refused 2 "seeds: seed 2 given twice" "topology $T/ring-4.topo
 seeds 1..3 2"
 refused 1 "two topology files named ring-4" "topology $T/ring-4.topo $T/other/ring-4.topo
 seeds 1"
+refused 1 "topology file $T/push3.topo is a directed graph .*only --algo pushsum averages correctly on it (the default --algo dpsgd" "topology $T/push3.topo
+seeds 1"
+refused 2 "topology file $T/push3.topo is a directed .*(--algo async would drift" "seeds 1
+topology $T/push3.topo
+axis --algo pushsum async"
 refused - "no 'seeds' line" "topology $T/ring-4.topo"
 refused - "no 'topology' line" "seeds 1 # a comment"
 
@@ -91,4 +98,6 @@ sh "$ROOT/scripts/sweep.sh" --check "$T/good.sweep" > "$T/out" 2>&1 || { cat "$T
 grep -q 'is valid: 8 settings x 2 seeds = 16 runs' "$T/out" || { cat "$T/out" >&2; fail "good spec: wrong grid"; }
 grep -q '^  ring-8,gossip-steps=2,lr=3e-3 .*seed 2 .* 8 peers  --rounds 10 --plaintext --gossip-steps 2 --lr 3e-3 --seed 2$' "$T/out" ||
     { cat "$T/out" >&2; fail "good spec: a run's setting or flags not as documented"; }
+printf 'topology %s\nseeds 1\nflags --algo pushsum\n' "$T/push3.topo" > "$T/push.sweep"
+sh "$ROOT/scripts/sweep.sh" --check "$T/push.sweep" > "$T/out" 2>&1 || { cat "$T/out" >&2; fail "push-sum on a column-stochastic graph refused"; }
 echo "ok: $n bad specs refused with file, line and reason; a good one accepted"
