@@ -135,10 +135,18 @@ done
 kill -9 "$victim"
 killed_at=$(grep -c '"ev":"round"' "$T/kill/node-2/metrics.jsonl")
 t0=$(date +%s)
-( sleep 60; kill -9 $survivors 2>/dev/null ) &
+# a watchdog: SIGKILL the survivors if they hang 60 s. Its sleep is a
+# process of its own, killed with it: a sleep left behind would hold the
+# test's output open for a minute after the test ended.
+sleep 60 > /dev/null 2>&1 &
+nap=$!
+( while kill -0 "$nap" 2>/dev/null; do sleep 0.2; done; kill -9 $survivors 2>/dev/null ) \
+    > /dev/null 2>&1 &
 dog=$!
+E2E_PIDS="$E2E_PIDS $nap $dog"
 wait_all $survivors || fail "kill: a survivor exited non-zero or hung (killed after 60 s)"
 kill "$dog" 2>/dev/null || true
+kill "$nap" 2>/dev/null || true
 took=$(( $(date +%s) - t0 ))
 ended_done kill 0 1 3 4
 bad=$(disagreements kill 2)
