@@ -21,7 +21,8 @@
 # A run's name is its directory's last component; TITLE sets the plot's title.
 # POSIX sh, awk, gnuplot.
 set -eu
-[ $# -ge 3 ] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+case ${1:-} in -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ $# -ge 3 ] || { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 out=$1 target=$2; shift 2
 mkdir -p "$out"
 

@@ -10,7 +10,8 @@
 # after, the wall time, and runs `murmur report DIR --no-plots` (its CSV in
 # DIR/report.csv). Exit status 1 when a peer exits non-zero.
 set -u
-[ $# -ge 3 ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+case ${1:-} in -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ $# -ge 3 ] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 dir=$1 n=$2 topo=$3; shift 3
 MURMUR=${MURMUR:-./murmur}
 [ -e "$dir" ] && { echo "consensus-runs: $dir exists" >&2; exit 1; }
