@@ -78,24 +78,38 @@ static void end_text(const mm_report *r, const mm__rep_finals *f, char *buf, siz
 
 #define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
+/* The refused column: "0", or the count and the commonest reason. */
+static void refused_text(const mm__rep_finals *f, char *buf, size_t len)
+{
+    if (f->refused > 0)
+        snprintf(buf, len, "%.0f %s", f->refused, f->top);
+    else
+        snprintf(buf, len, "0");
+}
+
 /* The name and topology columns are as wide as their longest entry (at
  * least the header's), so long topology paths do not push the figures out
  * of line. */
 void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
 {
-    int wname = 20, wtopo = 22;
+    int wname = 20, wtopo = 22, wref = 7;
     for (int k = 0; k < n; k++) {
-        char name[256];
+        char name[256], ref[48];
         mm__report_run_name(runs[k], name, sizeof name);
         int ln = (int)strlen(name), lt = runs[k]->topology[0] ? (int)strlen(runs[k]->topology) : 1;
         if (ln > wname)
             wname = ln;
         if (lt > wtopo)
             wtopo = lt;
+        mm__rep_finals f;
+        mm__report_finals(runs[k], &f);
+        refused_text(&f, ref, sizeof ref);
+        if ((int)strlen(ref) > wref)
+            wref = (int)strlen(ref);
     }
-    fprintf(out, "%-*s %-*s %5s %7s %8s %8s %11s %-6s %10s %9s %6s  %-11s %s\n", wname, "run",
+    fprintf(out, "%-*s %-*s %5s %7s %8s %8s %11s %-6s %10s %9s %6s  %-11s %-*s\n", wname, "run",
             wtopo, "topology", "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer",
-            "wall_s", "G", "end", "refused");
+            "wall_s", "G", "end", wref, "refused");
     bool bad = false;
     for (int k = 0; k < n; k++) {
         mm__rep_finals f;
@@ -103,16 +117,13 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
         char name[256], end[32], ref[48];
         mm__report_run_name(runs[k], name, sizeof name);
         end_text(runs[k], &f, end, sizeof end);
-        if (f.refused > 0)
-            snprintf(ref, sizeof ref, "%.0f %s", f.refused, f.top);
-        else
-            snprintf(ref, sizeof ref, "0");
+        refused_text(&f, ref, sizeof ref);
         bad |= f.n_refused || f.n_isolated;
-        fprintf(out, "%-*s %-*s %5d %7lld %8s %8s %11s %-6s %10s %9s %6s  %-11s %s\n", wname, name,
-                wtopo, runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
+        fprintf(out, "%-*s %-*s %5d %7lld %8s %8s %11s %-6s %10s %9s %6s  %-11s %-*s\n", wname,
+                name, wtopo, runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
                 N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall),
-                N("%.2f", f.exchanges), end, ref);
+                N("%.2f", f.exchanges), end, wref, ref);
     }
     fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer; "
                  "G = averaging exchanges per round, mean over the run; end = how its peers ended; "

@@ -7,8 +7,11 @@
 # Writes $BUILD/bench-report.csv, prints per run the best wall time, the
 # median CPU time, MB/s of CPU, the ratio to cat and the peak RSS, and draws
 # $BUILD/bench-report.png when gnuplot is there.
-case ${1:-} in -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 set -eu
+case "${1:-}" in
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    ?*) echo "bench-report: no arguments (settings come from the environment; --help)" >&2; exit 2 ;;
+esac
 BUILD=${BUILD:-build}
 RUNS=${BENCH_RUNS:-32x5000 32x20000 256x2000x8}
 TRIALS=${BENCH_TRIALS:-3}
