@@ -1,24 +1,23 @@
-# make demo: the README's main job. Builds, fetches the data, trains 8 local
-# peers on a ring and on an exponential graph (same seed, data and rounds;
-# non-IID genre partition, where topologies differ most), and ends with the
-# comparison table and the paths of the plots. A new runs/demo-TIME each
-# time: earlier runs are never overwritten.
-DEMO_PEERS  ?= 8
-DEMO_TOPOS  ?= topologies/ring-$(DEMO_PEERS).topo topologies/exp-$(DEMO_PEERS).topo
-DEMO_FLAGS  ?= --layers 2 --width 64 --heads 4 --ctx 64 --batch 16 --lr 3e-3 --min-lr 1e-4 \
-               --rounds 200 --eval-every 25 --snapshot-every 25
+# make demo: the README's main job. Builds, fetches the data, and runs the
+# sweep DEMO_SPEC (default sweeps/baselines-8.sweep: 8 local peers, non-IID
+# genre partition, the two baselines -- local, no communication, and
+# complete, exact averaging -- against a ring and an exponential graph, two
+# seeds each), then ends with its table (mean ± sd over the seeds) and the
+# accuracy-against-consensus-distance plot. A new runs/demo-TIME each time:
+# earlier runs are never overwritten. docs/study.md is the long version.
+DEMO_SPEC   ?= sweeps/baselines-8.sweep
 DEMO_PORT   ?= 29500
 
-# The trap keeps the recipe's shell alive on Ctrl-C until compare.sh has
+# The trap keeps the recipe's shell alive on Ctrl-C until the sweep has
 # stopped its peers (make waits for that shell), instead of dying at once
 # and giving the prompt back while the run is still stopping.
 .PHONY: demo
 demo: all data report-deps
 	@trap 'exit 130' INT TERM HUP; \
 	name=demo-$$(date +%Y%m%d-%H%M%S); \
-	sh scripts/compare.sh -n $(DEMO_PEERS) -r $$name -p $(DEMO_PORT) -s 1 --partition genre \
-	    $(DEMO_TOPOS) -- $(DEMO_FLAGS) && \
-	echo && echo "demo: per-run reports: murmur report runs/$$name/<topology>; plots in runs/$$name/*/plots/"
+	sh scripts/sweep.sh -r $$name -p $(DEMO_PORT) $(DEMO_SPEC) && \
+	echo && echo "demo: accuracy against consensus distance: runs/$$name/plots/sweep_acc_consensus.png" && \
+	echo "demo: per-run reports: murmur report runs/$$name/<setting>/s<seed>; how to read it: README.md, section 1"
 
 # make bench-node: the time split of 4 peers on a ring (scripts/bench-node.sh).
 .PHONY: bench-node

@@ -110,26 +110,27 @@ done < "$T/commands"
 [ -s "$W/runs/mine/compare.csv" ] || fail "the README's comparison wrote no compare.csv"
 [ -s "$W/runs/solo/checkpoint.bin" ] || fail "the README's murmur train wrote no checkpoint"
 
-# Section 3's comparison and the demo: same peers, seed, partition and
-# node flags (all but its own --rounds etc. are the demo's), so its ring-8
-# row is the demo's ring-8 row.
+# Section 3's comparison and the demo: the demo is the sweep DEMO_SPEC
+# (mk/demo.mk); the comparison carries its node flags (every `flags` line)
+# and its first seed, so its ring-8 row is the demo's ring-8 row of seed 1.
 cmp_line=$(grep '^sh scripts/compare.sh ' "$T/commands")
-demo_flags=$(awk '/^DEMO_FLAGS/ { sub(/^DEMO_FLAGS *\?= */, ""); f = $0; cont = /\\$/; next }
-    cont { f = f " " $0; cont = /\\$/ } END { gsub(/\\/, "", f); print f }' "$ROOT/mk/demo.mk")
-demo_args=$(sed -n 's/.*compare.sh \(-n .*--partition [a-z]*\).*/\1/p' "$ROOT/mk/demo.mk" |
-    sed 's/-r [^ ]* //; s/-p [^ ]* //; s/$(DEMO_PEERS)/8/')
+spec=$(sed -n 's/^DEMO_SPEC *?= *//p' "$ROOT/mk/demo.mk")
+[ -n "$spec" ] && [ -f "$ROOT/$spec" ] || fail "cannot read the demo's spec from mk/demo.mk"
+demo_flags=$(sed 's/#.*//' "$ROOT/$spec" | awk '$1 == "flags" { $1 = ""; printf "%s ", $0 }')
+seed=$(sed 's/#.*//' "$ROOT/$spec" | awk '$1 == "seeds" { print $2 }')
 demo_flags=$(echo $demo_flags)
-[ -n "$demo_flags" ] && [ -n "$demo_args" ] || fail "cannot read the demo's flags from mk/demo.mk"
-set -- $demo_args $demo_flags
+[ -n "$demo_flags" ] && [ -n "$seed" ] || fail "cannot read the demo's flags and seeds from $spec"
+echo " $cmp_line " | grep -q -- " -s $seed " || fail "README section 3's comparison does not run the demo's first seed ($seed)"
+set -- $demo_flags
 while [ $# -gt 0 ]; do
     case $1 in
     -*) opt=$1; val=${2:-}
-        case $val in -*|'') shift ;; *) shift 2 ;; esac
-        echo " $cmp_line " | grep -q -- " $opt $val" ||
-            fail "README section 3's comparison lacks the demo's '$opt $val' (mk/demo.mk): its rows would not match the demo's" ;;
+        case $val in -*|'') val=''; shift ;; *) shift 2 ;; esac
+        echo " $cmp_line " | grep -q -- " $opt${val:+ $val} " ||
+            fail "README section 3's comparison lacks the demo's '$opt${val:+ $val}' ($spec): its rows would not match the demo's" ;;
     *) shift ;;
     esac
 done
 echo "$cmp_line" | grep -q ' topologies/ring-8.topo ' || fail "README section 3's comparison does not run the demo's ring-8"
-note "section 3's comparison carries the demo's: $demo_args $demo_flags"
+note "section 3's comparison carries the demo's ($spec): -s $seed $demo_flags"
 echo "ok: $ran README commands"
