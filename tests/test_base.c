@@ -201,7 +201,7 @@ static void test_option_errors_name_the_flag(void **state)
         MM_OPT(MM_OPT_INT, "id", "K", &id, 0, 2147483647, "this peer's id"),
         MM_OPT(MM_OPT_INT, "width", "N", &width, 8, 4096, "model width"),
         MM_OPT(MM_OPT_DOUBLE, "lr", "X", &lr, 0, 10, "learning rate"),
-        {MM_OPT_END},
+        {.kind = MM_OPT_END},
     };
     char msg[512];
     char *a1[] = {"node", "--id", "-1", NULL};
