@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +52,10 @@ struct mm__mbox {
     int want_n;
     bool want_dirty;
     bool finished;
+
+    mm__ar_view ar;                 /* --algo allreduce */
+    double ar_started;
+    uint64_t ar_progress;
 
     mm_transport_stats stats;       /* copied by the loop on every wake */
     uint64_t stats_gen;             /* wakes that copied them */
@@ -323,7 +328,77 @@ void mm__mbox_finish(mm__mbox *mb)
     uv_async_send(mb->wake);
 }
 
+void mm__mbox_allreduce(mm__mbox *mb, uint64_t exchange, const float *in, float *out)
+{
+    mm__cmd c = {.kind = MM__CMD_ALLREDUCE, .exchange = exchange, .in = in, .out = out};
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->ar.state != MM__AR_RUNNING);
+    mb->ar.state = MM__AR_RUNNING;
+    mb->ar.err[0] = 0;
+    mb->ar_started = mb->ar.last_progress = mm_time_now();
+    post(mb, &c);
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+void mm__mbox_allreduce_abort(mm__mbox *mb, const char *why)
+{
+    mm__cmd c = {.kind = MM__CMD_AR_ABORT};
+    snprintf(c.why, sizeof c.why, "%s", why);
+    pthread_mutex_lock(&mb->mu);
+    post(mb, &c);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+void mm__mbox_allreduce_view(mm__mbox *mb, mm__ar_view *out)
+{
+    pthread_mutex_lock(&mb->mu);
+    *out = mb->ar;
+    pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_allreduce_wait(mm__mbox *mb, double deadline)
+{
+    struct timespec now_real, ts;
+    clock_gettime(CLOCK_REALTIME, &now_real);
+    double wait = deadline - mm_time_now();
+    if (wait < 0)
+        wait = 0;
+    double t = (double)now_real.tv_sec + (double)now_real.tv_nsec * 1e-9 + wait;
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    pthread_mutex_lock(&mb->mu);
+    while (mb->ar.state == MM__AR_RUNNING)
+        if (pthread_cond_timedwait(&mb->cv, &mb->mu, &ts) != 0)
+            break;
+    pthread_mutex_unlock(&mb->mu);
+}
+
 /* ---- loop thread ---------------------------------------------------------- */
+
+void mm__mbox_allreduce_progress(mm__mbox *mb, uint64_t progress)
+{
+    pthread_mutex_lock(&mb->mu);
+    if (progress != mb->ar_progress) {
+        mb->ar_progress = progress;
+        mb->ar.last_progress = mm_time_now();
+    }
+    pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_allreduce_end(mm__mbox *mb, bool ok, const char *err)
+{
+    pthread_mutex_lock(&mb->mu);
+    if (mb->ar.state == MM__AR_RUNNING) {
+        mb->ar.state = ok ? MM__AR_DONE : MM__AR_FAILED;
+        mb->ar.seconds = mm_time_now() - mb->ar_started;
+        snprintf(mb->ar.err, sizeof mb->ar.err, "%s", ok ? "" : err);
+        changed(mb);
+    }
+    pthread_mutex_unlock(&mb->mu);
+}
 
 void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len)
