@@ -235,8 +235,14 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
                : c->algo == MM_ALGO_ASYNC     ? MM_WIRE_ALGO_ASYNC
                : c->algo == MM_ALGO_ALLREDUCE ? MM_WIRE_ALGO_ALLREDUCE
                                               : MM_WIRE_ALGO_DPSGD;
-    /* the ring's chunks: parts of the vector (docs/protocol.md 3.2) */
-    tc->allow_chunks = c->algo == MM_ALGO_ALLREDUCE;
+    /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
+     * no more than a chunk in a receive buffer */
+    if (c->algo == MM_ALGO_ALLREDUCE) {
+        uint64_t chunk = c->allreduce_chunk > 0 ? (uint64_t)c->allreduce_chunk
+                                                : MM_ALLREDUCE_CHUNK_DEFAULT;
+        tc->allow_chunks = true;
+        tc->max_body = 4 * (chunk < tc->vec_len ? chunk : tc->vec_len);
+    }
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
