@@ -50,21 +50,57 @@ static void finals(const mm_report *r, final_figs *f)
 
 #define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
-void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
+int64_t mm_report_time_to_loss(const mm_report *r, double target, double *wall)
 {
-    fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s\n", "run", "topology", "peers",
-            "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s");
+    *wall = NAN;
+    if (isnan(target))
+        return -1;
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const mm_rep_row *w = &r->rows[i];
+        if (!isnan(w->vloss_mean) && w->vloss_mean <= target) {
+            *wall = w->wall;
+            return w->round;
+        }
+    }
+    return -1;
+}
+
+double mm_report_common_target(mm_report *const *runs, int n)
+{
+    double t = NAN;
     for (int k = 0; k < n; k++) {
         final_figs f;
         finals(runs[k], &f);
-        char name[256];
+        if (!isnan(f.vloss) && !(t >= f.vloss))
+            t = f.vloss;
+    }
+    return t;
+}
+
+void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE *out)
+{
+    fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s %9s %9s\n", "run", "topology",
+            "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s",
+            "r_target", "t_target");
+    for (int k = 0; k < n; k++) {
+        final_figs f;
+        finals(runs[k], &f);
+        char name[256], rt[24] = "-";
         mm__report_run_name(runs[k], name, sizeof name);
-        fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s\n", name,
+        double tt;
+        int64_t r = mm_report_time_to_loss(runs[k], target, &tt);
+        if (r >= 0)
+            snprintf(rt, sizeof rt, "%lld", (long long)r);
+        fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s %9s %9s\n", name,
                 runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
-                N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall));
+                N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall), rt,
+                N("%.1f", tt));
     }
-    fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer)\n");
+    fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer;\n"
+                 " r_target, t_target = the first evaluation round, and its wall time in s, at which\n"
+                 " the mean val_loss over the peers was <= %s; - when never)\n",
+            N("%.4f", target));
 }
 
 static void csv_str(FILE *f, const char *s)
@@ -85,13 +121,14 @@ static void csv_num(FILE *f, const char *fm, double v)
         fprintf(f, fm, v);
 }
 
-int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
+int mm_report_compare_csv(mm_report *const *runs, int n, double target, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
     fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
-               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s\n");
+               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,"
+               "target_loss,round_to_target,time_to_target_s\n");
     for (int k = 0; k < n; k++) {
         final_figs fi;
         finals(runs[k], &fi);
@@ -110,6 +147,14 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         fprintf(f, ",%s", fi.method);
         csv_num(f, "%.1f", fi.sent_peer);
         csv_num(f, "%.3f", fi.wall);
+        double tt;
+        int64_t rt = mm_report_time_to_loss(runs[k], target, &tt);
+        csv_num(f, "%.9g", target);
+        if (rt >= 0)
+            fprintf(f, ",%lld", (long long)rt);
+        else
+            fputc(',', f);
+        csv_num(f, "%.3f", tt);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;
