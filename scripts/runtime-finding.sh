@@ -1,0 +1,102 @@
+#!/bin/sh
+# When does gossip beat all-reduce, in this lab? Trains the same model on
+# the same non-IID data (--partition genre) with 8 peers in the
+# network-namespace lab, once per algorithm (D-PSGD on ring, one-peer-exp
+# and exp, and the ring all-reduce), with and without a long-tail compute
+# jitter, for each seed; then measures for every run the time per round
+# (median over the peers of each peer's mean round, after 3 warm-up
+# rounds) and the time to a target validation loss (murmur report
+# --compare --target-loss: the first evaluation at which the mean val_loss
+# over the peers is at most the target; the target, per jitter setting, is
+# the largest final val_loss of all its runs, so that every run reaches it).
+#
+#   sh scripts/runtime-finding.sh [OUT]      (root; default OUT build/runtime-finding)
+#
+#   FIND_PROFILE=2x4:intra=200mbit,inter=50mbit  FIND_ROUNDS=120  FIND_SEEDS="1 2"
+#   FIND_ALGOS="ring onepeer-exp exp allreduce"  FIND_JITTERS="none longtail:0.1:0.3"
+#   FIND_MODEL="--layers 2 --width 64 ..."  (the demo's model)
+# Writes OUT.csv (one row a run) and OUT.txt (the table). Needs the Brown
+# corpus (make data). Takes tens of minutes: take the heavy-work lock.
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+MURMUR=${MURMUR:-$ROOT/murmur}
+LAB="$ROOT/scripts/netns-lab.sh"
+OUT=${1:-$ROOT/build/runtime-finding}
+N=${FIND_N:-8}
+PROFILE=${FIND_PROFILE:-2x4:intra=200mbit,inter=50mbit}
+ROUNDS=${FIND_ROUNDS:-120}
+EVAL=${FIND_EVAL:-10}
+SEEDS=${FIND_SEEDS:-1 2}
+ALGOS=${FIND_ALGOS:-ring onepeer-exp exp allreduce}
+JITTERS=${FIND_JITTERS:-none longtail:0.1:0.3}
+DATA=${FIND_DATA:-$ROOT/data/brown}
+MODEL=${FIND_MODEL:---layers 2 --width 64 --heads 4 --ctx 64 --batch 16 --lr 3e-3 --min-lr 1e-4 --eval-windows 32}
+TAG=${FIND_TAG:-i17bf}
+[ "$(id -u)" = 0 ] || { echo "runtime-finding: needs root (network namespaces)" >&2; exit 2; }
+[ -d "$DATA" ] || { echo "runtime-finding: no corpus at $DATA (make data)" >&2; exit 2; }
+WORK="$OUT.d"; rm -rf "$WORK"; mkdir -p "$WORK"
+trap 'sh "$LAB" down "$TAG" 2>/dev/null || true' EXIT
+trap 'exit 130' INT TERM
+sh "$LAB" up "$TAG" "$N" --profile "$PROFILE"
+k=0; : > "$WORK/hosts"
+while [ "$k" -lt "$N" ]; do echo "$k $(sh "$LAB" addr "$TAG" "$k"):29500" >> "$WORK/hosts"; k=$((k + 1)); done
+echo "runtime-finding: $N peers, $PROFILE, $ROUNDS rounds; algorithms: $ALGOS; jitter: $JITTERS; seeds: $SEEDS; load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+: > "$WORK/runs"
+for jit in $JITTERS; do
+    for seed in $SEEDS; do
+        for algo in $ALGOS; do
+            case $algo in
+            allreduce) topo="$ROOT/topologies/ring-$N.topo"; aflag="--algo allreduce" ;;
+            *) topo="$ROOT/topologies/$algo-$N.topo"; aflag="" ;;
+            esac
+            name="$algo-$(echo "$jit" | tr ':.' '__')-s$seed"; run="$WORK/$name"
+            load0=$(cut -d' ' -f1 /proc/loadavg)
+            k=0; pids=""
+            while [ "$k" -lt "$N" ]; do
+                sh "$LAB" exec "$TAG" "$k" env MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id "$k" \
+                    --hosts "$WORK/hosts" --topology "$topo" $aflag --plaintext --data "$DATA" \
+                    --partition genre $MODEL --seed "$seed" --rounds "$ROUNDS" --eval-every "$EVAL" \
+                    --compute-jitter "$jit" --jitter-seed "$seed" --checkpoint-every 0 --log-every 0 \
+                    --start-timeout 60000 --round-timeout 60000 --peer-timeout 30000 --run-dir "$run" \
+                    > "$WORK/$name.p$k.log" 2>&1 &
+                pids="$pids $!"; k=$((k + 1))
+            done
+            for p in $pids; do wait "$p" || { tail -5 "$WORK/$name.p0.log" >&2; echo "runtime-finding: $name failed" >&2; exit 1; }; done
+            load1=$(cut -d' ' -f1 /proc/loadavg)
+            # time per round: median over peers of (last round's time - round 2's) / rounds between
+            tpr=$(for f in "$run"/node-*/metrics.jsonl; do
+                awk '/"ev":"round"/ { r = $0; sub(/.*"round":/, "", r); t = $0; sub(/.*"time":/, "", t)
+                    if (r + 0 == 2) a = t + 0; if (r + 0 > 2) { b = t + 0; c++ } } END { printf "%.6f\n", (b - a) / c }' "$f"
+                done | sort -g | awk '{ v[NR] = $1 } END { printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+            echo "$jit $seed $algo $name $tpr $load0 $load1" >> "$WORK/runs"
+            printf '  %-18s seed %s  %-12s %.3f s/round  (load %s -> %s)\n' "$jit" "$seed" "$algo" "$tpr" "$load0" "$load1"
+        done
+    done
+done
+
+echo "jitter,seed,algo,time_per_round_s,final_val_loss,target_loss,round_to_target,time_to_target_s,wall_s,load_before,load_after" > "$OUT.csv"
+for jit in $JITTERS; do
+    # the target of this jitter setting: the largest final val_loss of its runs
+    names=$(awk -v j="$jit" '$1 == j { print $4 }' "$WORK/runs")
+    (cd "$WORK" && "$MURMUR" report --compare $names --no-plots --csv "all-$$.csv" > /dev/null)
+    # (plus 1e-7 relative: the CSV holds 9 digits of each final loss)
+    target=$(awk -F, 'NR > 1 && $8 != "" && $8 + 0 > t { t = $8 + 0 } END { printf "%.9g", t * (1 + 1e-7) }' "$WORK/all-$$.csv")
+    for seed in $SEEDS; do
+        names=$(awk -v j="$jit" -v s="$seed" '$1 == j && $2 == s { print $4 }' "$WORK/runs")
+        (cd "$WORK" && "$MURMUR" report --compare $names --no-plots --target-loss "$target" --csv "cmp.csv" > "cmp-$seed.txt")
+        awk -F, 'NR > 1 { gsub(/"/, "", $1); for (i = 1; i <= NF; i++) if ($i == "") $i = "-"
+                          print $1, $8, $13, $14, $15, $12 }' "$WORK/cmp.csv" |
+        while read -r name vloss tl rt tt wall; do
+            set -- $(awk -v n="$name" '$4 == n { print $3, $5, $6, $7 }' "$WORK/runs")
+            echo "$jit,$seed,$1,$2,$vloss,$tl,$rt,$tt,$wall,$3,$4" >> "$OUT.csv"
+        done
+    done
+done
+{
+    printf '| jitter | seed | algorithm | time per round (s) | final val_loss | rounds to target | time to target (s) | load |\n'
+    printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n'
+    awk -F, 'NR > 1 { printf "| %s | %s | %s | %.3f | %.4f | %s | %s | %s-%s |\n", $1, $2, $3, $4, $5, $7, $8, $10, $11 }' "$OUT.csv"
+    awk -F, 'NR > 1 { print $1, $6 }' "$OUT.csv" | sort -u | awk '{ printf "target val_loss for jitter %s: %s\n", $1, $2 }'
+} > "$OUT.txt"
+cat "$OUT.txt"
