@@ -37,7 +37,7 @@ int mm_plan_parse_placement(const char *s, int n, int *out, char *err, size_t er
 /* One RATE in bytes/s; -1 when malformed. */
 double mm_plan_parse_rate(const char *s);
 
-/* Added delay per optimizer step (the node's --compute-jitter, to come):
+/* Added delay per optimizer step (the node's --compute-jitter, docs/node.md):
  * none; uniform:A (U(0, A) seconds); longtail:P:S (S seconds with
  * probability P, else 0). */
 typedef enum { MM_JITTER_NONE, MM_JITTER_UNIFORM, MM_JITTER_LONGTAIL } mm_jitter_kind;
