@@ -354,7 +354,7 @@ void mm_allreduce_on_sent(mm_allreduce *a, uint32_t peer, uint64_t round, bool o
     if (a->st != MM_AR_RUNNING || peer != a->right || round != a->round)
         return;
     if (!ok) {
-        fail(a, "a chunk for peer %u was not sent: the connection was lost", peer);
+        fail(a, "peer %u went down (connection lost) before it took our chunks", peer);
         return;
     }
     a->sends_completed++;
