@@ -3,7 +3,7 @@
 # every 5 rounds; peer 2 is killed after its second checkpoint. Every other
 # peer must exit non-zero within 15 s (no hang), say why in its log naming a
 # peer and the step ("all-reduce failed: peer P went down / left ... step
-# S of 6"; peer 3, which receives from peer 2, names peer 2), end its metrics with reason "allreduce" and that error, and
+# S of 6"; the first to fail, one of its ring neighbours, names peer 2), end its metrics with reason "allreduce" and that error, and
 # keep its last periodic checkpoint whole: murmur generate loads it, and no temp file is left beside it.
 . "$(dirname "$0")/lib.sh"
 tiny_data "$T/data"
@@ -46,8 +46,9 @@ for k in 0 1 3; do
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" generate --checkpoint "$ck" --length 8 > "$T/gen$k" 2>&1 ||
         { cat "$T/gen$k" >&2; fail "peer $k: its checkpoint does not load"; }
 done
-# peer 3 receives from peer 2: it waits on it, and names it. (Peer 1 sends
-# to peer 2: when its chunks were all in its socket before the kill, it
-# does not need peer 2 any more and fails when peer 0 leaves instead.)
-grep -q "all-reduce failed: peer 2 " "$T/peer3.out" || fail "peer 3 does not name peer 2"
+# The first to fail can only be a ring neighbour of peer 2 (1 or 3), and it
+# names peer 2; the others may fail first on the goodbye of a peer that
+# failed (the failure goes round the ring), and name that one.
+cat "$T/peer1.out" "$T/peer3.out" | grep -q "all-reduce failed: peer 2 " ||
+    fail "neither ring neighbour of peer 2 names it"
 echo "ok: a peer killed mid all-reduce ends the run cleanly, checkpoints kept"
