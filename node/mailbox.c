@@ -44,6 +44,8 @@ struct mm__mbox {
     mm__cmd *pending;               /* [n]: a send waiting for the peer to be up */
     bool *has_pending;              /* [n] */
     uint64_t skipped;
+    bool defer_busy;                /* keep a send to a busy peer pending (synchronous rounds) */
+    uint64_t deferred;              /* sends that waited for the previous one to a peer */
 
     mm__cmd queue[MM__MBOX_QUEUE];
     int q_len;
@@ -312,6 +314,21 @@ void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
     pthread_mutex_unlock(&mb->mu);
 }
 
+void mm__mbox_defer_busy(mm__mbox *mb, bool on)
+{
+    pthread_mutex_lock(&mb->mu);
+    mb->defer_busy = on;
+    pthread_mutex_unlock(&mb->mu);
+}
+
+uint64_t mm__mbox_deferred_sends(mm__mbox *mb)
+{
+    pthread_mutex_lock(&mb->mu);
+    uint64_t d = mb->deferred;
+    pthread_mutex_unlock(&mb->mu);
+    return d;
+}
+
 uint64_t mm__mbox_skipped_sends(mm__mbox *mb)
 {
     pthread_mutex_lock(&mb->mu);
@@ -478,6 +495,14 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
     }
     bool current = mb->buf_exchange[c->buf] == (int64_t)c->exchange;
     bool busy = mb->inflight[c->peer];
+    if (current && busy && mb->defer_busy) {
+        /* synchronous rounds: the neighbour waits for this very vector, so
+         * it goes out the moment the previous one is through
+         * (mm__mbox_sent), instead of being skipped */
+        mb->deferred++;
+        pthread_mutex_unlock(&mb->mu);
+        return NULL;
+    }
     if (!current || busy) {
         drop_pending(mb, c->peer);
         if (busy)

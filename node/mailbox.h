@@ -114,6 +114,15 @@ bool mm__mbox_stopping(mm__mbox *mb);
 void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh);
 /* Sends skipped because the peer had not taken the previous one. */
 uint64_t mm__mbox_skipped_sends(mm__mbox *mb);
+/* Synchronous rounds (dpsgd, pushsum): a send to a peer whose previous
+ * send is still in flight stays pending and goes out when that one is
+ * through, instead of being skipped (the neighbour waits for exactly this
+ * vector; skipping it made the neighbour wait for the next one to learn we
+ * had moved on). Off (async): skipped, the next round sends a fresher one.
+ * Either way one send per peer is in flight and one pending at most. */
+void mm__mbox_defer_busy(mm__mbox *mb, bool on);
+/* Sends that waited for the previous send to their peer (defer_busy). */
+uint64_t mm__mbox_deferred_sends(mm__mbox *mb);
 /* The training thread is done: the loop says goodbye and closes. */
 void mm__mbox_finish(mm__mbox *mb);
 

@@ -173,6 +173,9 @@ static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
     mm__mbox_sent(nd->mb, peer);
     if (!ok)
         mm_debug("send to peer %u did not complete", peer);
+    mm__cmd c; /* a send deferred behind this one (mm__mbox_defer_busy) */
+    if (mm__mbox_pending(nd->mb, peer, &c))
+        try_send(nd, &c);
 }
 
 static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
@@ -370,6 +373,7 @@ int mm_node_run(const mm_node_config *c)
         uv_close((uv_handle_t *)&nd->wake, NULL);
         goto out;
     }
+    mm__mbox_defer_busy(nd->mb, c->algo == MM_ALGO_DPSGD || c->algo == MM_ALGO_PUSHSUM);
     mm_transport_config tc;
     mm_tls_files tls;
     mm_transport_callbacks cb = {on_vector, on_sent, on_peer, nd};

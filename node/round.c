@@ -829,6 +829,7 @@ static void write_end(mm__trainer *t, const char *reason)
         mm_metrics_str(m, "error", t->ar_error);
     mm_metrics_int(m, "max_rss_kb", peak_kib);
     mm_metrics_int(m, "skipped_sends", (long long)mm__mbox_skipped_sends(t->mb));
+    mm_metrics_int(m, "deferred_sends", (long long)mm__mbox_deferred_sends(t->mb));
     mm_metrics_int(m, "stale_dropped", (long long)t->stale_dropped);
     mm_metrics_int(m, "mix_refused", (long long)t->mix_refused);
     write_refusals(t, m);
