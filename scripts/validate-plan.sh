@@ -15,6 +15,14 @@
 # VALIDATE_LEN-float vector (250000: 1 MB), plaintext; the first
 # VALIDATE_WARMUP (3) rounds are left out.
 #
+# The TCP share (murmur plan --tcp-share, docs/runtime.md) is calibrated
+# first, outside the grid: a 4-peer ring on 2x2:intra=100mbit with 4 MB
+# vectors (VALIDATE_CAL), where every link carries two flows each way; the
+# share is the model's round with share 1 over the measured round
+# (VALIDATE_TCP_SHARE=F gives it instead). Every configuration is also
+# predicted by the model as it was (payload and TCP shares 1: the ideal
+# fluid links), column pred_ideal_s.
+#
 # Measured time per round: the median over the peers of each peer's mean
 # round (time of its last round line minus that of its last warm-up one,
 # over the rounds between); the plan predicts a mean (docs/runtime.md), and
@@ -43,6 +51,7 @@ PA=${VALIDATE_PROFILE_A:-2x4:intra=200mbit,inter=50mbit}
 PB=${VALIDATE_PROFILE_B:-4x2:intra=100mbit,inter=400mbit}
 PC=${VALIDATE_PROFILE_C:-4x4:intra=200mbit,inter=100mbit}
 JIT=${VALIDATE_JITTER:-longtail:0.2:0.5}
+CAL=${VALIDATE_CAL:-4 2x2:intra=100mbit ring none 1000000}
 GRID=${VALIDATE_GRID:-"8 $PA ring none
 8 $PA exp none
 8 $PA onepeer-exp none
@@ -89,8 +98,9 @@ retrans() { # total TCP segments retransmitted by the lab's hosts
 }
 
 cur=""; i=0; : > "$OUT.meas"
-echo "$GRID" | while read -r n prof algo jit; do
+printf '%s\n%s\n' "$CAL" "$GRID" | while read -r n prof algo jit len; do
     [ -n "$n" ] || continue
+    len=${len:-$LEN}
     i=$((i + 1))
     if [ "$cur" != "$n $prof" ]; then
         [ -z "$cur" ] || sh "$LAB" down "$TAG"
@@ -110,7 +120,7 @@ echo "$GRID" | while read -r n prof algo jit; do
     k=0; pids=""
     while [ "$k" -lt "$n" ]; do
         sh "$LAB" exec "$TAG" "$k" env MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id "$k" --hosts "$WORK/hosts" \
-            --topology "$topo" $aflag --plaintext --no-train --vector-len "$LEN" --rounds "$ROUNDS" \
+            --topology "$topo" $aflag --plaintext --no-train --vector-len "$len" --rounds "$ROUNDS" \
             --compute-jitter "$jit" --jitter-seed "$i" --eval-every 0 --checkpoint-every 0 --log-every 0 \
             --start-timeout 60000 --round-timeout 60000 --peer-timeout 30000 --run-dir "$run" \
             > "$run/p$k.log" 2>&1 &
@@ -136,7 +146,7 @@ echo "$GRID" | while read -r n prof algo jit; do
             for (i = 2; i <= NR; i++) for (j = i; j > 1 && x[j - 1] > x[j]; j--) { t = x[j]; x[j] = x[j - 1]; x[j - 1] = t }
             lo = x[1]; hi = x[NR]; return NR % 2 ? x[(NR + 1) / 2] : (x[NR / 2] + x[NR / 2 + 1]) / 2 }
         END { m1 = med(1); l = lo; h = hi; printf "%.4f %.4f %.4f %.4f %.4f %.4f\n", m1, med(2), med(3), med(4), l, h }' "$run/per-peer")
-    echo "$i $n $prof $algo $jit $meas $((rt1 - rt0)) $load0 $load1" >> "$OUT.meas"
+    echo "$i $n $prof $algo $jit $len $meas $((rt1 - rt0)) $load0 $load1" >> "$OUT.meas"
     set -- $meas
     printf '  %2d  n=%-2s %-32s %-11s %-16s measured %7.3f s  (retransmitted %d segments, load %s -> %s)\n' \
         "$i" "$n" "$prof" "$algo" "$jit" "$1" $((rt1 - rt0)) "$load0" "$load1"
@@ -146,25 +156,40 @@ fi
 
 # ---- predictions ----
 mix=$(cat "$WORK/mix_fps")
-echo "config,n,profile,algo,jitter,pred_s,meas_s,err_pct,pred_compute,pred_comm_exposed,pred_wait,pred_mix,meas_compute,meas_comm,meas_wait,meas_min_s,meas_max_s,retrans,load_before,load_after" > "$OUT.csv"
-while read -r i n prof algo jit m_round m_comp m_comm m_wait m_lo m_hi rt load0 load1; do
-    case $algo in
-    allreduce) pflags="--peers $n --algo allreduce --overlap" ;;
-    *) pflags="--topology $ROOT/topologies/$algo-$n.topo" ;;
+# plan I N PROF ALGO JIT LEN FLAGS...: the prediction's JSON in $WORK/planI.json
+plan() {
+    pi=$1 pn=$2 pprof=$3 palgo=$4 pjit=$5 plen=$6; shift 6
+    case $palgo in
+    allreduce) pflags="--peers $pn --algo allreduce --overlap" ;;
+    *) pflags="--topology $ROOT/topologies/$palgo-$pn.topo" ;;
     esac
-    "$MURMUR" plan $pflags --vector-len "$LEN" --step-time 0 --jitter "$jit" --links "$prof" \
-        --mix-rate "$mix" --json > "$WORK/plan$i.json"
-    pj() { sed -n "s/.*\"$1\":\([0-9.e+-]*\).*/\1/p" "$WORK/plan$i.json"; }
-    pred=$(pj round_s)
+    "$MURMUR" plan $pflags --vector-len "$plen" --step-time 0 --jitter "$pjit" --links "$pprof" \
+        --mix-rate "$mix" --json "$@" > "$WORK/plan$pi.json"
+}
+pj() { sed -n "s/.*\"$2\":\([0-9.e+-]*\).*/\1/p" "$WORK/plan$1.json"; }
+# the calibration: the first line measured
+set -- $(head -1 "$OUT.meas")
+plan cal "$2" "$3" "$4" "$5" "$6"
+share=${VALIDATE_TCP_SHARE:-$(awk -v p="$(pj cal round_s)" -v m="$7" 'BEGIN { printf "%.3f", p / m }')}
+echo "tcp share: $share (calibration: $4 on $3, $2 peers, $6 floats: predicted $(pj cal round_s) s with share 1, measured $7 s)" > "$OUT.share"
+cat "$OUT.share"
+echo "config,n,profile,algo,jitter,pred_s,meas_s,err_pct,pred_ideal_s,err_ideal_pct,pred_compute,pred_comm_exposed,pred_wait,pred_mix,meas_compute,meas_comm,meas_wait,meas_min_s,meas_max_s,retrans,load_before,load_after" > "$OUT.csv"
+tail -n +2 "$OUT.meas" | while read -r i n prof algo jit len m_round m_comp m_comm m_wait m_lo m_hi rt load0 load1; do
+    plan "$i" "$n" "$prof" "$algo" "$jit" "$len" --tcp-share "$share"
+    plan "$i.ideal" "$n" "$prof" "$algo" "$jit" "$len" --payload-share 1
+    pred=$(pj "$i" round_s); ideal=$(pj "$i.ideal" round_s)
     err=$(awk -v p="$pred" -v m="$m_round" 'BEGIN { printf "%.1f", 100 * (p - m) / m }')
-    echo "$i,$n,$(echo "$prof" | tr , ';'),$algo,$jit,$pred,$m_round,$err,$(pj compute_s),$(pj comm_exposed_s),$(pj wait_s),$(pj mix_s),$m_comp,$m_comm,$m_wait,$m_lo,$m_hi,$rt,$load0,$load1" >> "$OUT.csv"
-done < "$OUT.meas"
+    erri=$(awk -v p="$ideal" -v m="$m_round" 'BEGIN { printf "%.1f", 100 * (p - m) / m }')
+    echo "$((i - 1)),$n,$(echo "$prof" | tr , ';'),$algo,$jit,$pred,$m_round,$err,$ideal,$erri,$(pj "$i" compute_s),$(pj "$i" comm_exposed_s),$(pj "$i" wait_s),$(pj "$i" mix_s),$m_comp,$m_comm,$m_wait,$m_lo,$m_hi,$rt,$load0,$load1" >> "$OUT.csv"
+done
 {
-    printf '| # | peers | profile | algorithm | jitter | predicted (s) | measured (s) | error | measured compute / comm / wait (s) | retransmits | load |\n'
-    printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
-    awk -F, 'NR > 1 { printf "| %s | %s | `%s` | %s | %s | %.3f | %.3f | %+.1f %% | %.3f / %.3f / %.3f | %s | %s-%s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $13, $14, $15, $18, $19, $20 }' "$OUT.csv"
-    awk -F, 'NR > 1 { e = $8 < 0 ? -$8 : $8; if (e > w) { w = e; wc = $1 } if (e <= 25) ok++; n++ }
-        END { printf "\n%d of %d predictions within 25 %%; worst: config %s (%.1f %%)\n", ok, n, wc, w }' "$OUT.csv"
+    printf '| # | peers | profile | algorithm | jitter | predicted (s) | measured (s) | error | ideal links (s) | error | measured compute / comm / wait (s) | retransmits | load |\n'
+    printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+    awk -F, 'NR > 1 { printf "| %s | %s | `%s` | %s | %s | %.3f | %.3f | %+.1f %% | %.3f | %+.1f %% | %.3f / %.3f / %.3f | %s | %s-%s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $15, $16, $17, $20, $21, $22 }' "$OUT.csv"
+    awk -F, 'NR > 1 { e = $8 < 0 ? -$8 : $8; if (e > w) { w = e; wc = $1 } if (e <= 25) ok++
+                      f = $10 < 0 ? -$10 : $10; if (f <= 25) oki++; n++ }
+        END { printf "\n%d of %d predictions within 25 %% (ideal links: %d); worst: config %s (%.1f %%)\n", ok, n, oki, wc, w }' "$OUT.csv"
+    cat "$OUT.share"
 } > "$OUT.txt"
 cat "$OUT.txt"
 if command -v gnuplot > /dev/null 2>&1; then
@@ -173,6 +198,7 @@ if command -v gnuplot > /dev/null 2>&1; then
         set key top left; set title 'runtime model against the netns lab';
         set xrange [0.05:10]; set yrange [0.05:10];
         plot x title 'predicted = measured' lt -1, 1.25*x title '+-25 %' dt 2 lt -1, 0.75*x notitle dt 2 lt -1,
+        '$OUT.csv' using 7:9 with points pt 6 ps 1 lc rgb 'gray' title 'ideal links (shares 1)',
         '$OUT.csv' using (strcol(4) eq 'allreduce' ? \$7 : 1/0):6 with points pt 7 ps 1.5 title 'allreduce',
         '$OUT.csv' using (strcol(4) eq 'ring' ? \$7 : 1/0):6 with points pt 5 ps 1.5 title 'ring',
         '$OUT.csv' using (strcol(4) eq 'exp' ? \$7 : 1/0):6 with points pt 9 ps 1.5 title 'exp',
