@@ -273,9 +273,10 @@ uint64_t mm__mbox_generation(mm__mbox *mb)
     return g;
 }
 
-void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
+/* pthread_cond_timedwait counts in CLOCK_REALTIME: a mm_time_now()
+ * deadline converted. */
+static struct timespec realtime_of(double deadline)
 {
-    /* pthread_cond_timedwait counts in CLOCK_REALTIME: convert. */
     struct timespec now_real, ts;
     clock_gettime(CLOCK_REALTIME, &now_real);
     double wait = deadline - mm_time_now();
@@ -284,6 +285,12 @@ void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
     double t = (double)now_real.tv_sec + (double)now_real.tv_nsec * 1e-9 + wait;
     ts.tv_sec = (time_t)t;
     ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    return ts;
+}
+
+void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
+{
+    struct timespec ts = realtime_of(deadline);
     pthread_mutex_lock(&mb->mu);
     while (mb->gen == gen && atomic_load(&mb->signals) == 0)
         if (pthread_cond_timedwait(&mb->cv, &mb->mu, &ts) != 0)
@@ -378,14 +385,7 @@ void mm__mbox_allreduce_view(mm__mbox *mb, mm__ar_view *out)
 
 void mm__mbox_allreduce_wait(mm__mbox *mb, double deadline)
 {
-    struct timespec now_real, ts;
-    clock_gettime(CLOCK_REALTIME, &now_real);
-    double wait = deadline - mm_time_now();
-    if (wait < 0)
-        wait = 0;
-    double t = (double)now_real.tv_sec + (double)now_real.tv_nsec * 1e-9 + wait;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    struct timespec ts = realtime_of(deadline);
     pthread_mutex_lock(&mb->mu);
     while (mb->ar.state == MM__AR_RUNNING)
         if (pthread_cond_timedwait(&mb->cv, &mb->mu, &ts) != 0)
