@@ -92,7 +92,7 @@ void mm__conn_close(conn *c, bool graceful, const char *why)
     if (c->st == C_CLOSING)
         return;
     mm_transport *t = c->t;
-    c->st = C_CLOSING;
+    mm__conn_set_state(c, C_CLOSING);
     c->t_close = mm_now_ms(t);
     mm_info("closing connection %s: %s", c->from, why);
     if (c->reading) {
@@ -657,11 +657,11 @@ static void tls_handshake(conn *c)
     uint32_t id;
     char why[200];
     if (mm_tls_peer_id(c->ssl, &id, why, sizeof why) != 0) {
-        c->st = C_HELLO; /* let the refusal through the TLS channel */
+        mm__conn_set_state(c, C_HELLO); /* let the refusal through the TLS channel */
         return mm__conn_refuse(c, &t->st.bad_identity, "%s", why);
     }
     c->cert_id = id;
-    c->st = C_HELLO;
+    mm__conn_set_state(c, C_HELLO);
     if (c->dialer) {
         if (id != c->expect)
             return mm__conn_refuse(c, &t->st.bad_identity, "dialled peer %u but its "
@@ -776,7 +776,7 @@ void mm__conn_start(conn *c)
     c->rx.allow_chunks = t->cfg.allow_chunks;
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
-        c->st = C_HELLO;
+        mm__conn_set_state(c, C_HELLO);
         if (c->dialer)
             send_hello(c, c->expect);
         start_reading(c);
@@ -791,7 +791,7 @@ void mm__conn_start(conn *c)
     }
     SSL_set_bio(c->ssl, bio, bio); /* one BIO both ways: one reference */
     c->rx.no_payload_crc = true;
-    c->st = C_TLS;
+    mm__conn_set_state(c, C_TLS);
     if (c->dialer)
         SSL_set_connect_state(c->ssl);
     else

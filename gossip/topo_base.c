@@ -50,7 +50,7 @@ struct base_plan {
     hh_plan col;          /* HH(n_power) */
 };
 
-void mm_base_free(struct base_plan *b) { free(b); }
+void mm__base_free(struct base_plan *b) { free(b); }
 
 static int hh_len(const hh_plan *h) { return h->n_f > 0 ? h->n_f : 1; }
 
@@ -188,16 +188,16 @@ static void sb_view(const sb_plan *p, uint32_t k, uint64_t m, uint32_t i, uint32
     }
 }
 
-int mm_base_init(mm_topology *t, const char *name, char *err, size_t errlen)
+int mm__base_init(mm_topology *t, const char *name, char *err, size_t errlen)
 {
     uint32_t n = (uint32_t)t->n;
     if (n < 2 || t->degree < 1 || (uint32_t)t->degree > n - 1)
-        return mm_topo_err(err, errlen, name, 0,
+        return mm__topo_err(err, errlen, name, 0,
                            "base: 'degree %d' (the maximum degree k) must be 1..%u", t->degree,
                            n > 1 ? n - 1 : 1);
     struct base_plan *b = calloc(1, sizeof *b);
     if (!b)
-        return mm_topo_err(err, errlen, name, 0, "out of memory");
+        return mm__topo_err(err, errlen, name, 0, "out of memory");
     t->base = b;
     uint32_t k = (uint32_t)t->degree;
     b->k = k;
@@ -225,7 +225,7 @@ int mm_base_init(mm_topology *t, const char *name, char *err, size_t errlen)
     return 0;
 }
 
-int mm_base_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v)
+int mm__base_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v)
 {
     const struct base_plan *b = t->base;
     uint64_t r = round % (uint64_t)t->period;

@@ -77,14 +77,14 @@ static bool connected_spec(const mm_topo_spec *s)
 static int gen_regular(mm_topo_spec *s, int n, int d, uint64_t seed, char *err, size_t errlen)
 {
     if (d < 2 || d >= n || ((long)n * d) % 2)
-        return mm_topo_err(err, errlen, "gen regular", 0,
+        return mm__topo_err(err, errlen, "gen regular", 0,
                            "need 2 <= d < n and n*d even (got n=%d, d=%d)", n, d);
     size_t m = (size_t)n * (size_t)d;
     uint32_t *stubs = malloc(m * sizeof *stubs);
     adjset a = {0};
     int rc = -1;
     if (!stubs || adjset_init(&a, n, d) < 0) {
-        mm_topo_err(err, errlen, "gen regular", 0, "out of memory");
+        mm__topo_err(err, errlen, "gen regular", 0, "out of memory");
         goto out;
     }
     mm_rng rng;
@@ -123,11 +123,11 @@ static int gen_regular(mm_topo_spec *s, int n, int d, uint64_t seed, char *err, 
             goto out;
         }
     }
-    mm_topo_err(err, errlen, "gen regular", 0, "no connected %d-regular graph on %d peers found "
+    mm__topo_err(err, errlen, "gen regular", 0, "no connected %d-regular graph on %d peers found "
                 "in 1000 attempts; try another seed or d", d, n);
     goto out;
 oom:
-    mm_topo_err(err, errlen, "gen regular", 0, "out of memory");
+    mm__topo_err(err, errlen, "gen regular", 0, "out of memory");
 out:
     free(stubs);
     adjset_free(&a);
@@ -139,7 +139,7 @@ static int gen_er(mm_topo_spec *s, int n, double p, uint64_t seed, char *err, si
     if (p <= 0)
         p = fmin(1.0, 2.0 * log((double)n) / n);
     if (!(p > 0 && p <= 1))
-        return mm_topo_err(err, errlen, "gen er", 0, "need 0 < p <= 1 (got %g)", p);
+        return mm__topo_err(err, errlen, "gen er", 0, "need 0 < p <= 1 (got %g)", p);
     mm_rng rng;
     mm_rng_seed(&rng, seed);
     for (int attempt = 0; attempt < 1000; attempt++) {
@@ -147,11 +147,11 @@ static int gen_er(mm_topo_spec *s, int n, double p, uint64_t seed, char *err, si
         for (int u = 0; u < n; u++)
             for (int v = u + 1; v < n; v++)
                 if (mm_rng_uniform(&rng) < p && add(s, (uint32_t)u, (uint32_t)v) < 0)
-                    return mm_topo_err(err, errlen, "gen er", 0, "out of memory");
+                    return mm__topo_err(err, errlen, "gen er", 0, "out of memory");
         if (connected_spec(s))
             return 0;
     }
-    return mm_topo_err(err, errlen, "gen er", 0, "no connected G(%d, %g) in 1000 draws; raise -p", n, p);
+    return mm__topo_err(err, errlen, "gen er", 0, "no connected G(%d, %g) in 1000 draws; raise -p", n, p);
 }
 
 /* W[me][from], read from me's view of round 0. */
@@ -178,7 +178,7 @@ static int write_weights(mm_topo_spec *s, char *err, size_t errlen)
     s->self_line = calloc((size_t)s->n, sizeof *s->self_line);
     int rc = -1;
     if (!in || !out || !s->self_w || !s->self_line) {
-        mm_topo_err(err, errlen, "gen", 0, "out of memory");
+        mm__topo_err(err, errlen, "gen", 0, "out of memory");
         goto out;
     }
     for (int i = 0; i < s->n; i++) {
@@ -197,7 +197,7 @@ static int write_weights(mm_topo_spec *s, char *err, size_t errlen)
     rc = 0;
     goto out;
 asym:
-    mm_topo_err(err, errlen, "gen", 0, "uniform weights on this irregular undirected graph are "
+    mm__topo_err(err, errlen, "gen", 0, "uniform weights on this irregular undirected graph are "
                 "not symmetric, so one number per edge cannot hold them; use metropolis");
 out:
     free(in);
@@ -212,13 +212,13 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
     int n = o->n;
     uint32_t un = (uint32_t)n;
     if (n < 2 || n > MM_TOPO_MAX_PEERS)
-        return mm_topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);
+        return mm__topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);
     s->n = n;
     s->directed = o->directed;
     s->weights = o->weights_set ? o->weights : o->directed ? MM_W_UNIFORM : MM_W_METROPOLIS;
     snprintf(s->kind, sizeof s->kind, "%s", kind);
     if (o->directed && strcmp(kind, "exp"))
-        return mm_topo_err(err, errlen, "gen", 0, "--directed applies to kind exp only");
+        return mm__topo_err(err, errlen, "gen", 0, "--directed applies to kind exp only");
     const char *wname = s->weights == MM_W_METROPOLIS ? "Metropolis-Hastings weights"
                         : s->directed ? "uniform column-stochastic weights (push-sum)"
                                       : "uniform weights 1/(degree+1)";
@@ -226,7 +226,7 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
     char extra[96] = "";
     if (!strcmp(kind, "ring")) {
         if (n < 3)
-            return mm_topo_err(err, errlen, "gen ring", 0, "a ring needs n >= 3 (n = 2 is a chain)");
+            return mm__topo_err(err, errlen, "gen ring", 0, "a ring needs n >= 3 (n = 2 is a chain)");
         for (uint32_t i = 0; i < un && !rc; i++)
             rc = add(s, i, (i + 1) % un);
     } else if (!strcmp(kind, "chain")) {
@@ -245,14 +245,14 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
             for (rows = (int)sqrt((double)n); rows > 1 && n % rows; rows--)
                 ;
         if (rows < 2 || n % rows || n / rows < 2)
-            return mm_topo_err(err, errlen, "gen torus", 0, "n = %d is not rows x cols with both >= 2%s",
+            return mm__topo_err(err, errlen, "gen torus", 0, "n = %d is not rows x cols with both >= 2%s",
                                n, o->rows ? " for the --rows given" : " (prime n?)");
         int cols = n / rows;
         snprintf(extra, sizeof extra, ", %d x %d", rows, cols);
         adjset a;
         if (adjset_init(&a, n, 4) < 0) {
             adjset_free(&a);
-            return mm_topo_err(err, errlen, "gen torus", 0, "out of memory");
+            return mm__topo_err(err, errlen, "gen torus", 0, "out of memory");
         }
         for (int r = 0; r < rows && !rc; r++)
             for (int c = 0; c < cols && !rc; c++) {
@@ -272,7 +272,7 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
             adjset a;
             if (adjset_init(&a, n, maxdeg) < 0) {
                 adjset_free(&a);
-                return mm_topo_err(err, errlen, "gen exp", 0, "out of memory");
+                return mm__topo_err(err, errlen, "gen exp", 0, "out of memory");
             }
             for (uint32_t i = 0; i < un && !rc; i++)
                 for (uint64_t h = 1; h < un && !rc; h <<= 1)
@@ -316,20 +316,20 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         char list[256] = "";
         for (int k = 0; mm_topo_kinds[k]; k++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", mm_topo_kinds[k]);
-        return mm_topo_err(err, errlen, "gen", 0, "unknown kind '%s' (expected one of: %s)", kind, list);
+        return mm__topo_err(err, errlen, "gen", 0, "unknown kind '%s' (expected one of: %s)", kind, list);
     }
     if (rc < 0) {
-        mm_topo_err(err, errlen, "gen", 0, "out of memory");
+        mm__topo_err(err, errlen, "gen", 0, "out of memory");
         goto fail;
     }
     if ((o->group && s->schedule != MM_SCHED_ALT_EXP_RING) ||
         (o->fanout && s->schedule != MM_SCHED_EPIDEMIC)) {
-        mm_topo_err(err, errlen, "gen", 0, "%s applies to kind %s only", o->group ? "--group" : "-s",
+        mm__topo_err(err, errlen, "gen", 0, "%s applies to kind %s only", o->group ? "--group" : "-s",
                     o->group ? "alt-exp-ring" : "epidemic");
         goto fail;
     }
     if (s->schedule != MM_SCHED_NONE && (o->weights_set || o->write_weights)) {
-        mm_topo_err(err, errlen, "gen", 0, "%s: a schedule fixes its weights",
+        mm__topo_err(err, errlen, "gen", 0, "%s: a schedule fixes its weights",
                     o->write_weights ? "--write-weights" : "--weights");
         goto fail;
     }
@@ -339,7 +339,7 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         char why[256];
         mm_topology *t = mm_topo_build(s, "gen", why, sizeof why);
         if (!t) {
-            mm_topo_err(err, errlen, "gen", 0, "%s", why + strlen("gen: "));
+            mm__topo_err(err, errlen, "gen", 0, "%s", why + strlen("gen: "));
             goto fail;
         }
         mm_topo_free(t);

@@ -16,15 +16,15 @@
 
 /* ---- alt-exp-ring --------------------------------------------------------- */
 
-int mm_alt_init(mm_topology *t, const char *name, char *err, size_t errlen)
+int mm__alt_init(mm_topology *t, const char *name, char *err, size_t errlen)
 {
     int n = t->n, g = t->group;
     if (g < 1 || n % g)
-        return mm_topo_err(err, errlen, name, 0,
+        return mm__topo_err(err, errlen, name, 0,
                            "alt-exp-ring: %d peers do not split into hosts of 'group %d'", n, g);
     int hosts = n / g;
     if (hosts < 2 || (hosts & (hosts - 1)))
-        return mm_topo_err(err, errlen, name, 0,
+        return mm__topo_err(err, errlen, name, 0,
                            "alt-exp-ring: needs a power of two of hosts, at least 2; %d peers in "
                            "hosts of %d make %d", n, g, hosts);
     t->tau = mm_ceil_log2(hosts);
@@ -33,7 +33,7 @@ int mm_alt_init(mm_topology *t, const char *name, char *err, size_t errlen)
     return 0;
 }
 
-int mm_alt_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v)
+int mm__alt_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v)
 {
     uint32_t g = (uint32_t)t->group, h = me / g;
     uint64_t r = round % (uint64_t)t->period;
@@ -82,7 +82,7 @@ struct epi_cache {
     uint32_t *pos;      /* scratch: n */
 };
 
-void mm_epi_free(struct epi_cache *c)
+void mm__epi_free(struct epi_cache *c)
 {
     if (!c)
         return;
@@ -94,11 +94,11 @@ void mm_epi_free(struct epi_cache *c)
     free(c);
 }
 
-int mm_epi_init(mm_topology *t, const char *name, char *err, size_t errlen)
+int mm__epi_init(mm_topology *t, const char *name, char *err, size_t errlen)
 {
     int n = t->n, s = t->fanout;
     if (n < 2 || s < 1 || s > n - 1)
-        return mm_topo_err(err, errlen, name, 0,
+        return mm__topo_err(err, errlen, name, 0,
                            "epidemic: 'fanout %d' must be 1..%d (the other peers)", s, n - 1);
     t->period = 0;
     t->max_degree = n - 1; /* in-degree: anything up to n-1, rarely more than ~2s */
@@ -113,7 +113,7 @@ int mm_epi_init(mm_topology *t, const char *name, char *err, size_t errlen)
     }
     t->ec = c;
     if (!c || !c->out || !c->in || !c->in_off || !c->pos)
-        return mm_topo_err(err, errlen, name, 0, "out of memory");
+        return mm__topo_err(err, errlen, name, 0, "out of memory");
     return 0;
 }
 
@@ -131,7 +131,7 @@ static void epi_draw(const mm_topology *t, struct epi_cache *c, uint64_t round)
 {
     uint32_t n = (uint32_t)t->n, s = (uint32_t)t->fanout, N = n - 1;
     mm_rng rng;
-    mm_topo_round_rng(t->seed, round, &rng);
+    mm__topo_round_rng(t->seed, round, &rng);
     memset(c->in_off, 0, ((size_t)n + 1) * sizeof *c->in_off);
     for (uint32_t j = 0; j < n; j++) {
         uint32_t *o = c->out + (size_t)j * s;
@@ -162,7 +162,7 @@ static void epi_draw(const mm_topology *t, struct epi_cache *c, uint64_t round)
     c->round = round;
 }
 
-int mm_epi_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v)
+int mm__epi_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v)
 {
     struct epi_cache *c = t->ec;
     uint32_t s = (uint32_t)t->fanout;

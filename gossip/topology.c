@@ -14,7 +14,7 @@
 /* Tolerance on "sums to 1": files written by hand hold decimals like 0.333. */
 #define SUM_TOL 1e-6
 
-int mm_topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
+int mm__topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
 {
     if (!err || !errlen)
         return -1;
@@ -63,7 +63,7 @@ int mm_topo_max_degree(const mm_topology *t) { return t->max_degree; }
 const char *mm_topo_kind(const mm_topology *t) { return t->kind; }
 enum mm_schedule mm_topo_schedule(const mm_topology *t) { return t->schedule; }
 
-bool mm_topo_random(const mm_topology *t)
+bool mm__topo_random(const mm_topology *t)
 {
     return t->schedule == MM_SCHED_RANDOM_MATCHING || t->schedule == MM_SCHED_EPIDEMIC;
 }
@@ -76,7 +76,7 @@ int mm_ceil_log2(int n)
     return k;
 }
 
-void mm_topo_round_rng(uint64_t seed, uint64_t round, mm_rng *rng)
+void mm__topo_round_rng(uint64_t seed, uint64_t round, mm_rng *rng)
 {
     uint64_t x = seed;
     mm_rng_seed(rng, mm_splitmix64(&x) ^ (round * 0xD1B54A32D192ED03ULL));
@@ -97,8 +97,8 @@ void mm_topo_free(mm_topology *t)
         free(t->mc->perm);
         free(t->mc);
     }
-    mm_base_free(t->base);
-    mm_epi_free(t->ec);
+    mm__base_free(t->base);
+    mm__epi_free(t->ec);
     free(t);
 }
 
@@ -111,7 +111,7 @@ static void draw_matching(const mm_topology *t, uint64_t round, uint32_t *a, uin
 {
     uint32_t n = (uint32_t)t->n;
     mm_rng rng;
-    mm_topo_round_rng(t->seed, round, &rng);
+    mm__topo_round_rng(t->seed, round, &rng);
     for (uint32_t i = 0; i < n; i++)
         a[i] = i;
     for (uint32_t i = n - 1; i > 0; i--) {
@@ -189,11 +189,11 @@ int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_vi
         v->self_weight = 1.0;
         return 0;
     case MM_SCHED_ALT_EXP_RING:
-        return mm_alt_round(t, me, round, v);
+        return mm__alt_round(t, me, round, v);
     case MM_SCHED_BASE:
-        return mm_base_round(t, me, round, v);
+        return mm__base_round(t, me, round, v);
     case MM_SCHED_EPIDEMIC:
-        return mm_epi_round(t, me, round, v);
+        return mm__epi_round(t, me, round, v);
     }
     return -1;
 }
@@ -266,16 +266,16 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
         const mm_edge *e = &s->edges[i];
         uint32_t bad = e->u >= n ? e->u : e->v;
         if (e->u >= n || e->v >= n)
-            return mm_topo_err(err, errlen, name, e->line,
+            return mm__topo_err(err, errlen, name, e->line,
                                "edge %u%s%u: peer %u out of range (peers are 0..%u)",
                                e->u, sep(s->directed), e->v, bad, n - 1);
         if (e->u == e->v)
-            return mm_topo_err(err, errlen, name, e->line,
+            return mm__topo_err(err, errlen, name, e->line,
                                "edge %u%s%u: a peer cannot be its own neighbour "
                                "(write 'self %u WEIGHT' for a self weight)",
                                e->u, sep(s->directed), e->v, e->u);
         if (s->weights == MM_W_EXPLICIT && !(e->w > 0 && isfinite(e->w)))
-            return mm_topo_err(err, errlen, name, e->line,
+            return mm__topo_err(err, errlen, name, e->line,
                                "edge %u%s%u: weight %g %s", e->u, sep(s->directed), e->v, e->w,
                                e->w < 0 ? "is negative" : "must be positive (drop the edge instead)");
     }
@@ -283,7 +283,7 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
         return 0;
     edge_key *keys = malloc(s->n_edges * sizeof *keys);
     if (!keys)
-        return mm_topo_err(err, errlen, name, 0, "out of memory");
+        return mm__topo_err(err, errlen, name, 0, "out of memory");
     for (size_t i = 0; i < s->n_edges; i++) {
         const mm_edge *e = &s->edges[i];
         bool swap = !s->directed && e->u > e->v;
@@ -297,7 +297,7 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
             char where[48] = "";
             if (first->line > 0)
                 snprintf(where, sizeof where, " (first on line %d)", first->line);
-            rc = mm_topo_err(err, errlen, name, dup->line, "edge %u%s%u: duplicate edge%s",
+            rc = mm__topo_err(err, errlen, name, dup->line, "edge %u%s%u: duplicate edge%s",
                              dup->u, sep(s->directed), dup->v, where);
         }
     }
@@ -326,7 +326,7 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
     t->self_w = calloc(n, sizeof *t->self_w);
     if (!outdeg || !indeg || !arcs || !colsum || !rowsum || !t->in_off || !t->out_off ||
         !t->in_nb || !t->out_nb || !t->self_w) {
-        mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__topo_err(err, errlen, name, 0, "out of memory");
         goto fail;
     }
     for (size_t i = 0; i < s->n_edges; i++) {
@@ -379,11 +379,11 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
             double sw = s->self_w[i];
             int line = s->self_line ? s->self_line[i] : 0;
             if (sw < 0 || !isfinite(sw)) {
-                mm_topo_err(err, errlen, name, line, "self %zu: weight %g is negative", i, sw);
+                mm__topo_err(err, errlen, name, line, "self %zu: weight %g is negative", i, sw);
                 goto fail;
             }
             if (fabs(sw + sum - 1) > SUM_TOL) {
-                mm_topo_err(err, errlen, name, line,
+                mm__topo_err(err, errlen, name, line,
                             "%s %zu of W: self weight %g + %s %g = %.9g, must sum to 1",
                             what, i, sw, sum_of, sum, sw + sum);
                 goto fail;
@@ -391,7 +391,7 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
             t->self_w[i] = sw;
         } else {
             if (sum > 1 + SUM_TOL) {
-                mm_topo_err(err, errlen, name, 0,
+                mm__topo_err(err, errlen, name, 0,
                             "%s %zu of W: %s sum to %.9g > 1, leaving no room for a "
                             "self weight (must sum to 1)", what, i, sum_of, sum);
                 goto fail;
@@ -440,9 +440,9 @@ fail:
     return NULL;
 }
 
-uint64_t mm_topo_window(const mm_topology *t)
+uint64_t mm__topo_window(const mm_topology *t)
 {
-    if (mm_topo_random(t)) {
+    if (mm__topo_random(t)) {
         int lg = mm_ceil_log2(t->n);
         return (uint64_t)(t->connect_rounds > lg ? t->connect_rounds : lg);
     }
@@ -504,11 +504,11 @@ static int epidemic_unreached(mm_topology *t, bool *from0)
 {
     int bad = -1;
     for (uint64_t w = 1; w <= MM_TOPO_SAMPLE_ROUNDS; w = w < 64 ? w + 1 : 2 * w) {
-        mm_arcs a;
-        if (mm_arcs_union(t, w, &a) < 0)
+        mm__arcs a;
+        if (mm__arcs_union(t, w, &a) < 0)
             return -2;
-        bad = mm_arcs_unreached(&a, from0);
-        mm_arcs_free(&a);
+        bad = mm__arcs_unreached(&a, from0);
+        mm__arcs_free(&a);
         t->connect_rounds = (int)w;
         if (bad < 0)
             break;
@@ -535,32 +535,32 @@ static int build_schedule(mm_topology *t, const char *name, char *err, size_t er
             t->mc->perm = malloc((size_t)n * sizeof *t->mc->perm);
         }
         if (!t->mc || !t->mc->partner || !t->mc->perm)
-            return mm_topo_err(err, errlen, name, 0, "out of memory");
+            return mm__topo_err(err, errlen, name, 0, "out of memory");
         return 0;
     case MM_SCHED_LOCAL:
         t->max_degree = 0;
         return 0;
     case MM_SCHED_ALT_EXP_RING:
-        return mm_alt_init(t, name, err, errlen);
+        return mm__alt_init(t, name, err, errlen);
     case MM_SCHED_BASE:
-        return mm_base_init(t, name, err, errlen);
+        return mm__base_init(t, name, err, errlen);
     case MM_SCHED_EPIDEMIC:
-        return mm_epi_init(t, name, err, errlen);
+        return mm__epi_init(t, name, err, errlen);
     case MM_SCHED_NONE:
         break;
     }
-    return mm_topo_err(err, errlen, name, 0, "unknown schedule");
+    return mm__topo_err(err, errlen, name, 0, "unknown schedule");
 }
 
 mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
 {
     if (s->n < 1 || s->n > MM_TOPO_MAX_PEERS) {
-        mm_topo_err(err, errlen, name, 0, "peers %d: expected 1..%d", s->n, MM_TOPO_MAX_PEERS);
+        mm__topo_err(err, errlen, name, 0, "peers %d: expected 1..%d", s->n, MM_TOPO_MAX_PEERS);
         return NULL;
     }
     mm_topology *t = calloc(1, sizeof *t);
     if (!t) {
-        mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__topo_err(err, errlen, name, 0, "out of memory");
         return NULL;
     }
     t->n = s->n;
@@ -575,7 +575,7 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
     t->group = s->group > 0 ? s->group : 1;
     if (s->schedule != MM_SCHED_NONE) {
         if (s->n_edges) {
-            mm_topo_err(err, errlen, name, s->edges[0].line,
+            mm__topo_err(err, errlen, name, s->edges[0].line,
                         "a file that names a schedule cannot also list edges");
             mm_topo_free(t);
             return NULL;
@@ -587,7 +587,7 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         }
     } else {
         if (s->weights == MM_W_METROPOLIS && s->directed) {
-            mm_topo_err(err, errlen, name, 0,
+            mm__topo_err(err, errlen, name, 0,
                         "weights metropolis need an undirected graph; a directed one "
                         "takes 'weights uniform' (column-stochastic, for push-sum) or explicit");
             mm_topo_free(t);
@@ -609,34 +609,34 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
     } else if (t->schedule == MM_SCHED_EPIDEMIC) {
         bad = epidemic_unreached(t, &from0);
     } else {
-        mm_arcs a;
-        if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
-            mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__arcs a;
+        if (mm__arcs_union(t, mm__topo_window(t), &a) < 0) {
+            mm__topo_err(err, errlen, name, 0, "out of memory");
             mm_topo_free(t);
             return NULL;
         }
-        bad = mm_arcs_unreached(&a, &from0);
-        mm_arcs_free(&a);
+        bad = mm__arcs_unreached(&a, &from0);
+        mm__arcs_free(&a);
     }
     if (bad == -2) {
-        mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__topo_err(err, errlen, name, 0, "out of memory");
         mm_topo_free(t);
         return NULL;
     }
     if (bad >= 0) {
         const char *over = t->schedule == MM_SCHED_NONE ? ""
-                           : mm_topo_random(t) ? " over the first 1024 rounds"
+                           : mm__topo_random(t) ? " over the first 1024 rounds"
                                                : " over one period";
         if (t->schedule == MM_SCHED_NONE && !s->n_edges)
-            mm_topo_err(err, errlen, name, 0,
+            mm__topo_err(err, errlen, name, 0,
                         "no edges: the peers would never communicate (for that baseline "
                         "on purpose, write 'schedule local')");
         else if (t->directed || t->schedule == MM_SCHED_EPIDEMIC)
-            mm_topo_err(err, errlen, name, 0,
+            mm__topo_err(err, errlen, name, 0,
                         "not strongly connected%s: peer %d %s peer 0 along directed edges",
                         over, bad, from0 ? "cannot be reached from" : "cannot reach");
         else
-            mm_topo_err(err, errlen, name, 0,
+            mm__topo_err(err, errlen, name, 0,
                         "not connected%s: no path from peer 0 to peer %d", over, bad);
         mm_topo_free(t);
         return NULL;
@@ -659,7 +659,7 @@ mm_topology *mm_topo_load(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        mm_topo_err(err, errlen, path, 0, "cannot open: %s", strerror(errno));
+        mm__topo_err(err, errlen, path, 0, "cannot open: %s", strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
@@ -672,7 +672,7 @@ mm_topology *mm_topo_load(const char *path, char *err, size_t errlen)
         if (cap >= (size_t)256 << 20) {
             free(buf);
             fclose(f);
-            mm_topo_err(err, errlen, path, 0, "larger than 256 MiB; not a topology file?");
+            mm__topo_err(err, errlen, path, 0, "larger than 256 MiB; not a topology file?");
             return NULL;
         }
         char *nb = realloc(buf, cap * 2);
@@ -688,7 +688,7 @@ mm_topology *mm_topo_load(const char *path, char *err, size_t errlen)
     fclose(f);
     if (!buf || rd_err) {
         free(buf);
-        mm_topo_err(err, errlen, path, 0, rd_err ? "read error" : "out of memory");
+        mm__topo_err(err, errlen, path, 0, rd_err ? "read error" : "out of memory");
         return NULL;
     }
     mm_topology *t = mm_topo_parse(buf, len, path, err, errlen);

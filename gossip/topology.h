@@ -163,16 +163,63 @@ int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_vi
  * tests, not for the per-round path. */
 double *mm_topo_matrix(const mm_topology *t, uint64_t round);
 
-/* Contraction factor rho = || W - (1/n) 1 1^T ||_2 (for a schedule: of the
- * product over one period, to the power 1/period; for the random schedules,
- * which have no period, the mean-square rate
- * sqrt(lambda_max(E[W^T (I - J) W])) with the expectation taken over
- * MM_TOPO_SAMPLE_ROUNDS rounds: how fast the distance to the current mean
- * shrinks, which for a doubly stochastic W is sqrt(lambda_max(E[W^T W] - J))),
- * through LAPACK. */
+/* Contraction factor rho: how much one round of pure gossip shrinks the
+ * consensus distance at worst. For a static graph rho = || W - J ||_2 with
+ * J = (1/n) 1 1^T; for a periodic schedule the same of the product over one
+ * period, to the power 1/period; for the random schedules, which have no
+ * period, the mean-square rate sqrt(lambda_max(E[W^T (I - J) W])): how fast
+ * the distance to the current mean shrinks (for a doubly stochastic W,
+ * sqrt(lambda_max(E[W^T W] - J))).
+ *
+ * Methods (topologies/README.md, "Commands", says the same for users):
+ *  - dense: LAPACK dgesvd of the n*n matrix (the product over a period
+ *    formed densely). O(n^3) time, O(n^2) memory: exact to rounding, for
+ *    small n and as the reference in tests.
+ *  - sparse: Lanczos on B = A^T A, A = W - J (or the product minus J),
+ *    applied through the sparse W (and W^T) one round at a time, never
+ *    formed: O(iterations * (edges + n)) time, O(n + edges) memory. Stops
+ *    when the estimated error of rho is below 1e-12 or after
+ *    MM_RHO_MAX_ITERATIONS iterations; the error estimate and a guaranteed
+ *    bound are returned with it.
+ *  - closed form (random matching, whatever the method asked): every round
+ *    draws a uniform random perfect matching and W^T W = W, so E[W^T W] - J
+ *    has the single eigenvalue (n-2)/(2(n-1)) on 1-perp for n even, 1/2 for
+ *    n odd; rho is its square root, exact.
+ * AUTO takes dense up to MM_RHO_DENSE_MAX peers, sparse above. */
+enum mm_rho_method { MM_RHO_AUTO, MM_RHO_DENSE, MM_RHO_SPARSE };
+#define MM_RHO_DENSE_MAX 256
+#define MM_RHO_MAX_ITERATIONS 50000
+
+typedef struct {
+    double rho;
+    double err;        /* estimated |rho - exact rho|; 0: exact to rounding */
+    double err_bound;  /* guaranteed bound (Lanczos: from the residual); >= err */
+    int iterations;    /* Lanczos iterations, 0 for dense and closed form */
+    bool converged;    /* false: the iteration cap came first; err says how far */
+    const char *method; /* "dense (LAPACK dgesvd)", "sparse (Lanczos)", "closed form" */
+} mm_rho;
+
+/* Progress of long computations, for a command line to show: fn is called
+ * every so often (at most every few thousand operations) with what is being
+ * done, e.g. "rho: Lanczos iteration 4000, 1 - 1.3e-07 +- 2e-09". NULL: quiet. */
+typedef struct {
+    void (*fn)(void *ud, const char *what);
+    void *ud;
+} mm_topo_progress;
+
+/* rho of the topology (all rounds, as above) or of round r alone
+ * (|| W(r) - J ||_2). 0, or -1 when out of memory or LAPACK failed. */
+int mm_topo_rho_ex(const mm_topology *t, enum mm_rho_method m, const mm_topo_progress *p, mm_rho *out);
+int mm_topo_rho_round_ex(const mm_topology *t, uint64_t round, enum mm_rho_method m,
+                         const mm_topo_progress *p, mm_rho *out);
+/* The same with MM_RHO_AUTO and no progress: rho, or -1 on failure. */
 double mm_topo_rho(const mm_topology *t);
-/* || W(r) - J ||_2 for one round. */
 double mm_topo_rho_round(const mm_topology *t, uint64_t round);
+/* A random schedule's mean-square rate over its rounds 0..rounds-1:
+ * sqrt(lambda_max(mean of W^T (I - J) W)), dense (LAPACK dsyev). Epidemic's
+ * rho; for random matching the check of its closed form. -1 on failure or a
+ * schedule that is not random. */
+double mm_topo_rho_sampled(const mm_topology *t, uint64_t rounds);
 /* || A ||_2 of an n*n row-major matrix (LAPACK dgesvd); -1 on failure. */
 double mm_mat_norm2(const double *a, int n);
 
@@ -190,12 +237,15 @@ typedef struct {
     int diameter;          /* hops; -1 when not (strongly) connected */
     bool connected;
     bool symmetric, doubly, column, row; /* stochasticity of W, every round */
-    int period;            /* 0 for random matching (never repeats) */
+    int period;            /* 0 for random matching and epidemic (never repeat) */
     int window;            /* rounds whose union the graph facts describe */
+    /* Filled by mm_topo_rho_facts only (else has_rho is false): */
+    bool has_rho;
     int n_rho_rounds;      /* entries in rho_rounds (<= 64) */
     double rho_rounds[64]; /* per round of the period */
-    double rho;            /* mm_topo_rho */
-    const char *rho_how;   /* how rho was obtained, for the reader */
+    mm_rho rho_all;        /* rho of the topology, with its method and error */
+    double rho;            /* = rho_all.rho */
+    const char *rho_how;   /* the quantity rho is, for the reader */
     double rounds_tenfold; /* ceil(ln 10 / -ln rho), in whole periods for a
                             * periodic schedule; INFINITY when rho >= 1 */
     double sends;          /* vectors each peer sends per round, mean over the
@@ -204,6 +254,13 @@ typedef struct {
                             * average every round, as an all-reduce computes */
 } mm_topo_facts;
 
+/* Everything but rho: O(window * edges) plus the diameter's n breadth-first
+ * searches, O(n * edges). 0, or -1 when out of memory. */
+int mm_topo_graph_facts(const mm_topology *t, const mm_topo_progress *p, mm_topo_facts *f);
+/* rho, rho per round, rounds_tenfold (after mm_topo_graph_facts). 0 or -1. */
+int mm_topo_rho_facts(const mm_topology *t, enum mm_rho_method m, const mm_topo_progress *p,
+                      mm_topo_facts *f);
+/* Both, MM_RHO_AUTO, quiet. */
 int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f);
 
 #endif

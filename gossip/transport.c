@@ -147,7 +147,7 @@ void mm__tr_conn_up(mm_transport *t, conn *c)
     c->rx.hello_done = true;
     c->rx.vec_len = t->cfg.vec_len;
     c->rx.vec_buf = p->rxbuf;
-    c->st = C_UP;
+    mm__conn_set_state(c, C_UP);
     c->was_up = true;
     c->t_last_recv = mm_now_ms(t);
     mm_info("connection to %s is up (%s)", c->from,

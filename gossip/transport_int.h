@@ -3,6 +3,8 @@
 #ifndef MURMUR_TRANSPORT_INT_H
 #define MURMUR_TRANSPORT_INT_H
 
+#include <assert.h>
+
 #include "gossip/transport.h"
 #include "gossip/wire.h"
 
@@ -59,6 +61,8 @@ typedef struct tls_chunk {
     uint8_t data[MM_CHUNK_CAP];
 } tls_chunk;
 
+/* A connection's life: CONNECTING -> [TLS ->] HELLO -> UP, and from any
+ * state to CLOSING, once. mm__conn_set_state asserts it (debug builds). */
 typedef enum { C_CONNECTING, C_TLS, C_HELLO, C_UP, C_CLOSING } conn_state;
 
 struct conn {
@@ -92,6 +96,16 @@ struct conn {
     uv_connect_t creq;
     uv_shutdown_t sreq;
 };
+
+static inline void mm__conn_set_state(conn *c, conn_state next)
+{
+    assert(next != C_CLOSING || c->st != C_CLOSING);
+    assert(next != C_TLS || c->st == C_CONNECTING);
+    assert(next != C_HELLO || c->st == C_CONNECTING || c->st == C_TLS);
+    assert(next != C_UP || c->st == C_HELLO);
+    assert(next != C_CONNECTING);
+    c->st = next;
+}
 
 typedef struct {
     uint32_t id;

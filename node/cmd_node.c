@@ -123,7 +123,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "checkpoint every C rounds"),
         MM_OPT(MM_OPT_INT, "sketch-dim", "D", &c->sketch_dim, 1, 1 << 20, "count-sketch size"),
         MM_OPT(MM_OPT_FLAG, "resume", NULL, &c->resume, 0, 0,
-               "continue from DIR/node-K/checkpoint.bin"),
+               "continue from DIR/node-K/checkpoint.bin (none there yet: start fresh, saying "
+               "so)"),
         MM_OPT(MM_OPT_INT, "log-every", "N", &c->log_every, 0, INT_MAX,
                "progress line every N rounds"),
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),

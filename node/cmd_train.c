@@ -8,11 +8,13 @@
  * contradicting flags are refused. */
 #include <limits.h>
 #include <math.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cblas.h>
 
@@ -72,7 +74,8 @@ static const mm_opt *train_table(train_args *a)
                "save a checkpoint every N steps, 0 = only at the end (SIGINT/SIGTERM also save "
                "and stop)"),
         MM_OPT(MM_OPT_FLAG, "resume", NULL, &a->resume, 0, 0,
-               "continue from DIR/checkpoint.bin exactly where it stopped"),
+               "continue from DIR/checkpoint.bin exactly where it stopped (none there yet: "
+               "start fresh, saying so)"),
         MM_OPT(MM_OPT_LONG, "stop-after", "N", &a->stop_after, 1, BIG,
                "stop (with a checkpoint) after N steps of this invocation", .hide_default = true),
     };
@@ -230,6 +233,14 @@ static int open_run(run *r)
     train_args *a = r->a;
     char err[PATH_MAX + 512];
     snprintf(r->ckpt, sizeof r->ckpt, "%s/checkpoint.bin", a->out);
+    /* The rule murmur node follows too (docs/formats.md, "Exact resume"):
+     * no checkpoint yet is a fresh start, said; one that cannot be used is
+     * refused. A launcher restarting whatever crashed with --resume then
+     * also restarts what crashed before its first checkpoint. */
+    if (a->resume && access(r->ckpt, F_OK) != 0 && errno == ENOENT) {
+        mm_info("--resume: no checkpoint at %s, starting fresh", r->ckpt);
+        a->resume = false;
+    }
     if (a->resume) {
         mm_model_config cfg;
         if (mm_checkpoint_peek(r->ckpt, &cfg, err, sizeof err) != 0) {
@@ -448,6 +459,7 @@ static int train(train_args *a)
         goto out;
     }
     mm_baseline_compute(&r.rep.shard, a->eval_windows, a->rc.batch, a->rc.model.n_ctx, &r.base);
+    mm_blas_log_note(); /* the OpenBLAS re-exec, if any: with the start-up lines, not before help */
     log_start(&r);
 
     struct sigaction sa = {0};

@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "gossip/allreduce.h"
 #include "gossip/ports.h"
+#include "node/blas_env.h"
 #include "gossip/tls.h"
 #include "node/node_int.h"
 #include "node/options.h"
@@ -327,6 +328,7 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     *logf = fopen(path, "a");
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
+    mm_blas_log_note(); /* the OpenBLAS re-exec, if any: in the peer's log only */
     warn_ephemeral(c, *addrs, nd->n, nd->id);
     /* A peer killed inside mm_write_atomic leaves a temp file (a whole
      * checkpoint's worth of disk): remove those of dead writers, so that

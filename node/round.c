@@ -144,7 +144,7 @@ static int resume(mm__trainer *t, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/checkpoint.bin", t->dir);
-    if (access(path, F_OK) != 0) {
+    if (access(path, F_OK) != 0 && errno == ENOENT) { /* the rule of murmur train --resume too */
         mm_info("--resume: no checkpoint at %s, starting fresh", path);
         return 0;
     }

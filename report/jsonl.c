@@ -171,6 +171,8 @@ static int number(cursor *c, double *v, char **raw)
         while (p < c->len && c->s[p] >= '0' && c->s[p] <= '9') p++;
         if (p == digits)
             return fail(c, "expected a value");
+        if (p - digits > 1 && c->s[digits] == '0')
+            return fail(c, "leading zero in a number");
         if (p < c->len && c->s[p] == '.') {
             size_t f = ++p;
             while (p < c->len && c->s[p] >= '0' && c->s[p] <= '9') p++;
@@ -190,7 +192,12 @@ static int number(cursor *c, double *v, char **raw)
             return fail(c, "number too long");
         memcpy(tmp, c->s + c->pos, p - c->pos);
         tmp[p - c->pos] = 0;
+        errno = 0;
         *v = strtod(tmp, NULL);
+        /* Beyond a double: no writer produces it (ours writes null for
+         * non-finite values), so the line is damaged. Underflow reads as 0. */
+        if (errno == ERANGE && isinf(*v))
+            return fail(c, "number out of range");
         c->pos = p;
     }
     if (raw) {

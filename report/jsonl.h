@@ -3,7 +3,10 @@
  * level of object mapping keys to numbers. Anything deeper is accepted and
  * skipped (type MM_J_OTHER) so a new field never costs the whole line.
  * NaN, Infinity and -Infinity (as Python and printf("%g") write them) are
- * read as numbers, because a diverged run must still be reported. */
+ * read as numbers, because a diverged run must still be reported; a number
+ * beyond the range of a double (1e999) is refused, since no writer makes
+ * one. A key given twice: the first counts. Strings are not checked for
+ * valid UTF-8 (the writer copies path bytes as they are). */
 #ifndef MURMUR_JSONL_H
 #define MURMUR_JSONL_H
 

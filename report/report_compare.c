@@ -77,11 +77,24 @@ double mm_report_common_target(mm_report *const *runs, int n)
     return t;
 }
 
+/* The name and topology columns are as wide as their longest entry (at
+ * least the header's), so long topology paths do not push the figures out
+ * of line. */
 void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE *out)
 {
-    fprintf(out, "%-20s %-22s %5s %7s %8s %8s %11s %-6s %10s %9s %9s %9s\n", "run", "topology",
-            "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer", "wall_s",
-            "r_target", "t_target");
+    int wname = 20, wtopo = 22;
+    for (int k = 0; k < n; k++) {
+        char name[256];
+        mm__report_run_name(runs[k], name, sizeof name);
+        int ln = (int)strlen(name), lt = runs[k]->topology[0] ? (int)strlen(runs[k]->topology) : 1;
+        if (ln > wname)
+            wname = ln;
+        if (lt > wtopo)
+            wtopo = lt;
+    }
+    fprintf(out, "%-*s %-*s %5s %7s %8s %8s %11s %-6s %10s %9s %9s %9s\n", wname, "run", wtopo,
+            "topology", "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer",
+            "wall_s", "r_target", "t_target");
     for (int k = 0; k < n; k++) {
         final_figs f;
         finals(runs[k], &f);
@@ -91,7 +104,7 @@ void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE 
         int64_t r = mm_report_time_to_loss(runs[k], target, &tt);
         if (r >= 0)
             snprintf(rt, sizeof rt, "%lld", (long long)r);
-        fprintf(out, "%-20s %-22s %5d %7lld %8s %8s %11s %-6s %10s %9s %9s %9s\n", name,
+        fprintf(out, "%-*s %-*s %5d %7lld %8s %8s %11s %-6s %10s %9s %9s %9s\n", wname, name, wtopo,
                 runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
                 N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall), rt,

@@ -22,6 +22,7 @@
 # The CSV is long-format (impl,ranks,vector_mb,bytes,rep,seconds,algbw_gbs,
 # busbw_gbs): one row per repetition and implementation.
 set -eu
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 BUILD=${BUILD:-build}
 MURMUR=${MURMUR:-./murmur}
 IMPLS=${BENCH_IMPLS:-mpi murmur}

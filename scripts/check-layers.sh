@@ -6,6 +6,7 @@
 # .h file in each room against them and prints one line per violation.
 #   scripts/check-layers.sh [ROOT]      exit 0 clean, 1 violations, 2 setup
 set -u
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
 rooms="base model gossip report node"

@@ -44,8 +44,9 @@
 # has no netem, so no delay is added and there is no loss but tbf's own
 # queue drops (docs/launching.md).
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 cmd=${1:-}; tag=${2:-}
-[ -n "$cmd" ] && [ -n "$tag" ] || { sed -n '2,45p' "$0" >&2; exit 2; }
+[ -n "$cmd" ] && [ -n "$tag" ] || { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0" >&2; exit 2; }
 
 # rate_bps RATE: bytes per second of a tc rate, or nothing when malformed.
 rate_bps() {

@@ -61,6 +61,23 @@ tail -n +2 "$tmp/w0" > "$tmp/w0b"; tail -n +2 "$tmp/w1" > "$tmp/w1b"; tail -n +2
 cmp -s "$tmp/w0b" "$tmp/w1b" && bad "one-peer-exp: rounds 0 and 1 have the same W"
 cmp -s "$tmp/w0b" "$tmp/w3b" || bad "one-peer-exp: rounds 0 and 3 (one period apart) differ"
 
+# rho within 1e-6 of 1 printed with the digits it needs, with how it was
+# computed; tenfold to match; --no-rho gives the graph facts alone.
+"$M" topo gen ring -n 5000 > "$tmp/ring5000.topo"
+"$M" topo info "$tmp/ring5000.topo" > "$tmp/out" 2> "$tmp/err" || bad "info ring 5000: $(cat "$tmp/err")"
+# 1 - rho = 4/3 sin^2(pi/5000) = 5.2638e-07; ceil(ln 10 / -ln(rho)) = 4374387
+grep -q '^rho           1 - 5.264e-07  = ||W - J||_2$' "$tmp/out" || bad "ring 5000: rho line: $(grep '^rho' "$tmp/out")"
+grep -q '^computed by   sparse (Lanczos), [0-9]* iterations, error < ' "$tmp/out" || bad "ring 5000: no 'computed by' line"
+grep -q '^tenfold       4374387 rounds' "$tmp/out" || bad "ring 5000: tenfold: $(grep '^tenfold' "$tmp/out")"
+"$M" topo info --json --no-rho "$tmp/ring5000.topo" > "$tmp/out" || bad "info --no-rho failed"
+grep -q '"peers": 5000, ' "$tmp/out" && grep -q '"rho": null' "$tmp/out" && grep -q '"diameter": 2500' "$tmp/out" ||
+    bad "info --no-rho: $(cat "$tmp/out")"
+"$M" topo info --json --rho-method dense topologies/ring-8.topo > "$tmp/d" || bad "--rho-method dense failed"
+"$M" topo info --json --rho-method sparse topologies/ring-8.topo > "$tmp/s" || bad "--rho-method sparse failed"
+grep -q '"rho_computed_by": "dense (LAPACK dgesvd)"' "$tmp/d" && grep -q '"rho_computed_by": "sparse (Lanczos)"' "$tmp/s" ||
+    bad "--rho-method not followed"
+if "$M" topo info --rho-method fast topologies/ring-8.topo > /dev/null 2> "$tmp/err"; then bad "--rho-method fast accepted"; fi
+
 # refusals: exit status and a message naming the file and line
 printf 'peers 3\n0 1\n1 5\n' > "$tmp/bad.topo"
 if "$M" topo info "$tmp/bad.topo" > /dev/null 2> "$tmp/err"; then bad "bad file accepted"; fi

@@ -63,4 +63,14 @@ dir="--data $tmp/data --layers 1 --width 16 --heads 2 --ctx 16 --batch 4 --steps
 "$MURMUR" train $dir --out "$tmp/e" --resume 2>"$tmp/e2.log" || { cat "$tmp/e2.log"; exit 1; }
 d1=$(sed -n 's/.*info: \(data: .*\)/\1/p' "$tmp/e1.log"); d2=$(sed -n 's/.*info: \(data: .*\)/\1/p' "$tmp/e2.log")
 [ -n "$d1" ] && [ "$d1" = "$d2" ] || { echo "FAIL: resumed shard differs: '$d1' then '$d2'"; exit 1; }
-echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last); dirichlet shard kept on resume"
+# --resume where no checkpoint is yet (a run that crashed before its first)
+# starts fresh, says so, and is the same run as one without --resume.
+# shellcheck disable=SC2086
+"$MURMUR" train $common --steps 10 --out "$tmp/f1" 2>"$tmp/f1.log" || { cat "$tmp/f1.log"; exit 1; }
+# shellcheck disable=SC2086
+"$MURMUR" train $common --steps 10 --out "$tmp/f2" --resume 2>"$tmp/f2.log" ||
+    { echo "FAIL: --resume without a checkpoint refused"; cat "$tmp/f2.log"; exit 1; }
+grep -q -- "--resume: no checkpoint at $tmp/f2/checkpoint.bin, starting fresh" "$tmp/f2.log" ||
+    { echo "FAIL: no word that --resume started fresh"; cat "$tmp/f2.log"; exit 1; }
+cmp "$tmp/f1/checkpoint.bin" "$tmp/f2/checkpoint.bin" || { echo "FAIL: the fresh --resume run differs"; exit 1; }
+echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last); --resume with no checkpoint starts fresh; dirichlet shard kept on resume"
