@@ -107,9 +107,9 @@ void mm_metrics_fixed(mm_metrics *m, const char *k, double v, int decimals)
         put(m, "null");
 }
 
-void mm_metrics_str(mm_metrics *m, const char *k, const char *v)
+/* v as a JSON string literal. */
+static void string(mm_metrics *m, const char *v)
 {
-    key(m, k);
     put(m, "\"");
     for (const char *p = v; *p; p++) {
         unsigned char c = (unsigned char)*p;
@@ -121,6 +121,12 @@ void mm_metrics_str(mm_metrics *m, const char *k, const char *v)
             put(m, "%c", c);
     }
     put(m, "\"");
+}
+
+void mm_metrics_str(mm_metrics *m, const char *k, const char *v)
+{
+    key(m, k);
+    string(m, v);
 }
 
 void mm_metrics_ids(mm_metrics *m, const char *k, const uint32_t *v, int n)
@@ -156,6 +162,13 @@ void mm_metrics_obj_num(mm_metrics *m, uint32_t k, double v)
     put(m, "%s\"%u\":", m->object_first ? "" : ",", k);
     m->object_first = false;
     number(m, v);
+}
+
+void mm_metrics_obj_str(mm_metrics *m, uint32_t k, const char *v)
+{
+    put(m, "%s\"%u\":", m->object_first ? "" : ",", k);
+    m->object_first = false;
+    string(m, v);
 }
 
 void mm_metrics_obj_end(mm_metrics *m) { put(m, "}"); }

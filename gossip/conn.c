@@ -28,6 +28,7 @@ conn *mm__conn_new(mm_transport *t)
     c->t = t;
     c->peer = -1;
     c->cert_id = -1;
+    c->claimed = -1;
     c->st = C_CONNECTING;
     c->t_start = c->t_last_recv = c->t_last_send = mm_now_ms(t);
     uv_tcp_init(t->loop, &c->tcp);
@@ -125,6 +126,21 @@ void mm__conn_close(conn *c, bool graceful, const char *why)
 
 static void conn_leave(conn *c, uint16_t type, const char *msg, const char *why);
 
+/* The refusal code of a counter of mm_transport_stats. */
+static mm_refusal_code code_of(const mm_transport *t, const uint64_t *counter)
+{
+    const mm_transport_stats *s = &t->st;
+    if (counter == &s->tls_mismatch) return MM_REFUSAL_TLS_MISMATCH;
+    if (counter == &s->bad_tls) return MM_REFUSAL_TLS;
+    if (counter == &s->bad_identity) return MM_REFUSAL_IDENTITY;
+    if (counter == &s->id_clash) return MM_REFUSAL_ID_CLASH;
+    if (counter == &s->bad_fingerprint) return MM_REFUSAL_FINGERPRINT;
+    if (counter == &s->bad_config) return MM_REFUSAL_CONFIG;
+    if (counter == &s->bad_version) return MM_REFUSAL_VERSION;
+    if (counter == &s->bad_magic) return MM_REFUSAL_NOT_MURMUR;
+    return MM_REFUSAL_OTHER;
+}
+
 void mm__conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
 {
     if (c->st == C_CLOSING)
@@ -137,6 +153,7 @@ void mm__conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
     mm_warn("refused %s: %s", c->from, msg);
     if (counter)
         (*counter)++;
+    mm__tr_refusal(c->t, c, code_of(c->t, counter), false, msg);
     /* REFUSE only once the byte stream is usable (TLS done); it is a
      * courtesy to an honest but misconfigured peer. */
     if (c->st >= C_HELLO && !c->leaving)
@@ -408,6 +425,8 @@ static void hello_received(conn *c, const mm_wire_header *h)
     mm_wire_hello hello;
     mm_wire_get_hello(c->rx.payload, &hello);
     uint32_t id = h->sender;
+    if (id < cfg->n_peers && id != cfg->self_id)
+        c->claimed = id; /* whose a refusal below is (mm__tr_refusal) */
     if (id >= cfg->n_peers || id == cfg->self_id)
         return mm__conn_refuse(c, &t->st.bad_identity, "HELLO claims id %u, not another "
                            "peer of this %u-peer cluster", id, cfg->n_peers);
@@ -474,6 +493,7 @@ static void frame_received(conn *c)
             msg[i] = (c->rx.ctrl[i] >= 32 && c->rx.ctrl[i] < 127) ? (char)c->rx.ctrl[i] : '?';
         msg[n] = 0;
         mm_warn("%s refused us: %s", c->from, msg);
+        mm__tr_refusal(t, c, mm_refusal_classify(msg), true, msg);
         /* Reasons that concern this peer's own identity (protocol.md,
          * "Refusals"): say what they mean here, and count the clash. */
         if (!strncmp(msg, "two peers claim id", 18)) {
@@ -585,9 +605,14 @@ static bool tls_sniff_plain(conn *c)
         /* a plaintext acceptor has usually refused us already: say what it said */
         mm_wire_header h;
         char why[160];
-        if (c->in_len >= MM_WIRE_HDR_LEN &&
-            mm_wire_get_header(p, false, 0, &h, why, sizeof why) == MM_WIRE_OK &&
-            h.type == MM_WIRE_REFUSE && h.payload_len <= c->in_len - MM_WIRE_HDR_LEN) {
+        bool hdr = c->in_len >= MM_WIRE_HDR_LEN &&
+                   mm_wire_get_header(p, false, 0, &h, why, sizeof why) == MM_WIRE_OK;
+        /* a plaintext dialler's HELLO names it (unauthenticated, as
+         * everything over plaintext) */
+        if (hdr && !c->dialer && h.type == MM_WIRE_HELLO && h.sender < c->t->cfg.n_peers &&
+            h.sender != c->t->cfg.self_id)
+            c->claimed = h.sender;
+        if (hdr && h.type == MM_WIRE_REFUSE && h.payload_len <= c->in_len - MM_WIRE_HDR_LEN) {
             size_t k = (size_t)h.payload_len, o = 0;
             o += (size_t)snprintf(said, sizeof said, " (it said: ");
             for (size_t i = 0; i < k && o + 3 < sizeof said; i++) {
@@ -599,6 +624,7 @@ static bool tls_sniff_plain(conn *c)
         }
         c->t->st.tls_mismatch++;
         mm_warn("refused %s: %s%s", c->from, msg, said);
+        mm__tr_refusal(c->t, c, MM_REFUSAL_TLS_MISMATCH, said[0] != 0, msg);
         if (!c->dialer)
             send_plain_refuse(c, msg);
         mm__conn_close(c, true, msg);

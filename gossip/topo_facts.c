@@ -136,6 +136,30 @@ int mm_topo_graph_facts(const mm_topology *t, const mm_topo_progress *p, mm_topo
     return rc;
 }
 
+int mm_topo_stochastic(const mm_topology *t, bool *row, bool *column)
+{
+    mm_topo_facts f;
+    memset(&f, 0, sizeof f);
+    f.symmetric = f.row = f.column = true;
+    size_t md = (size_t)(t->max_degree > 0 ? t->max_degree : 1);
+    mm_neighbour *in = malloc(md * sizeof *in), *out = malloc(md * sizeof *out);
+    uint64_t window = mm__topo_window(t), check = window < 64 ? window : 64;
+    int rc = in && out ? 0 : -1;
+    for (uint64_t r = 0; r < check && rc == 0; r++)
+        rc = stochastic(t, r, &f, in, out);
+    free(in);
+    free(out);
+    *row = f.row;
+    *column = f.column;
+    return rc;
+}
+
+bool mm_topo_needs_pushsum(const mm_topology *t)
+{
+    bool row, column;
+    return mm_topo_stochastic(t, &row, &column) == 0 && column && !row;
+}
+
 int mm_topo_rho_facts(const mm_topology *t, enum mm_rho_method m, const mm_topo_progress *p,
                       mm_topo_facts *f)
 {

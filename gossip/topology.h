@@ -263,4 +263,16 @@ int mm_topo_rho_facts(const mm_topology *t, enum mm_rho_method m, const mm_topo_
 /* Both, MM_RHO_AUTO, quiet. */
 int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f);
 
+/* Only the stochasticity of W in every round of the window (the facts'
+ * row and column), without the graph facts and their n searches: what a
+ * peer checks when it starts. O(min(window, 64) * (n + edges)). 0, or -1
+ * when out of memory. */
+int mm_topo_stochastic(const mm_topology *t, bool *row, bool *column);
+/* Whether only push-sum averages correctly on t: W column-stochastic but
+ * not row-stochastic (a directed graph whose in-weights do not sum to
+ * one), where D-PSGD and async drift to a weighted average. A directed
+ * graph whose W is doubly stochastic (every shipped exp-directed-N) is
+ * not one. The launchers (scripts/launch-lib.sh) apply the same rule. */
+bool mm_topo_needs_pushsum(const mm_topology *t);
+
 #endif

@@ -70,7 +70,64 @@ static void sockname(const struct sockaddr_storage *ss, char *ip, size_t iplen, 
     }
 }
 
+/* An IPv4 address as an IPv6 listener sees it (::ffff:a.b.c.d) is a.b.c.d. */
+static const char *plain_ip(const char *ip)
+{
+    return strncmp(ip, "::ffff:", 7) == 0 && strchr(ip + 7, '.') ? ip + 7 : ip;
+}
+
 /* ---- callbacks from conn.c ---------------------------------------------- */
+
+/* An accepted connection refused before it named anyone: the one lower-id
+ * peer (only those dial us) at its source address that is wanted and not
+ * up, or -1 when there is none or more than one. */
+static int64_t peer_by_address(const mm_transport *t, const conn *c)
+{
+    int64_t found = -1;
+    for (uint32_t i = 0; i < t->cfg.self_id; i++) {
+        const peer *p = &t->peers[i];
+        if (!p->addr_ok || !p->wanted || p->conn)
+            continue;
+        char ip[INET6_ADDRSTRLEN];
+        int port;
+        sockname(&p->addr, ip, sizeof ip, &port);
+        if (strcmp(plain_ip(ip), plain_ip(c->ip)) != 0)
+            continue;
+        if (found >= 0)
+            return -1;
+        found = i;
+    }
+    return found;
+}
+
+void mm__tr_refusal(mm_transport *t, const conn *c, mm_refusal_code code, bool by_peer,
+                    const char *text)
+{
+    if (t->shutting_down)
+        return;
+    mm_refusal r = {.code = code, .by_peer = by_peer, .dialled = c->dialer};
+    snprintf(r.src, sizeof r.src, "%s", c->src);
+    /* whose: the dialled id, the bound id, the certificate's, the claimed */
+    int64_t id = c->dialer ? (int64_t)c->expect : c->peer >= 0 ? c->peer
+                 : c->cert_id >= 0 ? c->cert_id : c->claimed;
+    if (id < 0 || id >= (int64_t)t->cfg.n_peers || id == (int64_t)t->cfg.self_id) {
+        id = c->dialer ? -1 : peer_by_address(t, c);
+        r.by_address = id >= 0;
+    }
+    r.peer = id >= 0 ? (uint32_t)id : MM_PEER_UNKNOWN;
+    /* The mismatch in this peer's terms, without the address (the log has
+     * it): which side runs what is all the reader needs. */
+    if (code == MM_REFUSAL_TLS_MISMATCH)
+        text = t->ctx ? "TLS mismatch: it speaks plaintext murmur but this peer expects TLS"
+                      : "TLS mismatch: it speaks TLS but this peer runs --plaintext";
+    snprintf(r.text, sizeof r.text, "%s", text);
+    if (id >= 0) {
+        t->peers[id].refusal = r;
+        t->peers[id].has_refusal = true;
+    }
+    if (t->cb.on_refused)
+        t->cb.on_refused(t->cb.ud, &r);
+}
 
 bool mm__tr_id_clash(mm_transport *t, conn *c, uint32_t id)
 {
@@ -227,6 +284,7 @@ static void on_connect(uv_connect_t *req, int status)
     if (status < 0) {
         char why[120];
         snprintf(why, sizeof why, "connect failed: %s", uv_strerror(status));
+        mm__tr_refusal(c->t, c, MM_REFUSAL_UNREACHABLE, false, why);
         mm__conn_close(c, false, why);
         return;
     }
@@ -251,14 +309,9 @@ static void dial(mm_transport *t, peer *p)
     if (r) {
         char why[120];
         snprintf(why, sizeof why, "connect failed: %s", uv_strerror(r));
+        mm__tr_refusal(t, c, MM_REFUSAL_UNREACHABLE, false, why);
         mm__conn_close(c, false, why);
     }
-}
-
-/* An IPv4 address as an IPv6 listener sees it (::ffff:a.b.c.d) is a.b.c.d. */
-static const char *plain_ip(const char *ip)
-{
-    return strncmp(ip, "::ffff:", 7) == 0 && strchr(ip + 7, '.') ? ip + 7 : ip;
 }
 
 static bool is_dialer_ip(const mm_transport *t, const char *ip)
@@ -757,3 +810,11 @@ void mm_transport_free(mm_transport *t)
 }
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out) { *out = t->st; }
+
+bool mm_transport_peer_refusal(const mm_transport *t, uint32_t peer_id, mm_refusal *out)
+{
+    if (peer_id >= t->cfg.n_peers || !t->peers[peer_id].has_refusal)
+        return false;
+    *out = t->peers[peer_id].refusal;
+    return true;
+}

@@ -26,6 +26,59 @@ typedef enum {
     MM_PEER_BYE,     /* the peer said goodbye (clean shutdown) */
 } mm_peer_state;
 
+/* Why a connection to or from a peer failed (on_refused below). The codes
+ * that say the two peers are configured differently, so that retrying will
+ * not help, are the "configuration" ones (mm_refusal_is_config): a TLS
+ * mismatch, a failed TLS handshake (e.g. certificates of another CA), an
+ * identity error, two processes with one id, another model, another
+ * algorithm or codec, another protocol version, something that is not
+ * murmur at the dialled address. Names as the end line's counters
+ * (docs/metrics.md); docs/protocol.md, "Refusals", has the rules. */
+typedef enum {
+    MM_REFUSAL_NONE,
+    MM_REFUSAL_TLS_MISMATCH, /* "tls_mismatch": one side TLS, the other --plaintext */
+    MM_REFUSAL_TLS,          /* "bad_tls": the TLS handshake failed */
+    MM_REFUSAL_IDENTITY,     /* "bad_identity": a certificate or HELLO naming another peer */
+    MM_REFUSAL_ID_CLASH,     /* "id_clash": two processes claim one id */
+    MM_REFUSAL_FINGERPRINT,  /* "bad_fingerprint": another model or vector length */
+    MM_REFUSAL_CONFIG,       /* "bad_config": another algorithm or codec */
+    MM_REFUSAL_VERSION,      /* "bad_version": another protocol version */
+    MM_REFUSAL_NOT_MURMUR,   /* "bad_magic": what answered does not speak murmur */
+    MM_REFUSAL_UNREACHABLE,  /* "unreachable": the dial failed (nothing listens, no route) */
+    MM_REFUSAL_OTHER,        /* "other": timeouts, malformed frames, floods, a replaced
+                              * connection: faults, not a configuration */
+} mm_refusal_code;
+
+#define MM_PEER_UNKNOWN UINT32_MAX
+#define MM_REFUSAL_TEXT 256
+
+/* One refused (or failed) connection. The peer is known when this peer
+ * dialled it, or from the HELLO (the TLS certificate's id when there is
+ * one, else the id the HELLO claims: over plaintext nothing is
+ * authenticated), or from the first header of a plaintext peer's bytes on
+ * a TLS connection. An accepted connection refused before any of that
+ * (a TLS handshake from a --plaintext peer's point of view) is attributed
+ * by its source address when exactly one lower-id peer (the ones that dial
+ * us) lives there, is wanted and is not up (by_address); else peer is
+ * MM_PEER_UNKNOWN. */
+typedef struct {
+    uint32_t peer;
+    mm_refusal_code code;
+    bool by_peer;            /* the reason is the peer's (its REFUSE frame) */
+    bool dialled;            /* on a connection this peer dialled */
+    bool by_address;         /* peer told by the source address only */
+    char src[64];            /* the remote "ip:port" */
+    char text[MM_REFUSAL_TEXT]; /* what happened, for people: "TLS mismatch: it speaks ..." */
+} mm_refusal;
+
+/* "tls_mismatch", "bad_tls", ... (the comments above); "none" for NONE. */
+const char *mm_refusal_name(mm_refusal_code c);
+/* Whether the code says the two peers are configured differently. */
+bool mm_refusal_is_config(mm_refusal_code c);
+/* The code of a REFUSE frame's reason, by its documented prefix
+ * (docs/protocol.md, "Refusals"); MM_REFUSAL_OTHER for any other text. */
+mm_refusal_code mm_refusal_classify(const char *reason);
+
 typedef struct {
     /* Called when a whole, verified VECTOR from `peer` has arrived: its
      * vector header (weight, codec, flags, ...) and its body, body_len
@@ -40,6 +93,10 @@ typedef struct {
     /* Connection state changes. */
     void (*on_peer)(void *ud, uint32_t peer, mm_peer_state state);
     void *ud;
+    /* Optional: a connection to or from a peer was refused, by either
+     * side, or a dial failed; r->peer may be MM_PEER_UNKNOWN. Called before
+     * the connection closes (its on_peer DOWN, if any, comes after). */
+    void (*on_refused)(void *ud, const mm_refusal *r);
 } mm_transport_callbacks;
 
 #define MM_POISON_HUGE_SCALE 1000.0f
@@ -179,6 +236,10 @@ typedef struct {
 } mm_transport_stats;
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);
+
+/* The last refusal of a connection to or from peer (as on_refused saw it):
+ * true and *out set, or false when there was none. */
+bool mm_transport_peer_refusal(const mm_transport *t, uint32_t peer, mm_refusal *out);
 
 /* The default of max_pending_conns for n_peers under this process's file
  * limit: half of what is left of RLIMIT_NOFILE after 64 descriptors for

@@ -73,6 +73,7 @@ struct conn {
     uint32_t expect;         /* dialer: the id dialled */
     int64_t peer;            /* bound id after HELLO, else -1 */
     int64_t cert_id;         /* id named by the TLS certificate, else -1 */
+    int64_t claimed;         /* id a HELLO (or a plaintext header on TLS) claimed, else -1 */
     conn_state st;
     bool reading, paused, got_bye, was_up;
     bool leaving;            /* goodbye under way: BYE queued, close when sent */
@@ -123,6 +124,8 @@ typedef struct {
     char clash_srcs[2][INET6_ADDRSTRLEN + 8];
     struct sockaddr_storage addr;
     bool addr_ok;
+    bool has_refusal;
+    mm_refusal refusal;      /* the last one (mm_transport_peer_refusal) */
 } peer;
 
 struct mm_transport {
@@ -192,5 +195,10 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
 void mm__tr_handle_closed(mm_transport *t);
 void mm__tr_crc_enqueue(mm_transport *t, out_item *it);
 void mm__tr_crc_remove(mm_transport *t, out_item *it);
+/* A connection was refused (by_peer: the peer's REFUSE said why) or its
+ * dial failed: find whose it is (mm_refusal in transport.h says how),
+ * remember it for that peer and tell the caller (on_refused). */
+void mm__tr_refusal(mm_transport *t, const conn *c, mm_refusal_code code, bool by_peer,
+                    const char *text);
 
 #endif

@@ -163,6 +163,13 @@ static void usage(FILE *out)
             "averages its parameters with its neighbours in the topology every round.\n"
             "The model, optimisation and data flags are those of murmur train.\n");
     mm_opt_print(out, help_table);
+    fprintf(out,
+            "\nExit status (docs/node.md): 0 done or stopped by a signal; 1 an error; 2 usage\n"
+            "or a configuration refused at start (e.g. a column-stochastic-only W without\n"
+            "--algo pushsum); 3 refused: a neighbour was refused for the whole run because\n"
+            "the two are configured differently (TLS or --plaintext, model, --algo,\n"
+            "certificates, one --id twice); 4 isolated: mixed with none of its neighbours\n"
+            "for the whole run, none refused; 130 a second signal.\n");
 }
 
 int cmd_node(int argc, char **argv)

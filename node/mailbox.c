@@ -59,6 +59,8 @@ struct mm__mbox {
     double ar_started;
     uint64_t ar_progress;
 
+    mm__refusals **refusals;        /* [n + 1], each allocated at its first refusal;
+                                     * [n]: peer unknown */
     mm_transport_stats stats;       /* copied by the loop on every wake */
     uint64_t stats_gen;             /* wakes that copied them */
 };
@@ -89,8 +91,9 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     mb->has_pending = calloc(n, sizeof *mb->has_pending);
     mb->want = calloc(n, sizeof *mb->want);
     mb->wanted = calloc(n, sizeof *mb->wanted);
+    mb->refusals = calloc((size_t)n + 1, sizeof *mb->refusals);
     bool ok = mb->inbox && mb->state && mb->ever_up && mb->inflight && mb->inflight_buf &&
-              mb->pending && mb->has_pending && mb->want && mb->wanted;
+              mb->pending && mb->has_pending && mb->want && mb->wanted && mb->refusals;
     for (int b = 0; b < MM__MBOX_BUFS; b++) {
         mb->buf_exchange[b] = -1;
         ok = (mb->buf[b] = malloc(buf_bytes)) != NULL && ok;
@@ -117,6 +120,10 @@ void mm__mbox_free(mm__mbox *mb)
     free(mb->has_pending);
     free(mb->want);
     free(mb->wanted);
+    if (mb->refusals)
+        for (uint32_t p = 0; p <= mb->n; p++)
+            free(mb->refusals[p]);
+    free(mb->refusals);
     pthread_cond_destroy(&mb->cv);
     pthread_mutex_destroy(&mb->mu);
     free(mb);
@@ -336,6 +343,17 @@ uint64_t mm__mbox_deferred_sends(mm__mbox *mb)
     return d;
 }
 
+void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out)
+{
+    uint32_t i = peer < mb->n ? peer : mb->n;
+    pthread_mutex_lock(&mb->mu);
+    if (mb->refusals[i])
+        *out = *mb->refusals[i];
+    else
+        memset(out, 0, sizeof *out);
+    pthread_mutex_unlock(&mb->mu);
+}
+
 uint64_t mm__mbox_skipped_sends(mm__mbox *mb)
 {
     pthread_mutex_lock(&mb->mu);
@@ -449,6 +467,38 @@ mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
     return old;
+}
+
+void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r)
+{
+    uint32_t i = r->peer < mb->n ? r->peer : mb->n;
+    pthread_mutex_lock(&mb->mu);
+    /* (per peer only once refused: a record is a few hundred bytes, and a
+     * peer may have thousands of peers it never hears from) */
+    if (!mb->refusals[i])
+        mb->refusals[i] = calloc(1, sizeof *mb->refusals[i]);
+    mm__refusals *f = mb->refusals[i];
+    if (f) {
+        f->count++;
+        f->last = *r;
+        if (mm_refusal_is_config(r->code)) {
+            f->config = true;
+            f->config_count++;
+            f->last_config = *r;
+        }
+        if (r->code == MM_REFUSAL_ID_CLASH)
+            f->id_clash = true;
+    }
+    /* A peer refused for a configuration that differs will not come up
+     * by retrying: not worth waiting for (a peer that should dial us is
+     * otherwise reported down only after the transport's connect timeout).
+     * Faults (a failed dial, a timeout) are the transport's to report. */
+    if (i < mb->n && mm_refusal_is_config(r->code) &&
+        (mb->state[i] == MM__PEER_CONNECTING || mb->state[i] == MM__PEER_UNKNOWN)) {
+        mb->state[i] = MM__PEER_DOWN;
+        changed(mb);
+    }
+    pthread_mutex_unlock(&mb->mu);
 }
 
 int mm__mbox_signal(mm__mbox *mb)

@@ -52,6 +52,17 @@ typedef struct {
     uint64_t pending_exchange;
 } mm__peer_view;
 
+/* What the transport said about a peer's refused connections and failed
+ * dials (on_refused), as the training thread sees it. */
+typedef struct {
+    uint64_t count;          /* refusals and failed dials */
+    mm_refusal last;         /* the last of them */
+    bool config;             /* one said the two are configured differently */
+    uint64_t config_count;   /* ... how many */
+    mm_refusal last_config;  /* ... the last of those (mm_refusal_is_config) */
+    bool id_clash;           /* two processes claimed one id, on either side */
+} mm__refusals;
+
 typedef enum { MM__CMD_SEND, MM__CMD_RELEASE, MM__CMD_ALLREDUCE, MM__CMD_AR_ABORT } mm__cmd_kind;
 
 typedef struct {
@@ -112,6 +123,9 @@ bool mm__mbox_stopping(mm__mbox *mb);
 /* The transport's counters as the loop last copied them; with fresh, first
  * asks the loop for a new copy and waits for it (at most a second). */
 void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh);
+/* The refusals of connections to or from peer (all zero when none);
+ * peer MM_PEER_UNKNOWN: of those whose peer the transport could not tell. */
+void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out);
 /* Sends skipped because the peer had not taken the previous one. */
 uint64_t mm__mbox_skipped_sends(mm__mbox *mb);
 /* Synchronous rounds (dpsgd, pushsum): a send to a peer whose previous
@@ -153,6 +167,12 @@ mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state
 void mm__mbox_allreduce_progress(mm__mbox *mb, uint64_t progress);
 /* It ended; err says why when !ok. Wakes the training thread. */
 void mm__mbox_allreduce_end(mm__mbox *mb, bool ok, const char *err);
+/* A connection was refused or a dial failed (the transport's on_refused):
+ * kept for the training thread, which looks when it judges whether it is
+ * isolated. A known peer not up yet that was refused for a configuration
+ * that differs becomes DOWN (not worth waiting for, once peers have had
+ * --start-timeout to start). */
+void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r);
 /* A signal arrived; returns how many have (1 for the first). */
 int mm__mbox_signal(mm__mbox *mb);
 

@@ -195,6 +195,12 @@ static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
         try_send(nd, &c);
 }
 
+static void on_refused(void *ud, const mm_refusal *r)
+{
+    node *nd = ud;
+    mm__mbox_refused(nd->mb, r);
+}
+
 static void on_signal(uv_signal_t *h, int signum)
 {
     node *nd = h->data;
@@ -286,7 +292,9 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
 
 /* Loads the topology and checks it against the command line, resolves
  * where every peer listens, then opens the run directory and the log. 0, or
- * -1 after printing why. */
+ * the exit status after printing why: 2 for a configuration refused (the
+ * topology, the number of peers, the id, the algorithm for this W), 1
+ * otherwise. */
 static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
                      FILE **logf, char *err, size_t errlen)
 {
@@ -294,34 +302,39 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     *topo = mm_topo_load(c->topology, err, errlen);
     if (!*topo) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return -1;
+        return 2;
     }
     nd->n = (uint32_t)mm_topo_n(*topo);
     if (c->n_peers && (uint32_t)c->n_peers != nd->n) {
         fprintf(stderr, "murmur node: %d peers given, but %s has %u\n", c->n_peers, c->topology,
                 nd->n);
-        return -1;
+        return 2;
     }
     if (c->id < 0 || (uint32_t)c->id >= nd->n) {
         fprintf(stderr, "murmur node: peer id %d is not in 0..%u\n", c->id, nd->n - 1);
-        return -1;
+        return 2;
     }
     nd->id = (uint32_t)c->id;
-    if (mm_topo_directed(*topo) && c->algo != MM_ALGO_PUSHSUM)
-        fprintf(stderr, "murmur node: warning: %s is directed; only --algo pushsum averages "
-                        "correctly on it\n", c->topology);
+    /* the launchers' rule and words (scripts/launch-lib.sh, check_topology) */
+    if (c->algo != MM_ALGO_PUSHSUM && mm_topo_needs_pushsum(*topo)) {
+        fprintf(stderr, "murmur node: %s is a directed graph whose W is column-stochastic only: "
+                        "only --algo pushsum averages correctly on it (--algo %s would drift to "
+                        "a weighted average); add --algo pushsum\n", c->topology,
+                mm_algo_name(c->algo));
+        return 2;
+    }
     *addrs = mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return -1;
+        return 1;
     }
     if ((size_t)snprintf(dir, dirlen, "%s/node-%u", c->run_dir, nd->id) >= dirlen) {
         fprintf(stderr, "murmur node: --run-dir %s: path too long\n", c->run_dir);
-        return -1;
+        return 1;
     }
     if (mm_mkdir_p(dir, err, errlen) != 0) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return -1;
+        return 1;
     }
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/node.log", dir);
@@ -354,8 +367,11 @@ int mm_node_run(const mm_node_config *c)
     mm_topology *topo = NULL;
     bool loop_ready = false;
 
-    if (open_peer(nd, &topo, &addrs, dir, sizeof dir, &logf, err, sizeof err) != 0)
+    int rc = open_peer(nd, &topo, &addrs, dir, sizeof dir, &logf, err, sizeof err);
+    if (rc != 0) {
+        status = rc;
         goto out;
+    }
     nd->trainer = mm__trainer_new(c, nd->id, topo, dir, err, sizeof err);
     nd->want = calloc(nd->n, sizeof *nd->want);
     if (!nd->trainer || !nd->want) {
@@ -378,7 +394,8 @@ int mm_node_run(const mm_node_config *c)
     mm__mbox_defer_busy(nd->mb, c->algo == MM_ALGO_DPSGD || c->algo == MM_ALGO_PUSHSUM);
     mm_transport_config tc;
     mm_tls_files tls;
-    mm_transport_callbacks cb = {on_vector, on_sent, on_peer, nd};
+    mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
+                                 .on_refused = on_refused, .ud = nd};
     if (transport_config(nd, addrs, &tls, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {
         mm_error("%s", err);

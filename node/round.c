@@ -30,6 +30,7 @@
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
+#include "node/isolation.h"
 #include "node/node_int.h"
 #include "node/replica.h"
 #include "report/snapshot.h"
@@ -86,6 +87,7 @@ struct mm__trainer {
     char ar_error[768];             /* allreduce: why the run ended, "" if it did not fail */
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
+    mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
     int exit_status;
 };
 
@@ -234,7 +236,9 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
     snprintf(t->dir, sizeof t->dir, "%s", dir);
     if (load_replica(t, err, errlen) != 0 || (c->resume && resume(t, err, errlen) != 0))
         goto fail;
-    if (alloc_round(t) != 0) {
+    t->iso = mm__iso_new(t->n, id, mm__iso_limit(c->start_timeout_ms, c->peer_timeout_ms,
+                                                  c->round_timeout_ms));
+    if (alloc_round(t) != 0 || !t->iso) {
         snprintf(err, errlen, "out of memory for a round with %d neighbours",
                  mm_topo_max_degree(topo));
         goto fail;
@@ -273,6 +277,7 @@ void mm__trainer_free(mm__trainer *t)
     free(t->ids);
     free(t->sketch);
     free(t->ar_out);
+    mm__iso_free(t->iso);
     free(t);
 }
 
@@ -551,6 +556,9 @@ static int exchange(mm__trainer *t, uint64_t e, bool with_compute)
     mix(t, s);
     release_used(t);
     double t5 = mm_time_now();
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_READY)
+            mm__iso_mixed(t->iso, t->v.in[k].peer, t5);
     t->t_wait += (t1 - t0) + (t4 - t3);
     t->t_comm += (t2 - t1) + (t5 - t4);
     t->t_compute += t3 - t2;
@@ -619,6 +627,7 @@ static int allreduce_round(mm__trainer *t)
 {
     double t0 = mm_time_now();
     allreduce_view(t);
+    mm__iso_round(t->iso, &t->v);
     set_phase(t, PH_SNAPSHOT);
     const float *s = t->x;
     float *out = t->x;
@@ -648,6 +657,8 @@ static int allreduce_round(mm__trainer *t)
         for (size_t k = 0; k < t->P; k++)
             t->x[k] = out[k] + (t->x[k] - s[k]);
     double t4 = mm_time_now();
+    for (int k = 0; k < t->v.n_in; k++) /* the average holds every peer's vector */
+        mm__iso_mixed(t->iso, t->v.in[k].peer, t4);
     t->t_comm += (t1 - t0) + (t4 - t3);
     t->t_compute += t2 - t1;
     t->t_wait += t3 - t2;
@@ -819,12 +830,34 @@ static void write_start(mm__trainer *t)
     mm_metrics_end(m);
 }
 
+/* Mixed with none of its neighbours for too long (isolation.h): the
+ * warning is logged; this line says the same in the metrics. */
+static void write_isolated(mm__trainer *t)
+{
+    mm_metrics *m = &t->metrics;
+    metrics_head(t, "isolated");
+    mm__iso_fields(t->iso, t->mb, m, MM__ISO_OK, mm__iso_alone(t->iso, mm_time_now()));
+    mm_metrics_end(m);
+}
+
+/* reason: why it stopped (done, signal, nonfinite, allreduce). A peer that stopped
+ * on its own or on a signal but could not mix (isolation.h) ends `refused`
+ * or `isolated` instead, with status 3 or 4 unless an error already set 1. */
 static void write_end(mm__trainer *t, const char *reason)
 {
     long peak_kib = mm_peak_rss_kib();
     mm_metrics *m = &t->metrics;
+    double now = mm_time_now();
+    /* nonfinite and allreduce are errors of their own: no verdict over them */
+    bool judged = !strcmp(reason, "done") || !strcmp(reason, "signal");
+    mm__iso_verdict v = judged ? mm__iso_verdict_at(t->iso, t->mb, now) : MM__ISO_OK;
     metrics_head(t, "end");
-    mm_metrics_str(m, "reason", reason);
+    if (v != MM__ISO_OK) {
+        mm_metrics_str(m, "reason", v == MM__ISO_REFUSED ? "refused" : "isolated");
+        mm_metrics_str(m, "stopped", reason);
+    } else {
+        mm_metrics_str(m, "reason", reason);
+    }
     if (t->ar_error[0])
         mm_metrics_str(m, "error", t->ar_error);
     mm_metrics_int(m, "max_rss_kb", peak_kib);
@@ -833,7 +866,11 @@ static void write_end(mm__trainer *t, const char *reason)
     mm_metrics_int(m, "stale_dropped", (long long)t->stale_dropped);
     mm_metrics_int(m, "mix_refused", (long long)t->mix_refused);
     write_refusals(t, m);
+    mm__iso_fields(t->iso, t->mb, m, v, -1);
     mm_metrics_end(m);
+    mm__iso_log_verdict(t->iso, t->mb, v, now);
+    if (v != MM__ISO_OK && !t->exit_status)
+        t->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             t->round, t->step, mm_time_now() - t->t_start, t->t_compute, t->t_comm, t->t_wait,
             peak_kib / 1024);
@@ -864,6 +901,7 @@ static int run_round(mm__trainer *t)
         }
     }
     want_round(t, t->round);
+    mm__iso_round(t->iso, &t->v);
     t->loss_sum = 0;
     t->loss_n = 0;
     float lr = t->have_model ? mm_adamw_lr(&c->train.adamw, t->rep.opt.step) : 0;
@@ -881,6 +919,7 @@ void mm__trainer_run(mm__trainer *t, mm__mbox *mb)
     t->mb = mb;
     t->t_start = mm_time_now();
     t->start_deadline = t->t_start + c->start_timeout_ms / 1000.0;
+    mm__iso_start(t->iso, t->t_start);
     write_start(t);
     if (t->round == 0 && c->eval_every > 0)
         evaluate(t);
@@ -910,6 +949,8 @@ void mm__trainer_run(mm__trainer *t, mm__mbox *mb)
             break; /* stopping: this round is abandoned */
         if (r > 0)
             continue;
+        if (mm__iso_check(t->iso, t->mb, mm_time_now()))
+            write_isolated(t);
         /* The wire refuses NaN/Inf, but a finite vector of absurd norm
          * mixed in (without --clip-pull) can still overflow the model. Such
          * a replica is lost: stop before a checkpoint overwrites the last

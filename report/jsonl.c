@@ -345,8 +345,10 @@ static int number_object(cursor *c, mm_json_field *f)
             return fail(c, "expected ':'");
         }
         c->pos++;
-        double v;
-        int r = elem_number(c, &v);
+        double v = NAN;
+        char *str = NULL;
+        ws(c);
+        int r = peek(c) == '"' ? string(c, &str) : elem_number(c, &v);
         if (r != 0) {
             free(key);
             if (r < 0)
@@ -357,12 +359,14 @@ static int number_object(cursor *c, mm_json_field *f)
             mm_json_kv *nw = realloc(f->obj, 2 * cap * sizeof *nw);
             if (!nw) {
                 free(key);
+                free(str);
                 return fail(c, "out of memory");
             }
             f->obj = nw;
             cap *= 2;
         }
         f->obj[f->n_obj].key = key;
+        f->obj[f->n_obj].str = str;
         f->obj[f->n_obj++].num = v;
         ws(c);
         int ch = peek(c);
@@ -374,8 +378,10 @@ static int number_object(cursor *c, mm_json_field *f)
         if (ch != ',')
             return fail(c, "expected ',' or '}'");
     }
-    for (size_t i = 0; i < f->n_obj; i++)
+    for (size_t i = 0; i < f->n_obj; i++) {
         free(f->obj[i].key);
+        free(f->obj[i].str);
+    }
     free(f->obj);
     f->obj = NULL;
     f->n_obj = 0;
@@ -422,8 +428,10 @@ void mm_json_free(mm_json_obj *o)
         free(f->raw);
         free(f->str);
         free(f->arr);
-        for (size_t k = 0; k < f->n_obj; k++)
+        for (size_t k = 0; k < f->n_obj; k++) {
             free(f->obj[k].key);
+            free(f->obj[k].str);
+        }
         free(f->obj);
     }
     free(o->f);

@@ -1,6 +1,6 @@
 /* A reader for one line of a metrics.jsonl file: a flat JSON object whose
  * values are numbers, strings, booleans, null, arrays of numbers, or one
- * level of object mapping keys to numbers. Anything deeper is accepted and
+ * level of object mapping keys to numbers or strings. Anything deeper is accepted and
  * skipped (type MM_J_OTHER) so a new field never costs the whole line.
  * NaN, Infinity and -Infinity (as Python and printf("%g") write them) are
  * read as numbers, because a diverged run must still be reported; a number
@@ -18,7 +18,8 @@ enum mm_json_type { MM_J_NUM, MM_J_STR, MM_J_BOOL, MM_J_NULL, MM_J_ARR, MM_J_OBJ
 
 typedef struct {
     char *key;
-    double num;
+    double num;      /* NaN for a string */
+    char *str;       /* a string value (unescaped), else NULL */
 } mm_json_kv;
 
 typedef struct {
@@ -29,7 +30,7 @@ typedef struct {
     char *str;       /* STR, unescaped UTF-8 */
     double *arr;     /* ARR: numbers (null elements read as NaN) */
     size_t n_arr;
-    mm_json_kv *obj; /* OBJ: key -> number */
+    mm_json_kv *obj; /* OBJ: key -> number or string */
     size_t n_obj;
 } mm_json_field;
 

@@ -46,6 +46,13 @@ typedef struct {
     size_t n_evals;
     size_t bad_lines;
     bool torn_tail;       /* last line had no newline (being written or cut) */
+    /* Refusals and isolation (docs/metrics.md: the end and isolated lines) */
+    double refused;       /* connections refused, summed over its lives' end lines */
+    char top_refusal[24]; /* the end line counter with the most of them, "" if none */
+    int n_refused_nbrs;   /* neighbours its last end or isolated line says were refused */
+    char refused_code[24]; /* ... the refusal of the first of them */
+    int first_refused;    /* ... its id (-1 none) */
+    bool isolated_now;    /* running, and an isolated line came after its last mixing round */
     double mtime;         /* metrics file modification time (epoch s) */
 } mm_rep_peer;
 
@@ -120,6 +127,11 @@ void mm_report_print_progress(const mm_report *r, double now, double stale_s, FI
  * acc_vs_consensus.png, with their .gp scripts and plot.dat beside them.
  * Prints the paths. 0 ok, 1 gnuplot missing (warning), -1 failure. */
 int mm_report_plots(const mm_report *r, const char *dir, FILE *out);
+
+/* A refusal's name (an end line counter or a "refusals" code, e.g.
+ * "tls_mismatch") in words for the tables: "one side TLS, the other
+ * --plaintext". NULL for names it does not know. */
+const char *mm_report_refusal_words(const char *name);
 
 /* Several runs side by side: table, CSV and one PNG. */
 /* Time to a validation loss: the first evaluation row whose val_loss,

@@ -192,6 +192,35 @@ static void copy_str(char *dst, size_t len, const char *src)
         snprintf(dst, len, "%s", src);
 }
 
+/* The refusal counters of an end line (docs/metrics.md), summed over a
+ * peer's lives to name the commonest. */
+static const char *const refusal_counters[] = {
+    "bad_magic", "bad_version", "bad_type", "bad_length", "bad_checksum", "bad_fingerprint",
+    "bad_round", "bad_values", "bad_weight", "bad_identity", "bad_tls", "frame_timeouts",
+    "peer_timeouts", "flood_refused", "id_clash", "tls_mismatch", "pending_refused",
+    "bad_codec", "bad_config",
+};
+#define N_REFUSAL_COUNTERS (sizeof refusal_counters / sizeof refusal_counters[0])
+
+/* An end or isolated line's "refusals" object: neighbour id -> refusal. */
+static void read_refusals(mm_rep_peer *p, const mm_json_obj *o)
+{
+    const mm_json_field *f = mm_json_get(o, "refusals");
+    p->n_refused_nbrs = 0;
+    p->refused_code[0] = 0;
+    p->first_refused = -1;
+    if (!f || f->type != MM_J_OBJ)
+        return;
+    for (size_t i = 0; i < f->n_obj; i++) {
+        if (!f->obj[i].str)
+            continue;
+        if (p->n_refused_nbrs++ == 0) {
+            copy_str(p->refused_code, sizeof p->refused_code, f->obj[i].str);
+            p->first_refused = atoi(f->obj[i].key);
+        }
+    }
+}
+
 int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm_report_opts *opt)
 {
     FILE *f = fopen(path, "r");
@@ -208,6 +237,8 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
     /* Counter values at the end of the previous segments (summed) and the
      * latest of the current segment. */
     double off[6] = {0}, last[6] = {0}; /* sent, recv, compute, comm, wait, time */
+    double refusal_sum[N_REFUSAL_COUNTERS] = {0};
+    p->first_refused = -1;
     char *line = NULL;
     size_t linecap = 0, lineno = 0, seq = 0;
     ssize_t len;
@@ -254,6 +285,10 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
             p->n_starts++;
             p->ended = false;
             p->end_reason[0] = 0;
+            p->isolated_now = false;
+            p->n_refused_nbrs = 0;
+            p->refused_code[0] = 0;
+            p->first_refused = -1;
             double v;
             uint64_t u;
             if (mm_json_num(&o, "peer", &v) && v != p->id)
@@ -295,6 +330,9 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
             rd.lr = num_or(&o, "lr", NAN);
             rd.nbrs = num_or(&o, "nbrs", NAN);
             rd.missing = num_or(&o, "missing", NAN);
+            const mm_json_field *nb = mm_json_get(&o, "nbrs");
+            if (nb && nb->type == MM_J_ARR && nb->n_arr > 0)
+                p->isolated_now = false; /* it mixes again */
             rd.dist_mean = NAN;
             const mm_json_field *d = mm_json_get(&o, "dist");
             if (d && d->type == MM_J_OBJ && d->n_obj) {
@@ -354,10 +392,23 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
                 p->evals = nw;
             }
             p->evals[p->n_evals++] = e;
+        } else if (!strcmp(ev, "isolated")) {
+            p->isolated_now = true;
+            read_refusals(p, &o);
         } else if (!strcmp(ev, "end")) {
             p->n_ends++;
             p->ended = true;
+            p->isolated_now = false;
             copy_str(p->end_reason, sizeof p->end_reason, mm_json_str(&o, "reason"));
+            read_refusals(p, &o);
+            for (size_t i = 0; i < N_REFUSAL_COUNTERS; i++) {
+                double v = num_or(&o, refusal_counters[i], 0);
+                if (isfinite(v) && v > 0)
+                    refusal_sum[i] += v;
+            }
+            double v = num_or(&o, "refused", 0);
+            if (isfinite(v) && v > 0)
+                p->refused += v;
             double t = num_or(&o, "time", NAN);
             if (isfinite(t) && t > last[5])
                 last[5] = t;
@@ -367,6 +418,12 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
     free(line);
     fclose(f);
 
+    size_t top = 0;
+    for (size_t i = 1; i < N_REFUSAL_COUNTERS; i++)
+        if (refusal_sum[i] > refusal_sum[top])
+            top = i;
+    if (refusal_sum[top] > 0)
+        copy_str(p->top_refusal, sizeof p->top_refusal, refusal_counters[top]);
     p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
     p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
     qsort(pend, n_pend, sizeof *pend, cmp_pending);

@@ -107,16 +107,25 @@ check_ports() {
 }
 
 # peer_failure DIR STATUS: why the peer whose directory is DIR (node-K/)
-# exited with STATUS, on stdout, indented: its last ERROR line (console.log),
-# the reason of its `end` metrics line, or that it has none.
+# exited with STATUS, on stdout, indented: for status 3 (a neighbour
+# refused: the run is misconfigured) and 4 (isolated: no neighbour ever
+# mixed) the peer's verdict, one line per neighbour and why (its `ERROR:
+# refused:` / `ERROR: isolated:` lines, docs/node.md); otherwise its last
+# ERROR line (console.log). Then the reason of its `end` metrics line, or
+# that it has none.
 peer_failure() {
     pf_dir=$1 pf_st=$2
     if [ "$pf_st" -gt 128 ] && [ "$pf_st" -lt 160 ]; then
         echo "    killed by signal $((pf_st - 128)) (SIG$(kill -l $((pf_st - 128)) 2>/dev/null || echo '?'))"
     fi
-    pf_err=$(grep 'ERROR: \|^murmur [a-z-]*: ' "$pf_dir/console.log" 2>/dev/null | grep -v 'warning: ' | tail -n 1 |
-        sed 's/^[0-9:.]* \(\[peer [0-9]*\] \)\{0,1\}//')
-    [ -n "$pf_err" ] && echo "    last error: $pf_err"
+    if [ "$pf_st" = 3 ] || [ "$pf_st" = 4 ]; then
+        grep 'ERROR: \(refused\|isolated\): ' "$pf_dir/console.log" 2>/dev/null |
+            sed 's/^.*ERROR: \(refused\|isolated\): /    /'
+    else
+        pf_err=$(grep 'ERROR: \|^murmur [a-z-]*: ' "$pf_dir/console.log" 2>/dev/null | grep -v 'warning: ' | tail -n 1 |
+            sed 's/^[0-9:.]* \(\[peer [0-9]*\] \)\{0,1\}//')
+        [ -n "$pf_err" ] && echo "    last error: $pf_err"
+    fi
     pf_end=$(grep '"ev":"end"' "$pf_dir/metrics.jsonl" 2>/dev/null | tail -n 1 |
         sed -n 's/.*"reason":"\([^"]*\)".*/\1/p')
     if [ -n "$pf_end" ]; then
@@ -125,5 +134,27 @@ peer_failure() {
         echo "    no end line in metrics.jsonl: it did not stop by itself (killed or crashed)"
     else
         echo "    no metrics: it stopped before it started to train"
+    fi
+}
+
+# isolation_warning DIR: the first isolation warning of the peer whose
+# directory is DIR, indented: each neighbour and why it did not mix (the
+# `WARN: isolated:` lines after its first `WARN: isolated for`).
+isolation_warning() {
+    awk '/WARN: isolated for/ { n++; if (n > 1) exit; sub(/.*WARN: /, "    "); print; next }
+         n == 1 && /WARN: isolated: / { sub(/.*WARN: isolated: /, "      "); print }' "$1/console.log" 2>/dev/null
+}
+
+# run_verdict REFUSED ISOLATED: one line on stderr saying what the peers'
+# statuses 3 and 4 mean for the run, when there were any.
+run_verdict() {
+    if [ "$1" -gt 0 ]; then
+        echo "$PROG: the run is misconfigured: $1 peer(s) could not mix with a neighbour for the whole run" \
+            "because the two are configured differently (status 3; the reasons above: TLS or --plaintext," \
+            "model, --algo, certificates, or one --id given twice)" >&2
+    fi
+    if [ "$2" -gt 0 ]; then
+        echo "$PROG: $2 peer(s) were isolated: they mixed with none of their neighbours for the whole run" \
+            "(status 4: were the others started, and at the addresses the peers were given?)" >&2
     fi
 }

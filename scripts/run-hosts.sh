@@ -28,9 +28,12 @@
 # (found while preparing the hosts; exit 1, nothing started).
 # Ctrl-C (or SIGTERM, SIGHUP) stops every peer cleanly (one SIGTERM on its
 # host) and still collects what they wrote. A peer that exits non-zero is
-# named with its last error and the reason in its `end` metrics line.
-# Exit status: 0 every peer exited 0 and was collected; 1 a peer failed or
-# could not be started or collected; 2 usage or a refused configuration;
+# named with its last error and the reason in its `end` metrics line; one
+# that ended 3 (a neighbour refused for a configuration that differs) or 4
+# (isolated: no neighbour ever mixed) with each neighbour and why.
+# Exit status: 0 every peer exited 0 and was collected; 1 a peer failed
+# (including 3 and 4: the run is then said to be misconfigured or isolated)
+# or could not be started or collected; 2 usage or a refused configuration;
 # 130 interrupted.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -243,10 +246,14 @@ for p in $fpids; do
 done
 trap - INT TERM HUP
 # Why each failed peer stopped, from what was brought back.
+n_refused=0 n_isolated=0
 for f in $peer_failed; do
     echo "run-hosts: peer ${f%:*} exited with status ${f#*:} ($run/node-${f%:*}/console.log):" >&2
     peer_failure "$run/node-${f%:*}" "${f#*:}" >&2
+    [ "${f#*:}" = 3 ] && n_refused=$((n_refused + 1))
+    [ "${f#*:}" = 4 ] && n_isolated=$((n_isolated + 1))
 done
 echo "run-hosts: $n peers, $failed failed; results in $run"
+run_verdict "$n_refused" "$n_isolated"
 [ $interrupted -eq 1 ] && exit 130
 [ $failed -eq 0 ]

@@ -25,10 +25,17 @@
 # after GRACE seconds, default 30). SIGTERM or SIGHUP to this script do the
 # same. A second Ctrl-C sends a second SIGTERM: the peers exit at once,
 # without a checkpoint. A peer that exits non-zero is named with its last
-# error and the reason in its `end` metrics line.
+# error and the reason in its `end` metrics line; one that ended 3 (a
+# neighbour refused for a configuration that differs: TLS or --plaintext,
+# model, --algo, certificates, one --id twice) or 4 (isolated: no neighbour
+# ever mixed) with each neighbour and why. A peer that warns, while it
+# runs, that it has mixed with none of its neighbours for a while is named
+# once, with its warning.
 #
-# Exit status: 0 every peer exited 0; 1 a peer failed (non-zero exit) or the
-# run could not start; 2 usage or a refused configuration; 130 interrupted.
+# Exit status: 0 every peer exited 0; 1 a peer failed (non-zero exit,
+# including 3 and 4: the run is then said to be misconfigured or isolated)
+# or the run could not start; 2 usage or a refused configuration; 130
+# interrupted.
 # Environment: MURMUR (default ./murmur), MAKE_CERTS (default
 # scripts/make-certs.sh next to this script), RUNS (default runs), GRACE.
 set -u
@@ -172,6 +179,7 @@ trap on_signal INT TERM HUP
 
 start=$(date +%s)
 reported_fail=''
+reported_iso=''
 while :; do
     done_n=0
     k=0
@@ -202,6 +210,21 @@ while :; do
         line=$("$MURMUR" report --progress "$dir" 2>/dev/null | tail -n 1)
         printf '[%5ss] peers %d/%d running | %s\n' "$(($(date +%s) - start))" \
             "$((n - done_n))" "$n" "$line"
+        # Peers the progress line marks isolated (I) are named once, with
+        # their warning: each neighbour and why it does not mix.
+        map=$(printf '%s' "$line" | sed -n 's/.*live [0-9]*\/[0-9]* \[\([^]]*\)\].*/\1/p')
+        k=0
+        while [ -n "$map" ] && [ "$k" -lt "$n" ]; do
+            c=${map%"${map#?}"}; map=${map#?}
+            case " $reported_iso " in *" $k "*) ;; *)
+                if [ "$c" = I ] && [ -n "$(isolation_warning "$dir/node-$k")" ]; then
+                    echo "run-local: peer $k mixes with none of its neighbours ($dir/node-$k/console.log):" >&2
+                    isolation_warning "$dir/node-$k" >&2
+                    reported_iso="$reported_iso $k"
+                fi ;;
+            esac
+            k=$((k + 1))
+        done
     fi
     # Sleep in the background so a signal interrupts the wait at once.
     sleep "$interval" &
@@ -210,17 +233,20 @@ while :; do
 done
 trap - INT TERM HUP
 
-failed=0
+failed=0 n_refused=0 n_isolated=0
 k=0
 while [ "$k" -lt "$n" ]; do
     st=$(cat "$dir/launch/node-$k.exit")
     [ "$st" = 0 ] || failed=$((failed + 1))
+    [ "$st" = 3 ] && n_refused=$((n_refused + 1))
+    [ "$st" = 4 ] && n_isolated=$((n_isolated + 1))
     k=$((k + 1))
 done
 echo "run-local: all peers stopped after $(($(date +%s) - start))s; $failed failed"
 if [ "$report" = 1 ]; then
     "$MURMUR" report "$dir" || echo "run-local: murmur report failed" >&2
 fi
+run_verdict "$n_refused" "$n_isolated"
 [ "$interrupted" != 0 ] && exit 130
 [ "$failed" -eq 0 ] || exit 1
 exit 0

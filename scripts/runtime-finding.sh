@@ -81,12 +81,16 @@ for jit in $JITTERS; do
     names=$(awk -v j="$jit" '$1 == j { print $4 }' "$WORK/runs")
     (cd "$WORK" && "$MURMUR" report --compare $names --no-plots --csv "all-$$.csv" > /dev/null)
     # (plus 1e-7 relative: the CSV holds 9 digits of each final loss)
-    target=$(awk -F, 'NR > 1 && $8 != "" && $8 + 0 > t { t = $8 + 0 } END { printf "%.9g", t * (1 + 1e-7) }' "$WORK/all-$$.csv")
+    target=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "final_val_loss") v = i; next }
+                      $v != "" && $v + 0 > t { t = $v + 0 } END { printf "%.9g", t * (1 + 1e-7) }' "$WORK/all-$$.csv")
     for seed in $SEEDS; do
         names=$(awk -v j="$jit" -v s="$seed" '$1 == j && $2 == s { print $4 }' "$WORK/runs")
         (cd "$WORK" && "$MURMUR" report --compare $names --no-plots --target-loss "$target" --csv "cmp.csv" > "cmp-$seed.txt")
-        awk -F, 'NR > 1 { gsub(/"/, "", $1); for (i = 1; i <= NF; i++) if ($i == "") $i = "-"
-                          print $1, $8, $13, $14, $15, $12 }' "$WORK/cmp.csv" |
+        # (columns by their header's names: docs/metrics.md, "compare.csv")
+        awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+                 { gsub(/"/, "", $1); for (i = 1; i <= NF; i++) if ($i == "") $i = "-"
+                   print $1, $c["final_val_loss"], $c["target_loss"], $c["round_to_target"],
+                         $c["time_to_target_s"], $c["wall_s"] }' "$WORK/cmp.csv" |
         while read -r name vloss tl rt tt wall; do
             set -- $(awk -v n="$name" '$4 == n { print $3, $5, $6, $7 }' "$WORK/runs")
             echo "$jit,$seed,$1,$2,$vloss,$tl,$rt,$tt,$wall,$3,$4" >> "$OUT.csv"

@@ -393,7 +393,7 @@ static void *side_main(void *arg)
     cfg.ca_file = f.ca;
     cfg.cert_file = f.cert;
     cfg.key_file = f.key;
-    mm_transport_callbacks cb = {on_vector, on_sent, on_peer, s};
+    mm_transport_callbacks cb = {on_vector, on_sent, on_peer, s, NULL};
     s->t = mm_transport_new(&s->loop, &cfg, &cb, s->err, sizeof s->err);
     if (!s->t) {
         uv_close((uv_handle_t *)&s->go, NULL);

@@ -78,6 +78,36 @@ static void test_unknown_nested_skipped(void **state)
     mm_json_free(&o);
 }
 
+/* An end line's "refusals" and "why" objects map ids to strings, beside
+ * the number objects ("mixed"); a mixed object is read as it is. */
+static void test_string_objects(void **state)
+{
+    (void)state;
+    mm_json_obj o;
+    char err[128];
+    assert_int_equal(parse("{\"ev\":\"end\",\"mixed\":{\"1\":12,\"3\":0},"
+                           "\"refusals\":{\"3\":\"tls_mismatch\"},"
+                           "\"why\":{\"3\":\"TLS mismatch: it says \\\"no\\\"\",\"5\":7}}",
+                           &o, err), 0);
+    const mm_json_field *m = mm_json_get(&o, "mixed");
+    assert_int_equal(m->type, MM_J_OBJ);
+    assert_int_equal(m->n_obj, 2);
+    assert_null(m->obj[0].str);
+    assert_true(m->obj[0].num == 12 && m->obj[1].num == 0);
+    const mm_json_field *r = mm_json_get(&o, "refusals");
+    assert_int_equal(r->type, MM_J_OBJ);
+    assert_int_equal(r->n_obj, 1);
+    assert_string_equal(r->obj[0].key, "3");
+    assert_string_equal(r->obj[0].str, "tls_mismatch");
+    assert_true(isnan(r->obj[0].num));
+    const mm_json_field *w = mm_json_get(&o, "why");
+    assert_int_equal(w->n_obj, 2);
+    assert_string_equal(w->obj[0].str, "TLS mismatch: it says \"no\"");
+    assert_null(w->obj[1].str);
+    assert_true(w->obj[1].num == 7);
+    mm_json_free(&o);
+}
+
 static void test_bad_lines_refused(void **state)
 {
     (void)state;
@@ -161,6 +191,7 @@ int main(void)
         cmocka_unit_test(test_eval_line),
         cmocka_unit_test(test_u64_nan_escapes),
         cmocka_unit_test(test_unknown_nested_skipped),
+        cmocka_unit_test(test_string_objects),
         cmocka_unit_test(test_bad_lines_refused),
         cmocka_unit_test(test_number_edges_read),
         cmocka_unit_test(test_mutations_never_crash),

@@ -351,11 +351,95 @@ static void test_empty_run_is_an_error(void **state)
     rm_run();
 }
 
+/* A misconfigured run as docs/metrics.md writes it: peer 0 fine, peers 1
+ * and 2 refused each other (TLS mismatch), peer 3 isolated; and a running
+ * peer that said it was isolated and has not mixed since. The table names
+ * each, says the run was misconfigured, and the progress line counts them. */
+static void test_refused_and_isolated(void **state)
+{
+    (void)state;
+    snprintf(run, sizeof run, "/tmp/mm-report-refused-XXXXXX");
+    assert_non_null(mkdtemp(run));
+    static const char *const end[4] = {
+        "\"reason\":\"done\",\"refused\":0,\"tls_mismatch\":0,\"mixed\":{\"1\":5}",
+        "\"reason\":\"refused\",\"stopped\":\"done\",\"refused\":7,\"tls_mismatch\":6,"
+        "\"bad_magic\":1,\"mixed\":{\"0\":5,\"2\":0},\"refusals\":{\"2\":\"tls_mismatch\"},"
+        "\"why\":{\"2\":\"TLS mismatch: it speaks TLS but this peer runs --plaintext\"}",
+        "\"reason\":\"refused\",\"stopped\":\"signal\",\"refused\":4,\"tls_mismatch\":4,"
+        "\"mixed\":{\"1\":0,\"3\":0},\"refusals\":{\"1\":\"tls_mismatch\",\"3\":\"tls_mismatch\"}",
+        "\"reason\":\"isolated\",\"stopped\":\"done\",\"refused\":0,\"mixed\":{\"2\":0},"
+        "\"why\":{\"2\":\"never connected\"}",
+    };
+    for (int i = 0; i < 5; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/node-%d", run, i);
+        mkdir(path, 0777);
+        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", run, i);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"ev\":\"start\",\"peer\":%d,\"n_peers\":5,\"params\":10,\"time\":0}\n", i);
+        fprintf(f, "{\"ev\":\"round\",\"peer\":%d,\"round\":0,\"time\":1,\"nbrs\":[]}\n", i);
+        if (i == 4) { /* still running: said it is isolated, then a round with nobody */
+            fprintf(f, "{\"ev\":\"isolated\",\"peer\":4,\"round\":1,\"time\":2,\"alone_s\":31.0,"
+                       "\"mixed\":{\"3\":0},\"refusals\":{\"3\":\"bad_fingerprint\"},"
+                       "\"why\":{\"3\":\"model fingerprint differs\"}}\n");
+            fprintf(f, "{\"ev\":\"round\",\"peer\":4,\"round\":1,\"time\":3,\"nbrs\":[]}\n");
+        } else {
+            fprintf(f, "{\"ev\":\"end\",\"peer\":%d,\"round\":1,\"time\":2,%s}\n", i, end[i]);
+        }
+        fclose(f);
+    }
+    mm_report r;
+    char err[256] = "";
+    FILE *warn = tmpfile();
+    mm_report_opts opt = {.warn = warn, .no_exact = true};
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    assert_string_equal(r.peers[1].end_reason, "refused");
+    assert_true(r.peers[1].refused == 7);
+    assert_string_equal(r.peers[1].top_refusal, "tls_mismatch");
+    assert_int_equal(r.peers[1].n_refused_nbrs, 1);
+    assert_int_equal(r.peers[1].first_refused, 2);
+    assert_int_equal(r.peers[2].n_refused_nbrs, 2);
+    assert_string_equal(r.peers[3].end_reason, "isolated");
+    assert_true(r.peers[4].isolated_now);
+    assert_string_equal(r.peers[4].refused_code, "bad_fingerprint");
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    mm_report_print_table(&r, out);
+    fclose(out);
+    assert_non_null(strstr(buf, "node-1        1        1      0 refused "));
+    assert_non_null(strstr(buf, "7 tls_mismatch"));
+    assert_non_null(strstr(buf, "peer 2: tls_mismatch"));
+    assert_non_null(strstr(buf, "peer 1: tls_mismatch (+1 more)"));
+    assert_non_null(strstr(buf, "isolated "));
+    assert_non_null(strstr(buf, "isolated?"));
+    assert_non_null(strstr(buf, "MISCONFIGURED: 2 peers"));
+    assert_non_null(strstr(buf, "one side runs TLS, the other --plaintext"));
+    assert_non_null(strstr(buf, "ISOLATED: 1 peer mixed with none of its neighbours"));
+    assert_non_null(strstr(buf, "1 running peer mixes with none of its neighbours now"));
+    free(buf);
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    mm_report_print_progress(&r, 3, 30, out);
+    fclose(out);
+    /* refused: the two that ended so and the running one alone with a
+     * refused neighbour; isolated: the one that ended so */
+    assert_non_null(strstr(buf, "| refused 3 (tls_mismatch) | isolated 1 |"));
+    assert_non_null(strstr(buf, "[ERRII]"));
+    free(buf);
+    mm_report_free(&r);
+    fclose(warn);
+    rm_run();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_synthetic_run),
         cmocka_unit_test(test_empty_run_is_an_error),
+        cmocka_unit_test(test_refused_and_isolated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -735,6 +735,21 @@ static void two_peers_one_id(void **s)
     tn_run_for(&cl, 1500);
     assert_int_equal(cl.node[1].up[0], ups);
     assert_false(mm_transport_is_up(cl.node[1].t, 0));
+    /* each side was told whose connection it was and why (on_refused and
+     * mm_transport_peer_refusal): peer 1 of peer 0, the two peers 0 of
+     * peer 1, which they dialled */
+    mm_refusal r;
+    assert_true(mm_transport_peer_refusal(cl.node[1].t, 0, &r));
+    assert_int_equal(r.code, MM_REFUSAL_ID_CLASH);
+    assert_int_equal(cl.node[1].refusal[0].code, MM_REFUSAL_ID_CLASH);
+    assert_true(cl.node[0].refusal[1].code == MM_REFUSAL_ID_CLASH ||
+                cl.node[2].refusal[1].code == MM_REFUSAL_ID_CLASH);
+    for (uint32_t i = 0; i < 3; i += 2)
+        if (cl.node[i].refusal[1].code == MM_REFUSAL_ID_CLASH) {
+            assert_true(cl.node[i].refusal[1].dialled && cl.node[i].refusal[1].by_peer);
+            assert_non_null(strstr(cl.node[i].refusal[1].text, "two peers claim id 0"));
+        }
+    assert_true(mm_refusal_is_config(MM_REFUSAL_ID_CLASH));
     mm_log_set_file(NULL);
     fclose(log);
     assert_int_equal(tn_destroy(&cl), 0);
@@ -780,10 +795,111 @@ static void tls_plaintext_mismatch(void **s)
             assert_int_equal(st[i].bad_magic + st[i].bad_tls, 0);
             assert_int_equal(cl.node[i].up[1 - i], 0);
         }
+        /* Both sides know whose connection it was (peer 0 dialled; peer 1
+         * from the plaintext HELLO's header, or from the address: the
+         * only lower-id peer there), and say it in their own terms. */
+        for (int i = 0; i < 2; i++) {
+            bool tls = (i == 0) == (tls_dials == 1);
+            const mm_refusal *r = &cl.node[i].refusal[1 - i];
+            assert_true(cl.node[i].refusals[1 - i] >= 1);
+            assert_int_equal(r->code, MM_REFUSAL_TLS_MISMATCH);
+            assert_int_equal(r->peer, (uint32_t)(1 - i));
+            assert_string_equal(r->text, tls ? "TLS mismatch: it speaks plaintext murmur but "
+                                               "this peer expects TLS"
+                                             : "TLS mismatch: it speaks TLS but this peer runs "
+                                               "--plaintext");
+            /* a TLS handshake has no id: only the address told peer 1 */
+            assert_int_equal(r->by_address, i == 1 && !tls);
+            mm_refusal q;
+            assert_true(mm_transport_peer_refusal(cl.node[i].t, (uint32_t)(1 - i), &q));
+            assert_int_equal(q.code, MM_REFUSAL_TLS_MISMATCH);
+            assert_int_equal(cl.node[i].refusals_unknown, 0);
+        }
         mm_log_set_file(NULL);
         fclose(log);
         assert_int_equal(tn_destroy(&cl), 0);
     }
+}
+
+typedef struct { uint32_t a, b; } refused_pair;
+
+static bool both_refused(tn_cluster *cl, void *arg)
+{
+    refused_pair *p = arg;
+    return cl->node[p->a].refusals[p->b] > 0 && cl->node[p->b].refusals[p->a] > 0;
+}
+
+/* Two real peers configured differently (another model, vector length,
+ * algorithm): both sides are told whose connection was refused and why,
+ * the acceptor from the HELLO, the dialler from the REFUSE frame. */
+static void config_refusals_named(void **s)
+{
+    static const struct { mm_refusal_code code; const char *text; } cases[] = {
+        {MM_REFUSAL_FINGERPRINT, "model fingerprint differs"},
+        {MM_REFUSAL_FINGERPRINT, "vector length differs"},
+        {MM_REFUSAL_CONFIG, "algorithm differs"},
+    };
+    for (int k = 0; k < 3; k++) {
+        FILE *log = log_capture();
+        tn_cluster cl;
+        tn_init(&cl, 2, VLEN);
+        for (uint32_t i = 0; i < 2; i++) {
+            mm_transport_config c = tn_config(&cl, i, NULL);
+            if (i == 1 && k == 0) c.fingerprint[3] ^= 1;
+            if (i == 1 && k == 1) c.vec_len = VLEN + 1;
+            if (i == 1 && k == 2) c.algo = MM_WIRE_ALGO_ASYNC;
+            assert_non_null(tn_start(&cl, i, &c));
+        }
+        uint32_t one = 1, zero = 0;
+        mm_transport_want(cl.node[0].t, &one, 1);
+        mm_transport_want(cl.node[1].t, &zero, 1);
+        refused_pair p = {0, 1};
+        assert_true(tn_pump(&cl, both_refused, &p, 5000));
+        for (int i = 0; i < 2; i++) {
+            const mm_refusal *r = &cl.node[i].refusal[1 - i];
+            assert_int_equal(r->peer, (uint32_t)(1 - i));
+            assert_int_equal(r->code, cases[k].code);
+            assert_true(mm_refusal_is_config(r->code));
+            assert_non_null(strstr(r->text, cases[k].text));
+            assert_int_equal(r->dialled, i == 0);
+            assert_int_equal(r->by_peer, i == 0); /* the acceptor refused, the dialler was told */
+            assert_int_equal(cl.node[i].up[1 - i], 0);
+        }
+        mm_log_set_file(NULL);
+        fclose(log);
+        assert_int_equal(tn_destroy(&cl), 0);
+    }
+    /* a dial to where nothing listens: unreachable, not a configuration */
+    FILE *log = log_capture();
+    tn_cluster cl;
+    tn_init(&cl, 2, VLEN);
+    mm_transport_config c = tn_config(&cl, 0, NULL);
+    assert_non_null(tn_start(&cl, 0, &c));
+    uint32_t one = 1;
+    mm_transport_want(cl.node[0].t, &one, 1);
+    uint64_t end = uv_hrtime() / 1000000 + 3000;
+    while (!cl.node[0].refusals[1] && uv_hrtime() / 1000000 < end)
+        uv_run(&cl.loop, UV_RUN_ONCE);
+    assert_int_equal(cl.node[0].refusal[1].code, MM_REFUSAL_UNREACHABLE);
+    assert_false(mm_refusal_is_config(MM_REFUSAL_UNREACHABLE));
+    assert_non_null(strstr(cl.node[0].refusal[1].text, "connect failed"));
+    mm_log_set_file(NULL);
+    fclose(log);
+    assert_int_equal(tn_destroy(&cl), 0);
+    /* the documented REFUSE prefixes (docs/protocol.md, "Refusals") */
+    assert_int_equal(mm_refusal_classify("TLS mismatch: x"), MM_REFUSAL_TLS_MISMATCH);
+    assert_int_equal(mm_refusal_classify("two peers claim id 3 (...)"), MM_REFUSAL_ID_CLASH);
+    assert_int_equal(mm_refusal_classify("codec differs: ..."), MM_REFUSAL_CONFIG);
+    assert_int_equal(mm_refusal_classify("peer 3 dialled peer 1, but the lower id dials"),
+                     MM_REFUSAL_IDENTITY);
+    assert_int_equal(mm_refusal_classify("certificate names no murmur-peer-K (CN \"x\")"),
+                     MM_REFUSAL_IDENTITY);
+    assert_int_equal(mm_refusal_classify("bad version: 2"), MM_REFUSAL_VERSION);
+    assert_int_equal(mm_refusal_classify("replaced by a newer connection from peer 2"),
+                     MM_REFUSAL_OTHER);
+    assert_int_equal(mm_refusal_classify("silent for 10000 ms (peer timeout)"), MM_REFUSAL_OTHER);
+    assert_string_equal(mm_refusal_name(MM_REFUSAL_TLS_MISMATCH), "tls_mismatch");
+    assert_string_equal(mm_refusal_name(MM_REFUSAL_FINGERPRINT), "bad_fingerprint");
 }
 
 /* A real transport that poisons its vectors (cfg.test_poison). */
@@ -1042,6 +1158,7 @@ int main(void)
         cmocka_unit_test(short_frame_then_silence),
         cmocka_unit_test(bad_checksum),
         cmocka_unit_test(wrong_fingerprint),
+        cmocka_unit_test(config_refusals_named),
         cmocka_unit_test(round_outside_window),
         cmocka_unit_test(nan_and_inf),
         cmocka_unit_test(bad_weights),

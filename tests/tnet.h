@@ -34,6 +34,9 @@ typedef struct {
     uint64_t sent_ok, sent_fail;
     int up[TN_MAX], down[TN_MAX], bye[TN_MAX];
     bool hold;                  /* keep lent buffers (do not release) */
+    int refusals[TN_MAX];       /* on_refused per peer ... */
+    mm_refusal refusal[TN_MAX]; /* ... and the last one */
+    int refusals_unknown;       /* on_refused without a peer */
 } tn_node;
 
 struct tn_cluster {
@@ -153,6 +156,17 @@ static void tn_on_peer(void *ud, uint32_t peer, mm_peer_state st)
     if (st == MM_PEER_BYE) nd->bye[peer]++;
 }
 
+static void tn_on_refused(void *ud, const mm_refusal *r)
+{
+    tn_node *nd = ud;
+    if (r->peer == MM_PEER_UNKNOWN) {
+        nd->refusals_unknown++;
+    } else if (r->peer < TN_MAX) {
+        nd->refusals[r->peer]++;
+        nd->refusal[r->peer] = *r;
+    }
+}
+
 static void tn_wake(uv_timer_t *t) { (void)t; }
 
 static inline void tn_init(tn_cluster *cl, uint32_t n, uint64_t vec_len)
@@ -210,7 +224,8 @@ static inline mm_transport_config tn_config(tn_cluster *cl, uint32_t id, const c
 
 static inline mm_transport *tn_start(tn_cluster *cl, uint32_t id, const mm_transport_config *cfg)
 {
-    mm_transport_callbacks cb = {tn_on_vector, tn_on_sent, tn_on_peer, &cl->node[id]};
+    mm_transport_callbacks cb = {tn_on_vector, tn_on_sent, tn_on_peer, &cl->node[id],
+                                 tn_on_refused};
     char err[256] = "";
     cl->node[id].t = mm_transport_new(&cl->loop, cfg, &cb, err, sizeof err);
     if (!cl->node[id].t)

@@ -94,6 +94,30 @@ st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts6" -t "$T/ring.
     { cat "$T/nodata.out" >&2; fail "run-hosts did not explain the failed peers ($st)"; }
 note "run-hosts: failed peers explained: $(grep -m1 'last error' "$T/nodata.out" | sed 's/^ *//')"
 
+# A misconfigured run fails, with the reason per neighbour on the terminal:
+# the murmur on "host" 2 (-m) runs its peer with --plaintext among TLS peers.
+cat > "$T/plain-murmur" <<EOF
+#!/bin/sh
+# murmur, with --plaintext for peer 2
+prev=''
+for a in "\$@"; do
+    [ "\$prev" = --id ] && [ "\$a" = 2 ] && exec "$MURMUR" "\$@" --plaintext
+    prev=\$a
+done
+exec "$MURMUR" "\$@"
+EOF
+chmod +x "$T/plain-murmur"
+test_hosts "$T/hosts7" plain
+st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts7" -t "$T/ring.topo" -r plain -m "$T/plain-murmur" \
+    -D "$T/data" -- --no-train --vector-len 1000 --rounds 20 --eval-every 0 --start-timeout 2000 \
+    --peer-timeout 1000 --round-timeout 500 > "$T/plain.out" 2>&1 || st=$?
+[ $st = 1 ] && grep -q "peer 2 exited with status 3" "$T/plain.out" &&
+    grep -q "peer 2: TLS mismatch: it speaks plaintext murmur but this peer expects TLS" "$T/plain.out" &&
+    grep -q "peer [13]: TLS mismatch: it speaks TLS but this peer runs --plaintext" "$T/plain.out" &&
+    grep -q "run-hosts: the run is misconfigured: 3 peer(s)" "$T/plain.out" ||
+    { cat "$T/plain.out" >&2; fail "run-hosts did not fail a run with a --plaintext peer among TLS peers ($st)"; }
+note "run-hosts, one --plaintext peer: exit 1, $(grep -m1 'peer 2: TLS mismatch' "$T/plain.out" | sed 's/^ *//')"
+
 # 2. Ctrl-C: SIGINT to run-hosts.sh stops every peer (SIGTERM on its host),
 # which ends its round, checkpoints and exits; the directories still come home.
 # A background job of a script starts with SIGINT ignored, which a shell

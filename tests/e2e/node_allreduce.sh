@@ -46,3 +46,26 @@ for n in 3 4 7 8; do
     grep -q '"t_allreduce"' "$run/node-0/metrics.jsonl" || fail "n=$n: no t_allreduce in the round lines"
 done
 echo "ok: allreduce gives the exact average on n = 3, 4, 7, 8 peers"
+
+# Isolation (docs/node.md, "Isolation and refused neighbours") sees an
+# all-reduce as mixing with both ring neighbours every round: peer 0's end
+# line counts 16 exchanges mixed for peers 1 and 2, and a run longer than
+# the isolation limit (max(--start-timeout, --peer-timeout +
+# --round-timeout): 2 s here) ends `done`, exit 0.
+n=3; port=$(free_ports $n); run="$T/long"; pids=""; k=0
+while [ "$k" -lt "$n" ]; do
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring3.topo" --base-port "$port" \
+        --plaintext --algo allreduce --no-train --vector-len $len --rounds 16 \
+        --compute-jitter uniform:0.4 --jitter-seed 1 --start-timeout 1000 --peer-timeout 1000 \
+        --round-timeout 1000 --eval-every 0 --log-every 0 --run-dir "$run" > "$T/long.$k.out" 2>&1 &
+    pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
+    k=$((k + 1))
+done
+wait_all $pids || { cat "$T/long.0.out" >&2; fail "a 3-peer all-reduce run longer than the isolation limit failed"; }
+secs=$(jfield "$run/node-0/metrics.jsonl" end time)
+end=$(grep '"ev":"end"' "$run/node-0/metrics.jsonl")
+note "a ${secs} s all-reduce run, isolation limit 2 s: $(echo "$end" | grep -o '"reason":"[a-z]*"') $(echo "$end" | grep -o '"mixed":{[^}]*}')"
+echo "$end" | grep -q '"reason":"done"' || fail "the long run did not end done"
+echo "$end" | grep -q '"mixed":{"1":16,"2":16}' || fail "peer 0 did not count its 16 all-reduces as mixing with peers 1 and 2"
+awk -v s="$secs" 'BEGIN { exit !(s > 2) }' || fail "the long run took only $secs s: not longer than the limit"
+echo "ok: an all-reduce mixes with the ring neighbours every round, and a long run is not isolated"

@@ -23,9 +23,11 @@ grep -q '^time to val_loss <= 1.5000 (mean over peers): .* at round 1$' "$T/one"
 "$MURMUR" report "$T/a" --no-plots --target-loss 0.5 | grep -q 'not reached' || fail "an unreached target not said"
 (cd "$T" && "$MURMUR" report --compare a b --no-plots --target-loss 1.5 > "$T/cmp") || fail "compare failed"
 cat "$T/cmp"
-grep -E -q '^a .* 3 +[0-9.]+$' "$T/cmp" || fail "run a: not at round 3"
-grep -E -q '^b .* 1 +[0-9.]+$' "$T/cmp" || fail "run b: not at round 1"
-ta=$(awk '$1 == "a" { print $NF }' "$T/cmp"); tb=$(awk '$1 == "b" { print $NF }' "$T/cmp")
+# col FILE RUN NAME: the table's column NAME (by its header) for run RUN
+col() { awk -v r="$2" -v c="$3" '$1 == "run" { for (i = 1; i <= NF; i++) if ($i == c) k = i } $1 == r { print $k }' "$1"; }
+[ "$(col "$T/cmp" a r_target)" = 3 ] || fail "run a: not at round 3"
+[ "$(col "$T/cmp" b r_target)" = 1 ] || fail "run b: not at round 1"
+ta=$(col "$T/cmp" a t_target); tb=$(col "$T/cmp" b t_target)
 wa=$(jfield "$T/a/node-1/metrics.jsonl" round time | sed -n 4p); wb=$(jfield "$T/b/node-1/metrics.jsonl" round time | sed -n 2p)
 note "target 1.5: run a at ${ta} s (its slowest peer's round 3: $wa s), run b at ${tb} s (round 1: $wb s)"
 awk -v a="$ta" -v b="$tb" -v wa="$wa" -v wb="$wb" 'BEGIN { exit !(a == wa && b == wb) }' || fail "time to target is not the slowest peer's time of that round"
@@ -34,5 +36,5 @@ grep -q ',1.5,3,' "$T/compare.csv" && grep -q ',1.5,1,' "$T/compare.csv" || { ca
 # default target: the largest final val_loss (1.2): b reaches it at round 3 only
 (cd "$T" && "$MURMUR" report --compare a b --no-plots > "$T/cmp2") || fail "compare failed"
 grep -q '<= 1.2000' "$T/cmp2" || fail "default target is not the largest final val_loss"
-grep -E -q '^b .* 3 +[0-9.]+$' "$T/cmp2" || fail "default target: run b not at round 3"
+[ "$(col "$T/cmp2" b r_target)" = 3 ] || fail "default target: run b not at round 3"
 echo "ok: time to target loss in murmur report"
