@@ -18,6 +18,7 @@
 # Writes OUT.csv (one row a run) and OUT.txt (the table). Needs the Brown
 # corpus (make data). Takes tens of minutes: take the heavy-work lock.
 set -eu
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MURMUR=${MURMUR:-$ROOT/murmur}
 LAB="$ROOT/scripts/netns-lab.sh"

@@ -39,6 +39,7 @@
 # gnuplot, OUT.png (predicted against measured, with the +-25 % band).
 # Runs for about 10 minutes: take the heavy-work lock (CONVENTIONS.md).
 set -eu
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 MURMUR=${MURMUR:-$ROOT/murmur}
 LAB="$ROOT/scripts/netns-lab.sh"
