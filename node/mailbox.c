@@ -272,13 +272,16 @@ void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
     pthread_mutex_unlock(&mb->mu);
 }
 
-uint64_t mm__mbox_generation(mm__mbox *mb)
+/* One counter of the mailbox, read under its mutex. */
+static uint64_t read_locked(mm__mbox *mb, const uint64_t *field)
 {
     pthread_mutex_lock(&mb->mu);
-    uint64_t g = mb->gen;
+    uint64_t v = *field;
     pthread_mutex_unlock(&mb->mu);
-    return g;
+    return v;
 }
+
+uint64_t mm__mbox_generation(mm__mbox *mb) { return read_locked(mb, &mb->gen); }
 
 /* pthread_cond_timedwait counts in CLOCK_REALTIME: a mm_time_now()
  * deadline converted. */
@@ -310,9 +313,7 @@ bool mm__mbox_stopping(mm__mbox *mb) { return atomic_load(&mb->signals) > 0; }
 void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
 {
     if (fresh) {
-        pthread_mutex_lock(&mb->mu);
-        uint64_t sg = mb->stats_gen;
-        pthread_mutex_unlock(&mb->mu);
+        uint64_t sg = read_locked(mb, &mb->stats_gen);
         uv_async_send(mb->wake);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
@@ -335,13 +336,7 @@ void mm__mbox_defer_busy(mm__mbox *mb, bool on)
     pthread_mutex_unlock(&mb->mu);
 }
 
-uint64_t mm__mbox_deferred_sends(mm__mbox *mb)
-{
-    pthread_mutex_lock(&mb->mu);
-    uint64_t d = mb->deferred;
-    pthread_mutex_unlock(&mb->mu);
-    return d;
-}
+uint64_t mm__mbox_deferred_sends(mm__mbox *mb) { return read_locked(mb, &mb->deferred); }
 
 void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out)
 {
@@ -354,13 +349,7 @@ void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out)
     pthread_mutex_unlock(&mb->mu);
 }
 
-uint64_t mm__mbox_skipped_sends(mm__mbox *mb)
-{
-    pthread_mutex_lock(&mb->mu);
-    uint64_t s = mb->skipped;
-    pthread_mutex_unlock(&mb->mu);
-    return s;
-}
+uint64_t mm__mbox_skipped_sends(mm__mbox *mb) { return read_locked(mb, &mb->skipped); }
 
 void mm__mbox_finish(mm__mbox *mb)
 {
