@@ -12,6 +12,16 @@
 #
 #   sh scripts/runtime-finding.sh [OUT]      (root; default OUT build/runtime-finding)
 #
+# FIND_LAB=0 runs the same trainings over loopback instead (no root, no
+# lab, no shaping): for the rounds to the target only. Those are a property
+# of the algorithm and the data, not of the machine: with synchronous
+# rounds every peer mixes exactly its neighbours' vectors of the round
+# (all-reduce: the exact average) and the jitter only sleeps, so a run is
+# the same bit for bit whatever the load (docs/node.md), and such a run
+# may go without the heavy-work lock, under nice. Its times are not a
+# finding; docs/runtime.md multiplies its rounds by the lab's time per
+# round (scripts/validate-plan.sh).
+#
 #   FIND_PROFILE=2x4:intra=200mbit,inter=50mbit  FIND_ROUNDS=120  FIND_SEEDS="1 2"
 #   FIND_ALGOS="ring onepeer-exp exp allreduce"  FIND_JITTERS="none longtail:0.1:0.3"
 #   FIND_MODEL="--layers 2 --width 64 ..."  (the demo's model)
@@ -33,15 +43,27 @@ JITTERS=${FIND_JITTERS:-none longtail:0.1:0.3}
 DATA=${FIND_DATA:-$ROOT/data/brown}
 MODEL=${FIND_MODEL:---layers 2 --width 64 --heads 4 --ctx 64 --batch 16 --lr 3e-3 --min-lr 1e-4 --eval-windows 32}
 TAG=${FIND_TAG:-i17bf}
-[ "$(id -u)" = 0 ] || { echo "runtime-finding: needs root (network namespaces)" >&2; exit 2; }
+LABRUN=${FIND_LAB:-1}
+[ "$LABRUN" = 0 ] || [ "$(id -u)" = 0 ] || { echo "runtime-finding: needs root (network namespaces; FIND_LAB=0: loopback)" >&2; exit 2; }
 [ -d "$DATA" ] || { echo "runtime-finding: no corpus at $DATA (make data)" >&2; exit 2; }
 WORK="$OUT.d"; rm -rf "$WORK"; mkdir -p "$WORK"
-trap 'sh "$LAB" down "$TAG" 2>/dev/null || true' EXIT
 trap 'exit 130' INT TERM
-sh "$LAB" up "$TAG" "$N" --profile "$PROFILE"
 k=0; : > "$WORK/hosts"
-while [ "$k" -lt "$N" ]; do echo "$k $(sh "$LAB" addr "$TAG" "$k"):29500" >> "$WORK/hosts"; k=$((k + 1)); done
-echo "runtime-finding: $N peers, $PROFILE, $ROUNDS rounds; algorithms: $ALGOS; jitter: $JITTERS; seeds: $SEEDS; load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [ "$LABRUN" = 0 ]; then
+    # loopback: N ports free now (as tests/e2e/lib.sh's free_ports)
+    lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    base=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - 20100 - N) ))
+    while [ "$k" -lt "$N" ]; do echo "$k 127.0.0.1:$((base + k))" >> "$WORK/hosts"; k=$((k + 1)); done
+    inlab() { shift 2; "$@"; }
+    where="loopback (FIND_LAB=0: rounds to target only)"
+else
+    trap 'sh "$LAB" down "$TAG" 2>/dev/null || true' EXIT
+    sh "$LAB" up "$TAG" "$N" --profile "$PROFILE"
+    while [ "$k" -lt "$N" ]; do echo "$k $(sh "$LAB" addr "$TAG" "$k"):29500" >> "$WORK/hosts"; k=$((k + 1)); done
+    inlab() { sh "$LAB" exec "$TAG" "$@"; }
+    where=$PROFILE
+fi
+echo "runtime-finding: $N peers, $where, $ROUNDS rounds; algorithms: $ALGOS; jitter: $JITTERS; seeds: $SEEDS; model: $MODEL; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 : > "$WORK/runs"
 for jit in $JITTERS; do
@@ -55,7 +77,7 @@ for jit in $JITTERS; do
             load0=$(cut -d' ' -f1 /proc/loadavg)
             k=0; pids=""
             while [ "$k" -lt "$N" ]; do
-                sh "$LAB" exec "$TAG" "$k" env MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id "$k" \
+                inlab "$TAG" "$k" env MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id "$k" \
                     --hosts "$WORK/hosts" --topology "$topo" $aflag --plaintext --data "$DATA" \
                     --partition genre $MODEL --seed "$seed" --rounds "$ROUNDS" --eval-every "$EVAL" \
                     --compute-jitter "$jit" --jitter-seed "$seed" --checkpoint-every 0 --log-every 0 \
