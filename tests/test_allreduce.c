@@ -76,7 +76,8 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
         cfg.allow_chunks = true;
         cfg.weight_rule = MM_WEIGHT_ONE;
         nodes[i] = (ar_node){.cl = cl, .id = i};
-        mm_transport_callbacks cb = {on_vector, on_sent, on_peer, &nodes[i]};
+        mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
+                                     .ud = &nodes[i]};
         char err[256] = "";
         cl->node[i].t = mm_transport_new(&cl->loop, &cfg, &cb, err, sizeof err);
         assert_non_null(cl->node[i].t);
