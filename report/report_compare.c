@@ -104,7 +104,7 @@ double mm_report_common_target(mm_report *const *runs, int n)
 }
 
 /* The refused column: "0", or the count and the commonest reason. */
-static void ref_text(const mm__rep_finals *f, char *buf, size_t len)
+static void refused_text(const mm__rep_finals *f, char *buf, size_t len)
 {
     if (f->refused > 0)
         snprintf(buf, len, "%.0f %s", f->refused, f->top);
@@ -123,7 +123,7 @@ void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE 
         mm__rep_finals f;
         mm__report_finals(runs[k], &f);
         mm__report_run_name(runs[k], name, sizeof name);
-        ref_text(&f, ref, sizeof ref);
+        refused_text(&f, ref, sizeof ref);
         int ln = (int)strlen(name), lt = runs[k]->topology[0] ? (int)strlen(runs[k]->topology) : 1;
         if (ln > wname)
             wname = ln;
@@ -142,7 +142,7 @@ void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE 
         char name[256], end[32], ref[48], rt[24] = "-";
         mm__report_run_name(runs[k], name, sizeof name);
         end_text(runs[k], &f, end, sizeof end);
-        ref_text(&f, ref, sizeof ref);
+        refused_text(&f, ref, sizeof ref);
         bad |= f.n_refused || f.n_isolated;
         double tt;
         int64_t r = mm_report_time_to_loss(runs[k], target, &tt);
