@@ -237,10 +237,5 @@ int main(void)
         cmocka_unit_test(shorter_than_n), cmocka_unit_test(one_chunk_per_segment),
         cmocka_unit_test(neighbour_leaves),
     };
-    int r = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        r = r ? r : 1;
-    return r;
+    return tn_done(cmocka_run_group_tests(tests, NULL, NULL), dir);
 }
