@@ -33,6 +33,8 @@
 # the lab (RetransSegs of every host's /proc/net/snmp) and the load average
 # before and after.
 #
+# VALIDATE_SSAI=0 turns TCP's slow start after idle off in the lab's hosts
+# (sysctl net.ipv4.tcp_slow_start_after_idle; Linux's default is 1).
 # VALIDATE_PREDICT_ONLY=1 skips the lab and predicts again from the
 # measurements kept in OUT.meas (after a change to the model).
 # Writes OUT.csv (one row a configuration; the profile's comma written ;), OUT.txt (the table) and, with
@@ -108,7 +110,12 @@ printf '%s\n%s\n' "$CAL" "$GRID" | while read -r n prof algo jit len; do
         sh "$LAB" up "$TAG" "$n" --profile "$prof"
         cur="$n $prof"
         k=0; : > "$WORK/hosts"
-        while [ "$k" -lt "$n" ]; do echo "$k $(sh "$LAB" addr "$TAG" "$k"):29500" >> "$WORK/hosts"; k=$((k + 1)); done
+        while [ "$k" -lt "$n" ]; do
+            echo "$k $(sh "$LAB" addr "$TAG" "$k"):29500" >> "$WORK/hosts"
+            # VALIDATE_SSAI=0: no TCP slow start after an idle connection
+            [ -z "${VALIDATE_SSAI:-}" ] || ip netns exec "$TAG-$k" sysctl -qw net.ipv4.tcp_slow_start_after_idle="$VALIDATE_SSAI"
+            k=$((k + 1))
+        done
     fi
     case $algo in
     allreduce) topo="$ROOT/topologies/ring-$n.topo"; aflag="--algo allreduce"
