@@ -9,9 +9,10 @@
 #include <stdint.h>
 
 #include "gossip/consensus.h"
+#include "node/plan.h"
 #include "node/replica.h"
 
-typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM } mm_algo;
+typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM, MM_ALGO_ALLREDUCE } mm_algo;
 
 typedef struct {
     /* who and where */
@@ -45,6 +46,12 @@ typedef struct {
     int round_timeout_ms, peer_timeout_ms, start_timeout_ms;
     int staleness;                 /* async: oldest copy (in rounds) still mixed */
     double clip_pull;              /* >0: bound ||x_j - x_i|| per neighbour */
+    long allreduce_chunk;          /* allreduce: floats per chunk (0: the default) */
+
+    /* testing: a seeded random delay added to every local step */
+    mm_plan_jitter jitter;
+    uint64_t jitter_seed;
+    bool jitter_seed_given;
 
     /* metrics and checkpoints */
     int eval_every, eval_windows;
