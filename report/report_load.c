@@ -221,6 +221,234 @@ static void read_refusals(mm_rep_peer *p, const mm_json_obj *o)
     }
 }
 
+/* One metrics file being read: where the records go, the counters'
+ * offsets across restarts, and the sketches waiting to be merged. */
+typedef struct {
+    mm_report *r;
+    mm_rep_peer *p;
+    const char *path;
+    const mm_report_opts *opt;
+    size_t lineno, cap_r, cap_e, n_pend, cap_pend, seq;
+    pending_sketch *pend;
+    /* Counter values at the end of the previous segments (summed) and the
+     * latest of the current segment: sent, recv, compute, comm, wait, time. */
+    double off[6], last[6];
+    double refusal_sum[N_REFUSAL_COUNTERS];
+} loader;
+
+/* Parses one line into o. 1 when there is a record to use, 0 when the line
+ * was ignored (said why, o freed). A peer killed in the middle of a line
+ * and restarted appends its next line to the fragment: that line is kept. */
+static int parse_line(loader *L, char *line, ssize_t len, mm_json_obj *o)
+{
+    char err[160];
+    if (mm_json_parse(line, (size_t)len, o, err, sizeof err) == 0)
+        return 1;
+    mm_json_free(o);
+    const char *again = strstr(line + 1, "{\"ev\":");
+    if (again && mm_json_parse(again, (size_t)(line + len - again), o, err, sizeof err) == 0) {
+        mm__report_warn(L->r, L->opt, "%s:%zu: an incomplete record (%zu bytes) precedes this "
+                        "line; the fragment is ignored", L->path, L->lineno, (size_t)(again - line));
+        return 1;
+    }
+    mm_json_free(o);
+    if (line[len - 1] != '\n') {
+        L->p->torn_tail = true;
+        if (!L->opt || !L->opt->quiet_tail)
+            mm__report_warn(L->r, L->opt, "%s:%zu: last line is incomplete (%zd bytes, no "
+                            "newline); ignored", L->path, L->lineno, len);
+    } else {
+        L->p->bad_lines++;
+        mm__report_warn(L->r, L->opt, "%s:%zu: not a JSON object (%s); line ignored", L->path,
+                        L->lineno, err);
+    }
+    return 0;
+}
+
+/* A start line: a new process (a restart adds its counters to the old). */
+static void on_start(loader *L, const mm_json_obj *o)
+{
+    mm_rep_peer *p = L->p;
+    for (int i = 0; i < 6; i++) { /* the process restarted its counters */
+        L->off[i] += L->last[i];
+        L->last[i] = 0;
+    }
+    p->n_starts++;
+    p->ended = false;
+    p->end_reason[0] = 0;
+    p->isolated_now = false;
+    p->n_refused_nbrs = 0;
+    p->refused_code[0] = 0;
+    p->first_refused = -1;
+    double v;
+    uint64_t u;
+    if (mm_json_num(o, "peer", &v) && v != p->id)
+        mm__report_warn(L->r, L->opt, "%s:%zu: start line says peer %g but the directory is node-%d",
+                        L->path, L->lineno, v, p->id);
+    if (mm_json_u64(o, "params", &u))
+        p->params = (int64_t)u;
+    if (mm_json_num(o, "n_peers", &v) && v >= 1 && v < 1e6)
+        p->n_peers = (int)v;
+    if (mm_json_num(o, "sketch_dim", &v) && v >= 0 && v < 1e8)
+        p->sketch_dim = (int)v;
+    if (mm_json_u64(o, "sketch_seed", &u))
+        p->sketch_seed = u;
+    copy_str(p->topology, sizeof p->topology, mm_json_str(o, "topology"));
+    copy_str(p->algo, sizeof p->algo, mm_json_str(o, "algo"));
+}
+
+/* A round line. -1 when out of memory (reading stops there). */
+static int on_round(loader *L, const mm_json_obj *o)
+{
+    mm_rep_peer *p = L->p;
+    mm_rep_round rd = {0};
+    if (!get_round(o, &rd.round)) {
+        p->bad_lines++;
+        mm__report_warn(L->r, L->opt, "%s:%zu: round line without a valid \"round\"; ignored",
+                        L->path, L->lineno);
+        return 0;
+    }
+    static const char *ctr[5] = {"bytes_sent", "bytes_recv", "t_compute", "t_comm", "t_wait"};
+    double *dst[5] = {&rd.bytes_sent, &rd.bytes_recv, &rd.t_compute, &rd.t_comm, &rd.t_wait};
+    for (int i = 0; i < 5; i++) {
+        double v = num_or(o, ctr[i], NAN);
+        if (isfinite(v))
+            L->last[i] = v;
+        *dst[i] = L->off[i] + L->last[i];
+    }
+    double t = num_or(o, "time", NAN);
+    if (isfinite(t))
+        L->last[5] = t;
+    rd.time = L->off[5] + L->last[5];
+    rd.step = num_or(o, "step", NAN);
+    rd.loss = num_or(o, "loss", NAN);
+    rd.lr = num_or(o, "lr", NAN);
+    rd.exchanges = num_or(o, "exchanges", 1); /* older lines: one a round */
+    rd.xi_est = num_or(o, "xi_est", NAN);
+    rd.nbrs = num_or(o, "nbrs", NAN);
+    rd.missing = num_or(o, "missing", NAN);
+    const mm_json_field *nb = mm_json_get(o, "nbrs");
+    if (nb && nb->type == MM_J_ARR && nb->n_arr > 0)
+        p->isolated_now = false; /* it mixes again */
+    rd.dist_mean = NAN;
+    const mm_json_field *d = mm_json_get(o, "dist");
+    if (d && d->type == MM_J_OBJ && d->n_obj) {
+        double sum = 0;
+        for (size_t i = 0; i < d->n_obj; i++)
+            sum += d->obj[i].num;
+        rd.dist_mean = sum / (double)d->n_obj;
+    }
+    if (p->n_rounds == L->cap_r) {
+        L->cap_r = L->cap_r ? 2 * L->cap_r : 256;
+        mm_rep_round *nw = realloc(p->rounds, L->cap_r * sizeof *nw);
+        if (!nw)
+            return -1;
+        p->rounds = nw;
+    }
+    p->rounds[p->n_rounds++] = rd;
+    return 0;
+}
+
+/* An eval line; its sketch waits in pend (ownership moves there) until the
+ * file is read, so that a round evaluated twice counts once. -1 when out
+ * of memory. */
+static int on_eval(loader *L, const mm_json_obj *o)
+{
+    mm_rep_peer *p = L->p;
+    mm_rep_eval e = {0};
+    if (!get_round(o, &e.round)) {
+        p->bad_lines++;
+        mm__report_warn(L->r, L->opt, "%s:%zu: eval line without a valid \"round\"; ignored",
+                        L->path, L->lineno);
+        return 0;
+    }
+    double t = num_or(o, "time", NAN);
+    if (isfinite(t) && t > L->last[5])
+        L->last[5] = t;
+    e.time = L->off[5] + (isfinite(t) ? t : L->last[5]);
+    e.step = num_or(o, "step", NAN);
+    e.val_loss = num_or(o, "val_loss", NAN);
+    e.val_bpb = num_or(o, "val_bpb", NAN);
+    e.val_acc = num_or(o, "val_acc", NAN);
+    e.norm = num_or(o, "norm", NAN);
+    const mm_json_field *sk = mm_json_get(o, "sketch");
+    if (sk && sk->type == MM_J_ARR && sk->n_arr > 0) {
+        if (p->sketch_dim && (size_t)p->sketch_dim != sk->n_arr)
+            mm__report_warn(L->r, L->opt, "%s:%zu: sketch has %zu values, start line said %d",
+                            L->path, L->lineno, sk->n_arr, p->sketch_dim);
+        if (L->n_pend == L->cap_pend) {
+            L->cap_pend = L->cap_pend ? 2 * L->cap_pend : 64;
+            pending_sketch *nw = realloc(L->pend, L->cap_pend * sizeof *nw);
+            if (!nw)
+                return -1;
+            L->pend = nw;
+        }
+        L->pend[L->n_pend++] = (pending_sketch){e.round, L->seq++, sk->arr, (int)sk->n_arr,
+                                                p->sketch_seed};
+        ((mm_json_field *)sk)->arr = NULL; /* ownership moves to pend */
+        e.has_sketch = true;
+    }
+    if (p->n_evals == L->cap_e) {
+        L->cap_e = L->cap_e ? 2 * L->cap_e : 64;
+        mm_rep_eval *nw = realloc(p->evals, L->cap_e * sizeof *nw);
+        if (!nw)
+            return -1;
+        p->evals = nw;
+    }
+    p->evals[p->n_evals++] = e;
+    return 0;
+}
+
+/* An end line: how the process ended and what it refused. */
+static void on_end(loader *L, const mm_json_obj *o)
+{
+    mm_rep_peer *p = L->p;
+    p->n_ends++;
+    p->ended = true;
+    p->isolated_now = false;
+    copy_str(p->end_reason, sizeof p->end_reason, mm_json_str(o, "reason"));
+    read_refusals(p, o);
+    for (size_t i = 0; i < N_REFUSAL_COUNTERS; i++) {
+        double v = num_or(o, refusal_counters[i], 0);
+        if (isfinite(v) && v > 0)
+            L->refusal_sum[i] += v;
+    }
+    double v = num_or(o, "refused", 0);
+    if (isfinite(v) && v > 0)
+        p->refused += v;
+    double t = num_or(o, "time", NAN);
+    if (isfinite(t) && t > L->last[5])
+        L->last[5] = t;
+}
+
+/* After the last line: the commonest refusal, one record per round (the
+ * last written wins), and each round's sketch merged into the report. */
+static void finish(loader *L)
+{
+    mm_rep_peer *p = L->p;
+    size_t top = 0;
+    for (size_t i = 1; i < N_REFUSAL_COUNTERS; i++)
+        if (L->refusal_sum[i] > L->refusal_sum[top])
+            top = i;
+    if (L->refusal_sum[top] > 0)
+        copy_str(p->top_refusal, sizeof p->top_refusal, refusal_counters[top]);
+    p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
+    double ex = 0;
+    for (size_t i = 0; i < p->n_rounds; i++)
+        p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges;
+    p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
+    qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
+    for (size_t i = 0; i < L->n_pend; i++) {
+        if (i + 1 < L->n_pend && L->pend[i + 1].round == L->pend[i].round)
+            continue;
+        mm__report_add_sketch(L->r, L->opt, p->id, L->pend[i].round, L->pend[i].y,
+                              L->pend[i].dim, L->pend[i].seed);
+    }
+    for (size_t i = 0; i < L->n_pend; i++)
+        free(L->pend[i].y);
+    free(L->pend);
+}
+
 int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm_report_opts *opt)
 {
     FILE *f = fopen(path, "r");
@@ -231,215 +459,41 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
         p->mtime = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
     p->has_metrics = true;
     p->params = -1;
-
-    size_t cap_r = 0, cap_e = 0, n_pend = 0, cap_pend = 0;
-    pending_sketch *pend = NULL;
-    /* Counter values at the end of the previous segments (summed) and the
-     * latest of the current segment. */
-    double off[6] = {0}, last[6] = {0}; /* sent, recv, compute, comm, wait, time */
-    double refusal_sum[N_REFUSAL_COUNTERS] = {0};
     p->first_refused = -1;
+
+    loader L = {.r = r, .p = p, .path = path, .opt = opt};
     char *line = NULL;
-    size_t linecap = 0, lineno = 0, seq = 0;
+    size_t linecap = 0;
     ssize_t len;
     while ((len = getline(&line, &linecap, f)) > 0) {
-        lineno++;
-        bool torn = line[len - 1] != '\n';
+        L.lineno++;
         mm_json_obj o;
-        char err[160];
-        if (mm_json_parse(line, (size_t)len, &o, err, sizeof err) != 0) {
-            mm_json_free(&o);
-            /* A peer killed in the middle of a line and restarted appends
-             * its next line to the fragment: keep that line. */
-            const char *again = strstr(line + 1, "{\"ev\":");
-            if (again && mm_json_parse(again, (size_t)(line + len - again), &o, err,
-                                       sizeof err) == 0) {
-                mm__report_warn(r, opt, "%s:%zu: an incomplete record (%zu bytes) precedes this "
-                               "line; the fragment is ignored", path, lineno,
-                               (size_t)(again - line));
-                goto parsed;
-            }
-            mm_json_free(&o);
-            if (torn) {
-                p->torn_tail = true;
-                if (!opt || !opt->quiet_tail)
-                    mm__report_warn(r, opt, "%s:%zu: last line is incomplete (%zd bytes, no newline); "
-                                   "ignored", path, lineno, len);
-            } else {
-                p->bad_lines++;
-                mm__report_warn(r, opt, "%s:%zu: not a JSON object (%s); line ignored", path,
-                               lineno, err);
-            }
+        if (!parse_line(&L, line, len, &o))
             continue;
-        }
-    parsed:;
         const char *ev = mm_json_str(&o, "ev");
+        int rc = 0;
         if (!ev) {
             p->bad_lines++;
-            mm__report_warn(r, opt, "%s:%zu: no \"ev\" field; line ignored", path, lineno);
+            mm__report_warn(r, opt, "%s:%zu: no \"ev\" field; line ignored", path, L.lineno);
         } else if (!strcmp(ev, "start")) {
-            for (int i = 0; i < 6; i++) { /* the process restarted its counters */
-                off[i] += last[i];
-                last[i] = 0;
-            }
-            p->n_starts++;
-            p->ended = false;
-            p->end_reason[0] = 0;
-            p->isolated_now = false;
-            p->n_refused_nbrs = 0;
-            p->refused_code[0] = 0;
-            p->first_refused = -1;
-            double v;
-            uint64_t u;
-            if (mm_json_num(&o, "peer", &v) && v != p->id)
-                mm__report_warn(r, opt, "%s:%zu: start line says peer %g but the directory is node-%d",
-                               path, lineno, v, p->id);
-            if (mm_json_u64(&o, "params", &u))
-                p->params = (int64_t)u;
-            if (mm_json_num(&o, "n_peers", &v) && v >= 1 && v < 1e6)
-                p->n_peers = (int)v;
-            if (mm_json_num(&o, "sketch_dim", &v) && v >= 0 && v < 1e8)
-                p->sketch_dim = (int)v;
-            if (mm_json_u64(&o, "sketch_seed", &u))
-                p->sketch_seed = u;
-            copy_str(p->topology, sizeof p->topology, mm_json_str(&o, "topology"));
-            copy_str(p->algo, sizeof p->algo, mm_json_str(&o, "algo"));
+            on_start(&L, &o);
         } else if (!strcmp(ev, "round")) {
-            mm_rep_round rd = {0};
-            if (!get_round(&o, &rd.round)) {
-                p->bad_lines++;
-                mm__report_warn(r, opt, "%s:%zu: round line without a valid \"round\"; ignored",
-                               path, lineno);
-                mm_json_free(&o);
-                continue;
-            }
-            static const char *ctr[5] = {"bytes_sent", "bytes_recv", "t_compute", "t_comm", "t_wait"};
-            double *dst[5] = {&rd.bytes_sent, &rd.bytes_recv, &rd.t_compute, &rd.t_comm, &rd.t_wait};
-            for (int i = 0; i < 5; i++) {
-                double v = num_or(&o, ctr[i], NAN);
-                if (isfinite(v))
-                    last[i] = v;
-                *dst[i] = off[i] + last[i];
-            }
-            double t = num_or(&o, "time", NAN);
-            if (isfinite(t))
-                last[5] = t;
-            rd.time = off[5] + last[5];
-            rd.step = num_or(&o, "step", NAN);
-            rd.loss = num_or(&o, "loss", NAN);
-            rd.lr = num_or(&o, "lr", NAN);
-            rd.exchanges = num_or(&o, "exchanges", 1); /* older lines: one a round */
-            rd.xi_est = num_or(&o, "xi_est", NAN);
-            rd.nbrs = num_or(&o, "nbrs", NAN);
-            rd.missing = num_or(&o, "missing", NAN);
-            const mm_json_field *nb = mm_json_get(&o, "nbrs");
-            if (nb && nb->type == MM_J_ARR && nb->n_arr > 0)
-                p->isolated_now = false; /* it mixes again */
-            rd.dist_mean = NAN;
-            const mm_json_field *d = mm_json_get(&o, "dist");
-            if (d && d->type == MM_J_OBJ && d->n_obj) {
-                double s = 0;
-                for (size_t i = 0; i < d->n_obj; i++)
-                    s += d->obj[i].num;
-                rd.dist_mean = s / (double)d->n_obj;
-            }
-            if (p->n_rounds == cap_r) {
-                cap_r = cap_r ? 2 * cap_r : 256;
-                mm_rep_round *nw = realloc(p->rounds, cap_r * sizeof *nw);
-                if (!nw)
-                    break;
-                p->rounds = nw;
-            }
-            p->rounds[p->n_rounds++] = rd;
+            rc = on_round(&L, &o);
         } else if (!strcmp(ev, "eval")) {
-            mm_rep_eval e = {0};
-            if (!get_round(&o, &e.round)) {
-                p->bad_lines++;
-                mm__report_warn(r, opt, "%s:%zu: eval line without a valid \"round\"; ignored",
-                               path, lineno);
-                mm_json_free(&o);
-                continue;
-            }
-            double t = num_or(&o, "time", NAN);
-            if (isfinite(t) && t > last[5])
-                last[5] = t;
-            e.time = off[5] + (isfinite(t) ? t : last[5]);
-            e.step = num_or(&o, "step", NAN);
-            e.val_loss = num_or(&o, "val_loss", NAN);
-            e.val_bpb = num_or(&o, "val_bpb", NAN);
-            e.val_acc = num_or(&o, "val_acc", NAN);
-            e.norm = num_or(&o, "norm", NAN);
-            const mm_json_field *sk = mm_json_get(&o, "sketch");
-            if (sk && sk->type == MM_J_ARR && sk->n_arr > 0) {
-                if (p->sketch_dim && (size_t)p->sketch_dim != sk->n_arr)
-                    mm__report_warn(r, opt, "%s:%zu: sketch has %zu values, start line said %d",
-                                   path, lineno, sk->n_arr, p->sketch_dim);
-                if (n_pend == cap_pend) {
-                    cap_pend = cap_pend ? 2 * cap_pend : 64;
-                    pending_sketch *nw = realloc(pend, cap_pend * sizeof *nw);
-                    if (!nw)
-                        break;
-                    pend = nw;
-                }
-                pend[n_pend++] = (pending_sketch){e.round, seq++, sk->arr, (int)sk->n_arr,
-                                                  p->sketch_seed};
-                ((mm_json_field *)sk)->arr = NULL; /* ownership moves to pend */
-                e.has_sketch = true;
-            }
-            if (p->n_evals == cap_e) {
-                cap_e = cap_e ? 2 * cap_e : 64;
-                mm_rep_eval *nw = realloc(p->evals, cap_e * sizeof *nw);
-                if (!nw)
-                    break;
-                p->evals = nw;
-            }
-            p->evals[p->n_evals++] = e;
+            rc = on_eval(&L, &o);
         } else if (!strcmp(ev, "isolated")) {
             p->isolated_now = true;
             read_refusals(p, &o);
         } else if (!strcmp(ev, "end")) {
-            p->n_ends++;
-            p->ended = true;
-            p->isolated_now = false;
-            copy_str(p->end_reason, sizeof p->end_reason, mm_json_str(&o, "reason"));
-            read_refusals(p, &o);
-            for (size_t i = 0; i < N_REFUSAL_COUNTERS; i++) {
-                double v = num_or(&o, refusal_counters[i], 0);
-                if (isfinite(v) && v > 0)
-                    refusal_sum[i] += v;
-            }
-            double v = num_or(&o, "refused", 0);
-            if (isfinite(v) && v > 0)
-                p->refused += v;
-            double t = num_or(&o, "time", NAN);
-            if (isfinite(t) && t > last[5])
-                last[5] = t;
+            on_end(&L, &o);
         } /* other events: newer writers; not ours to judge */
         mm_json_free(&o);
+        if (rc < 0) /* out of memory: keep what was read */
+            break;
     }
     free(line);
     fclose(f);
-
-    size_t top = 0;
-    for (size_t i = 1; i < N_REFUSAL_COUNTERS; i++)
-        if (refusal_sum[i] > refusal_sum[top])
-            top = i;
-    if (refusal_sum[top] > 0)
-        copy_str(p->top_refusal, sizeof p->top_refusal, refusal_counters[top]);
-    p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
-    double ex = 0;
-    for (size_t i = 0; i < p->n_rounds; i++)
-        p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges;
-    p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
-    qsort(pend, n_pend, sizeof *pend, cmp_pending);
-    for (size_t i = 0; i < n_pend; i++) {
-        if (i + 1 < n_pend && pend[i + 1].round == pend[i].round)
-            continue;
-        mm__report_add_sketch(r, opt, p->id, pend[i].round, pend[i].y, pend[i].dim, pend[i].seed);
-    }
-    for (size_t i = 0; i < n_pend; i++)
-        free(pend[i].y);
-    free(pend);
+    finish(&L);
     return 0;
 }
 
