@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     char codecs_s[512] = "fp32,bf16,int8,sign,topk:0.1,topk:0.01,randk:0.1,randk:0.01";
     char gammas_s[512] = "0.02,0.05,0.1,0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9,1";
     char naive_s[512] = "0.1,1";
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) { fprintf(stderr, "choco_sweep: %s needs a value\n", a); return 2; }
         if (!strcmp(a, "-n")) peers = atoi(v);
@@ -42,7 +42,6 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "-g")) snprintf(gammas_s, sizeof gammas_s, "%s", v);
         else if (!strcmp(a, "-G")) snprintf(naive_s, sizeof naive_s, "%s", v);
         else { fprintf(stderr, "choco_sweep: unknown option %s\n", a); return 2; }
-        i++;
     }
     if (peers < 3 || dim < 1 || rounds < 1 || seeds < 1) {
         fprintf(stderr, "choco_sweep: need -n >= 3, -d, -r, -s >= 1\n");
