@@ -53,8 +53,15 @@ struct mm_codec {
     uint64_t cand_cap;
     float *sample;
     uint32_t sample_n;
-    uint32_t *hist;    /* 2^15 + 2^16 counters for the radix select */
+    uint32_t *hist;    /* 2048 counters for the radix select */
+    bool exact_only;   /* top-k: skip the sample (tests, measurements) */
+    bool last_exact;   /* top-k: the last encode took the exact path */
 };
+
+/* Top-k without the sampled shortcut: the exact radix select over the whole
+ * vector, always. Both paths must give the same payload (tests/test_codec.c);
+ * the benchmarks time them against each other. */
+static inline void mm_codec_topk_exact_only(mm_codec *c, bool on) { c->exact_only = on; }
 
 /* why-buffer helper: formats the reason, returns e. */
 static inline mm_codec_err mm_codec_fail(char *why, size_t whylen, mm_codec_err e,

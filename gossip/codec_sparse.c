@@ -3,12 +3,12 @@
  * payload carries; no indices sent).
  *
  * Top-k selection is O(n) without a sort: the threshold is estimated from
- * a sample of 65536 |d| values, one pass over the vector keeps the
+ * a sample of n/16 (at most 65536) |d| values, one pass over the vector keeps the
  * coordinates above a safe margin below it (typically 1.1 to 1.4 k of
  * them, in index order), and the exact k-th largest among those is found
  * by a radix select on their bits. When the sample misleads (many equal
- * values, tiny vectors), an exact radix select over the whole vector takes
- * three passes instead. Ties at the threshold go to the lowest indices, so
+ * values) or the vector is small (under 65536 floats), an exact radix
+ * select over the whole vector takes three more passes instead. Ties at the threshold go to the lowest indices, so
  * the choice is deterministic. docs/compression.md has the measurements. */
 #include "gossip/codec_internal.h"
 
@@ -21,9 +21,9 @@
 
 #define ABS_MASK 0x7fffffffU
 #define MAX_FINITE 0x7f7fffffU
-#define SAMPLE_MAX 65536
-#define HIST_HI 32768 /* |bits| >> 16 of a finite float is at most 0x7f7f */
-#define HIST_LO 65536
+#define SAMPLE_MAX 65536 /* |d| values sampled to place the threshold */
+#define SAMPLE_MIN 4096  /* below 16 times this (65536 floats): exact select only */
+#define HIST 2048 /* counters of the radix select's widest digit */
 
 static uint64_t mix64(uint64_t z)
 {
@@ -47,7 +47,11 @@ uint64_t mm_codec_randk_index(uint64_t key, uint64_t s, uint64_t k, uint64_t n)
  * expected rank of the true k-th largest plus four standard deviations
  * and a little, so the candidates cover the top k unless the sample is
  * very unlucky (then the exact path runs; the result is the same). */
-static uint32_t sample_size(uint64_t n) { return n >= 16 * (uint64_t)SAMPLE_MAX ? SAMPLE_MAX : 0; }
+static uint32_t sample_size(uint64_t n)
+{
+    uint64_t m = n / 16;
+    return m >= SAMPLE_MAX ? SAMPLE_MAX : m >= SAMPLE_MIN ? (uint32_t)m : 0;
+}
 
 static uint64_t sample_rank(const mm_codec *c)
 {
@@ -68,13 +72,13 @@ int mm_codec_sparse_init(mm_codec *c, char *err, size_t errlen)
     c->cand_idx = malloc((c->cand_cap ? c->cand_cap : 1) * sizeof *c->cand_idx);
     c->cand_val = malloc((c->cand_cap ? c->cand_cap : 1) * sizeof *c->cand_val);
     c->sample = malloc((c->sample_n ? c->sample_n : 1) * sizeof *c->sample);
-    c->hist = malloc((HIST_HI + HIST_LO) * sizeof *c->hist);
+    c->hist = malloc(HIST * sizeof *c->hist);
     if (!c->cand_idx || !c->cand_val || !c->sample || !c->hist) {
         mm_codec_fail(err, errlen, MM_CODEC_E_INPUT, "out of memory for the top-k workspace");
         return -1;
     }
     c->ws_bytes += c->cand_cap * (sizeof *c->cand_idx + sizeof *c->cand_val) +
-                   c->sample_n * sizeof *c->sample + (HIST_HI + HIST_LO) * sizeof *c->hist;
+                   c->sample_n * sizeof *c->sample + HIST * sizeof *c->hist;
     return 0;
 }
 
@@ -94,29 +98,41 @@ static inline uint32_t absbits(const float *x, const float *r, uint64_t i)
 }
 
 /* The k-th largest |d| (1 <= k <= cnt) of d = x - r (r may be NULL) over
- * [0, cnt): *t its bits, *n_gt how many are strictly larger. Two
- * histogram passes on 15 + 16 bits: O(cnt), whatever the values. */
+ * [0, cnt): *t its bits, *n_gt how many are strictly larger. A radix
+ * select on the 31 bits of |d| in digits of 11, 11 and 9 bits (2048
+ * counters, 8 KB, cleared in no time even for a tiny vector): three
+ * passes, each counting the next digit among the values that share the
+ * digits found so far. O(cnt), whatever the values. */
 static void radix_kth(uint32_t *hist, const float *x, const float *r, uint64_t cnt, uint64_t k,
                       uint32_t *t, uint64_t *n_gt)
 {
-    uint32_t *h1 = hist, *h2 = hist + HIST_HI;
-    memset(h1, 0, HIST_HI * sizeof *h1);
-    for (uint64_t i = 0; i < cnt; i++)
-        h1[absbits(x, r, i) >> 16]++;
+    static const int shift[3] = {20, 9, 0}, width[3] = {11, 11, 9};
+    uint32_t prefix = 0, mask = 0;
     uint64_t above = 0;
-    int32_t hb = HIST_HI - 1;
-    while (above + h1[hb] < k)
-        above += h1[hb--];
-    memset(h2, 0, HIST_LO * sizeof *h2);
-    for (uint64_t i = 0; i < cnt; i++) {
-        uint32_t u = absbits(x, r, i);
-        if ((u >> 16) == (uint32_t)hb)
-            h2[u & 0xffff]++;
+    for (int level = 0; level < 3; level++) {
+        uint32_t buckets = 1U << width[level], dm = buckets - 1;
+        memset(hist, 0, buckets * sizeof *hist);
+        int sh = shift[level];
+        if (r) {
+            for (uint64_t i = 0; i < cnt; i++) {
+                uint32_t u = mm_f2u(x[i] - r[i]) & ABS_MASK;
+                if ((u & mask) == prefix)
+                    hist[(u >> sh) & dm]++;
+            }
+        } else {
+            for (uint64_t i = 0; i < cnt; i++) {
+                uint32_t u = mm_f2u(x[i]) & ABS_MASK;
+                if ((u & mask) == prefix)
+                    hist[(u >> sh) & dm]++;
+            }
+        }
+        uint32_t d = dm;
+        while (above + hist[d] < k)
+            above += hist[d--];
+        prefix |= d << shift[level];
+        mask |= dm << shift[level];
     }
-    int32_t lb = HIST_LO - 1;
-    while (above + h2[lb] < k)
-        above += h2[lb--];
-    *t = (uint32_t)hb << 16 | (uint32_t)lb;
+    *t = prefix;
     *n_gt = above;
 }
 
@@ -216,7 +232,7 @@ static mm_codec_err topk_encode(mm_codec *c, const float *x, float *ref, uint8_t
     uint32_t t = 0, bad = 0;
     uint64_t n_gt = 0;
     bool exact = true;
-    if (c->sample_n) {
+    if (c->sample_n && !c->exact_only) {
         /* jittered strided sample: one coordinate per stride, at a fixed
          * pseudo-random offset (the same every call) */
         uint64_t stride = n / c->sample_n;
@@ -245,6 +261,7 @@ static mm_codec_err topk_encode(mm_codec *c, const float *x, float *ref, uint8_t
             return nonfinite_input(c, x, ref, why, whylen);
         radix_kth(c->hist, x, ref, n, k, &t, &n_gt);
     }
+    c->last_exact = exact;
     uint64_t eq_left = k - n_gt; /* ties at t: the first ones by index */
     emitter e = {out, out + 4 * k, 0, 0, ref, 0};
     if (!exact) {

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "gossip/codec.h"
+#include "gossip/codec_internal.h"
 #include "gossip/wire.h"
 #include "model/rng.h"
 
@@ -196,7 +197,7 @@ static void check_bound(const char *spec, const float *x, const float *q, uint64
 static void round_trips(void **state)
 {
     (void)state;
-    uint64_t sizes_[] = {1, 7, 8, 9, 255, 256, 257, 3077, 20011};
+    uint64_t sizes_[] = {1, 7, 8, 9, 255, 256, 257, 3077, 20011, 70001};
     mm_rng r;
     mm_rng_seed(&r, 5);
     for (size_t si = 0; si < sizeof sizes_ / sizeof sizes_[0]; si++) {
@@ -240,6 +241,30 @@ static void topk_selection(void **state)
         free(p);
         mm_codec_free(c);
     }
+    /* the sampled path and the exact radix select choose the same, with a
+     * ref too (what CHOCO encodes) */
+    float *ref = malloc(n * sizeof *ref), *ref2 = malloc(n * sizeof *ref2);
+    fill(&r, ref, n, 0.5);
+    for (int s = 0; s < 3; s++) {
+        mm_codec *c = make(specs[s], n);
+        uint8_t *p1 = malloc(mm_codec_max_bytes(c)), *p2 = malloc(mm_codec_max_bytes(c));
+        size_t l1, l2;
+        uint32_t c1, c2;
+        char why[256];
+        memcpy(ref2, ref, n * sizeof *ref);
+        assert_int_equal(mm_codec_encode(c, x, ref, 0, p1, mm_codec_max_bytes(c), &l1, &c1, why,
+                                         sizeof why), MM_CODEC_OK);
+        assert_false(c->last_exact); /* the sample did its job */
+        mm_codec_topk_exact_only(c, true);
+        assert_int_equal(mm_codec_encode(c, x, ref2, 0, p2, mm_codec_max_bytes(c), &l2, &c2, why,
+                                         sizeof why), MM_CODEC_OK);
+        assert_int_equal(l1, l2);
+        assert_memory_equal(p1, p2, l1);
+        assert_int_equal(c1, c2);
+        free(p1), free(p2);
+        mm_codec_free(c);
+    }
+    free(ref), free(ref2);
     /* all |x| equal: the sample cannot separate them; ties go to the lowest
      * indices */
     for (uint64_t i = 0; i < n; i++)
@@ -248,6 +273,7 @@ static void topk_selection(void **state)
     size_t len;
     char why[256];
     uint8_t *p = encode(c, x, NULL, 0, &len);
+    assert_true(c->last_exact); /* the sample could not separate them */
     assert_int_equal(mm_codec_decode(c, p, len, q, why, sizeof why), MM_CODEC_OK);
     uint64_t k = mm_codec_k(mm_codec_get_spec(c), n);
     for (uint64_t i = 0; i < n; i++)
