@@ -198,7 +198,7 @@ mm_codec *mm_codec_new(const mm_codec_spec *spec, uint64_t n, char *err, size_t 
     c->min_bytes = (size_t)mm_codec_min_len(spec, n);
     c->max_bytes = (size_t)mm_codec_max_len(spec, n);
     c->ws_bytes = sizeof *c;
-    if (is_sparse(spec->kind) && mm_codec_sparse_init(c, err, errlen) != 0) {
+    if (is_sparse(spec->kind) && mm__codec_sparse_init(c, err, errlen) != 0) {
         mm_codec_free(c);
         return NULL;
     }
@@ -209,7 +209,7 @@ void mm_codec_free(mm_codec *c)
 {
     if (!c)
         return;
-    mm_codec_sparse_free(c);
+    mm__codec_sparse_free(c);
     free(c);
 }
 
@@ -243,8 +243,8 @@ mm_codec_err mm_codec_encode(mm_codec *c, const float *x, float *ref, uint64_t k
         return mm_codec_fail(why, whylen, MM_CODEC_E_SPACE, "output buffer of %zu bytes, "
                              "the codec needs %zu", cap, c->max_bytes);
     if (!is_sparse(c->spec.kind))
-        return mm_codec_dense_encode(c, x, ref, out, len, ref_crc, why, whylen);
-    mm_codec_err e = mm_codec_sparse_encode(c, x, ref, key, out, len, why, whylen);
+        return mm__codec_dense_encode(c, x, ref, out, len, ref_crc, why, whylen);
+    mm_codec_err e = mm__codec_sparse_encode(c, x, ref, key, out, len, why, whylen);
     if (e == MM_CODEC_OK && ref && ref_crc)
         *ref_crc = mm_crc32c(0, ref, c->n * sizeof(float));
     return e;
@@ -273,8 +273,8 @@ mm_codec_err mm_codec_check(const mm_codec *c, const uint8_t *p, size_t len,
     if (e)
         return e;
     if (is_sparse(c->spec.kind))
-        return mm_codec_sparse_check(c, p, len, why, whylen);
-    return mm_codec_dense_check(c, p, len, why, whylen);
+        return mm__codec_sparse_check(c, p, len, why, whylen);
+    return mm__codec_dense_check(c, p, len, why, whylen);
 }
 
 static mm_codec_err decode(const mm_codec *c, const uint8_t *p, size_t len, float *dst,
@@ -286,8 +286,8 @@ static mm_codec_err decode(const mm_codec *c, const uint8_t *p, size_t len, floa
     if (e)
         return e;
     if (!is_sparse(c->spec.kind))
-        return mm_codec_dense_decode(c, p, dst, apply, crc, why, whylen);
-    e = mm_codec_sparse_decode(c, p, len, dst, apply, why, whylen);
+        return mm__codec_dense_decode(c, p, dst, apply, crc, why, whylen);
+    e = mm__codec_sparse_decode(c, p, len, dst, apply, why, whylen);
     if (e == MM_CODEC_OK && crc)
         *crc = mm_crc32c(0, dst, c->n * sizeof(float));
     return e;

@@ -397,7 +397,7 @@ static mm_codec_err blocked_encode(mm_codec *c, const float *x, float *ref, uint
     return MM_CODEC_OK;
 }
 
-mm_codec_err mm_codec_dense_encode(mm_codec *c, const float *x, float *ref, uint8_t *out,
+mm_codec_err mm__codec_dense_encode(mm_codec *c, const float *x, float *ref, uint8_t *out,
                                    size_t *len, uint32_t *crc, char *why, size_t whylen)
 {
     uint64_t n = c->n;
@@ -459,7 +459,7 @@ static mm_codec_err check_scales(const mm_codec *c, const uint8_t *p, char *why,
     return MM_CODEC_OK;
 }
 
-mm_codec_err mm_codec_dense_check(const mm_codec *c, const uint8_t *p, size_t len,
+mm_codec_err mm__codec_dense_check(const mm_codec *c, const uint8_t *p, size_t len,
                                   char *why, size_t whylen)
 {
     uint64_t n = c->n;
@@ -514,7 +514,7 @@ mm_codec_err mm_codec_dense_check(const mm_codec *c, const uint8_t *p, size_t le
     }
 }
 
-mm_codec_err mm_codec_dense_decode(const mm_codec *c, const uint8_t *p, float *dst, int apply,
+mm_codec_err mm__codec_dense_decode(const mm_codec *c, const uint8_t *p, float *dst, int apply,
                                    uint32_t *crc, char *why, size_t whylen)
 {
     uint64_t n = c->n;

@@ -86,23 +86,24 @@ static inline void mm_stf(uint8_t *p, float f) { memcpy(p, &f, 4); }
 static inline uint64_t mm_ld64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static inline void mm_st64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
 
-/* codec_dense.c: fp32, bf16, int8, sign. apply: 0 decode into dst (=),
+/* Internal to gossip/ (mm__ names: local to the room's object).
+ * codec_dense.c: fp32, bf16, int8, sign. apply: 0 decode into dst (=),
  * 1 CHOCO copy update. */
-mm_codec_err mm_codec_dense_encode(mm_codec *c, const float *x, float *ref, uint8_t *out,
+mm_codec_err mm__codec_dense_encode(mm_codec *c, const float *x, float *ref, uint8_t *out,
                                    size_t *len, uint32_t *crc, char *why, size_t whylen);
-mm_codec_err mm_codec_dense_check(const mm_codec *c, const uint8_t *p, size_t len,
+mm_codec_err mm__codec_dense_check(const mm_codec *c, const uint8_t *p, size_t len,
                                   char *why, size_t whylen);
-mm_codec_err mm_codec_dense_decode(const mm_codec *c, const uint8_t *p, float *dst, int apply,
+mm_codec_err mm__codec_dense_decode(const mm_codec *c, const uint8_t *p, float *dst, int apply,
                                    uint32_t *crc, char *why, size_t whylen);
 
 /* codec_sparse.c: topk, randk. */
-int mm_codec_sparse_init(mm_codec *c, char *err, size_t errlen);
-void mm_codec_sparse_free(mm_codec *c);
-mm_codec_err mm_codec_sparse_encode(mm_codec *c, const float *x, float *ref, uint64_t key,
+int mm__codec_sparse_init(mm_codec *c, char *err, size_t errlen);
+void mm__codec_sparse_free(mm_codec *c);
+mm_codec_err mm__codec_sparse_encode(mm_codec *c, const float *x, float *ref, uint64_t key,
                                     uint8_t *out, size_t *len, char *why, size_t whylen);
-mm_codec_err mm_codec_sparse_check(const mm_codec *c, const uint8_t *p, size_t len,
+mm_codec_err mm__codec_sparse_check(const mm_codec *c, const uint8_t *p, size_t len,
                                    char *why, size_t whylen);
-mm_codec_err mm_codec_sparse_decode(const mm_codec *c, const uint8_t *p, size_t len,
+mm_codec_err mm__codec_sparse_decode(const mm_codec *c, const uint8_t *p, size_t len,
                                     float *dst, int apply, char *why, size_t whylen);
 
 #endif

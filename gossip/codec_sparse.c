@@ -59,7 +59,7 @@ static uint64_t sample_rank(const mm_codec *c)
     return (uint64_t)(r + 4 * sqrt(r) + 8);
 }
 
-int mm_codec_sparse_init(mm_codec *c, char *err, size_t errlen)
+int mm__codec_sparse_init(mm_codec *c, char *err, size_t errlen)
 {
     if (c->spec.kind != MM_CODEC_TOPK)
         return 0;
@@ -82,7 +82,7 @@ int mm_codec_sparse_init(mm_codec *c, char *err, size_t errlen)
     return 0;
 }
 
-void mm_codec_sparse_free(mm_codec *c)
+void mm__codec_sparse_free(mm_codec *c)
 {
     free(c->cand_idx);
     free(c->cand_val);
@@ -352,7 +352,7 @@ static mm_codec_err topk_check(const mm_codec *c, const uint8_t *p, size_t len,
 
 /* ---- entry points ---------------------------------------------------------- */
 
-mm_codec_err mm_codec_sparse_encode(mm_codec *c, const float *x, float *ref, uint64_t key,
+mm_codec_err mm__codec_sparse_encode(mm_codec *c, const float *x, float *ref, uint64_t key,
                                     uint8_t *out, size_t *len, char *why, size_t whylen)
 {
     if (c->spec.kind == MM_CODEC_TOPK)
@@ -379,7 +379,7 @@ mm_codec_err mm_codec_sparse_encode(mm_codec *c, const float *x, float *ref, uin
     return MM_CODEC_OK;
 }
 
-mm_codec_err mm_codec_sparse_check(const mm_codec *c, const uint8_t *p, size_t len,
+mm_codec_err mm__codec_sparse_check(const mm_codec *c, const uint8_t *p, size_t len,
                                    char *why, size_t whylen)
 {
     if (c->spec.kind == MM_CODEC_TOPK)
@@ -387,7 +387,7 @@ mm_codec_err mm_codec_sparse_check(const mm_codec *c, const uint8_t *p, size_t l
     return values_finite(c, p + 8, c->k, why, whylen); /* the key may be anything */
 }
 
-mm_codec_err mm_codec_sparse_decode(const mm_codec *c, const uint8_t *p, size_t len,
+mm_codec_err mm__codec_sparse_decode(const mm_codec *c, const uint8_t *p, size_t len,
                                     float *dst, int apply, char *why, size_t whylen)
 {
     uint64_t k = c->k, n = c->n;
