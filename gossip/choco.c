@@ -117,3 +117,10 @@ double mm_choco_default_gamma(const mm_codec_spec *spec)
     }
     return 1.0;
 }
+
+uint64_t mm_choco_state_bytes(const mm_codec *c, int in_degree)
+{
+    uint64_t deg = in_degree > 0 ? (uint64_t)in_degree : 0;
+    return (1 + deg) * mm_codec_n(c) * sizeof(float) +
+           (1 + deg) * (uint64_t)mm_codec_max_bytes(c) + mm_codec_workspace_bytes(c);
+}

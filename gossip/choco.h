@@ -29,9 +29,14 @@
  * x of mm_mix_round (gossip/mix.h) on the same inputs: x_hat_i plays the
  * snapshot s, the copies the received vectors (tests/test_choco.c).
  *
- * Memory: (1 + in-degree) copies of n floats, plus per exchange one payload
- * buffer of mm_codec_max_bytes and the codec's workspace
- * (mm_codec_workspace_bytes). Nothing here allocates. */
+ * Resetting a copy that diverged needs no other function: an fp32 payload
+ * (a codec made with the fp32 spec and the same n) sets a copy to the
+ * sender's x exactly; the sender encodes it with its own copy as ref, so
+ * both ends then hold x_hat_i = x bit for bit.
+ *
+ * Memory: (1 + in-degree) copies of n floats, plus payload buffers of
+ * mm_codec_max_bytes and the codec's workspace: mm_choco_state_bytes().
+ * Nothing here allocates. */
 #ifndef MURMUR_CHOCO_H
 #define MURMUR_CHOCO_H
 
@@ -79,5 +84,11 @@ uint32_t mm_choco_crc(const float *copy, size_t n);
 /* The gamma docs/compression.md recommends for a codec, from the ring
  * simulation there (1 for fp32). */
 double mm_choco_default_gamma(const mm_codec_spec *spec);
+
+/* Bytes a peer with this codec and in_degree in-neighbours needs beyond
+ * its parameters: its own copy and one per in-neighbour (4 n each), a
+ * send buffer and a receive buffer per in-neighbour (mm_codec_max_bytes
+ * each), and the codec's workspace. For a memory budget. */
+uint64_t mm_choco_state_bytes(const mm_codec *c, int in_degree);
 
 #endif

@@ -1,8 +1,10 @@
-# make test-sanitize: the wire and transport tests built with ASan+UBSan in
-# their own build directory (build-san), then run. Any sanitizer report fails.
+# make test-sanitize: the wire, transport, codec and CHOCO tests built with
+# ASan+UBSan in their own build directory (build-san), then run. Any
+# sanitizer report fails.
 SAN_BUILD = build-san
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
-SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_transport*.c))
+SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_transport*.c \
+                                             tests/test_codec*.c tests/test_choco*.c))
 
 .PHONY: test-sanitize
 test-sanitize: deps

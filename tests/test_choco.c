@@ -219,6 +219,42 @@ static void no_error_feedback_diverges(void **state)
     }
 }
 
+/* The memory a peer needs, and resetting a copy with an fp32 payload. */
+static void state_bytes_and_reset(void **state)
+{
+    (void)state;
+    mm_codec_spec spec, f32;
+    char err[256];
+    uint64_t n = 1000;
+    assert_int_equal(mm_codec_parse("int8:256", &spec, err, sizeof err), 0);
+    assert_int_equal(mm_codec_parse("fp32", &f32, err, sizeof err), 0);
+    mm_codec *c = mm_codec_new(&spec, n, err, sizeof err), *r = mm_codec_new(&f32, n, err, sizeof err);
+    /* own copy + 2 copies, 3 payloads of 4*4 + 1000 bytes, the workspace */
+    assert_int_equal(mm_choco_state_bytes(c, 2),
+                     3 * 4000 + 3 * 1016 + mm_codec_workspace_bytes(c));
+    mm_rng g;
+    mm_rng_seed(&g, 8);
+    float *x = randvec(&g, n, 1, 0), *own = calloc(n, sizeof *own), *copy = calloc(n, sizeof *copy);
+    uint8_t *p = malloc(mm_codec_max_bytes(r));
+    size_t len;
+    uint32_t a, b;
+    assert_int_equal(mm_choco_encode(c, x, own, 0, p, mm_codec_max_bytes(r), &len, &a, err,
+                                     sizeof err), MM_CODEC_OK);
+    copy[5] = 1e6f; /* the receiver's copy diverged */
+    assert_int_equal(mm_choco_receive(c, p, len, copy, &b, err, sizeof err), MM_CODEC_OK);
+    assert_int_not_equal(a, b);
+    /* reset: an fp32 payload of x sets both to x */
+    assert_int_equal(mm_choco_encode(r, x, own, 0, p, mm_codec_max_bytes(r), &len, &a, err,
+                                     sizeof err), MM_CODEC_OK);
+    assert_int_equal(mm_choco_receive(r, p, len, copy, &b, err, sizeof err), MM_CODEC_OK);
+    assert_int_equal(a, b);
+    assert_memory_equal(own, x, n * sizeof *x);
+    assert_memory_equal(copy, x, n * sizeof *x);
+    assert_int_equal(mm_choco_crc(copy, n), b);
+    free(x), free(own), free(copy), free(p);
+    mm_codec_free(c), mm_codec_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +263,7 @@ int main(void)
         cmocka_unit_test(fp32_gamma1_is_dpsgd),
         cmocka_unit_test(every_codec_reaches_consensus),
         cmocka_unit_test(no_error_feedback_diverges),
+        cmocka_unit_test(state_bytes_and_reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
