@@ -20,6 +20,7 @@
 #include "gossip/choco.h"
 #include "gossip/codec.h"
 #include "model/rng.h"
+#include "tests/testutil.h"
 
 typedef struct {
     /* in */
@@ -49,20 +50,6 @@ static inline double cs_err(float *const *x, int n, uint64_t dim, const double *
             double d = x[i][p] - mean0[p];
             s += d * d;
         }
-    return sqrt(s / n);
-}
-
-static inline double cs_xi(float *const *x, int n, uint64_t dim)
-{
-    double s = 0;
-    for (uint64_t p = 0; p < dim; p++) {
-        double m = 0;
-        for (int i = 0; i < n; i++)
-            m += x[i][p];
-        m /= n;
-        for (int i = 0; i < n; i++)
-            s += (x[i][p] - m) * (x[i][p] - m);
-    }
     return sqrt(s / n);
 }
 
@@ -157,7 +144,7 @@ static inline int choco_sim_run(choco_sim *s, char *err, size_t errlen)
             break;
     }
     s->err = cs_err(x, n, dim, mean0);
-    s->xi = cs_xi(x, n, dim);
+    s->xi = tu_xi((const float *const *)x, n, dim);
     for (int i = 0; i < n; i++)
         free(x[i]), free(own[i]), free(left[i]), free(right[i]), free(dec[i]), free(q[i]);
     free(x), free(own), free(left), free(right), free(dec), free(q), free(qlen), free(crc);
