@@ -2,7 +2,8 @@
 # Draws the CSV of `make choco-sweep` (build/choco-sweep.csv) as a PNG:
 # rounds for CHOCO-Gossip to come within the tolerance of the average,
 # against gamma, one line per codec (the worst seed; a gamma where some
-# seed never got there is left out), and prints the same as a table.
+# seed never got there is left out), and prints the same as a table
+# (- : some seed did not get there in time, x : some seed diverged).
 #   scripts/plot-choco-sweep.sh [CSV [PNG]]
 set -eu
 csv=${1:-build/choco-sweep.csv}
@@ -10,20 +11,22 @@ png=${2:-${csv%.csv}.png}
 [ -r "$csv" ] || { echo "plot-choco-sweep: no $csv (run make choco-sweep)" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# codec,gamma -> worst rounds_to_tol over seeds (-1 if any seed failed)
+# codec,gamma -> worst rounds_to_tol over seeds: -1 if a seed never got
+# there, -2 if a seed ended farther from the average than it started
 awk -F, 'NR > 1 && $3 == 1 {
     k = $1 "," $2; r = $9 + 0
+    if (r < 0 && $12 + 0 > 1) r = -2
     if (!(k in worst)) { worst[k] = r; order[++n] = k }
-    else if (worst[k] >= 0 && (r < 0 || r > worst[k])) worst[k] = r
+    else if (r == -2 || (worst[k] >= 0 && (r < 0 || r > worst[k]))) worst[k] = r
 } END { for (i = 1; i <= n; i++) print order[i] "," worst[order[i]] }' "$csv" > "$tmp/worst.csv"
 codecs=$(cut -d, -f1 "$tmp/worst.csv" | awk '!seen[$0]++')
-echo "rounds to reach the tolerance (worst seed; - = some seed never did), by gamma:"
+echo "rounds to reach the tolerance (worst seed; - = some seed never did, x = some seed diverged), by gamma:"
 printf '%-11s' codec
 cut -d, -f2 "$tmp/worst.csv" | awk '!seen[$0]++' | tr '\n' ' ' | xargs printf '%7s'
 echo
 for c in $codecs; do
     printf '%-11s' "$c"
-    awk -F, -v c="$c" '$1 == c { printf "%7s", ($3 < 0 ? "-" : $3) }' "$tmp/worst.csv"
+    awk -F, -v c="$c" '$1 == c { printf "%7s", ($3 == -2 ? "x" : $3 < 0 ? "-" : $3) }' "$tmp/worst.csv"
     echo
     awk -F, -v c="$c" '$1 == c && $3 >= 0 { print $2, $3 }' "$tmp/worst.csv" > "$tmp/$(echo "$c" | tr ':' '_').dat"
 done
