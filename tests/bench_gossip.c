@@ -606,7 +606,7 @@ int main(int argc, char **argv)
      * next to the transport's: X.csv -> X-codecs.csv. */
     const char *codecs = getenv("BENCH_CODECS");
     if (!codecs)
-        codecs = "fp32,bf16,int8,sign,topk:0.01,topk:0.001,randk:0.01";
+        codecs = "fp32,bf16,int8,sign:32,sign:256,topk:0.01,topk:0.001,randk:0.01";
     if (!strcmp(codecs, "none") || (only && strcmp(only, "codecs")))
         return failures ? 1 : 0;
     uint64_t floats[8] = {1u << 20, 16u << 20};
