@@ -310,7 +310,6 @@ struct bench {
     atomic_size_t received;
     atomic_int bad;
     double t_end;
-    bench_codec_run *cr;     /* a codec riding the exchange, or NULL */
 };
 
 static void on_vector(void *ud, uint32_t peer, uint64_t round, double w, const float *v)
@@ -321,8 +320,6 @@ static void on_vector(void *ud, uint32_t peer, uint64_t round, double w, const f
     const float *src = b->bufs[round % 2];
     if (v[0] != src[0] || v[b->vec_len - 1] != src[b->vec_len - 1])
         atomic_fetch_add(&b->bad, 1);
-    if (b->cr)
-        bcr_on_receive(b->cr, round);
     mm_transport_release(s->t, peer);
     if (atomic_fetch_add(&b->received, 1) + 1 == b->reps)
         b->t_end = now_s();
@@ -332,8 +329,6 @@ static void send_next(side *s)
 {
     bench *b = s->b;
     while (b->next < b->reps && b->in_flight < 2) {
-        if (b->cr)
-            bcr_before_send(b->cr, b->next);
         if (mm_transport_send(s->t, 1, b->next, 1.0, b->bufs[b->next % 2]) != 0) {
             atomic_fetch_add(&b->bad, 1);
             b->next = b->reps;
@@ -419,10 +414,9 @@ static void *side_main(void *arg)
 }
 
 double bench_transport_run(const char *certdir, bool plaintext, size_t size, size_t reps,
-                           int *bad, double *cpu, bench_codec_run *cr)
+                           int *bad, double *cpu)
 {
     bench *b = calloc(1, sizeof *b);
-    b->cr = cr;
     b->certdir = certdir;
     b->plaintext = plaintext;
     b->vec_len = size / 4;
@@ -559,12 +553,12 @@ int main(int argc, char **argv)
             raw = max2(raw, raw_run(size, reps, &c, sides));
             c_raw = min2(c_raw, c);
             if (do_plain) {
-                plain = max2(plain, bench_transport_run(argv[1], true, size, reps, &bad, &c, NULL));
+                plain = max2(plain, bench_transport_run(argv[1], true, size, reps, &bad, &c));
                 c_plain = min2(c_plain, c);
                 failures += bad;
             }
             if (do_tls) {
-                tls = max2(tls, bench_transport_run(argv[1], false, size, reps, &bad, &c, NULL));
+                tls = max2(tls, bench_transport_run(argv[1], false, size, reps, &bad, &c));
                 c_tls = min2(c_tls, c);
                 failures += bad;
                 if (only)
