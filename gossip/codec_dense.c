@@ -197,36 +197,40 @@ MM_CODEC_HOT static uint32_t has_minus128(const uint8_t *restrict q, size_t len)
 
 /* ---- sign --------------------------------------------------------------- */
 
-/* Sum of |d| over a block, in 16 lanes (vectorisable without reordering
- * rules being broken: the order is fixed by the source). */
-MM_CODEC_HOT static float sumabs(const float *restrict x, const float *restrict r, size_t len)
+/* Sum of |d| over a block. Inline (blocks can be as small as 8 floats, so
+ * a call through the clone dispatcher per block would cost more than the
+ * block), SSE2 in eight lanes; the order of the sum is the encoder's
+ * business, the receiver uses the scale it is sent. */
+static inline float sumabs(const float *restrict x, const float *restrict r, size_t len)
 {
-    float acc[16] = {0};
     size_t i = 0;
-    if (r) {
-        for (; i + 16 <= len; i += 16)
-            for (int l = 0; l < 16; l++)
-                acc[l] += fabsf(x[i + l] - r[i + l]);
-        for (; i < len; i++)
-            acc[0] += fabsf(x[i] - r[i]);
-    } else {
-        for (; i + 16 <= len; i += 16)
-            for (int l = 0; l < 16; l++)
-                acc[l] += fabsf(x[i + l]);
-        for (; i < len; i++)
-            acc[0] += fabsf(x[i]);
-    }
     float s = 0;
-    for (int l = 0; l < 16; l++)
-        s += acc[l];
+#if defined(__SSE2__)
+    __m128 a0 = _mm_setzero_ps(), a1 = _mm_setzero_ps(),
+           am = _mm_castsi128_ps(_mm_set1_epi32((int)ABS_MASK));
+    for (; i + 8 <= len; i += 8) {
+        __m128 u = _mm_loadu_ps(x + i), v = _mm_loadu_ps(x + i + 4);
+        if (r) {
+            u = _mm_sub_ps(u, _mm_loadu_ps(r + i));
+            v = _mm_sub_ps(v, _mm_loadu_ps(r + i + 4));
+        }
+        a0 = _mm_add_ps(a0, _mm_and_ps(u, am));
+        a1 = _mm_add_ps(a1, _mm_and_ps(v, am));
+    }
+    float l[4];
+    _mm_storeu_ps(l, _mm_add_ps(a0, a1));
+    s = (l[0] + l[1]) + (l[2] + l[3]);
+#endif
+    for (; i < len; i++)
+        s += fabsf(r ? x[i] - r[i] : x[i]);
     return s;
 }
 
 /* Sign bits of d, coordinate j of the block in bit j % 8 of byte j / 8
  * (LSB first); ref += (bit ? -scale : scale). len a multiple of 8 but for
  * a vector's last block, whose last byte keeps its unused bits 0. */
-static uint32_t sign_enc(const float *restrict x, float *restrict r, size_t len, float scale,
-                         uint8_t *restrict bits)
+static inline uint32_t sign_enc(const float *restrict x, float *restrict r, size_t len,
+                                float scale, uint8_t *restrict bits)
 {
     size_t i = 0;
     uint32_t bad = 0, su = mm_f2u(scale);
@@ -267,8 +271,8 @@ static uint32_t sign_enc(const float *restrict x, float *restrict r, size_t len,
     return bad;
 }
 
-static uint32_t sign_dec(const uint8_t *restrict bits, float scale, float *restrict dst,
-                         size_t len, int apply)
+static inline uint32_t sign_dec(const uint8_t *restrict bits, float scale, float *restrict dst,
+                                size_t len, int apply)
 {
     size_t i = 0;
     uint32_t bad = 0, su = mm_f2u(scale);
