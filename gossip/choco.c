@@ -107,13 +107,19 @@ int mm_choco_mix(float *x, const float *x_hat_self, size_t n, double self_weight
 
 double mm_choco_default_gamma(const mm_codec_spec *spec)
 {
+    /* docs/compression.md, "Consensus against gamma": about half the
+     * smallest gamma that diverged on rings of 8, 16 and 32 */
     switch (spec->kind) {
-    case MM_CODEC_FP32: return 1.0;
-    case MM_CODEC_BF16: return 1.0;
-    case MM_CODEC_INT8: return 1.0;
-    case MM_CODEC_SIGN: return 0.5;
-    case MM_CODEC_TOPK: return 0.5;
-    case MM_CODEC_RANDK: return 0.5;
+    case MM_CODEC_FP32:
+    case MM_CODEC_BF16:
+    case MM_CODEC_INT8:
+        return 1.0;
+    case MM_CODEC_SIGN:
+        return spec->block <= 32 ? 1.0 : spec->block <= 64 ? 0.3 : 0.1;
+    case MM_CODEC_TOPK:
+        return spec->frac >= 0.5 ? 1.0 : 2 * spec->frac;
+    case MM_CODEC_RANDK:
+        return spec->frac;
     }
     return 1.0;
 }

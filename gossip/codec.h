@@ -45,7 +45,7 @@ typedef enum {
 
 /* Measured in docs/compression.md ("Block size"). */
 #define MM_CODEC_INT8_BLOCK 256
-#define MM_CODEC_SIGN_BLOCK 256
+#define MM_CODEC_SIGN_BLOCK 32
 #define MM_CODEC_BLOCK_MIN 8
 #define MM_CODEC_BLOCK_MAX 65536
 /* Largest vector a codec takes: indices must fit 32 bits (as MM_WIRE_MAX_VEC_LEN). */

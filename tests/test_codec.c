@@ -20,7 +20,7 @@
 #include "model/rng.h"
 
 static const char *all_specs[] = {"fp32", "bf16", "int8", "int8:32", "int8:4096", "sign",
-                                  "sign:8", "topk:0.01", "topk:0.5", "topk:1", "randk:0.01",
+                                  "sign:8", "sign:256", "topk:0.01", "topk:0.5", "topk:1", "randk:0.01",
                                   "randk:0.3", "randk:1"};
 #define N_SPECS (sizeof all_specs / sizeof all_specs[0])
 
@@ -68,7 +68,7 @@ static void parse_and_format(void **state)
     (void)state;
     struct { const char *in, *canon; } ok[] = {
         {"fp32", "fp32"}, {"bf16", "bf16"}, {"int8", "int8:256"}, {"int8:32", "int8:32"},
-        {"sign", "sign:256"}, {"sign:8", "sign:8"}, {"topk:0.01", "topk:0.01"},
+        {"sign", "sign:32"}, {"sign:256", "sign:256"}, {"sign:8", "sign:8"}, {"topk:0.01", "topk:0.01"},
         {"topk:1e-2", "topk:0.01"}, {"randk:.25", "randk:0.25"}, {"topk:1", "topk:1"},
     };
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
@@ -431,7 +431,7 @@ static void ref_equals_copy(void **state)
         fill(&r, x, n, 1.0);
         for (uint64_t i = 0; i < n; i++)
             start += (double)x[i] * x[i]; /* ||x - ref||^2 with ref = 0 */
-        for (int round = 0; round < 30; round++) {
+        for (int round = 0; round < 100; round++) {
             for (uint64_t i = 0; i < n; i++) /* a target that moves a little */
                 x[i] += (float)(0.001 * mm_rng_normal(&r));
             size_t len;
@@ -452,7 +452,7 @@ static void ref_equals_copy(void **state)
         }
         /* error feedback: ref tracks x, so the residual is below the first */
         if (!(end < 0.9 * start))
-            fail_msg("%s: residual %g of %g after 30 rounds", all_specs[s], end, start);
+            fail_msg("%s: residual %g of %g after 100 rounds", all_specs[s], end, start);
         free(p);
         mm_codec_free(c);
     }
