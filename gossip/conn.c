@@ -3,7 +3,7 @@
  * by uv_read and uv_write, and the HELLO exchange. Every refusal is logged
  * with where it came from, counted, and closes only this connection. */
 #include "gossip/transport_int.h"
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
 
 #include <openssl/err.h>
@@ -20,7 +20,7 @@ static int tls_flush(conn *c);
 
 static uv_stream_t *stream(conn *c) { return (uv_stream_t *)&c->tcp; }
 
-conn *conn_new(mm_transport *t)
+conn *mm__conn_new(mm_transport *t)
 {
     conn *c = calloc(1, sizeof *c);
     if (!c)
@@ -28,6 +28,7 @@ conn *conn_new(mm_transport *t)
     c->t = t;
     c->peer = -1;
     c->cert_id = -1;
+    c->claimed = -1;
     c->st = C_CONNECTING;
     c->t_start = c->t_last_recv = c->t_last_send = mm_now_ms(t);
     uv_tcp_init(t->loop, &c->tcp);
@@ -50,13 +51,13 @@ static void on_closed(uv_handle_t *h)
         }
     if (c->ssl)
         SSL_free(c->ssl); /* frees the BIO */
-    conn_chunks_free(c);
+    mm__conn_chunks_free(c);
     free(c->netbuf);
     free(c);
-    tr_handle_closed(t);
+    mm__tr_handle_closed(t);
 }
 
-void conn_force_close(conn *c)
+void mm__conn_force_close(conn *c)
 {
     if (!uv_is_closing((uv_handle_t *)&c->tcp))
         uv_close((uv_handle_t *)&c->tcp, on_closed);
@@ -87,12 +88,12 @@ static void item_done(conn *c, out_item *it, bool ok)
     free_item(it);
 }
 
-void conn_close(conn *c, bool graceful, const char *why)
+void mm__conn_close(conn *c, bool graceful, const char *why)
 {
     if (c->st == C_CLOSING)
         return;
     mm_transport *t = c->t;
-    c->st = C_CLOSING;
+    mm__conn_set_state(c, C_CLOSING);
     c->t_close = mm_now_ms(t);
     mm_info("closing connection %s: %s", c->from, why);
     if (c->reading) {
@@ -105,11 +106,11 @@ void conn_close(conn *c, bool graceful, const char *why)
         out_item *it = c->q_head;
         c->q_head = it->next;
         if (!it->ready)
-            tr_crc_remove(t, it);
+            mm__tr_crc_remove(t, it);
         item_done(c, it, false);
     }
     c->q_tail = NULL;
-    tr_conn_closed(t, c);
+    mm__tr_conn_closed(t, c);
     if (uv_is_closing((uv_handle_t *)&c->tcp))
         return;
     if (graceful && c->ssl && SSL_is_init_finished(c->ssl)) {
@@ -125,7 +126,22 @@ void conn_close(conn *c, bool graceful, const char *why)
 
 static void conn_leave(conn *c, uint16_t type, const char *msg, const char *why);
 
-void conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
+/* The refusal code of a counter of mm_transport_stats. */
+static mm_refusal_code code_of(const mm_transport *t, const uint64_t *counter)
+{
+    const mm_transport_stats *s = &t->st;
+    if (counter == &s->tls_mismatch) return MM_REFUSAL_TLS_MISMATCH;
+    if (counter == &s->bad_tls) return MM_REFUSAL_TLS;
+    if (counter == &s->bad_identity) return MM_REFUSAL_IDENTITY;
+    if (counter == &s->id_clash) return MM_REFUSAL_ID_CLASH;
+    if (counter == &s->bad_fingerprint) return MM_REFUSAL_FINGERPRINT;
+    if (counter == &s->bad_config) return MM_REFUSAL_CONFIG;
+    if (counter == &s->bad_version) return MM_REFUSAL_VERSION;
+    if (counter == &s->bad_magic) return MM_REFUSAL_NOT_MURMUR;
+    return MM_REFUSAL_OTHER;
+}
+
+void mm__conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
 {
     if (c->st == C_CLOSING)
         return;
@@ -137,12 +153,13 @@ void conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
     mm_warn("refused %s: %s", c->from, msg);
     if (counter)
         (*counter)++;
+    mm__tr_refusal(c->t, c, code_of(c->t, counter), false, msg);
     /* REFUSE only once the byte stream is usable (TLS done); it is a
      * courtesy to an honest but misconfigured peer. */
     if (c->st >= C_HELLO && !c->leaving)
         conn_leave(c, MM_WIRE_REFUSE, msg, msg);
     else
-        conn_close(c, true, msg);
+        mm__conn_close(c, true, msg);
 }
 
 /* ---- writes --------------------------------------------------------------- */
@@ -156,10 +173,10 @@ static void plain_write_cb(uv_write_t *req, int status)
         c->t->st.bytes_sent += it->head_len + it->big_len;
     item_done(c, it, status == 0);
     if (status < 0 && status != UV_ECANCELED)
-        conn_close(c, false, uv_strerror(status));
+        mm__conn_close(c, false, uv_strerror(status));
 }
 
-int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t small_len,
+int mm__conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t small_len,
                     const uint8_t *big, size_t big_len, bool is_vec, uint32_t peer_id,
                     uint8_t *owned)
 {
@@ -193,16 +210,16 @@ int conn_send_frame(conn *c, const mm_wire_header *h, const void *small, size_t 
     if (!c->ssl) {
         it->crc = mm_crc32c(0, it->head + MM_WIRE_HDR_LEN, small_len);
         if (big_len >= MM_CRC_INLINE) {
-            tr_crc_enqueue(c->t, it);
+            mm__tr_crc_enqueue(c->t, it);
             return 0;
         }
         it->crc = mm_crc32c(it->crc, big, big_len);
     }
-    conn_item_ready(it);
+    mm__conn_item_ready(it);
     return 0;
 }
 
-void conn_item_ready(out_item *it)
+void mm__conn_item_ready(out_item *it)
 {
     it->hdr.payload_crc = it->crc;
     mm_wire_put_header(it->head, &it->hdr);
@@ -231,7 +248,7 @@ static void plain_pump(conn *c)
         int r = uv_write(&it->req, stream(c), b, it->big_len ? 2 : 1, plain_write_cb);
         if (r) {
             item_done(c, it, false);
-            conn_close(c, false, uv_strerror(r));
+            mm__conn_close(c, false, uv_strerror(r));
             return;
         }
         c->writes_pending++;
@@ -243,15 +260,15 @@ static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
 {
     mm_wire_header h = {.type = type, .sender = c->t->cfg.self_id, .round = c->t->round,
                         .payload_len = len};
-    return conn_send_frame(c, &h, payload, len, NULL, 0, false, 0, NULL);
+    return mm__conn_send_frame(c, &h, payload, len, NULL, 0, false, 0, NULL);
 }
 
-int conn_send_ping(conn *c) { return send_ctrl(c, MM_WIRE_PING, NULL, 0); }
+int mm__conn_send_ping(conn *c) { return send_ctrl(c, MM_WIRE_PING, NULL, 0); }
 /* The last frame of a leave has gone to the socket (or libuv): close. */
 static void goodbye_sent(conn *c)
 {
     if (c->leaving && !c->q_head && c->st != C_CLOSING)
-        conn_close(c, true, c->leave_why);
+        mm__conn_close(c, true, c->leave_why);
 }
 
 /* Leaves with a last control frame, BYE or REFUSE (msg: its text): frames
@@ -272,28 +289,31 @@ static void conn_leave(conn *c, uint16_t type, const char *msg, const char *why)
         out_item *it = *pp;
         *pp = it->next;
         if (!it->ready)
-            tr_crc_remove(c->t, it);
+            mm__tr_crc_remove(c->t, it);
         item_done(c, it, false);
     }
     c->q_tail = c->q_head;
-    conn_pause(c); /* nothing more is read from a peer we leave */
+    mm__conn_pause(c); /* nothing more is read from a peer we leave */
     if (send_ctrl(c, type, msg, msg ? strlen(msg) : 0) != 0) {
-        conn_close(c, false, why);
+        mm__conn_close(c, false, why);
         return;
     }
-    /* From here on nothing else is queued (conn_send_frame refuses). */
+    /* From here on nothing else is queued (mm__conn_send_frame refuses). */
     c->leaving = true;
     snprintf(c->leave_why, sizeof c->leave_why, "%s", why);
     c->t_close = mm_now_ms(c->t);
     goodbye_sent(c); /* the last frame may already be out */
 }
 
-void conn_goodbye(conn *c, const char *why) { conn_leave(c, MM_WIRE_BYE, NULL, why); }
+void mm__conn_goodbye(conn *c, const char *why) { conn_leave(c, MM_WIRE_BYE, NULL, why); }
 
 static void send_hello(conn *c, uint32_t target)
 {
-    mm_wire_hello hello = {.vec_len = c->t->cfg.vec_len, .target = target};
-    memcpy(hello.fingerprint, c->t->cfg.fingerprint, 32);
+    const mm_transport_config *cfg = &c->t->cfg;
+    mm_wire_hello hello = {.vec_len = cfg->vec_len, .target = target, .algo = cfg->algo,
+                           .codec = cfg->codec, .codec_block = cfg->codec_block,
+                           .codec_frac = cfg->codec_frac};
+    memcpy(hello.fingerprint, cfg->fingerprint, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &hello);
     send_ctrl(c, MM_WIRE_HELLO, buf, sizeof buf);
@@ -305,10 +325,10 @@ static void tls_write_cb(uv_write_t *req, int status)
     conn *c = ch->c;
     c->writes_pending--;
     c->w_inflight -= ch->len;
-    conn_chunk_put(c, ch);
+    mm__conn_chunk_put(c, ch);
     if (status < 0) {
         if (status != UV_ECANCELED)
-            conn_close(c, false, uv_strerror(status));
+            mm__conn_close(c, false, uv_strerror(status));
         return;
     }
     tls_pump(c);
@@ -376,13 +396,13 @@ static void tls_pump(conn *c)
         if (w <= 0) {
             char eb[200];
             c->pumping = false;
-            conn_close(c, false, mm_tls_error(eb, sizeof eb));
+            mm__conn_close(c, false, mm_tls_error(eb, sizeof eb));
             return;
         }
         it->off += (size_t)w;
         if (tls_flush(c) != 0) {
             c->pumping = false;
-            conn_close(c, false, "out of memory or write error");
+            mm__conn_close(c, false, "out of memory or write error");
             return;
         }
         if (it->off == total) {
@@ -405,20 +425,22 @@ static void hello_received(conn *c, const mm_wire_header *h)
     mm_wire_hello hello;
     mm_wire_get_hello(c->rx.payload, &hello);
     uint32_t id = h->sender;
+    if (id < cfg->n_peers && id != cfg->self_id)
+        c->claimed = id; /* whose a refusal below is (mm__tr_refusal) */
     if (id >= cfg->n_peers || id == cfg->self_id)
-        return conn_refuse(c, &t->st.bad_identity, "HELLO claims id %u, not another "
+        return mm__conn_refuse(c, &t->st.bad_identity, "HELLO claims id %u, not another "
                            "peer of this %u-peer cluster", id, cfg->n_peers);
     if (c->cert_id >= 0 && (int64_t)id != c->cert_id)
-        return conn_refuse(c, &t->st.bad_identity, "HELLO claims to be peer %u but "
+        return mm__conn_refuse(c, &t->st.bad_identity, "HELLO claims to be peer %u but "
                            "the TLS certificate names peer %lld", id, (long long)c->cert_id);
     if (c->dialer && id != c->expect)
-        return conn_refuse(c, &t->st.bad_identity, "dialled peer %u but peer %u "
+        return mm__conn_refuse(c, &t->st.bad_identity, "dialled peer %u but peer %u "
                            "answered", c->expect, id);
     if (!c->dialer && id > cfg->self_id)
-        return conn_refuse(c, &t->st.bad_identity, "peer %u dialled peer %u, but the "
+        return mm__conn_refuse(c, &t->st.bad_identity, "peer %u dialled peer %u, but the "
                            "lower id dials", id, cfg->self_id);
     if (hello.target != cfg->self_id)
-        return conn_refuse(c, &t->st.bad_identity, "HELLO from peer %u is addressed to "
+        return mm__conn_refuse(c, &t->st.bad_identity, "HELLO from peer %u is addressed to "
                            "peer %u, this is peer %u", id, hello.target, cfg->self_id);
     if (memcmp(hello.fingerprint, cfg->fingerprint, 32) != 0) {
         char a[17], b[17];
@@ -426,19 +448,31 @@ static void hello_received(conn *c, const mm_wire_header *h)
             snprintf(a + 2 * i, 3, "%02x", hello.fingerprint[i]);
             snprintf(b + 2 * i, 3, "%02x", cfg->fingerprint[i]);
         }
-        return conn_refuse(c, &t->st.bad_fingerprint, "model fingerprint differs: "
+        return mm__conn_refuse(c, &t->st.bad_fingerprint, "model fingerprint differs: "
                            "peer %u has %s..., peer %u has %s... (different model "
                            "config or size)", id, a, cfg->self_id, b);
     }
     if (hello.vec_len != cfg->vec_len)
-        return conn_refuse(c, &t->st.bad_fingerprint, "vector length differs: peer %u "
+        return mm__conn_refuse(c, &t->st.bad_fingerprint, "vector length differs: peer %u "
                            "has %llu floats, peer %u has %llu", id,
                            (unsigned long long)hello.vec_len, cfg->self_id,
                            (unsigned long long)cfg->vec_len);
+    if (hello.algo != cfg->algo)
+        return mm__conn_refuse(c, &t->st.bad_config, "algorithm differs: peer %u runs %s, peer "
+                           "%u runs %s", id, mm_wire_algo_name(hello.algo), cfg->self_id,
+                           mm_wire_algo_name(cfg->algo));
+    if (hello.codec != cfg->codec || hello.codec_block != cfg->codec_block ||
+        !(hello.codec_frac == cfg->codec_frac))
+        return mm__conn_refuse(c, &t->st.bad_config, "codec differs: peer %u sends codec %u "
+                           "(block %u, fraction %.17g), peer %u codec %u (block %u, fraction "
+                           "%.17g)", id, hello.codec, hello.codec_block, hello.codec_frac,
+                           cfg->self_id, cfg->codec, cfg->codec_block, cfg->codec_frac);
+    if (mm__tr_id_clash(t, c, id))
+        return;
     if (!c->dialer)
         send_hello(c, id);
     c->peer = id;
-    tr_conn_up(t, c);
+    mm__tr_conn_up(t, c);
 }
 
 static void frame_received(conn *c)
@@ -446,7 +480,7 @@ static void frame_received(conn *c)
     mm_transport *t = c->t;
     const mm_wire_header *h = &c->rx.hdr;
     if (c->peer >= 0 && (int64_t)h->sender != c->peer)
-        return conn_refuse(c, &t->st.bad_identity, "frame claims sender %u on the "
+        return mm__conn_refuse(c, &t->st.bad_identity, "frame claims sender %u on the "
                            "connection of peer %lld", h->sender, (long long)c->peer);
     switch (h->type) {
     case MM_WIRE_HELLO:
@@ -459,17 +493,32 @@ static void frame_received(conn *c)
             msg[i] = (c->rx.ctrl[i] >= 32 && c->rx.ctrl[i] < 127) ? (char)c->rx.ctrl[i] : '?';
         msg[n] = 0;
         mm_warn("%s refused us: %s", c->from, msg);
-        conn_close(c, false, "refused by the peer");
+        mm__tr_refusal(t, c, mm_refusal_classify(msg), true, msg);
+        /* Reasons that concern this peer's own identity (protocol.md,
+         * "Refusals"): say what they mean here, and count the clash. */
+        if (!strncmp(msg, "two peers claim id", 18)) {
+            t->st.id_clash++;
+        } else if (!strncmp(msg, "TLS mismatch:", 13)) {
+            t->st.tls_mismatch++;
+            mm_warn("TLS mismatch: peer at %s speaks TLS but this peer runs --plaintext",
+                    c->src);
+        } else if (!strncmp(msg, "replaced by a newer connection", 30)) {
+            mm_warn("%s replaced our connection with a newer one claiming our id %u, which "
+                    "this peer did not open: is another peer running with --id %u?",
+                    c->from, t->cfg.self_id, t->cfg.self_id);
+        }
+        mm__conn_close(c, false, "refused by the peer");
         break;
     }
     case MM_WIRE_PING:
         break;
     case MM_WIRE_BYE:
         c->got_bye = true;
-        conn_close(c, false, "the peer said goodbye");
+        mm__conn_close(c, false, "the peer said goodbye");
         break;
     case MM_WIRE_VECTOR:
-        tr_vector(t, c, h, c->rx.payload);
+        mm__tr_vector(t, c, h, &c->rx.vec, c->rx.payload + MM_WIRE_VEC_HDR,
+                  (size_t)(h->payload_len - MM_WIRE_VEC_HDR));
         break;
     }
 }
@@ -484,9 +533,18 @@ static uint64_t *err_counter(mm_transport_stats *s, mm_wire_err e)
     case MM_WIRE_E_LENGTH: return &s->bad_length;
     case MM_WIRE_E_CHECKSUM: return &s->bad_checksum;
     case MM_WIRE_E_VALUES: return &s->bad_values;
+    case MM_WIRE_E_WEIGHT: return &s->bad_weight;
+    case MM_WIRE_E_CODEC: return &s->bad_codec;
     case MM_WIRE_OK: break;
     }
     return NULL;
+}
+
+/* A TLS record header: content type 20..23 (change_cipher_spec, alert,
+ * handshake, application_data), then version major 3, minor 0..4. */
+static bool looks_like_tls(const uint8_t *p)
+{
+    return p[0] >= 0x14 && p[0] <= 0x17 && p[1] == 0x03 && p[2] <= 0x04;
 }
 
 /* n new bytes sit where mm_wire_rx_want() pointed. */
@@ -497,9 +555,84 @@ static void rx_bytes(conn *c, size_t n, bool was_busy)
     mm_rx_event ev = mm_wire_rx_advance(&c->rx, n);
     if (ev == MM_RX_FRAME)
         frame_received(c);
+    else if (ev == MM_RX_ERROR && c->rx.err == MM_WIRE_E_MAGIC && !c->ssl &&
+             !c->rx.hello_done && looks_like_tls(c->rx.hdr_raw))
+        /* not just any bad magic: the two sides disagree about TLS */
+        mm__conn_refuse(c, &c->t->st.tls_mismatch, "TLS mismatch: peer at %s speaks TLS but this "
+                    "peer runs --plaintext", c->src);
     else if (ev == MM_RX_ERROR)
-        conn_refuse(c, err_counter(&c->t->st, c->rx.err), "%s: %s",
+        mm__conn_refuse(c, err_counter(&c->t->st, c->rx.err), "%s: %s",
                     mm_wire_err_name(c->rx.err), c->rx.why);
+}
+
+static void raw_write_cb(uv_write_t *req, int status)
+{
+    (void)status;
+    free(req->data);
+}
+
+/* A TLS connection whose peer speaks plaintext murmur: the reason goes out
+ * as a plaintext REFUSE frame beside OpenSSL, so the peer can read it. */
+static void send_plain_refuse(conn *c, const char *msg)
+{
+    struct raw { uv_write_t req; uint8_t buf[MM_WIRE_HDR_LEN + MM_WIRE_REFUSE_MAX]; } *r;
+    size_t len = strlen(msg);
+    if (len > MM_WIRE_REFUSE_MAX)
+        len = MM_WIRE_REFUSE_MAX;
+    if (!(r = malloc(sizeof *r)))
+        return;
+    mm_wire_header h = {.type = MM_WIRE_REFUSE, .sender = c->t->cfg.self_id,
+                        .round = c->t->round, .payload_len = len,
+                        .payload_crc = mm_crc32c(0, msg, len)};
+    mm_wire_put_header(r->buf, &h);
+    memcpy(r->buf + MM_WIRE_HDR_LEN, msg, len);
+    r->req.data = r;
+    uv_buf_t b = uv_buf_init((char *)r->buf, (unsigned)(MM_WIRE_HDR_LEN + len));
+    if (uv_write(&r->req, stream(c), &b, 1, raw_write_cb) != 0)
+        free(r);
+}
+
+/* TLS, before any byte reached OpenSSL: "MRMR" where a TLS record belongs
+ * means the peer runs --plaintext. Returns true when c was refused. */
+static bool tls_sniff_plain(conn *c)
+{
+    const uint8_t *p = c->netbuf + c->in_off;
+    static const uint8_t magic[4] = {'M', 'R', 'M', 'R'};
+    if (c->in_len >= 4 && memcmp(p, magic, 4) == 0) {
+        char msg[MM_WIRE_REFUSE_MAX], said[MM_WIRE_REFUSE_MAX + 16] = "";
+        snprintf(msg, sizeof msg, "TLS mismatch: peer at %s speaks plaintext murmur (MRMR) "
+                 "but this peer expects TLS", c->src);
+        /* a plaintext acceptor has usually refused us already: say what it said */
+        mm_wire_header h;
+        char why[160];
+        bool hdr = c->in_len >= MM_WIRE_HDR_LEN &&
+                   mm_wire_get_header(p, false, 0, &h, why, sizeof why) == MM_WIRE_OK;
+        /* a plaintext dialler's HELLO names it (unauthenticated, as
+         * everything over plaintext) */
+        if (hdr && !c->dialer && h.type == MM_WIRE_HELLO && h.sender < c->t->cfg.n_peers &&
+            h.sender != c->t->cfg.self_id)
+            c->claimed = h.sender;
+        if (hdr && h.type == MM_WIRE_REFUSE && h.payload_len <= c->in_len - MM_WIRE_HDR_LEN) {
+            size_t k = (size_t)h.payload_len, o = 0;
+            o += (size_t)snprintf(said, sizeof said, " (it said: ");
+            for (size_t i = 0; i < k && o + 3 < sizeof said; i++) {
+                uint8_t ch = p[MM_WIRE_HDR_LEN + i];
+                said[o++] = ch >= 32 && ch < 127 ? (char)ch : '?';
+            }
+            said[o++] = ')';
+            said[o] = 0;
+        }
+        c->t->st.tls_mismatch++;
+        mm_warn("refused %s: %s%s", c->from, msg, said);
+        mm__tr_refusal(c->t, c, MM_REFUSAL_TLS_MISMATCH, said[0] != 0, msg);
+        if (!c->dialer)
+            send_plain_refuse(c, msg);
+        mm__conn_close(c, true, msg);
+        return true;
+    }
+    if (c->in_len >= 4 || memcmp(p, magic, c->in_len) != 0)
+        c->sniffed = true; /* not ours: OpenSSL judges it */
+    return false;
 }
 
 static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -539,25 +672,25 @@ static void tls_handshake(conn *c)
         long vr = SSL_get_verify_result(c->ssl);
         if (vr != X509_V_OK) {
             ERR_clear_error();
-            conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: certificate "
+            mm__conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: certificate "
                         "rejected: %s", X509_verify_cert_error_string(vr));
         }
         else
-            conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: %s",
+            mm__conn_refuse(c, &t->st.bad_tls, "TLS handshake failed: %s",
                         mm_tls_error(eb, sizeof eb));
         return;
     }
     uint32_t id;
     char why[200];
     if (mm_tls_peer_id(c->ssl, &id, why, sizeof why) != 0) {
-        c->st = C_HELLO; /* let the refusal through the TLS channel */
-        return conn_refuse(c, &t->st.bad_identity, "%s", why);
+        mm__conn_set_state(c, C_HELLO); /* let the refusal through the TLS channel */
+        return mm__conn_refuse(c, &t->st.bad_identity, "%s", why);
     }
     c->cert_id = id;
-    c->st = C_HELLO;
+    mm__conn_set_state(c, C_HELLO);
     if (c->dialer) {
         if (id != c->expect)
-            return conn_refuse(c, &t->st.bad_identity, "dialled peer %u but its "
+            return mm__conn_refuse(c, &t->st.bad_identity, "dialled peer %u but its "
                                "certificate names peer %u", c->expect, id);
         send_hello(c, c->expect);
     }
@@ -584,10 +717,10 @@ static void tls_drain(conn *c)
             if (e == SSL_ERROR_WANT_READ)
                 break;
             if (e == SSL_ERROR_ZERO_RETURN) {
-                conn_close(c, false, "the peer closed TLS");
+                mm__conn_close(c, false, "the peer closed TLS");
             } else {
                 char eb[256];
-                conn_refuse(c, &c->t->st.bad_tls, "TLS error: %s",
+                mm__conn_refuse(c, &c->t->st.bad_tls, "TLS error: %s",
                             mm_tls_error(eb, sizeof eb));
             }
             break;
@@ -608,7 +741,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     if (nread < 0) {
         if (c->rx.got || c->rx.in_payload)
             mm_warn("connection %s ended in the middle of a frame", c->from);
-        conn_close(c, false, nread == UV_EOF ? "closed by the peer" : uv_strerror((int)nread));
+        mm__conn_close(c, false, nread == UV_EOF ? "closed by the peer" : uv_strerror((int)nread));
         return;
     }
     mm_transport *t = c->t;
@@ -621,6 +754,8 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     c->in_len += (size_t)nread; /* bytes at netbuf + in_off, see alloc_cb */
+    if (c->st == C_TLS && !c->sniffed && (tls_sniff_plain(c) || !c->sniffed))
+        return; /* refused, or fewer than 4 bytes that may still be "MRMR" */
     tls_drain(c);
 }
 
@@ -632,7 +767,7 @@ static void start_reading(conn *c)
         c->reading = true;
 }
 
-void conn_pause(conn *c)
+void mm__conn_pause(conn *c)
 {
     c->paused = true;
     if (c->reading) {
@@ -641,7 +776,7 @@ void conn_pause(conn *c)
     }
 }
 
-void conn_resume(conn *c)
+void mm__conn_resume(conn *c)
 {
     if (!c->paused || c->leaving) /* a peer being left stays unread */
         return;
@@ -656,13 +791,18 @@ void conn_resume(conn *c)
         tls_drain(c);
 }
 
-void conn_start(conn *c)
+void mm__conn_start(conn *c)
 {
     mm_transport *t = c->t;
     uv_tcp_nodelay(&c->tcp, 1);
+    c->rx.weight_rule = t->cfg.weight_rule;
+    c->rx.n_peers = t->cfg.n_peers;
+    c->rx.codec = t->cfg.codec;
+    c->rx.max_body = t->cfg.max_body;
+    c->rx.allow_chunks = t->cfg.allow_chunks;
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
-        c->st = C_HELLO;
+        mm__conn_set_state(c, C_HELLO);
         if (c->dialer)
             send_hello(c, c->expect);
         start_reading(c);
@@ -670,14 +810,14 @@ void conn_start(conn *c)
     }
     c->netbuf = malloc(MM_TLS_READ_BUF);
     c->ssl = SSL_new(t->ctx);
-    BIO *bio = c->ssl ? conn_bio_new(c) : NULL;
+    BIO *bio = c->ssl ? mm__conn_bio_new(c) : NULL;
     if (!c->netbuf || !bio) {
-        conn_close(c, false, "out of memory for TLS");
+        mm__conn_close(c, false, "out of memory for TLS");
         return;
     }
     SSL_set_bio(c->ssl, bio, bio); /* one BIO both ways: one reference */
     c->rx.no_payload_crc = true;
-    c->st = C_TLS;
+    mm__conn_set_state(c, C_TLS);
     if (c->dialer)
         SSL_set_connect_state(c->ssl);
     else

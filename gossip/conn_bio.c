@@ -10,7 +10,7 @@
 
 static BIO_METHOD *method;
 
-tls_chunk *conn_chunk_get(conn *c)
+tls_chunk *mm__conn_chunk_get(conn *c)
 {
     tls_chunk *ch = c->pool;
     if (ch) {
@@ -25,7 +25,7 @@ tls_chunk *conn_chunk_get(conn *c)
     return ch;
 }
 
-void conn_chunk_put(conn *c, tls_chunk *ch)
+void mm__conn_chunk_put(conn *c, tls_chunk *ch)
 {
     if (c->pool_n < MM_CHUNK_POOL && c->st != C_CLOSING) {
         ch->next = c->pool;
@@ -36,7 +36,7 @@ void conn_chunk_put(conn *c, tls_chunk *ch)
     }
 }
 
-void conn_chunks_free(conn *c)
+void mm__conn_chunks_free(conn *c)
 {
     tls_chunk *lists[3] = {c->pool, c->w_ready, c->w_cur};
     for (int i = 0; i < 3; i++)
@@ -62,7 +62,7 @@ static int bio_write(BIO *b, const char *data, int len)
                     c->w_ready = c->w_cur;
                 c->w_ready_tail = c->w_cur;
             }
-            if (!(c->w_cur = conn_chunk_get(c)))
+            if (!(c->w_cur = mm__conn_chunk_get(c)))
                 return -1;
         }
         size_t n = MM_CHUNK_CAP - c->w_cur->len;
@@ -112,7 +112,7 @@ static int bio_create(BIO *b)
     return 1;
 }
 
-BIO *conn_bio_new(conn *c)
+BIO *mm__conn_bio_new(conn *c)
 {
     /* Made once; a race here would only leak one method table. */
     if (!method) {

@@ -1,6 +1,10 @@
+/* The arithmetic of averaging: blocked loops over flat float vectors, and
+ * one round's update with its weight rules (gossip/mix.h). */
 #include "gossip/mix.h"
+#include "gossip/wire.h"
 
 #include <math.h>
+#include <stdint.h>
 
 /* These loops run over the whole parameter vector several times a round.
  * Blocked accumulation in float (a block of 1024 fits the vector unit's
@@ -77,11 +81,19 @@ int mm_mix_all_finite(const float *x, size_t n)
 }
 
 double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,
-                    mm_mix_input *in, int n_in, int pushsum, double clip_pull)
+                    mm_mix_input *in, int n_in, int pushsum, double w_max, double clip_pull)
 {
+    mm_weight_rule rule = pushsum ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
+    uint32_t n_peers = w_max >= 1 && w_max < 4294967296.0 ? (uint32_t)w_max : 1;
     double self = self_weight;
     for (int k = 0; k < n_in; k++) {
         in[k].dist = NAN;
+        /* A weight outside the rule could make w_new zero or negative (a
+         * denominator one neighbour drives to 0 stopped honest peers) or
+         * its reciprocal overflow a float: such a neighbour is missing. */
+        in[k].refused = in[k].x && !mm_wire_weight_ok(rule, in[k].w, n_peers, NULL, 0);
+        if (in[k].refused)
+            in[k].x = NULL;
         if (!in[k].x && !pushsum)
             self += in[k].weight; /* its weight goes back to self */
     }
@@ -101,8 +113,8 @@ double mm_mix_round(float *x, const float *s, size_t n, double w_old, double sel
                 self_extra += in[k].weight * (1 - clip_pull / in[k].dist) * in[k].w;
         }
     }
-    if (!(w_new > 1e-30))
-        return w_old; /* nothing to mix with: keep what we have */
+    if (!(w_new > 0))
+        return w_old; /* W_self' = 0 and nothing accepted: keep what we have */
 
     double coef_self = (self * w_old + self_extra) / w_old / w_new - 1.0 / w_old;
     mm_mix_axpy(x, (float)coef_self, s, n);
@@ -119,5 +131,8 @@ double mm_mix_round(float *x, const float *s, size_t n, double w_old, double sel
                                                s, inv_old, n));
         }
     }
-    return pushsum ? w_new : 1.0;
+    if (!pushsum)
+        return 1.0;
+    /* x holds z whatever w is: only the weight is brought back in range. */
+    return w_new < MM_PUSHSUM_W_MIN ? MM_PUSHSUM_W_MIN : w_new > w_max ? w_max : w_new;
 }

@@ -31,7 +31,8 @@ typedef struct {
     const float *x;   /* what it sent: w_k * z_k (n floats); NULL when missing */
     double weight;    /* W[me][k] */
     double w;         /* its push-sum weight w_k (1 outside push-sum) */
-    double dist;      /* out: ||z_k - z_t||, NaN when missing */
+    double dist;      /* out: ||z_k - z_t||, NaN when missing or refused */
+    int refused;      /* out: 1 when w broke the weight rule (treated as missing) */
 } mm_mix_input;
 
 /* The update of one round, for every algorithm:
@@ -44,9 +45,29 @@ typedef struct {
  * A missing neighbour's weight goes back to self (W_self' = W_self + W_k),
  * except with push-sum, where its mass is simply not received and the
  * de-biasing by w absorbs the loss. With clip_pull > 0 a neighbour farther
- * than clip_pull is pulled in only to that distance. Returns w_new (1.0
- * unless pushsum). */
+ * than clip_pull is pulled in only to that distance.
+ *
+ * Weights (the rule of gossip/wire.h, checked again here whatever the
+ * transport did): outside push-sum every w_k must be exactly 1; with
+ * push-sum it must lie in [MM_PUSHSUM_W_MIN, w_max] (w_max: the number of
+ * peers). A neighbour whose w_k breaks the rule is refused (in[k].refused
+ * set, in[k].x set to NULL) and treated as missing. w_old must obey the same rule (it is ours).
+ *
+ * The bound on the divisor: every accepted term W_k w_k is >= 0, so
+ *   w_new >= W_self' w_old >= W_self' 2^-30,
+ * which no neighbour can lower; when W_self' = 0 and no neighbour was
+ * accepted, w_new = 0 and nothing is divided: x and w stay as they are.
+ * The mixed z is then a convex combination (coefficients W_self' w_old /
+ * w_new and W_k w_k / w_new, all >= 0, summing to 1) of z_t and the z_k.
+ *
+ * Returns the new weight: 1.0 unless pushsum; with pushsum, w_new clamped
+ * to [MM_PUSHSUM_W_MIN, w_max] (x keeps the de-biased z either way). An
+ * honest peer that receives nothing keeps only W_self' of its mass per
+ * round (its sends to absent neighbours are lost); once that would take it
+ * below 2^-30 it stays at 2^-30, creating at most 2^-30 of mass a round,
+ * so what it sends always obeys the wire's rule. Above w_max only a
+ * neighbour claiming more mass than the cluster has can take it. */
 double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,
-                    mm_mix_input *in, int n_in, int pushsum, double clip_pull);
+                    mm_mix_input *in, int n_in, int pushsum, double w_max, double clip_pull);
 
 #endif

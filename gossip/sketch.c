@@ -3,17 +3,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline uint64_t splitmix64(uint64_t z)
-{
-    z += 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+#include "base/rng.h"
 
 uint64_t mm_sketch_hash(uint64_t seed, uint64_t p)
 {
-    return splitmix64(seed ^ (p * 0x9E3779B97F4A7C15ull));
+    uint64_t z = seed ^ (p * 0x9E3779B97F4A7C15ull);
+    return mm_splitmix64(&z);
 }
 
 /* Hashing dominates; done in blocks into small arrays so the compiler can

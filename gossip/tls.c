@@ -1,7 +1,11 @@
+/* OpenSSL for the transport: the TLS 1.3 context (CA, certificate, key,
+ * with the key's permissions and its match with the certificate checked),
+ * and the peer id a verified certificate names. */
 #include "gossip/tls.h"
 
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +36,13 @@ static int key_perms_ok(const char *path, char *err, size_t errlen)
         return 0;
     }
     return 1;
+}
+
+/* Never prompt on a terminal for a passphrase: a protected key is refused. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return -1;
 }
 
 SSL_CTX *mm_tls_ctx_new(const char *ca_file, const char *cert_file,
@@ -67,16 +78,33 @@ SSL_CTX *mm_tls_ctx_new(const char *ca_file, const char *cert_file,
         snprintf(err, errlen, "certificate %s: %s", cert_file, mm_tls_error(ebuf, sizeof ebuf));
         goto fail;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
+    /* Read the key ourselves: SSL_CTX_use_PrivateKey_file also compares it
+     * with the certificate and fails the same way for a key that does not
+     * match, which was then reported as unreadable. */
+    EVP_PKEY *pkey = NULL;
+    BIO *kb = BIO_new_file(key_file, "r");
+    if (kb)
+        pkey = PEM_read_bio_PrivateKey(kb, NULL, no_passphrase, NULL);
+    BIO_free(kb);
+    if (!pkey) {
         snprintf(err, errlen, "private key %s could not be loaded (wrong format "
                  "or passphrase-protected)", key_file);
         ERR_clear_error();
         goto fail;
     }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
-        snprintf(err, errlen, "private key %s does not match certificate %s",
-                 key_file, cert_file);
+    X509 *cert = SSL_CTX_get0_certificate(ctx);
+    if (!cert || X509_check_private_key(cert, pkey) != 1) {
+        snprintf(err, errlen, "private key %s does not match certificate %s (they "
+                 "belong to different peers or were made at different times: "
+                 "scripts/make-certs.sh makes matching pairs)", key_file, cert_file);
+        EVP_PKEY_free(pkey);
         ERR_clear_error();
+        goto fail;
+    }
+    int used = SSL_CTX_use_PrivateKey(ctx, pkey);
+    EVP_PKEY_free(pkey);
+    if (used != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+        snprintf(err, errlen, "private key %s: %s", key_file, mm_tls_error(ebuf, sizeof ebuf));
         goto fail;
     }
     return ctx;

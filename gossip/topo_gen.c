@@ -1,5 +1,5 @@
 /* Generators for `murmur topo gen`: each kind fills a spec; seeded random
- * kinds draw from model/rng.h so the same options give the same file. */
+ * kinds draw from base/rng.h so the same options give the same file. */
 #include "gossip/topo_internal.h"
 
 #include <inttypes.h>
@@ -8,10 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 const char *const mm_topo_kinds[] = {"ring", "torus", "exp", "one-peer-exp", "regular", "er",
-                                     "random-matching", "complete", "star", "chain", NULL};
+                                     "random-matching", "complete", "star", "chain", "local",
+                                     "alt-exp-ring", "base", "epidemic", NULL};
 
 static int add(mm_topo_spec *s, uint32_t u, uint32_t v)
 {
@@ -76,14 +77,14 @@ static bool connected_spec(const mm_topo_spec *s)
 static int gen_regular(mm_topo_spec *s, int n, int d, uint64_t seed, char *err, size_t errlen)
 {
     if (d < 2 || d >= n || ((long)n * d) % 2)
-        return mm_topo_err(err, errlen, "gen regular", 0,
+        return mm__topo_err(err, errlen, "gen regular", 0,
                            "need 2 <= d < n and n*d even (got n=%d, d=%d)", n, d);
     size_t m = (size_t)n * (size_t)d;
     uint32_t *stubs = malloc(m * sizeof *stubs);
     adjset a = {0};
     int rc = -1;
     if (!stubs || adjset_init(&a, n, d) < 0) {
-        mm_topo_err(err, errlen, "gen regular", 0, "out of memory");
+        mm__topo_err(err, errlen, "gen regular", 0, "out of memory");
         goto out;
     }
     mm_rng rng;
@@ -122,11 +123,11 @@ static int gen_regular(mm_topo_spec *s, int n, int d, uint64_t seed, char *err, 
             goto out;
         }
     }
-    mm_topo_err(err, errlen, "gen regular", 0, "no connected %d-regular graph on %d peers found "
+    mm__topo_err(err, errlen, "gen regular", 0, "no connected %d-regular graph on %d peers found "
                 "in 1000 attempts; try another seed or d", d, n);
     goto out;
 oom:
-    mm_topo_err(err, errlen, "gen regular", 0, "out of memory");
+    mm__topo_err(err, errlen, "gen regular", 0, "out of memory");
 out:
     free(stubs);
     adjset_free(&a);
@@ -138,7 +139,7 @@ static int gen_er(mm_topo_spec *s, int n, double p, uint64_t seed, char *err, si
     if (p <= 0)
         p = fmin(1.0, 2.0 * log((double)n) / n);
     if (!(p > 0 && p <= 1))
-        return mm_topo_err(err, errlen, "gen er", 0, "need 0 < p <= 1 (got %g)", p);
+        return mm__topo_err(err, errlen, "gen er", 0, "need 0 < p <= 1 (got %g)", p);
     mm_rng rng;
     mm_rng_seed(&rng, seed);
     for (int attempt = 0; attempt < 1000; attempt++) {
@@ -146,11 +147,11 @@ static int gen_er(mm_topo_spec *s, int n, double p, uint64_t seed, char *err, si
         for (int u = 0; u < n; u++)
             for (int v = u + 1; v < n; v++)
                 if (mm_rng_uniform(&rng) < p && add(s, (uint32_t)u, (uint32_t)v) < 0)
-                    return mm_topo_err(err, errlen, "gen er", 0, "out of memory");
+                    return mm__topo_err(err, errlen, "gen er", 0, "out of memory");
         if (connected_spec(s))
             return 0;
     }
-    return mm_topo_err(err, errlen, "gen er", 0, "no connected G(%d, %g) in 1000 draws; raise -p", n, p);
+    return mm__topo_err(err, errlen, "gen er", 0, "no connected G(%d, %g) in 1000 draws; raise -p", n, p);
 }
 
 /* W[me][from], read from me's view of round 0. */
@@ -177,7 +178,7 @@ static int write_weights(mm_topo_spec *s, char *err, size_t errlen)
     s->self_line = calloc((size_t)s->n, sizeof *s->self_line);
     int rc = -1;
     if (!in || !out || !s->self_w || !s->self_line) {
-        mm_topo_err(err, errlen, "gen", 0, "out of memory");
+        mm__topo_err(err, errlen, "gen", 0, "out of memory");
         goto out;
     }
     for (int i = 0; i < s->n; i++) {
@@ -196,7 +197,7 @@ static int write_weights(mm_topo_spec *s, char *err, size_t errlen)
     rc = 0;
     goto out;
 asym:
-    mm_topo_err(err, errlen, "gen", 0, "uniform weights on this irregular undirected graph are "
+    mm__topo_err(err, errlen, "gen", 0, "uniform weights on this irregular undirected graph are "
                 "not symmetric, so one number per edge cannot hold them; use metropolis");
 out:
     free(in);
@@ -211,13 +212,13 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
     int n = o->n;
     uint32_t un = (uint32_t)n;
     if (n < 2 || n > MM_TOPO_MAX_PEERS)
-        return mm_topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);
+        return mm__topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);
     s->n = n;
     s->directed = o->directed;
     s->weights = o->weights_set ? o->weights : o->directed ? MM_W_UNIFORM : MM_W_METROPOLIS;
     snprintf(s->kind, sizeof s->kind, "%s", kind);
     if (o->directed && strcmp(kind, "exp"))
-        return mm_topo_err(err, errlen, "gen", 0, "--directed applies to kind exp only");
+        return mm__topo_err(err, errlen, "gen", 0, "--directed applies to kind exp only");
     const char *wname = s->weights == MM_W_METROPOLIS ? "Metropolis-Hastings weights"
                         : s->directed ? "uniform column-stochastic weights (push-sum)"
                                       : "uniform weights 1/(degree+1)";
@@ -225,7 +226,7 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
     char extra[96] = "";
     if (!strcmp(kind, "ring")) {
         if (n < 3)
-            return mm_topo_err(err, errlen, "gen ring", 0, "a ring needs n >= 3 (n = 2 is a chain)");
+            return mm__topo_err(err, errlen, "gen ring", 0, "a ring needs n >= 3 (n = 2 is a chain)");
         for (uint32_t i = 0; i < un && !rc; i++)
             rc = add(s, i, (i + 1) % un);
     } else if (!strcmp(kind, "chain")) {
@@ -244,14 +245,14 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
             for (rows = (int)sqrt((double)n); rows > 1 && n % rows; rows--)
                 ;
         if (rows < 2 || n % rows || n / rows < 2)
-            return mm_topo_err(err, errlen, "gen torus", 0, "n = %d is not rows x cols with both >= 2%s",
+            return mm__topo_err(err, errlen, "gen torus", 0, "n = %d is not rows x cols with both >= 2%s",
                                n, o->rows ? " for the --rows given" : " (prime n?)");
         int cols = n / rows;
         snprintf(extra, sizeof extra, ", %d x %d", rows, cols);
         adjset a;
         if (adjset_init(&a, n, 4) < 0) {
             adjset_free(&a);
-            return mm_topo_err(err, errlen, "gen torus", 0, "out of memory");
+            return mm__topo_err(err, errlen, "gen torus", 0, "out of memory");
         }
         for (int r = 0; r < rows && !rc; r++)
             for (int c = 0; c < cols && !rc; c++) {
@@ -271,7 +272,7 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
             adjset a;
             if (adjset_init(&a, n, maxdeg) < 0) {
                 adjset_free(&a);
-                return mm_topo_err(err, errlen, "gen exp", 0, "out of memory");
+                return mm__topo_err(err, errlen, "gen exp", 0, "out of memory");
             }
             for (uint32_t i = 0; i < un && !rc; i++)
                 for (uint64_t h = 1; h < un && !rc; h <<= 1)
@@ -282,6 +283,20 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         s->schedule = MM_SCHED_ONE_PEER_EXP;
     } else if (!strcmp(kind, "random-matching")) {
         s->schedule = MM_SCHED_RANDOM_MATCHING;
+        s->seed = o->seed;
+    } else if (!strcmp(kind, "local")) {
+        s->schedule = MM_SCHED_LOCAL;
+    } else if (!strcmp(kind, "alt-exp-ring")) {
+        s->schedule = MM_SCHED_ALT_EXP_RING;
+        s->group = o->group > 1 ? o->group : 0;
+    } else if (!strcmp(kind, "base")) {
+        s->schedule = MM_SCHED_BASE;
+        s->degree = o->degree > 0 ? o->degree : 1;
+    } else if (!strcmp(kind, "epidemic")) {
+        s->schedule = MM_SCHED_EPIDEMIC;
+        s->fanout = o->fanout;
+        if (!o->fanout) /* the exponential graph's fan-out */
+            s->fanout = mm_ceil_log2(n) < n - 1 ? mm_ceil_log2(n) : n - 1;
         s->seed = o->seed;
     } else if (!strcmp(kind, "regular")) {
         int d = o->degree ? o->degree : 3 + (n * 3) % 2; /* d = 3 needs n even */
@@ -301,13 +316,55 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         char list[256] = "";
         for (int k = 0; mm_topo_kinds[k]; k++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", mm_topo_kinds[k]);
-        return mm_topo_err(err, errlen, "gen", 0, "unknown kind '%s' (expected one of: %s)", kind, list);
+        return mm__topo_err(err, errlen, "gen", 0, "unknown kind '%s' (expected one of: %s)", kind, list);
     }
     if (rc < 0) {
-        mm_topo_err(err, errlen, "gen", 0, "out of memory");
+        mm__topo_err(err, errlen, "gen", 0, "out of memory");
         goto fail;
     }
-    if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
+    if ((o->group && s->schedule != MM_SCHED_ALT_EXP_RING) ||
+        (o->fanout && s->schedule != MM_SCHED_EPIDEMIC)) {
+        mm__topo_err(err, errlen, "gen", 0, "%s applies to kind %s only", o->group ? "--group" : "-s",
+                    o->group ? "alt-exp-ring" : "epidemic");
+        goto fail;
+    }
+    if (s->schedule != MM_SCHED_NONE && (o->weights_set || o->write_weights)) {
+        mm__topo_err(err, errlen, "gen", 0, "%s: a schedule fixes its weights",
+                    o->write_weights ? "--write-weights" : "--weights");
+        goto fail;
+    }
+    if (s->schedule != MM_SCHED_NONE && s->schedule != MM_SCHED_ONE_PEER_EXP &&
+        s->schedule != MM_SCHED_RANDOM_MATCHING) {
+        /* validate the parameters now, so the message names the option */
+        char why[256];
+        mm_topology *t = mm_topo_build(s, "gen", why, sizeof why);
+        if (!t) {
+            mm__topo_err(err, errlen, "gen", 0, "%s", why + strlen("gen: "));
+            goto fail;
+        }
+        mm_topo_free(t);
+    }
+    if (s->schedule == MM_SCHED_LOCAL) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: no communication at all, every peer trains alone (W = I);\n"
+                 "the baseline against which gossip is measured", kind, n);
+    } else if (s->schedule == MM_SCHED_ALT_EXP_RING) {
+        int g = s->group > 1 ? s->group : 1;
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers in %d hosts of %d: Decent-DP's alternating exponential ring;\n"
+                 "rounds 2i, 2i+1 average inside each host and across hosts h, h XOR 2^i,\n"
+                 "half of the host pairs in each order; exact average after %d rounds",
+                 kind, n, n / g, g, 2 * mm_ceil_log2(n / g));
+    } else if (s->schedule == MM_SCHED_BASE) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: Base-(k+1) graph with k = %d (Takezawa et al. 2023):\n"
+                 "at most k neighbours per round, exact average after every period", kind, n, s->degree);
+    } else if (s->schedule == MM_SCHED_EPIDEMIC) {
+        snprintf(s->comment, sizeof s->comment,
+                 "%s, %d peers: Epidemic Learning (EL-Local): every round each peer sends to s = %d\n"
+                 "others drawn from (seed, round); receivers average their own vector and what came",
+                 kind, n, s->fanout);
+    } else if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
         snprintf(s->comment, sizeof s->comment,
                  "%s, %d peers: round t, peer i sends to i+2^k and receives from i-2^k (mod n),\n"
                  "k = t mod ceil(log2 n); W = 1/2 self + 1/2 received: doubly stochastic, not symmetric",

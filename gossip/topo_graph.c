@@ -2,10 +2,11 @@
  * diameter by breadth-first search on sorted arc lists. */
 #include "gossip/topo_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-void mm_arcs_free(mm_arcs *a)
+void mm__arcs_free(mm__arcs *a)
 {
     free(a->off);
     free(a->adj);
@@ -21,7 +22,7 @@ static int cmp_pair(const void *pa, const void *pb)
 }
 
 /* Static graphs: the out-lists are already sorted and distinct. */
-static int static_arcs(const mm_topology *t, mm_arcs *a)
+static int static_arcs(const mm_topology *t, mm__arcs *a)
 {
     size_t n = (size_t)t->n, m = t->out_off[n];
     a->n = t->n;
@@ -29,7 +30,7 @@ static int static_arcs(const mm_topology *t, mm_arcs *a)
     a->off = malloc((n + 1) * sizeof *a->off);
     a->adj = malloc((m ? m : 1) * sizeof *a->adj);
     if (!a->off || !a->adj) {
-        mm_arcs_free(a);
+        mm__arcs_free(a);
         return -1;
     }
     memcpy(a->off, t->out_off, (n + 1) * sizeof *a->off);
@@ -38,7 +39,7 @@ static int static_arcs(const mm_topology *t, mm_arcs *a)
     return 0;
 }
 
-int mm_arcs_union(const mm_topology *t, uint64_t rounds, mm_arcs *a)
+int mm__arcs_union(const mm_topology *t, uint64_t rounds, mm__arcs *a)
 {
     if (t->schedule == MM_SCHED_NONE) {
         memset(a, 0, sizeof *a);
@@ -103,7 +104,7 @@ fail:
     free(pairs);
     free(in);
     free(out);
-    mm_arcs_free(a);
+    mm__arcs_free(a);
     return -1;
 }
 
@@ -137,7 +138,7 @@ static int bfs(const uint32_t *off, const uint32_t *adj, int n, int src, int *di
     return far;
 }
 
-int mm_arcs_unreached(const mm_arcs *a, bool *from0)
+int mm__arcs_unreached(const mm__arcs *a, bool *from0)
 {
     int n = a->n, bad = -1, bad2 = -1;
     int *dist = malloc((size_t)n * sizeof *dist);
@@ -176,7 +177,17 @@ out:
     return bad;
 }
 
-int mm_arcs_diameter(const mm_arcs *a)
+static void diameter_progress(const mm_topo_progress *p, int done, int n)
+{
+    if (!p || !p->fn)
+        return;
+    char what[96];
+    snprintf(what, sizeof what, "diameter: breadth-first searches from %d of %d peers", done, n);
+    p->fn(p->ud, what);
+}
+
+/* One search per peer, for graphs of long paths (rings, chains). */
+static int diameter_one_by_one(const mm__arcs *a, const mm_topo_progress *p)
 {
     int n = a->n, diam = 0, unreached;
     int *dist = malloc((size_t)n * sizeof *dist);
@@ -186,6 +197,8 @@ int mm_arcs_diameter(const mm_arcs *a)
         n = 0;
     }
     for (int s = 0; s < n; s++) {
+        if (s % 256 == 0 && s)
+            diameter_progress(p, s, n);
         int far = bfs(a->off, a->adj, n, s, dist, queue, &unreached);
         if (far < 0) {
             diam = -1;
@@ -197,4 +210,73 @@ int mm_arcs_diameter(const mm_arcs *a)
     free(dist);
     free(queue);
     return diam;
+}
+
+/* 64 searches at once, one bit each: a level costs one pass over the arcs
+ * for all 64, so this wins when the diameter is small (exponential graphs,
+ * expanders) and loses when it is long. */
+static int diameter_bit_parallel(const mm__arcs *a, const mm_topo_progress *p)
+{
+    size_t n = (size_t)a->n;
+    uint64_t *seen = malloc(n * sizeof *seen), *front = malloc(n * sizeof *front),
+             *next = malloc(n * sizeof *next);
+    int diam = 0;
+    if (!seen || !front || !next)
+        diam = -1;
+    for (size_t base = 0; base < n && diam >= 0; base += 64) {
+        if (base % 1024 == 0 && base)
+            diameter_progress(p, (int)base, (int)n);
+        size_t cnt = n - base < 64 ? n - base : 64;
+        uint64_t full = cnt == 64 ? ~0ULL : (1ULL << cnt) - 1;
+        memset(seen, 0, n * sizeof *seen);
+        memset(front, 0, n * sizeof *front);
+        for (size_t s = 0; s < cnt; s++)
+            seen[base + s] = front[base + s] = 1ULL << s;
+        int level = 0;
+        for (;;) {
+            memset(next, 0, n * sizeof *next);
+            for (size_t u = 0; u < n; u++)
+                if (front[u])
+                    for (uint32_t k = a->off[u]; k < a->off[u + 1]; k++)
+                        next[a->adj[k]] |= front[u];
+            uint64_t any = 0;
+            for (size_t v = 0; v < n; v++) {
+                front[v] = next[v] & ~seen[v];
+                seen[v] |= front[v];
+                any |= front[v];
+            }
+            if (!any)
+                break;
+            level++;
+        }
+        for (size_t v = 0; v < n; v++)
+            if (seen[v] != full) {
+                diam = -1; /* some source does not reach v */
+                break;
+            }
+        if (diam >= 0 && level > diam)
+            diam = level;
+    }
+    free(seen);
+    free(front);
+    free(next);
+    return diam;
+}
+
+int mm__arcs_diameter(const mm__arcs *a, const mm_topo_progress *p)
+{
+    if (a->n <= 1)
+        return 0;
+    /* The eccentricity e0 of peer 0 bounds every search (at most 2 e0 levels
+     * when undirected; a guess when directed): pick the cheaper way. */
+    int *dist = malloc((size_t)a->n * sizeof *dist), unreached;
+    uint32_t *queue = malloc((size_t)a->n * sizeof *queue);
+    int e0 = dist && queue ? bfs(a->off, a->adj, a->n, 0, dist, queue, &unreached) : -1;
+    free(dist);
+    free(queue);
+    if (e0 < 0)
+        return -1;
+    double one = (double)a->n * ((double)a->n + (double)a->arcs);
+    double bits = ((double)a->n / 64 + 1) * (2.0 * e0 + 1) * ((double)a->arcs + 3.0 * a->n);
+    return bits < one ? diameter_bit_parallel(a, p) : diameter_one_by_one(a, p);
 }

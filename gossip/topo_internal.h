@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include "gossip/topology.h"
+#include "base/rng.h"
 
 #define MM_TOPO_MAX_PEERS (1 << 20)
 
@@ -16,7 +17,8 @@ struct mm_topology {
     uint64_t seed;
     char kind[32];
     int period, max_degree, tau;
-    int connect_rounds; /* random matching: rounds until their union is connected */
+    int degree, fanout, group; /* base k, epidemic s, alt-exp-ring peers per host */
+    int connect_rounds; /* random schedules: rounds until their union is connected */
     /* static graphs: CSR lists sorted by peer id */
     uint32_t *in_off, *out_off;
     mm_neighbour *in_nb, *out_nb;
@@ -24,6 +26,10 @@ struct mm_topology {
     /* random matching: round r's partners, computed once per round for all
      * peers (O(n)) and kept, so tools that loop over peers stay O(n) too */
     struct match_cache *mc;
+    /* base: the group structure (gossip/topo_base.c) */
+    struct base_plan *base;
+    /* epidemic: round r's arcs for all peers, drawn once per round (O(n s)) */
+    struct epi_cache *ec;
 };
 
 struct match_cache {
@@ -34,8 +40,26 @@ struct match_cache {
     uint32_t *perm;
 };
 
+/* The named schedules of gossip/topo_sched.c and gossip/topo_base.c. Each
+ * *_init checks the parameters (message in err, -1) and sets period and
+ * max_degree; each *_round fills a view like mm_topo_round. */
+int mm__alt_init(mm_topology *t, const char *name, char *err, size_t errlen);
+int mm__alt_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
+int mm__base_init(mm_topology *t, const char *name, char *err, size_t errlen);
+int mm__base_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
+void mm__base_free(struct base_plan *b);
+int mm__epi_init(mm_topology *t, const char *name, char *err, size_t errlen);
+int mm__epi_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
+void mm__epi_free(struct epi_cache *c);
+/* Round r's generator for the random schedules (random matching, epidemic):
+ * xoshiro256** seeded with splitmix64(seed) XOR r * 0xD1B54A32D192ED03. */
+void mm__topo_round_rng(uint64_t seed, uint64_t round, mm_rng *rng);
+/* True for the schedules drawn at random every round (no period). */
+bool mm__topo_random(const mm_topology *t);
+int mm_ceil_log2(int n);
+
 /* "name:line: " (or "name: " when line is 0) then the message; returns -1. */
-int mm_topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
+int mm__topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
 /* Directed arc lists (CSR) of the union of rounds [0, rounds). */
@@ -44,17 +68,25 @@ typedef struct {
     uint32_t *off;  /* n+1 */
     uint32_t *adj;  /* out-neighbours, sorted, distinct */
     size_t arcs;
-} mm_arcs;
+} mm__arcs;
 
-int mm_arcs_union(const mm_topology *t, uint64_t rounds, mm_arcs *a);
-void mm_arcs_free(mm_arcs *a);
+int mm__arcs_union(const mm_topology *t, uint64_t rounds, mm__arcs *a);
+void mm__arcs_free(mm__arcs *a);
 /* Lowest peer that 0 cannot reach (*from0 = true), else lowest that cannot
  * reach 0 (*from0 = false); -1 when strongly connected. */
-int mm_arcs_unreached(const mm_arcs *a, bool *from0);
-/* Longest shortest path; -1 when not strongly connected. O(n (n + arcs)). */
-int mm_arcs_diameter(const mm_arcs *a);
+int mm__arcs_unreached(const mm__arcs *a, bool *from0);
+/* Longest shortest path; -1 when not strongly connected or out of memory.
+ * A breadth-first search from every peer: one at a time, O(n (n + arcs)),
+ * or 64 at a time on bits, O(n/64 * diameter * arcs), whichever the
+ * eccentricity of peer 0 says is cheaper. Progress goes to p (may be NULL). */
+int mm__arcs_diameter(const mm__arcs *a, const mm_topo_progress *p);
 /* Rounds whose union shows the graph: the period, or for random matching
  * the first max(ceil(log2 n), connect_rounds) rounds. */
-uint64_t mm_topo_window(const mm_topology *t);
+uint64_t mm__topo_window(const mm_topology *t);
+
+/* rho by dense LAPACK (gossip/topo_spectral.c): of round `round` alone when
+ * one_round, else of the whole schedule (static or periodic; not random
+ * matching). 0, or -1 when out of memory or LAPACK failed. */
+int mm__rho_dense(const mm_topology *t, bool one_round, uint64_t round, mm_rho *out);
 
 #endif

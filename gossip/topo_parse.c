@@ -14,7 +14,10 @@
 #define MAX_TOK 6
 
 static const char *weights_names[] = {"metropolis", "uniform", "explicit"};
-static const char *schedule_names[] = {"none", "one-peer-exp", "random-matching"};
+/* In enum mm_schedule order. */
+static const char *schedule_names[] = {"none", "one-peer-exp", "random-matching", "local",
+                                       "alt-exp-ring", "base", "epidemic"};
+#define N_SCHEDULES ((int)(sizeof schedule_names / sizeof schedule_names[0]))
 
 static bool parse_u64(const char *s, uint64_t *out)
 {
@@ -58,235 +61,247 @@ static int lookup(const char *word, const char *const *names, int count)
     return -1;
 }
 
+/* The parse in progress: where each statement was first seen (0: not
+ * yet), for "given twice" and for the checks that need the whole file. */
+typedef struct {
+    const char *name;
+    mm_topo_spec *s;
+    char *err;
+    size_t errlen;
+    int line;
+    int peers, graph, weights, sched, seed, kind, self, degree, fanout, group;
+} parse_state;
+
+#define PERR(ps, ln, ...) mm__topo_err((ps)->err, (ps)->errlen, (ps)->name, (ln), __VA_ARGS__)
+
+/* One line without its comment into buf, split into tok[]; -1 on a line
+ * too long, a byte that is not text, or too many words. */
+static int tokenize(parse_state *ps, const char *src, size_t ll, char *buf, size_t cap,
+                    char **tok, int *nt)
+{
+    const char *hash = memchr(src, '#', ll);
+    if (hash)
+        ll = (size_t)(hash - src);
+    if (ll >= cap)
+        return PERR(ps, ps->line, "line longer than %zu characters", cap - 1);
+    memcpy(buf, src, ll);
+    buf[ll] = 0;
+    for (size_t i = 0; i < ll; i++)
+        if (buf[i] == 0 || (!isprint((unsigned char)buf[i]) && !isspace((unsigned char)buf[i])))
+            return PERR(ps, ps->line, "expected text, found byte 0x%02x", (unsigned char)buf[i]);
+    *nt = 0;
+    char *save = NULL;
+    for (char *p = strtok_r(buf, " \t\r\v\f", &save); p; p = strtok_r(NULL, " \t\r\v\f", &save)) {
+        if (*nt == MAX_TOK)
+            return PERR(ps, ps->line, "too many words on one line");
+        tok[(*nt)++] = p;
+    }
+    return 0;
+}
+
+/* U V [WEIGHT] */
+static int parse_edge(parse_state *ps, char **tok, int nt)
+{
+    uint64_t u, v;
+    double w = NAN;
+    int ln = ps->line;
+    if (!ps->peers)
+        return PERR(ps, ln, "expected 'peers N' before the first edge");
+    if (nt < 2)
+        return PERR(ps, ln, "expected an edge 'U V' (two peer ids), got only '%s'", tok[0]);
+    if (!parse_u64(tok[0], &u) || u > UINT32_MAX)
+        return PERR(ps, ln, "expected a peer id, got '%s'", tok[0]);
+    if (!parse_u64(tok[1], &v) || v > UINT32_MAX)
+        return PERR(ps, ln, "expected a second peer id after '%s', got '%s'", tok[0], tok[1]);
+    if (nt >= 3 && !parse_weight(tok[2], &w))
+        return PERR(ps, ln, "expected a weight (number or fraction a/b) after '%s %s', got '%s'",
+                    tok[0], tok[1], tok[2]);
+    if (nt > 3)
+        return PERR(ps, ln, "expected the end of the line after the edge, got '%s'", tok[3]);
+    if (mm_topo_spec_add(ps->s, (uint32_t)u, (uint32_t)v, w, ln) < 0)
+        return PERR(ps, ln, "out of memory");
+    return 0;
+}
+
+/* self U W */
+static int parse_self(parse_state *ps, char **tok)
+{
+    mm_topo_spec *s = ps->s;
+    uint64_t u;
+    double w;
+    int ln = ps->line;
+    if (!ps->peers)
+        return PERR(ps, ln, "expected 'peers N' before 'self'");
+    if (!parse_u64(tok[1], &u))
+        return PERR(ps, ln, "expected a peer id after 'self', got '%s'", tok[1]);
+    if (!parse_weight(tok[2], &w))
+        return PERR(ps, ln, "expected a weight after 'self %s', got '%s'", tok[1], tok[2]);
+    if (u >= (uint64_t)s->n)
+        return PERR(ps, ln, "self %s: peer %s out of range (peers are 0..%d)", tok[1], tok[1],
+                    s->n - 1);
+    if (!s->self_w) {
+        s->self_w = malloc((size_t)s->n * sizeof *s->self_w);
+        s->self_line = calloc((size_t)s->n, sizeof *s->self_line);
+        if (!s->self_w || !s->self_line)
+            return PERR(ps, ln, "out of memory");
+        for (int i = 0; i < s->n; i++)
+            s->self_w[i] = NAN;
+    }
+    if (s->self_line[u])
+        return PERR(ps, ln, "self %s given twice (first on line %d)", tok[1], s->self_line[u]);
+    s->self_w[u] = w;
+    s->self_line[u] = ln;
+    if (!ps->self)
+        ps->self = ln;
+    return 0;
+}
+
+/* The line a statement was first seen on, for the statements that may be
+ * given once. */
+static int *seen_at(parse_state *ps, const char *kw)
+{
+    static const char *const once[] = {"peers", "graph", "weights", "schedule", "seed", "kind",
+                                       "degree", "fanout", "group"};
+    int *at[] = {&ps->peers, &ps->graph, &ps->weights, &ps->sched, &ps->seed, &ps->kind,
+                 &ps->degree, &ps->fanout, &ps->group};
+    for (size_t i = 0; i < sizeof once / sizeof once[0]; i++)
+        if (!strcmp(kw, once[i]))
+            return at[i];
+    return NULL;
+}
+
+/* KEYWORD VALUE (or self U W) */
+static int parse_statement(parse_state *ps, char **tok, int nt)
+{
+    mm_topo_spec *s = ps->s;
+    const char *kw = tok[0], *val = tok[1];
+    int ln = ps->line;
+    int *seen = seen_at(ps, kw);
+    if (!seen && strcmp(kw, "self"))
+        return PERR(ps, ln, "expected a statement (peers, kind, graph, weights, schedule, seed, "
+                    "degree, fanout, group, self) or an edge 'U V [WEIGHT]', got '%s'", kw);
+    int want = seen ? 2 : 3;
+    if (nt != want)
+        return PERR(ps, ln, "expected '%s' followed by %s", kw,
+                    want == 3 ? "a peer id and a weight" : "one value");
+    if (!seen)
+        return parse_self(ps, tok);
+    if (*seen)
+        return PERR(ps, ln, "'%s' given twice (first on line %d)", kw, *seen);
+    *seen = ln;
+    uint64_t v;
+    if (!strcmp(kw, "peers")) {
+        if (!parse_u64(val, &v) || v < 1 || v > MM_TOPO_MAX_PEERS)
+            return PERR(ps, ln, "expected the number of peers (1..%d) after 'peers', got '%s'",
+                        MM_TOPO_MAX_PEERS, val);
+        s->n = (int)v;
+    } else if (!strcmp(kw, "kind")) {
+        if (strlen(val) >= sizeof s->kind)
+            return PERR(ps, ln, "expected a kind name of at most %zu characters",
+                        sizeof s->kind - 1);
+        strcpy(s->kind, val);
+    } else if (!strcmp(kw, "graph")) {
+        if (strcmp(val, "directed") && strcmp(val, "undirected"))
+            return PERR(ps, ln, "expected 'graph undirected' or 'graph directed', got '%s'", val);
+        s->directed = !strcmp(val, "directed");
+    } else if (!strcmp(kw, "weights")) {
+        int k = lookup(val, weights_names, 3);
+        if (k < 0)
+            return PERR(ps, ln, "expected weights metropolis, uniform or explicit, got '%s'", val);
+        s->weights = (enum mm_weights)k;
+    } else if (!strcmp(kw, "schedule")) {
+        int k = lookup(val, schedule_names, N_SCHEDULES);
+        if (k <= 0)
+            return PERR(ps, ln, "expected schedule one-peer-exp, random-matching, local, "
+                        "alt-exp-ring, base or epidemic, got '%s'", val);
+        s->schedule = (enum mm_schedule)k;
+    } else if (!strcmp(kw, "seed")) {
+        if (!parse_u64(val, &s->seed))
+            return PERR(ps, ln, "expected a seed (0..2^64-1) after 'seed', got '%s'", val);
+    } else { /* degree, fanout, group */
+        if (!parse_u64(val, &v) || v < 1 || v > MM_TOPO_MAX_PEERS)
+            return PERR(ps, ln, "expected a whole number 1..%d after '%s', got '%s'",
+                        MM_TOPO_MAX_PEERS, kw, val);
+        *(!strcmp(kw, "degree") ? &s->degree : !strcmp(kw, "fanout") ? &s->fanout : &s->group) =
+            (int)v;
+    }
+    return 0;
+}
+
+/* What needs the whole file: a schedule's parameters, and that edges and
+ * weights agree with the weights statement. */
+static int check_spec(parse_state *ps)
+{
+    mm_topo_spec *s = ps->s;
+    if (!ps->peers)
+        return PERR(ps, 0, "expected 'peers N' (the number of peers); none found");
+    bool explicit_w = s->weights == MM_W_EXPLICIT;
+    bool random = s->schedule == MM_SCHED_RANDOM_MATCHING || s->schedule == MM_SCHED_EPIDEMIC;
+    if (ps->sched) {
+        if (s->n_edges)
+            return PERR(ps, s->edges[0].line,
+                        "this file names a schedule (line %d); it cannot also list edges", ps->sched);
+        if (ps->weights || ps->self || ps->graph)
+            return PERR(ps, ps->weights ? ps->weights : ps->graph ? ps->graph : ps->self,
+                        "a schedule (line %d) fixes its graph and weights; drop this line",
+                        ps->sched);
+        if (random && !ps->seed)
+            return PERR(ps, ps->sched, "expected 'seed S' for schedule %s (every peer must draw "
+                        "the same graphs)", schedule_names[s->schedule]);
+        if (s->schedule == MM_SCHED_BASE && !ps->degree)
+            return PERR(ps, ps->sched, "expected 'degree K' (the maximum degree k) for schedule base");
+        if (s->schedule == MM_SCHED_EPIDEMIC && !ps->fanout)
+            return PERR(ps, ps->sched, "expected 'fanout S' (peers each peer sends to per round) "
+                        "for schedule epidemic");
+    }
+    if (ps->seed && !random)
+        return PERR(ps, ps->seed, "'seed' is only used by 'schedule random-matching' and "
+                    "'schedule epidemic'");
+    if (ps->degree && s->schedule != MM_SCHED_BASE)
+        return PERR(ps, ps->degree, "'degree' is only used by 'schedule base'");
+    if (ps->fanout && s->schedule != MM_SCHED_EPIDEMIC)
+        return PERR(ps, ps->fanout, "'fanout' is only used by 'schedule epidemic'");
+    if (ps->group && s->schedule != MM_SCHED_ALT_EXP_RING)
+        return PERR(ps, ps->group, "'group' is only used by 'schedule alt-exp-ring'");
+    if (ps->self && !explicit_w)
+        return PERR(ps, ps->self, "'self' needs 'weights explicit'");
+    if (!ps->weights && s->directed)
+        s->weights = MM_W_UNIFORM; /* the push-sum default */
+    for (size_t i = 0; i < s->n_edges; i++) {
+        const mm_edge *e = &s->edges[i];
+        if (explicit_w && isnan(e->w))
+            return PERR(ps, e->line, "expected a weight after '%u %u' (weights explicit)", e->u, e->v);
+        if (!explicit_w && !isnan(e->w))
+            return PERR(ps, e->line, "edge %u %u has a weight but 'weights %s' computes them; "
+                        "write 'weights explicit'", e->u, e->v, weights_names[s->weights]);
+    }
+    return 0;
+}
+
 int mm_topo_parse_spec(const char *text, size_t len, const char *name,
                        mm_topo_spec *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->weights = MM_W_METROPOLIS;
-    int line_peers = 0, line_graph = 0, line_weights = 0, line_sched = 0, line_seed = 0,
-        line_kind = 0, line_self = 0;
+    parse_state ps = {.name = name, .s = s, .err = err, .errlen = errlen};
     char buf[512];
-    size_t pos = 0;
-    int line = 0;
-    while (pos < len) {
+    for (size_t pos = 0; pos < len;) {
         size_t end = pos;
         while (end < len && text[end] != '\n')
             end++;
-        line++;
-        size_t ll = end - pos;
-        const char *src = text + pos;
-        pos = end + 1;
-        const char *hash = memchr(src, '#', ll);
-        if (hash)
-            ll = (size_t)(hash - src);
-        if (ll >= sizeof buf) {
-            mm_topo_err(err, errlen, name, line, "line longer than %zu characters", sizeof buf - 1);
-            goto fail;
-        }
-        memcpy(buf, src, ll);
-        buf[ll] = 0;
-        for (size_t i = 0; i < ll; i++)
-            if (buf[i] == 0 || (!isprint((unsigned char)buf[i]) && !isspace((unsigned char)buf[i]))) {
-                mm_topo_err(err, errlen, name, line, "expected text, found byte 0x%02x",
-                            (unsigned char)buf[i]);
-                goto fail;
-            }
+        ps.line++;
         char *tok[MAX_TOK + 1];
         int nt = 0;
-        char *save = NULL;
-        for (char *p = strtok_r(buf, " \t\r\v\f", &save); p; p = strtok_r(NULL, " \t\r\v\f", &save)) {
-            if (nt == MAX_TOK) {
-                mm_topo_err(err, errlen, name, line, "too many words on one line");
-                goto fail;
-            }
-            tok[nt++] = p;
-        }
-        if (!nt)
-            continue;
-        const char *kw = tok[0];
-        if (isdigit((unsigned char)kw[0])) { /* an edge: U V [WEIGHT] */
-            uint64_t u, v;
-            double w = NAN;
-            if (!line_peers) {
-                mm_topo_err(err, errlen, name, line, "expected 'peers N' before the first edge");
-                goto fail;
-            }
-            if (nt < 2) {
-                mm_topo_err(err, errlen, name, line, "expected an edge 'U V' (two peer ids), got only '%s'", kw);
-                goto fail;
-            }
-            if (!parse_u64(tok[0], &u) || u > UINT32_MAX) {
-                mm_topo_err(err, errlen, name, line, "expected a peer id, got '%s'", tok[0]);
-                goto fail;
-            }
-            if (!parse_u64(tok[1], &v) || v > UINT32_MAX) {
-                mm_topo_err(err, errlen, name, line, "expected a second peer id after '%s', got '%s'", tok[0], tok[1]);
-                goto fail;
-            }
-            if (nt >= 3 && !parse_weight(tok[2], &w)) {
-                mm_topo_err(err, errlen, name, line, "expected a weight (number or fraction a/b) after '%s %s', got '%s'",
-                            tok[0], tok[1], tok[2]);
-                goto fail;
-            }
-            if (nt > 3) {
-                mm_topo_err(err, errlen, name, line, "expected the end of the line after the edge, got '%s'", tok[3]);
-                goto fail;
-            }
-            if (mm_topo_spec_add(s, (uint32_t)u, (uint32_t)v, w, line) < 0) {
-                mm_topo_err(err, errlen, name, line, "out of memory");
-                goto fail;
-            }
-            continue;
-        }
-        int want = !strcmp(kw, "self") ? 3 : 2;
-        if (strcmp(kw, "peers") && strcmp(kw, "kind") && strcmp(kw, "graph") && strcmp(kw, "weights") &&
-            strcmp(kw, "schedule") && strcmp(kw, "seed") && strcmp(kw, "self")) {
-            mm_topo_err(err, errlen, name, line,
-                        "expected a statement (peers, kind, graph, weights, schedule, seed, self) "
-                        "or an edge 'U V [WEIGHT]', got '%s'", kw);
+        int rc = tokenize(&ps, text + pos, end - pos, buf, sizeof buf, tok, &nt);
+        pos = end + 1;
+        if (rc == 0 && nt)
+            rc = isdigit((unsigned char)tok[0][0]) ? parse_edge(&ps, tok, nt)
+                                                   : parse_statement(&ps, tok, nt);
+        if (rc < 0)
             goto fail;
-        }
-        if (nt != want) {
-            mm_topo_err(err, errlen, name, line, "expected '%s' followed by %s", kw,
-                        want == 3 ? "a peer id and a weight" : "one value");
-            goto fail;
-        }
-        const char *val = tok[1];
-        int *seen = !strcmp(kw, "peers") ? &line_peers : !strcmp(kw, "graph") ? &line_graph
-                    : !strcmp(kw, "weights") ? &line_weights : !strcmp(kw, "schedule") ? &line_sched
-                    : !strcmp(kw, "seed") ? &line_seed : !strcmp(kw, "kind") ? &line_kind : NULL;
-        if (seen && *seen) {
-            mm_topo_err(err, errlen, name, line, "'%s' given twice (first on line %d)", kw, *seen);
-            goto fail;
-        }
-        if (seen)
-            *seen = line;
-        if (!strcmp(kw, "peers")) {
-            uint64_t n;
-            if (!parse_u64(val, &n) || n < 1 || n > MM_TOPO_MAX_PEERS) {
-                mm_topo_err(err, errlen, name, line, "expected the number of peers (1..%d) after 'peers', got '%s'",
-                            MM_TOPO_MAX_PEERS, val);
-                goto fail;
-            }
-            s->n = (int)n;
-        } else if (!strcmp(kw, "kind")) {
-            if (strlen(val) >= sizeof s->kind) {
-                mm_topo_err(err, errlen, name, line, "expected a kind name of at most %zu characters",
-                            sizeof s->kind - 1);
-                goto fail;
-            }
-            strcpy(s->kind, val);
-        } else if (!strcmp(kw, "graph")) {
-            if (strcmp(val, "directed") && strcmp(val, "undirected")) {
-                mm_topo_err(err, errlen, name, line, "expected 'graph undirected' or 'graph directed', got '%s'", val);
-                goto fail;
-            }
-            s->directed = !strcmp(val, "directed");
-        } else if (!strcmp(kw, "weights")) {
-            int k = lookup(val, weights_names, 3);
-            if (k < 0) {
-                mm_topo_err(err, errlen, name, line, "expected weights metropolis, uniform or explicit, got '%s'", val);
-                goto fail;
-            }
-            s->weights = (enum mm_weights)k;
-        } else if (!strcmp(kw, "schedule")) {
-            int k = lookup(val, schedule_names, 3);
-            if (k <= 0) {
-                mm_topo_err(err, errlen, name, line, "expected schedule one-peer-exp or random-matching, got '%s'", val);
-                goto fail;
-            }
-            s->schedule = (enum mm_schedule)k;
-        } else if (!strcmp(kw, "seed")) {
-            if (!parse_u64(val, &s->seed)) {
-                mm_topo_err(err, errlen, name, line, "expected a seed (0..2^64-1) after 'seed', got '%s'", val);
-                goto fail;
-            }
-        } else { /* self U W */
-            uint64_t u;
-            double w;
-            if (!line_peers) {
-                mm_topo_err(err, errlen, name, line, "expected 'peers N' before 'self'");
-                goto fail;
-            }
-            if (!parse_u64(tok[1], &u)) {
-                mm_topo_err(err, errlen, name, line, "expected a peer id after 'self', got '%s'", tok[1]);
-                goto fail;
-            }
-            if (!parse_weight(tok[2], &w)) {
-                mm_topo_err(err, errlen, name, line, "expected a weight after 'self %s', got '%s'", tok[1], tok[2]);
-                goto fail;
-            }
-            if (u >= (uint64_t)s->n) {
-                mm_topo_err(err, errlen, name, line, "self %s: peer %s out of range (peers are 0..%d)",
-                            tok[1], tok[1], s->n - 1);
-                goto fail;
-            }
-            if (!s->self_w) {
-                s->self_w = malloc((size_t)s->n * sizeof *s->self_w);
-                s->self_line = calloc((size_t)s->n, sizeof *s->self_line);
-                if (!s->self_w || !s->self_line) {
-                    mm_topo_err(err, errlen, name, line, "out of memory");
-                    goto fail;
-                }
-                for (int i = 0; i < s->n; i++)
-                    s->self_w[i] = NAN;
-            }
-            if (s->self_line[u]) {
-                mm_topo_err(err, errlen, name, line, "self %s given twice (first on line %d)", tok[1],
-                            s->self_line[u]);
-                goto fail;
-            }
-            s->self_w[u] = w;
-            s->self_line[u] = line;
-            if (!line_self)
-                line_self = line;
-        }
     }
-    if (!line_peers) {
-        mm_topo_err(err, errlen, name, 0, "expected 'peers N' (the number of peers); none found");
+    if (check_spec(&ps) < 0)
         goto fail;
-    }
-    bool explicit_w = s->weights == MM_W_EXPLICIT;
-    if (line_sched) {
-        if (s->n_edges) {
-            mm_topo_err(err, errlen, name, s->edges[0].line,
-                        "this file names a schedule (line %d); it cannot also list edges", line_sched);
-            goto fail;
-        }
-        if (line_weights || line_self || line_graph) {
-            int l = line_weights ? line_weights : line_graph ? line_graph : line_self;
-            mm_topo_err(err, errlen, name, l, "a schedule (line %d) fixes its graph and weights; "
-                        "drop this line", line_sched);
-            goto fail;
-        }
-        if (s->schedule == MM_SCHED_RANDOM_MATCHING && !line_seed) {
-            mm_topo_err(err, errlen, name, line_sched,
-                        "expected 'seed S' for schedule random-matching (every peer must draw the same matchings)");
-            goto fail;
-        }
-    }
-    if (line_seed && s->schedule != MM_SCHED_RANDOM_MATCHING) {
-        mm_topo_err(err, errlen, name, line_seed, "'seed' is only used by 'schedule random-matching'");
-        goto fail;
-    }
-    if (line_self && !explicit_w) {
-        mm_topo_err(err, errlen, name, line_self, "'self' needs 'weights explicit'");
-        goto fail;
-    }
-    if (!line_weights && s->directed)
-        s->weights = MM_W_UNIFORM; /* the push-sum default */
-    for (size_t i = 0; i < s->n_edges; i++) {
-        const mm_edge *e = &s->edges[i];
-        if (explicit_w && isnan(e->w)) {
-            mm_topo_err(err, errlen, name, e->line, "expected a weight after '%u %u' (weights explicit)", e->u, e->v);
-            goto fail;
-        }
-        if (!explicit_w && !isnan(e->w)) {
-            mm_topo_err(err, errlen, name, e->line, "edge %u %u has a weight but 'weights %s' computes them; "
-                        "write 'weights explicit'", e->u, e->v, weights_names[s->weights]);
-            goto fail;
-        }
-    }
     if (!s->kind[0])
         strcpy(s->kind, s->schedule ? schedule_names[s->schedule] : "file");
     return 0;
@@ -351,7 +366,13 @@ char *mm_topo_format(const mm_topo_spec *s)
         sb_printf(&b, "kind %s\n", s->kind);
     if (s->schedule != MM_SCHED_NONE) {
         sb_printf(&b, "schedule %s\n", schedule_names[s->schedule]);
-        if (s->schedule == MM_SCHED_RANDOM_MATCHING)
+        if (s->schedule == MM_SCHED_BASE)
+            sb_printf(&b, "degree %d\n", s->degree);
+        if (s->schedule == MM_SCHED_ALT_EXP_RING && s->group > 1)
+            sb_printf(&b, "group %d\n", s->group);
+        if (s->schedule == MM_SCHED_EPIDEMIC)
+            sb_printf(&b, "fanout %d\n", s->fanout);
+        if (s->schedule == MM_SCHED_RANDOM_MATCHING || s->schedule == MM_SCHED_EPIDEMIC)
             sb_printf(&b, "seed %" PRIu64 "\n", s->seed);
     } else {
         bool ex = s->weights == MM_W_EXPLICIT;

@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 /* Tolerance on "sums to 1": files written by hand hold decimals like 0.333. */
 #define SUM_TOL 1e-6
 
-int mm_topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
+int mm__topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)
 {
     if (!err || !errlen)
         return -1;
@@ -61,6 +61,26 @@ bool mm_topo_directed(const mm_topology *t) { return t->directed; }
 int mm_topo_period(const mm_topology *t) { return t->period; }
 int mm_topo_max_degree(const mm_topology *t) { return t->max_degree; }
 const char *mm_topo_kind(const mm_topology *t) { return t->kind; }
+enum mm_schedule mm_topo_schedule(const mm_topology *t) { return t->schedule; }
+
+bool mm__topo_random(const mm_topology *t)
+{
+    return t->schedule == MM_SCHED_RANDOM_MATCHING || t->schedule == MM_SCHED_EPIDEMIC;
+}
+
+int mm_ceil_log2(int n)
+{
+    int k = 0;
+    while ((1L << k) < n)
+        k++;
+    return k;
+}
+
+void mm__topo_round_rng(uint64_t seed, uint64_t round, mm_rng *rng)
+{
+    uint64_t x = seed;
+    mm_rng_seed(rng, mm_splitmix64(&x) ^ (round * 0xD1B54A32D192ED03ULL));
+}
 
 void mm_topo_free(mm_topology *t)
 {
@@ -77,6 +97,8 @@ void mm_topo_free(mm_topology *t)
         free(t->mc->perm);
         free(t->mc);
     }
+    mm__base_free(t->base);
+    mm__epi_free(t->ec);
     free(t);
 }
 
@@ -88,10 +110,8 @@ void mm_topo_free(mm_topology *t)
 static void draw_matching(const mm_topology *t, uint64_t round, uint32_t *a, uint32_t *partner)
 {
     uint32_t n = (uint32_t)t->n;
-    uint64_t x = t->seed;
-    uint64_t key = mm_splitmix64(&x) ^ (round * 0xD1B54A32D192ED03ULL);
     mm_rng rng;
-    mm_rng_seed(&rng, key);
+    mm__topo_round_rng(t->seed, round, &rng);
     for (uint32_t i = 0; i < n; i++)
         a[i] = i;
     for (uint32_t i = n - 1; i > 0; i--) {
@@ -164,6 +184,16 @@ int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_vi
         v->self_weight = 0.5;
         return 0;
     }
+    case MM_SCHED_LOCAL:
+        v->n_in = v->n_out = 0;
+        v->self_weight = 1.0;
+        return 0;
+    case MM_SCHED_ALT_EXP_RING:
+        return mm__alt_round(t, me, round, v);
+    case MM_SCHED_BASE:
+        return mm__base_round(t, me, round, v);
+    case MM_SCHED_EPIDEMIC:
+        return mm__epi_round(t, me, round, v);
     }
     return -1;
 }
@@ -236,16 +266,16 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
         const mm_edge *e = &s->edges[i];
         uint32_t bad = e->u >= n ? e->u : e->v;
         if (e->u >= n || e->v >= n)
-            return mm_topo_err(err, errlen, name, e->line,
+            return mm__topo_err(err, errlen, name, e->line,
                                "edge %u%s%u: peer %u out of range (peers are 0..%u)",
                                e->u, sep(s->directed), e->v, bad, n - 1);
         if (e->u == e->v)
-            return mm_topo_err(err, errlen, name, e->line,
+            return mm__topo_err(err, errlen, name, e->line,
                                "edge %u%s%u: a peer cannot be its own neighbour "
                                "(write 'self %u WEIGHT' for a self weight)",
                                e->u, sep(s->directed), e->v, e->u);
         if (s->weights == MM_W_EXPLICIT && !(e->w > 0 && isfinite(e->w)))
-            return mm_topo_err(err, errlen, name, e->line,
+            return mm__topo_err(err, errlen, name, e->line,
                                "edge %u%s%u: weight %g %s", e->u, sep(s->directed), e->v, e->w,
                                e->w < 0 ? "is negative" : "must be positive (drop the edge instead)");
     }
@@ -253,7 +283,7 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
         return 0;
     edge_key *keys = malloc(s->n_edges * sizeof *keys);
     if (!keys)
-        return mm_topo_err(err, errlen, name, 0, "out of memory");
+        return mm__topo_err(err, errlen, name, 0, "out of memory");
     for (size_t i = 0; i < s->n_edges; i++) {
         const mm_edge *e = &s->edges[i];
         bool swap = !s->directed && e->u > e->v;
@@ -267,7 +297,7 @@ static int check_edges(const mm_topo_spec *s, const char *name, char *err, size_
             char where[48] = "";
             if (first->line > 0)
                 snprintf(where, sizeof where, " (first on line %d)", first->line);
-            rc = mm_topo_err(err, errlen, name, dup->line, "edge %u%s%u: duplicate edge%s",
+            rc = mm__topo_err(err, errlen, name, dup->line, "edge %u%s%u: duplicate edge%s",
                              dup->u, sep(s->directed), dup->v, where);
         }
     }
@@ -296,7 +326,7 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
     t->self_w = calloc(n, sizeof *t->self_w);
     if (!outdeg || !indeg || !arcs || !colsum || !rowsum || !t->in_off || !t->out_off ||
         !t->in_nb || !t->out_nb || !t->self_w) {
-        mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__topo_err(err, errlen, name, 0, "out of memory");
         goto fail;
     }
     for (size_t i = 0; i < s->n_edges; i++) {
@@ -349,11 +379,11 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
             double sw = s->self_w[i];
             int line = s->self_line ? s->self_line[i] : 0;
             if (sw < 0 || !isfinite(sw)) {
-                mm_topo_err(err, errlen, name, line, "self %zu: weight %g is negative", i, sw);
+                mm__topo_err(err, errlen, name, line, "self %zu: weight %g is negative", i, sw);
                 goto fail;
             }
             if (fabs(sw + sum - 1) > SUM_TOL) {
-                mm_topo_err(err, errlen, name, line,
+                mm__topo_err(err, errlen, name, line,
                             "%s %zu of W: self weight %g + %s %g = %.9g, must sum to 1",
                             what, i, sw, sum_of, sum, sw + sum);
                 goto fail;
@@ -361,7 +391,7 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
             t->self_w[i] = sw;
         } else {
             if (sum > 1 + SUM_TOL) {
-                mm_topo_err(err, errlen, name, 0,
+                mm__topo_err(err, errlen, name, 0,
                             "%s %zu of W: %s sum to %.9g > 1, leaving no room for a "
                             "self weight (must sum to 1)", what, i, sum_of, sum);
                 goto fail;
@@ -410,18 +440,10 @@ fail:
     return NULL;
 }
 
-static int ceil_log2(int n)
+uint64_t mm__topo_window(const mm_topology *t)
 {
-    int k = 0;
-    while ((1L << k) < n)
-        k++;
-    return k;
-}
-
-uint64_t mm_topo_window(const mm_topology *t)
-{
-    if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
-        int lg = ceil_log2(t->n);
+    if (mm__topo_random(t)) {
+        int lg = mm_ceil_log2(t->n);
         return (uint64_t)(t->connect_rounds > lg ? t->connect_rounds : lg);
     }
     return t->period > 0 ? (uint64_t)t->period : 1;
@@ -475,15 +497,70 @@ out:
     return bad;
 }
 
+/* Epidemic rounds are directed: the union of the first w rounds must let
+ * every peer reach every other. The smallest such w (searched 1, 2, ...,
+ * 64, then doubling to MM_TOPO_SAMPLE_ROUNDS) becomes connect_rounds. */
+static int epidemic_unreached(mm_topology *t, bool *from0)
+{
+    int bad = -1;
+    for (uint64_t w = 1; w <= MM_TOPO_SAMPLE_ROUNDS; w = w < 64 ? w + 1 : 2 * w) {
+        mm__arcs a;
+        if (mm__arcs_union(t, w, &a) < 0)
+            return -2;
+        bad = mm__arcs_unreached(&a, from0);
+        mm__arcs_free(&a);
+        t->connect_rounds = (int)w;
+        if (bad < 0)
+            break;
+    }
+    return bad;
+}
+
+/* Period, degree and per-round state of a named schedule. */
+static int build_schedule(mm_topology *t, const char *name, char *err, size_t errlen)
+{
+    int n = t->n;
+    t->max_degree = n > 1 ? 1 : 0;
+    switch (t->schedule) {
+    case MM_SCHED_ONE_PEER_EXP:
+        t->tau = mm_ceil_log2(n);
+        t->period = t->tau > 0 ? t->tau : 1;
+        return 0;
+    case MM_SCHED_RANDOM_MATCHING:
+        t->period = 0;
+        t->mc = calloc(1, sizeof *t->mc);
+        if (t->mc) {
+            pthread_mutex_init(&t->mc->lock, NULL);
+            t->mc->partner = malloc((size_t)n * sizeof *t->mc->partner);
+            t->mc->perm = malloc((size_t)n * sizeof *t->mc->perm);
+        }
+        if (!t->mc || !t->mc->partner || !t->mc->perm)
+            return mm__topo_err(err, errlen, name, 0, "out of memory");
+        return 0;
+    case MM_SCHED_LOCAL:
+        t->max_degree = 0;
+        return 0;
+    case MM_SCHED_ALT_EXP_RING:
+        return mm__alt_init(t, name, err, errlen);
+    case MM_SCHED_BASE:
+        return mm__base_init(t, name, err, errlen);
+    case MM_SCHED_EPIDEMIC:
+        return mm__epi_init(t, name, err, errlen);
+    case MM_SCHED_NONE:
+        break;
+    }
+    return mm__topo_err(err, errlen, name, 0, "unknown schedule");
+}
+
 mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
 {
     if (s->n < 1 || s->n > MM_TOPO_MAX_PEERS) {
-        mm_topo_err(err, errlen, name, 0, "peers %d: expected 1..%d", s->n, MM_TOPO_MAX_PEERS);
+        mm__topo_err(err, errlen, name, 0, "peers %d: expected 1..%d", s->n, MM_TOPO_MAX_PEERS);
         return NULL;
     }
     mm_topology *t = calloc(1, sizeof *t);
     if (!t) {
-        mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__topo_err(err, errlen, name, 0, "out of memory");
         return NULL;
     }
     t->n = s->n;
@@ -493,35 +570,24 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
     t->seed = s->seed;
     snprintf(t->kind, sizeof t->kind, "%s", s->kind[0] ? s->kind : "file");
     t->period = 1;
+    t->degree = s->degree;
+    t->fanout = s->fanout;
+    t->group = s->group > 0 ? s->group : 1;
     if (s->schedule != MM_SCHED_NONE) {
         if (s->n_edges) {
-            mm_topo_err(err, errlen, name, s->edges[0].line,
+            mm__topo_err(err, errlen, name, s->edges[0].line,
                         "a file that names a schedule cannot also list edges");
             mm_topo_free(t);
             return NULL;
         }
-        t->directed = false; /* both schedules are doubly stochastic */
-        t->max_degree = s->n > 1 ? 1 : 0;
-        if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
-            t->tau = ceil_log2(s->n);
-            t->period = t->tau > 0 ? t->tau : 1;
-        } else {
-            t->period = 0;
-            t->mc = calloc(1, sizeof *t->mc);
-            if (t->mc) {
-                pthread_mutex_init(&t->mc->lock, NULL);
-                t->mc->partner = malloc((size_t)s->n * sizeof *t->mc->partner);
-                t->mc->perm = malloc((size_t)s->n * sizeof *t->mc->perm);
-            }
-            if (!t->mc || !t->mc->partner || !t->mc->perm) {
-                mm_topo_err(err, errlen, name, 0, "out of memory");
-                mm_topo_free(t);
-                return NULL;
-            }
+        t->directed = false; /* no schedule needs push-sum */
+        if (build_schedule(t, name, err, errlen) < 0) {
+            mm_topo_free(t);
+            return NULL;
         }
     } else {
         if (s->weights == MM_W_METROPOLIS && s->directed) {
-            mm_topo_err(err, errlen, name, 0,
+            mm__topo_err(err, errlen, name, 0,
                         "weights metropolis need an undirected graph; a directed one "
                         "takes 'weights uniform' (column-stochastic, for push-sum) or explicit");
             mm_topo_free(t);
@@ -534,35 +600,43 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         if (!build_static(s, t, name, err, errlen))
             return NULL;
     }
+    if (t->schedule == MM_SCHED_LOCAL)
+        return t; /* no communication on purpose: nothing to connect */
     int bad;
     bool from0 = true;
     if (t->schedule == MM_SCHED_RANDOM_MATCHING) {
         bad = matching_unreached(t);
+    } else if (t->schedule == MM_SCHED_EPIDEMIC) {
+        bad = epidemic_unreached(t, &from0);
     } else {
-        mm_arcs a;
-        if (mm_arcs_union(t, mm_topo_window(t), &a) < 0) {
-            mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__arcs a;
+        if (mm__arcs_union(t, mm__topo_window(t), &a) < 0) {
+            mm__topo_err(err, errlen, name, 0, "out of memory");
             mm_topo_free(t);
             return NULL;
         }
-        bad = mm_arcs_unreached(&a, &from0);
-        mm_arcs_free(&a);
+        bad = mm__arcs_unreached(&a, &from0);
+        mm__arcs_free(&a);
     }
     if (bad == -2) {
-        mm_topo_err(err, errlen, name, 0, "out of memory");
+        mm__topo_err(err, errlen, name, 0, "out of memory");
         mm_topo_free(t);
         return NULL;
     }
     if (bad >= 0) {
         const char *over = t->schedule == MM_SCHED_NONE ? ""
-                           : t->schedule == MM_SCHED_ONE_PEER_EXP ? " over one period"
-                                                                  : " over the first 1024 rounds";
-        if (t->directed)
-            mm_topo_err(err, errlen, name, 0,
+                           : mm__topo_random(t) ? " over the first 1024 rounds"
+                                               : " over one period";
+        if (t->schedule == MM_SCHED_NONE && !s->n_edges)
+            mm__topo_err(err, errlen, name, 0,
+                        "no edges: the peers would never communicate (for that baseline "
+                        "on purpose, write 'schedule local')");
+        else if (t->directed || t->schedule == MM_SCHED_EPIDEMIC)
+            mm__topo_err(err, errlen, name, 0,
                         "not strongly connected%s: peer %d %s peer 0 along directed edges",
                         over, bad, from0 ? "cannot be reached from" : "cannot reach");
         else
-            mm_topo_err(err, errlen, name, 0,
+            mm__topo_err(err, errlen, name, 0,
                         "not connected%s: no path from peer 0 to peer %d", over, bad);
         mm_topo_free(t);
         return NULL;
@@ -585,7 +659,7 @@ mm_topology *mm_topo_load(const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        mm_topo_err(err, errlen, path, 0, "cannot open: %s", strerror(errno));
+        mm__topo_err(err, errlen, path, 0, "cannot open: %s", strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, len = 0;
@@ -598,7 +672,7 @@ mm_topology *mm_topo_load(const char *path, char *err, size_t errlen)
         if (cap >= (size_t)256 << 20) {
             free(buf);
             fclose(f);
-            mm_topo_err(err, errlen, path, 0, "larger than 256 MiB; not a topology file?");
+            mm__topo_err(err, errlen, path, 0, "larger than 256 MiB; not a topology file?");
             return NULL;
         }
         char *nb = realloc(buf, cap * 2);
@@ -614,7 +688,7 @@ mm_topology *mm_topo_load(const char *path, char *err, size_t errlen)
     fclose(f);
     if (!buf || rd_err) {
         free(buf);
-        mm_topo_err(err, errlen, path, 0, rd_err ? "read error" : "out of memory");
+        mm__topo_err(err, errlen, path, 0, rd_err ? "read error" : "out of memory");
         return NULL;
     }
     mm_topology *t = mm_topo_parse(buf, len, path, err, errlen);

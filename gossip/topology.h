@@ -27,7 +27,8 @@ enum mm_weights {
     MM_W_EXPLICIT,   /* as written in the file */
 };
 
-/* Time-varying graphs: computed for round r from (n, seed, r) alone. */
+/* Named graphs that list no edges: computed for round r from (n, the
+ * schedule's parameters, seed, r) alone (topologies/README.md). */
 enum mm_schedule {
     MM_SCHED_NONE,            /* static: the edges listed */
     MM_SCHED_ONE_PEER_EXP,    /* round t: i sends to i+2^k, receives from i-2^k,
@@ -35,6 +36,17 @@ enum mm_schedule {
     MM_SCHED_RANDOM_MATCHING, /* round t: a uniform random perfect matching drawn
                                * from (seed, t); partners average 1/2-1/2; with n
                                * odd one peer sits out */
+    MM_SCHED_LOCAL,           /* no communication at all: W = I every round (the
+                               * baseline of peers training alone) */
+    MM_SCHED_ALT_EXP_RING,    /* Decent-DP's alternating exponential ring over hosts
+                               * of `group` peers: intra-host average and an average
+                               * with host h XOR 2^i, alternating; period 2 log2(hosts) */
+    MM_SCHED_BASE,            /* Base-(k+1) graph (Takezawa et al. 2023): degree <= k,
+                               * the product over one period is exactly J for any n */
+    MM_SCHED_EPIDEMIC,        /* Epidemic Learning, EL-Local (de Vos et al. 2023): each
+                               * peer sends to `fanout` random others drawn from
+                               * (seed, t); receivers average what came and their own:
+                               * W row- but not column-stochastic */
 };
 
 typedef struct {
@@ -51,7 +63,10 @@ typedef struct {
     bool directed;
     enum mm_weights weights;
     enum mm_schedule schedule;
-    uint64_t seed;              /* random-matching */
+    uint64_t seed;              /* random-matching, epidemic */
+    int degree;                 /* base: k, the maximum degree (0: not given) */
+    int fanout;                 /* epidemic: s, peers each peer sends to (0: not given) */
+    int group;                  /* alt-exp-ring: peers per host (0: not given = 1) */
     char kind[32];              /* a label: "ring", "exp", ... ("file" if none) */
     char comment[256];          /* written as a leading comment by mm_topo_format */
     mm_edge *edges;
@@ -73,12 +88,13 @@ char *mm_topo_format(const mm_topo_spec *s);
  * error with which edge/row/line is wrong in err. name prefixes messages. */
 mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen);
 
-/* Generators: kind is one of ring, torus, exp, one-peer-exp, regular, er,
- * random-matching, complete, star, chain. Seeded ones are reproducible. */
+/* Generators: kind is one of mm_topo_kinds. Seeded ones are reproducible. */
 typedef struct {
     int n;
     int rows;                 /* torus: 0 = as square as n allows */
-    int degree;               /* regular: d */
+    int degree;               /* regular: d; base: k (0 = 1) */
+    int fanout;               /* epidemic: s (0 = ceil(log2 n)) */
+    int group;                /* alt-exp-ring: peers per host (0 = 1) */
     double p;                 /* er: edge probability, 0 = 2 ln(n)/n */
     uint64_t seed;
     bool directed;            /* exp: i -> i+2^k (push-sum) instead of symmetrised */
@@ -106,9 +122,12 @@ int mm_topo_n(const mm_topology *t);              /* number of peers */
  * The one-peer exponential graph has one-way links but a doubly stochastic
  * W, so it is false there: always send to out[] and receive from in[]. */
 bool mm_topo_directed(const mm_topology *t);
-int mm_topo_period(const mm_topology *t);         /* 1 for static graphs, ceil(log2 n)
-                                                   * for one-peer-exp, 0 for random
-                                                   * matching (never repeats) */
+int mm_topo_period(const mm_topology *t);         /* 1 for static graphs and local,
+                                                   * ceil(log2 n) for one-peer-exp, the
+                                                   * schedule's length for alt-exp-ring and
+                                                   * base, 0 for random matching and
+                                                   * epidemic (never repeat) */
+enum mm_schedule mm_topo_schedule(const mm_topology *t);
 int mm_topo_max_degree(const mm_topology *t);     /* max in- or out-degree over all rounds */
 const char *mm_topo_kind(const mm_topology *t);   /* "ring", "exp", "one-peer-exp", "file", ... */
 
@@ -128,26 +147,79 @@ typedef struct {
     mm_neighbour *in, *out;
 } mm_round_view;
 
-/* 0, or -1 if me is out of range. Thread-safe. Random matching costs O(n)
- * for the first call of a round (all peers' partners are drawn and kept),
- * O(1) for further calls with the same round; never O(n^2). Peers in in[]
+/* 0, or -1 if me is out of range. Thread-safe. Random matching and epidemic
+ * cost O(n) (epidemic O(n s^2)) for the first call of a round (every peer's
+ * draws are made and kept), O(degree) for further calls with the same round;
+ * alt-exp-ring and base cost O(degree + log n); never O(n^2). Peers in in[]
  * and out[] are distinct from me and sorted by id; for undirected graphs
- * they are the same peers, but the one-peer exponential graph receives
- * from i-2^k and sends to i+2^k. A peer that sits a round out (random
- * matching, n odd) gets n_in = n_out = 0 and self_weight = 1. */
+ * they are the same peers, but the one-peer exponential graph receives from
+ * i-2^k and sends to i+2^k, and in an epidemic round the peers I send to
+ * are not those who send to me. A peer that sits a round out (random
+ * matching with n odd, local, some base rounds) gets n_in = n_out = 0 and
+ * self_weight = 1. */
 int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
 
 /* Dense W for round r, row-major n*n doubles (caller frees). For tools and
  * tests, not for the per-round path. */
 double *mm_topo_matrix(const mm_topology *t, uint64_t round);
 
-/* Contraction factor rho = || W - (1/n) 1 1^T ||_2 (for a schedule: of the
- * product over one period, to the power 1/period; for random matching, which
- * has no period, the mean-square rate sqrt(lambda_max(E[W^T W] - J)) with the
- * expectation taken over MM_TOPO_SAMPLE_ROUNDS rounds), through LAPACK. */
+/* Contraction factor rho: how much one round of pure gossip shrinks the
+ * consensus distance at worst. For a static graph rho = || W - J ||_2 with
+ * J = (1/n) 1 1^T; for a periodic schedule the same of the product over one
+ * period, to the power 1/period; for the random schedules, which have no
+ * period, the mean-square rate sqrt(lambda_max(E[W^T (I - J) W])): how fast
+ * the distance to the current mean shrinks (for a doubly stochastic W,
+ * sqrt(lambda_max(E[W^T W] - J))).
+ *
+ * Methods (topologies/README.md, "Commands", says the same for users):
+ *  - dense: LAPACK dgesvd of the n*n matrix (the product over a period
+ *    formed densely). O(n^3) time, O(n^2) memory: exact to rounding, for
+ *    small n and as the reference in tests.
+ *  - sparse: Lanczos on B = A^T A, A = W - J (or the product minus J),
+ *    applied through the sparse W (and W^T) one round at a time, never
+ *    formed: O(iterations * (edges + n)) time, O(n + edges) memory. Stops
+ *    when the estimated error of rho is below 1e-12 or after
+ *    MM_RHO_MAX_ITERATIONS iterations; the error estimate and a guaranteed
+ *    bound are returned with it.
+ *  - closed form (random matching, whatever the method asked): every round
+ *    draws a uniform random perfect matching and W^T W = W, so E[W^T W] - J
+ *    has the single eigenvalue (n-2)/(2(n-1)) on 1-perp for n even, 1/2 for
+ *    n odd; rho is its square root, exact.
+ * AUTO takes dense up to MM_RHO_DENSE_MAX peers, sparse above. */
+enum mm_rho_method { MM_RHO_AUTO, MM_RHO_DENSE, MM_RHO_SPARSE };
+#define MM_RHO_DENSE_MAX 256
+#define MM_RHO_MAX_ITERATIONS 50000
+
+typedef struct {
+    double rho;
+    double err;        /* estimated |rho - exact rho|; 0: exact to rounding */
+    double err_bound;  /* guaranteed bound (Lanczos: from the residual); >= err */
+    int iterations;    /* Lanczos iterations, 0 for dense and closed form */
+    bool converged;    /* false: the iteration cap came first; err says how far */
+    const char *method; /* "dense (LAPACK dgesvd)", "sparse (Lanczos)", "closed form" */
+} mm_rho;
+
+/* Progress of long computations, for a command line to show: fn is called
+ * every so often (at most every few thousand operations) with what is being
+ * done, e.g. "rho: Lanczos iteration 4000, 1 - 1.3e-07 +- 2e-09". NULL: quiet. */
+typedef struct {
+    void (*fn)(void *ud, const char *what);
+    void *ud;
+} mm_topo_progress;
+
+/* rho of the topology (all rounds, as above) or of round r alone
+ * (|| W(r) - J ||_2). 0, or -1 when out of memory or LAPACK failed. */
+int mm_topo_rho_ex(const mm_topology *t, enum mm_rho_method m, const mm_topo_progress *p, mm_rho *out);
+int mm_topo_rho_round_ex(const mm_topology *t, uint64_t round, enum mm_rho_method m,
+                         const mm_topo_progress *p, mm_rho *out);
+/* The same with MM_RHO_AUTO and no progress: rho, or -1 on failure. */
 double mm_topo_rho(const mm_topology *t);
-/* || W(r) - J ||_2 for one round. */
 double mm_topo_rho_round(const mm_topology *t, uint64_t round);
+/* A random schedule's mean-square rate over its rounds 0..rounds-1:
+ * sqrt(lambda_max(mean of W^T (I - J) W)), dense (LAPACK dsyev). Epidemic's
+ * rho; for random matching the check of its closed form. -1 on failure or a
+ * schedule that is not random. */
+double mm_topo_rho_sampled(const mm_topology *t, uint64_t rounds);
 /* || A ||_2 of an n*n row-major matrix (LAPACK dgesvd); -1 on failure. */
 double mm_mat_norm2(const double *a, int n);
 
@@ -165,16 +237,42 @@ typedef struct {
     int diameter;          /* hops; -1 when not (strongly) connected */
     bool connected;
     bool symmetric, doubly, column, row; /* stochasticity of W, every round */
-    int period;            /* 0 for random matching (never repeats) */
+    int period;            /* 0 for random matching and epidemic (never repeat) */
     int window;            /* rounds whose union the graph facts describe */
+    /* Filled by mm_topo_rho_facts only (else has_rho is false): */
+    bool has_rho;
     int n_rho_rounds;      /* entries in rho_rounds (<= 64) */
     double rho_rounds[64]; /* per round of the period */
-    double rho;            /* mm_topo_rho */
-    const char *rho_how;   /* how rho was obtained, for the reader */
+    mm_rho rho_all;        /* rho of the topology, with its method and error */
+    double rho;            /* = rho_all.rho */
+    const char *rho_how;   /* the quantity rho is, for the reader */
     double rounds_tenfold; /* ceil(ln 10 / -ln rho), in whole periods for a
                             * periodic schedule; INFINITY when rho >= 1 */
+    double sends;          /* vectors each peer sends per round, mean over the
+                            * window (random schedules: over the sampled rounds) */
+    bool exact_average;    /* W = J in every round of a static graph: the exact
+                            * average every round, as an all-reduce computes */
 } mm_topo_facts;
 
+/* Everything but rho: O(window * edges) plus the diameter's n breadth-first
+ * searches, O(n * edges). 0, or -1 when out of memory. */
+int mm_topo_graph_facts(const mm_topology *t, const mm_topo_progress *p, mm_topo_facts *f);
+/* rho, rho per round, rounds_tenfold (after mm_topo_graph_facts). 0 or -1. */
+int mm_topo_rho_facts(const mm_topology *t, enum mm_rho_method m, const mm_topo_progress *p,
+                      mm_topo_facts *f);
+/* Both, MM_RHO_AUTO, quiet. */
 int mm_topo_facts_get(const mm_topology *t, mm_topo_facts *f);
+
+/* Only the stochasticity of W in every round of the window (the facts'
+ * row and column), without the graph facts and their n searches: what a
+ * peer checks when it starts. O(min(window, 64) * (n + edges)). 0, or -1
+ * when out of memory. */
+int mm_topo_stochastic(const mm_topology *t, bool *row, bool *column);
+/* Whether only push-sum averages correctly on t: W column-stochastic but
+ * not row-stochastic (a directed graph whose in-weights do not sum to
+ * one), where D-PSGD and async drift to a weighted average. A directed
+ * graph whose W is doubly stochastic (every shipped exp-directed-N) is
+ * not one. The launchers (scripts/launch-lib.sh) apply the same rule. */
+bool mm_topo_needs_pushsum(const mm_topology *t);
 
 #endif

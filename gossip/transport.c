@@ -3,12 +3,14 @@
  * timeouts, idle closing, and the public API. One periodic timer drives all
  * deadlines, so no per-connection timer handles have to be managed. */
 #include "gossip/transport_int.h"
-#include "gossip/log.h"
+#include "base/log.h"
+#include "gossip/ports.h"
 #include "gossip/tls.h"
 
 #include <math.h>
 #include <netdb.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,25 +70,127 @@ static void sockname(const struct sockaddr_storage *ss, char *ip, size_t iplen, 
     }
 }
 
+/* An IPv4 address as an IPv6 listener sees it (::ffff:a.b.c.d) is a.b.c.d. */
+static const char *plain_ip(const char *ip)
+{
+    return strncmp(ip, "::ffff:", 7) == 0 && strchr(ip + 7, '.') ? ip + 7 : ip;
+}
+
 /* ---- callbacks from conn.c ---------------------------------------------- */
 
-void tr_conn_up(mm_transport *t, conn *c)
+/* An accepted connection refused before it named anyone: the one lower-id
+ * peer (only those dial us) at its source address that is wanted and not
+ * up, or -1 when there is none or more than one. */
+static int64_t peer_by_address(const mm_transport *t, const conn *c)
+{
+    int64_t found = -1;
+    for (uint32_t i = 0; i < t->cfg.self_id; i++) {
+        const peer *p = &t->peers[i];
+        if (!p->addr_ok || !p->wanted || p->conn)
+            continue;
+        char ip[INET6_ADDRSTRLEN];
+        int port;
+        sockname(&p->addr, ip, sizeof ip, &port);
+        if (strcmp(plain_ip(ip), plain_ip(c->ip)) != 0)
+            continue;
+        if (found >= 0)
+            return -1;
+        found = i;
+    }
+    return found;
+}
+
+void mm__tr_refusal(mm_transport *t, const conn *c, mm_refusal_code code, bool by_peer,
+                    const char *text)
+{
+    if (t->shutting_down)
+        return;
+    mm_refusal r = {.code = code, .by_peer = by_peer, .dialled = c->dialer};
+    snprintf(r.src, sizeof r.src, "%s", c->src);
+    /* whose: the dialled id, the bound id, the certificate's, the claimed */
+    int64_t id = c->dialer ? (int64_t)c->expect : c->peer >= 0 ? c->peer
+                 : c->cert_id >= 0 ? c->cert_id : c->claimed;
+    if (id < 0 || id >= (int64_t)t->cfg.n_peers || id == (int64_t)t->cfg.self_id) {
+        id = c->dialer ? -1 : peer_by_address(t, c);
+        r.by_address = id >= 0;
+    }
+    r.peer = id >= 0 ? (uint32_t)id : MM_PEER_UNKNOWN;
+    /* The mismatch in this peer's terms, without the address (the log has
+     * it): which side runs what is all the reader needs. */
+    if (code == MM_REFUSAL_TLS_MISMATCH)
+        text = t->ctx ? "TLS mismatch: it speaks plaintext murmur but this peer expects TLS"
+                      : "TLS mismatch: it speaks TLS but this peer runs --plaintext";
+    snprintf(r.text, sizeof r.text, "%s", text);
+    if (id >= 0) {
+        t->peers[id].refusal = r;
+        t->peers[id].has_refusal = true;
+    }
+    if (t->cb.on_refused)
+        t->cb.on_refused(t->cb.ud, &r);
+}
+
+bool mm__tr_id_clash(mm_transport *t, conn *c, uint32_t id)
+{
+    peer *p = &t->peers[id];
+    uint64_t now = mm_now_ms(t);
+    if (now < p->clash_until) {
+        mm__conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and "
+                    "%s replaced each other); id %u is refused for %llu s more", id,
+                    p->clash_srcs[0], p->clash_srcs[1], id,
+                    (unsigned long long)((p->clash_until - now + 999) / 1000));
+        return true;
+    }
+    conn *old = p->conn;
+    if (c->dialer || !old || old == c || old->st != C_UP || old->leaving)
+        return false;
+    /* A live connection of this peer is about to be replaced: a restart
+     * whose old connection we have not seen die does that once; two
+     * processes with one id do it again and again, each redialling as
+     * soon as the other replaced it. */
+    if (now - p->replace_since > MM_ID_CLASH_WINDOW_MS) {
+        p->replace_since = now;
+        p->replaces = 0;
+    }
+    if (++p->replaces < MM_ID_CLASH_REPLACES)
+        return false;
+    snprintf(p->clash_srcs[0], sizeof p->clash_srcs[0], "%s", old->src);
+    snprintf(p->clash_srcs[1], sizeof p->clash_srcs[1], "%s", c->src);
+    p->clash_until = now + MM_ID_CLASH_HOLD_MS;
+    p->replaces = 0;
+    mm_warn("two peers claim id %u: connections from %s and %s replaced each other %u "
+            "times within %llu ms; refusing id %u for %d s (is a peer started twice "
+            "with --id %u?)", id, old->src, c->src, (unsigned)MM_ID_CLASH_REPLACES,
+            (unsigned long long)(now - p->replace_since), id, MM_ID_CLASH_HOLD_MS / 1000, id);
+    mm__conn_refuse(c, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+                "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
+                MM_ID_CLASH_HOLD_MS / 1000);
+    mm__conn_refuse(old, &t->st.id_clash, "two peers claim id %u (connections from %s and %s "
+                "replaced each other); id %u is refused for %d s", id, old->src, c->src, id,
+                MM_ID_CLASH_HOLD_MS / 1000);
+    return true;
+}
+
+void mm__tr_conn_up(mm_transport *t, conn *c)
 {
     peer *p = &t->peers[c->peer];
     if (!p->rxbuf) {
-        p->rxbuf = malloc(8 + 4 * t->cfg.vec_len);
+        p->rxbuf = malloc(MM_WIRE_VEC_HDR + t->cfg.max_body);
         if (!p->rxbuf) {
             c->peer = -1;
-            conn_close(c, false, "out of memory for the receive buffer");
+            mm__conn_close(c, false, "out of memory for the receive buffer");
             return;
         }
     }
     if (p->conn && p->conn != c) {
-        mm_warn("peer %u connected again; dropping its previous connection", p->id);
+        /* (a restart whose old connection we had not seen die yet) The old
+         * side is told why: if it is alive, another process has its id. */
+        mm_info("peer %u connected again from %s; dropping its previous connection (%s)",
+                p->id, c->src, p->conn->src);
         conn *old = p->conn;
         p->conn = NULL;
         old->peer = -1;
-        conn_close(old, false, "replaced by a newer connection");
+        mm__conn_refuse(old, NULL, "replaced by a newer connection from peer %u (%s)", p->id,
+                    c->src);
     }
     char ip[INET6_ADDRSTRLEN];
     snprintf(ip, sizeof ip, "%s", c->ip);
@@ -100,18 +204,18 @@ void tr_conn_up(mm_transport *t, conn *c)
     c->rx.hello_done = true;
     c->rx.vec_len = t->cfg.vec_len;
     c->rx.vec_buf = p->rxbuf;
-    c->st = C_UP;
+    mm__conn_set_state(c, C_UP);
     c->was_up = true;
     c->t_last_recv = mm_now_ms(t);
     mm_info("connection to %s is up (%s)", c->from,
             c->ssl ? SSL_get_cipher_name(c->ssl) : "PLAINTEXT");
     if (p->lent)
-        conn_pause(c);
+        mm__conn_pause(c);
     if (t->cb.on_peer)
         t->cb.on_peer(t->cb.ud, p->id, MM_PEER_UP);
 }
 
-void tr_conn_closed(mm_transport *t, conn *c)
+void mm__tr_conn_closed(mm_transport *t, conn *c)
 {
     uint64_t now = mm_now_ms(t);
     if (c->peer >= 0) {
@@ -145,26 +249,25 @@ void tr_conn_closed(mm_transport *t, conn *c)
     }
 }
 
-void tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const uint8_t *payload)
+void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
+               const uint8_t *body, size_t body_len)
 {
     uint64_t w = t->cfg.round_window, cur = t->round;
     uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
     if (h->round < lo || h->round > hi)
-        return conn_refuse(c, &t->st.bad_round, "vector for round %llu is outside the "
+        return mm__conn_refuse(c, &t->st.bad_round, "vector for round %llu is outside the "
                            "window [%llu, %llu]", (unsigned long long)h->round,
                            (unsigned long long)lo, (unsigned long long)hi);
     peer *p = &t->peers[c->peer];
-    double weight;
-    memcpy(&weight, payload, 8);
     p->lent = true;
     p->last_used = mm_now_ms(t);
-    conn_pause(c);
+    mm__conn_pause(c);
     t->st.vectors_recv++;
     if (t->cb.on_vector)
-        t->cb.on_vector(t->cb.ud, p->id, h->round, weight, (const float *)(payload + 8));
+        t->cb.on_vector(t->cb.ud, p->id, h->round, meta, body, body_len);
 }
 
-void tr_handle_closed(mm_transport *t)
+void mm__tr_handle_closed(mm_transport *t)
 {
     t->handles--;
     if (t->shutting_down && t->handles == 0 && t->done)
@@ -181,15 +284,16 @@ static void on_connect(uv_connect_t *req, int status)
     if (status < 0) {
         char why[120];
         snprintf(why, sizeof why, "connect failed: %s", uv_strerror(status));
-        conn_close(c, false, why);
+        mm__tr_refusal(c->t, c, MM_REFUSAL_UNREACHABLE, false, why);
+        mm__conn_close(c, false, why);
         return;
     }
-    conn_start(c);
+    mm__conn_start(c);
 }
 
 static void dial(mm_transport *t, peer *p)
 {
-    conn *c = conn_new(t);
+    conn *c = mm__conn_new(t);
     if (!c)
         return;
     c->dialer = true;
@@ -197,6 +301,7 @@ static void dial(mm_transport *t, peer *p)
     int port;
     sockname(&p->addr, c->ip, sizeof c->ip, &port);
     snprintf(c->from, sizeof c->from, "peer %u (%s:%d, dialled)", p->id, c->ip, port);
+    snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
     p->dialing = c;
     t->st.conns_dialed++;
     c->creq.data = c;
@@ -204,20 +309,54 @@ static void dial(mm_transport *t, peer *p)
     if (r) {
         char why[120];
         snprintf(why, sizeof why, "connect failed: %s", uv_strerror(r));
-        conn_close(c, false, why);
+        mm__tr_refusal(t, c, MM_REFUSAL_UNREACHABLE, false, why);
+        mm__conn_close(c, false, why);
     }
+}
+
+static bool is_dialer_ip(const mm_transport *t, const char *ip)
+{
+    ip = plain_ip(ip);
+    for (uint32_t i = 0; i < t->n_dialer_ips; i++)
+        if (strcmp(t->dialer_ips[i], ip) == 0)
+            return true;
+    return false;
+}
+
+uint32_t mm_transport_default_max_pending(uint32_t n_peers)
+{
+    struct rlimit rl;
+    double nofile = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        nofile = rl.rlim_cur == RLIM_INFINITY ? 1048576.0 : (double)rl.rlim_cur;
+    double cap = (nofile - 64 - 2.0 * n_peers) / 2;
+    return cap < 16 ? 16 : cap > 1024 ? 1024 : (uint32_t)cap;
 }
 
 static void on_connection(uv_stream_t *server, int status)
 {
     mm_transport *t = server->data;
-    if (status < 0 || t->shutting_down)
+    if (t->shutting_down)
         return;
-    conn *c = conn_new(t);
+    if (status < 0) {
+        /* an accept() error libuv passes on (out of descriptors it mostly
+         * drops connections without a word: the cap is there so that it
+         * does not happen); count it, log at most once a second */
+        t->st.pending_refused++;
+        uint64_t now = mm_now_ms(t);
+        if (now - t->accept_err_logged >= 1000 || !t->accept_err_logged) {
+            t->accept_err_logged = now;
+            mm_warn("cannot accept a connection: %s (%llu refused so far for the "
+                    "pending-connection cap or this)", uv_strerror(status),
+                    (unsigned long long)t->st.pending_refused);
+        }
+        return;
+    }
+    conn *c = mm__conn_new(t);
     if (!c)
         return;
     if (uv_accept(server, (uv_stream_t *)&c->tcp) != 0) {
-        conn_close(c, false, "accept failed");
+        mm__conn_close(c, false, "accept failed");
         return;
     }
     struct sockaddr_storage ss;
@@ -226,22 +365,39 @@ static void on_connection(uv_stream_t *server, int status)
     uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len);
     sockname(&ss, c->ip, sizeof c->ip, &port);
     snprintf(c->from, sizeof c->from, "%s:%d", c->ip, port);
+    snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
     t->st.conns_accepted++;
-    /* Connections not yet past the HELLO cost memory and a TLS handshake
-     * each: cap them per source address. */
-    uint32_t pending = 0;
-    for (conn *o = t->conns; o; o = o->next)
-        if (o != c && !o->dialer && o->st != C_UP && o->st != C_CLOSING &&
-            strcmp(o->ip, c->ip) == 0)
+    /* Connections not yet past the HELLO cost memory, a descriptor and a
+     * TLS handshake each: cap them per source address, and all those from
+     * addresses that are no lower-id peer's together. A peer's address
+     * keeps its own per-address quota outside the global cap, so a flood
+     * from other addresses never locks a neighbour out. */
+    uint32_t pending = 0, pending_others = 0;
+    c->from_peer = is_dialer_ip(t, c->ip);
+    for (conn *o = t->conns; o; o = o->next) {
+        if (o == c || o->dialer || o->st == C_UP || o->st == C_CLOSING)
+            continue;
+        if (strcmp(o->ip, c->ip) == 0)
             pending++;
+        if (!o->from_peer)
+            pending_others++;
+    }
     if (pending >= t->cfg.max_conns_per_addr) {
         t->st.flood_refused++;
         mm_warn("refused %s: %u unauthenticated connections from %s already (flood)",
                 c->from, pending, c->ip);
-        conn_close(c, false, "connection flood");
+        mm__conn_close(c, false, "connection flood");
         return;
     }
-    conn_start(c);
+    if (!c->from_peer && pending_others >= t->cfg.max_pending_conns) {
+        t->st.pending_refused++;
+        mm_warn("refused %s: %u unauthenticated connections from addresses that are no "
+                "peer's already (--max-pending %u)", c->from, pending_others,
+                t->cfg.max_pending_conns);
+        mm__conn_close(c, false, "pending-connection cap");
+        return;
+    }
+    mm__conn_start(c);
 }
 
 static void on_handle_closed(uv_handle_t *h);
@@ -255,12 +411,12 @@ static void tick(uv_timer_t *timer)
         next = c->next;
         if (c->st == C_CLOSING) {
             if (now - c->t_close > MM_CLOSE_GRACE_MS)
-                conn_force_close(c);
+                mm__conn_force_close(c);
             continue;
         }
         if (c->leaving) { /* its last frame and BYE could not go out in time */
             if (now - c->t_close > MM_CLOSE_GRACE_MS)
-                conn_close(c, false, "goodbye not sent within the grace period");
+                mm__conn_close(c, false, "goodbye not sent within the grace period");
             continue;
         }
         bool busy = mm_wire_rx_busy(&c->rx);
@@ -269,29 +425,29 @@ static void tick(uv_timer_t *timer)
         uint64_t limit = cfg->frame_timeout_ms +
                          (c->rx.in_payload ? c->rx.hdr.payload_len >> 10 : 0);
         if (busy && !c->paused && now - c->t_frame_start > limit) {
-            conn_refuse(c, &t->st.frame_timeouts, "frame started %llu ms ago is still "
+            mm__conn_refuse(c, &t->st.frame_timeouts, "frame started %llu ms ago is still "
                         "incomplete (frame timeout)",
                         (unsigned long long)(now - c->t_frame_start));
             continue;
         }
         if (c->st != C_UP) {
             if (now - c->t_start > cfg->connect_timeout_ms)
-                conn_refuse(c, &t->st.peer_timeouts, "no completed handshake after %u ms",
+                mm__conn_refuse(c, &t->st.peer_timeouts, "no completed handshake after %u ms",
                             cfg->connect_timeout_ms);
             continue;
         }
         if (!c->paused && now - c->t_last_recv > cfg->peer_timeout_ms) {
-            conn_refuse(c, &t->st.peer_timeouts, "silent for %llu ms (peer timeout)",
+            mm__conn_refuse(c, &t->st.peer_timeouts, "silent for %llu ms (peer timeout)",
                         (unsigned long long)(now - c->t_last_recv));
             continue;
         }
         peer *p = &t->peers[c->peer];
         if (!p->wanted && now - p->last_used > cfg->idle_ms) {
-            conn_goodbye(c, "idle");
+            mm__conn_goodbye(c, "idle");
             continue;
         }
         if (now - c->t_last_send >= cfg->heartbeat_ms)
-            conn_send_ping(c);
+            mm__conn_send_ping(c);
     }
     if (t->shutting_down) {
         /* the tick outlives the connections' goodbyes, then goes too */
@@ -323,7 +479,7 @@ static void tick(uv_timer_t *timer)
 
 static void crc_slice(uv_idle_t *h);
 
-void tr_crc_enqueue(mm_transport *t, out_item *it)
+void mm__tr_crc_enqueue(mm_transport *t, out_item *it)
 {
     it->crc_next = NULL;
     if (t->crc_tail)
@@ -335,7 +491,7 @@ void tr_crc_enqueue(mm_transport *t, out_item *it)
         uv_idle_start(&t->crc_idle, crc_slice);
 }
 
-void tr_crc_remove(mm_transport *t, out_item *it)
+void mm__tr_crc_remove(mm_transport *t, out_item *it)
 {
     out_item *prev = NULL;
     for (out_item *x = t->crc_head; x; prev = x, x = x->crc_next)
@@ -367,7 +523,7 @@ static void crc_slice(uv_idle_t *h)
             t->crc_head = it->crc_next;
             if (!t->crc_head)
                 t->crc_tail = NULL;
-            conn_item_ready(it); /* may call back into the caller */
+            mm__conn_item_ready(it); /* may call back into the caller */
         }
     }
     if (!t->crc_head)
@@ -376,7 +532,7 @@ static void crc_slice(uv_idle_t *h)
 
 static void on_handle_closed(uv_handle_t *h)
 {
-    tr_handle_closed(h->data);
+    mm__tr_handle_closed(h->data);
 }
 
 /* ---- public API --------------------------------------------------------- */
@@ -411,8 +567,12 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     DEFAULT(cfg.backoff_max_ms, 5000);
     DEFAULT(cfg.frame_timeout_ms, 30000);
     DEFAULT(cfg.round_window, 1000);
+    DEFAULT(cfg.algo, MM_WIRE_ALGO_DPSGD);
+    DEFAULT(cfg.codec, MM_WIRE_CODEC_FP32);
+    DEFAULT(cfg.max_body, 4 * cfg.vec_len);
     /* Every other peer of a cluster launched on one host may dial at once. */
     DEFAULT(cfg.max_conns_per_addr, cfg.n_peers > 16 ? cfg.n_peers : 16);
+    DEFAULT(cfg.max_pending_conns, mm_transport_default_max_pending(cfg.n_peers));
     /* A quiet but healthy peer must ping well within the other's timeout. */
     if (cfg.heartbeat_ms > cfg.peer_timeout_ms / 3)
         cfg.heartbeat_ms = cfg.peer_timeout_ms / 3 ? cfg.peer_timeout_ms / 3 : 1;
@@ -427,6 +587,13 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     }
     t->loop = loop;
     t->cb = *cb;
+    t->dialer_ips = calloc(cfg.self_id ? cfg.self_id : 1, sizeof *t->dialer_ips);
+    if (!t->dialer_ips) {
+        free(t->peers);
+        free(t);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     t->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)cfg.self_id << 32) ^ uv_hrtime();
     struct sockaddr_storage listen_ss;
     for (uint32_t i = 0; i < cfg.n_peers; i++) {
@@ -441,6 +608,13 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
             goto fail;
         }
         p->addr_ok = true;
+        if (i < cfg.self_id) { /* a peer that dials us: remember its address */
+            char ip[INET6_ADDRSTRLEN];
+            int port;
+            sockname(&p->addr, ip, sizeof ip, &port);
+            if (!is_dialer_ip(t, ip))
+                snprintf(t->dialer_ips[t->n_dialer_ips++], INET6_ADDRSTRLEN, "%s", plain_ip(ip));
+        }
     }
     if (cfg.listen_addr) {
         if (parse_addr(cfg.listen_addr, &listen_ss, err, errlen) != 0)
@@ -473,6 +647,8 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
         int port;
         sockname(&listen_ss, ip, sizeof ip, &port);
         snprintf(err, errlen, "cannot listen on %s:%d: %s", ip, port, uv_strerror(r));
+        if (r == UV_EADDRINUSE)
+            mm_ports_explain_in_use(port, err, errlen);
         /* The handle exists: close it and let the loop finish it. */
         t->shutting_down = true;
         uv_close((uv_handle_t *)&t->listener, NULL);
@@ -493,14 +669,17 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     iv /= 4;
     iv = iv < 5 ? 5 : iv > 250 ? 250 : iv;
     uv_timer_start(&t->tick, tick, iv, iv);
-    mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s",
-            cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
+    mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s, "
+            "at most %u unauthenticated connections from other than peers' addresses "
+            "(%u per address)", cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
             cfg.plaintext ? "PLAINTEXT" : "TLS 1.3 mutual auth",
-            mm_crc32c_is_hw() ? "SSE4.2" : "software");
+            mm_crc32c_is_hw() ? "SSE4.2" : "software", cfg.max_pending_conns,
+            cfg.max_conns_per_addr);
     return t;
 fail:
     if (t->ctx)
         SSL_CTX_free(t->ctx);
+    free(t->dialer_ips);
     free(t->peers);
     free(t);
     return NULL;
@@ -540,35 +719,45 @@ bool mm_transport_is_up(const mm_transport *t, uint32_t peer_id)
 int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double weight,
                       const float *vec)
 {
+    mm_wire_vec meta = {.weight = weight, .codec = MM_WIRE_CODEC_FP32, .count = t->cfg.vec_len};
+    return mm_transport_send_vec(t, peer_id, round, &meta, vec, 4 * (size_t)t->cfg.vec_len);
+}
+
+int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t round,
+                          const mm_wire_vec *meta, const void *body, size_t body_len)
+{
     if (!mm_transport_is_up(t, peer_id))
         return -1;
     peer *p = &t->peers[peer_id];
-    size_t vbytes = (size_t)(4 * t->cfg.vec_len);
-    uint8_t w[8];
-    memcpy(w, &weight, 8);
+    mm_wire_vec m = *meta;
     uint8_t *owned = NULL;
     const char *poison = t->cfg.test_poison;
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
-                        .payload_len = 8 + vbytes};
-    if (poison) {
-        owned = malloc(vbytes);
+    const void *out = body;
+    if (poison && !strncmp(poison, "weight=", 7)) {
+        /* the vector as it is, with a push-sum weight it does not have */
+        m.weight = strtod(poison + 7, NULL);
+    } else if (poison && m.codec == MM_WIRE_CODEC_FP32) {
+        owned = malloc(body_len);
         if (!owned)
             return -1;
         float *o = (float *)owned;
-        memcpy(o, vec, vbytes);
+        memcpy(o, body, body_len);
         if (!strcmp(poison, "huge")) {
             /* finite, so the wire lets it through: an absurd norm is for
              * the receiver's --clip-pull to bound, not for the transport */
-            for (uint64_t i = 0; i < t->cfg.vec_len; i++)
+            for (uint64_t i = 0; i < m.count; i++)
                 o[i] = o[i] * MM_POISON_HUGE_SCALE + MM_POISON_HUGE_SCALE;
         } else {
-            o[t->cfg.vec_len / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
+            o[m.count / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
         }
-        vec = o;
+        out = o;
     }
+    uint8_t vh[MM_WIRE_VEC_HDR];
+    mm_wire_put_vec(vh, &m);
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
+                        .payload_len = MM_WIRE_VEC_HDR + body_len};
     p->last_used = mm_now_ms(t);
-    return conn_send_frame(p->conn, &h, w, 8, (const uint8_t *)vec, vbytes, true, peer_id,
-                           owned);
+    return mm__conn_send_frame(p->conn, &h, vh, sizeof vh, out, body_len, true, peer_id, owned);
 }
 
 void mm_transport_release(mm_transport *t, uint32_t peer_id)
@@ -578,7 +767,7 @@ void mm_transport_release(mm_transport *t, uint32_t peer_id)
     peer *p = &t->peers[peer_id];
     p->lent = false;
     if (p->conn)
-        conn_resume(p->conn);
+        mm__conn_resume(p->conn);
 }
 
 void mm_transport_set_round(mm_transport *t, uint64_t round) { t->round = round; }
@@ -593,9 +782,9 @@ void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud)
     for (conn *c = t->conns, *next; c; c = next) {
         next = c->next;
         if (c->st == C_UP)
-            conn_goodbye(c, "shutting down");
+            mm__conn_goodbye(c, "shutting down");
         else
-            conn_close(c, false, "shutting down");
+            mm__conn_close(c, false, "shutting down");
     }
     uv_close((uv_handle_t *)&t->listener, on_handle_closed);
     uv_close((uv_handle_t *)&t->crc_idle, on_handle_closed);
@@ -614,9 +803,18 @@ void mm_transport_free(mm_transport *t)
     for (uint32_t i = 0; i < t->cfg.n_peers; i++)
         free(t->peers[i].rxbuf);
     free(t->peers);
+    free(t->dialer_ips);
     if (t->ctx)
         SSL_CTX_free(t->ctx);
     free(t);
 }
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out) { *out = t->st; }
+
+bool mm_transport_peer_refusal(const mm_transport *t, uint32_t peer_id, mm_refusal *out)
+{
+    if (peer_id >= t->cfg.n_peers || !t->peers[peer_id].has_refusal)
+        return false;
+    *out = t->peers[peer_id].refusal;
+    return true;
+}

@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "gossip/wire.h"
+
 typedef struct mm_transport mm_transport;
 
 typedef enum {
@@ -24,18 +26,77 @@ typedef enum {
     MM_PEER_BYE,     /* the peer said goodbye (clean shutdown) */
 } mm_peer_state;
 
+/* Why a connection to or from a peer failed (on_refused below). The codes
+ * that say the two peers are configured differently, so that retrying will
+ * not help, are the "configuration" ones (mm_refusal_is_config): a TLS
+ * mismatch, a failed TLS handshake (e.g. certificates of another CA), an
+ * identity error, two processes with one id, another model, another
+ * algorithm or codec, another protocol version, something that is not
+ * murmur at the dialled address. Names as the end line's counters
+ * (docs/metrics.md); docs/protocol.md, "Refusals", has the rules. */
+typedef enum {
+    MM_REFUSAL_NONE,
+    MM_REFUSAL_TLS_MISMATCH, /* "tls_mismatch": one side TLS, the other --plaintext */
+    MM_REFUSAL_TLS,          /* "bad_tls": the TLS handshake failed */
+    MM_REFUSAL_IDENTITY,     /* "bad_identity": a certificate or HELLO naming another peer */
+    MM_REFUSAL_ID_CLASH,     /* "id_clash": two processes claim one id */
+    MM_REFUSAL_FINGERPRINT,  /* "bad_fingerprint": another model or vector length */
+    MM_REFUSAL_CONFIG,       /* "bad_config": another algorithm or codec */
+    MM_REFUSAL_VERSION,      /* "bad_version": another protocol version */
+    MM_REFUSAL_NOT_MURMUR,   /* "bad_magic": what answered does not speak murmur */
+    MM_REFUSAL_UNREACHABLE,  /* "unreachable": the dial failed (nothing listens, no route) */
+    MM_REFUSAL_OTHER,        /* "other": timeouts, malformed frames, floods, a replaced
+                              * connection: faults, not a configuration */
+} mm_refusal_code;
+
+#define MM_PEER_UNKNOWN UINT32_MAX
+#define MM_REFUSAL_TEXT 256
+
+/* One refused (or failed) connection. The peer is known when this peer
+ * dialled it, or from the HELLO (the TLS certificate's id when there is
+ * one, else the id the HELLO claims: over plaintext nothing is
+ * authenticated), or from the first header of a plaintext peer's bytes on
+ * a TLS connection. An accepted connection refused before any of that
+ * (a TLS handshake from a --plaintext peer's point of view) is attributed
+ * by its source address when exactly one lower-id peer (the ones that dial
+ * us) lives there, is wanted and is not up (by_address); else peer is
+ * MM_PEER_UNKNOWN. */
 typedef struct {
-    /* Called when a whole, verified vector from `peer` has arrived. `vec`
-     * (vec_len floats) is the connection's receive buffer, lent to the
-     * caller: reading from that peer pauses until mm_transport_release(). */
-    void (*on_vector)(void *ud, uint32_t peer, uint64_t round, double weight,
-                      const float *vec);
+    uint32_t peer;
+    mm_refusal_code code;
+    bool by_peer;            /* the reason is the peer's (its REFUSE frame) */
+    bool dialled;            /* on a connection this peer dialled */
+    bool by_address;         /* peer told by the source address only */
+    char src[64];            /* the remote "ip:port" */
+    char text[MM_REFUSAL_TEXT]; /* what happened, for people: "TLS mismatch: it speaks ..." */
+} mm_refusal;
+
+/* "tls_mismatch", "bad_tls", ... (the comments above); "none" for NONE. */
+const char *mm_refusal_name(mm_refusal_code c);
+/* Whether the code says the two peers are configured differently. */
+bool mm_refusal_is_config(mm_refusal_code c);
+/* The code of a REFUSE frame's reason, by its documented prefix
+ * (docs/protocol.md, "Refusals"); MM_REFUSAL_OTHER for any other text. */
+mm_refusal_code mm_refusal_classify(const char *reason);
+
+typedef struct {
+    /* Called when a whole, verified VECTOR from `peer` has arrived: its
+     * vector header (weight, codec, flags, ...) and its body, body_len
+     * bytes in the connection's receive buffer, lent to the caller (an fp32
+     * body is meta->count floats, 8-byte aligned): reading from that peer
+     * pauses until mm_transport_release(). */
+    void (*on_vector)(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                      const void *body, size_t body_len);
     /* Called when a send handed to mm_transport_send() no longer needs its
      * buffer (written to the socket or encrypted, or failed: ok false). */
     void (*on_sent)(void *ud, uint32_t peer, uint64_t round, bool ok);
     /* Connection state changes. */
     void (*on_peer)(void *ud, uint32_t peer, mm_peer_state state);
     void *ud;
+    /* Optional: a connection to or from a peer was refused, by either
+     * side, or a dial failed; r->peer may be MM_PEER_UNKNOWN. Called before
+     * the connection closes (its on_peer DOWN, if any, comes after). */
+    void (*on_refused)(void *ud, const mm_refusal *r);
 } mm_transport_callbacks;
 
 #define MM_POISON_HUGE_SCALE 1000.0f
@@ -49,6 +110,23 @@ typedef struct {
     const char *listen_addr;        /* NULL: addrs[self_id] */
     uint8_t fingerprint[32];        /* of the model; must match the peer's */
     uint64_t vec_len;               /* floats per vector; must match */
+    /* What a received vector's weight may be (gossip/wire.h): the node sets
+     * it from its algorithm; a vector that breaks it is refused and counted
+     * (bad_weight). MM_WEIGHT_FINITE (0) checks only that it is finite. */
+    mm_weight_rule weight_rule;
+    /* What both sides must agree on in the HELLO (docs/protocol.md 3.1): the
+     * algorithm (0: dpsgd) and the codec of vector bodies (0: fp32, with
+     * codec_block and codec_frac its parameters). A peer that disagrees is
+     * refused (bad_config). */
+    uint8_t algo, codec;
+    uint32_t codec_block;
+    double codec_frac;
+    /* The largest body a VECTOR may carry, in bytes (0: 4 * vec_len, the
+     * fp32 vector): the receive buffer is this plus the vector header. */
+    uint64_t max_body;
+    /* Allow vectors that describe part of the vector (offset, count):
+     * all-reduce's chunks. Off: whole vectors only. */
+    bool allow_chunks;
 
     /* TLS 1.3 with mutual authentication, unless plaintext is set. */
     bool plaintext;
@@ -65,11 +143,19 @@ typedef struct {
     /* Rounds accepted are within [current - window, current + window]. */
     uint64_t round_window;          /* default 1000 */
     uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
+    /* Unauthenticated conns from all addresses that are not a lower-id
+     * peer's (whose addresses keep max_conns_per_addr each outside this
+     * cap, so a flood from elsewhere never locks a neighbour out). Default
+     * (0): from the file limit, (RLIMIT_NOFILE - 64 - 2 n_peers) / 2 within
+     * [16, 1024]; see mm_transport_default_max_pending(). */
+    uint32_t max_pending_conns;
 
     /* Test-only: corrupt outgoing vectors; NULL off. "nan", "inf": one
      * float becomes NaN/+Inf (the receiver refuses the frame); "huge":
      * every float x becomes (x + 1) * MM_POISON_HUGE_SCALE, finite but of
-     * absurd norm (accepted by the wire; --clip-pull bounds its effect). */
+     * absurd norm (accepted by the wire; --clip-pull bounds its effect);
+     * "weight=X": the vector unchanged, sent with push-sum weight X
+     * (strtod) instead of the real one. */
     const char *test_poison;
 } mm_transport_config;
 
@@ -89,9 +175,13 @@ void mm_transport_want(mm_transport *t, const uint32_t *peers, int n);
 /* True when the connection to peer is up (HELLO done). */
 bool mm_transport_is_up(const mm_transport *t, uint32_t peer);
 
-/* Send vec (vec_len floats, must stay valid until on_sent) and a push-sum
- * weight to peer, tagged with round. Returns 0, or -1 if the peer is not up
- * (on_sent is then not called). */
+/* Send a VECTOR to peer, tagged with round: its vector header and a body
+ * of body_len bytes (must stay valid until on_sent). Returns 0, or -1 if
+ * the peer is not up (on_sent is then not called). */
+int mm_transport_send_vec(mm_transport *t, uint32_t peer, uint64_t round,
+                          const mm_wire_vec *meta, const void *body, size_t body_len);
+/* The common case: the whole vector (vec_len floats, must stay valid until
+ * on_sent) in fp32 with a push-sum weight. */
 int mm_transport_send(mm_transport *t, uint32_t peer, uint64_t round, double weight,
                       const float *vec);
 
@@ -106,6 +196,16 @@ void mm_transport_set_round(mm_transport *t, uint64_t round);
  * after done(): the loop still owns the handles until then). */
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud);
 void mm_transport_free(mm_transport *t);
+
+/* Two peers with one id (a launch mistake): each new connection of one
+ * replaces the other's, which reconnects at once. When a live connection
+ * of a peer is replaced MM_ID_CLASH_REPLACES times within
+ * MM_ID_CLASH_WINDOW_MS, that id is refused ("two peers claim id K",
+ * counted as id_clash) for MM_ID_CLASH_HOLD_MS instead of flapping; then
+ * it is accepted again (and refused again if the flapping resumes). */
+#define MM_ID_CLASH_REPLACES 3
+#define MM_ID_CLASH_WINDOW_MS 10000
+#define MM_ID_CLASH_HOLD_MS 30000
 
 /* A goodbye (the frame on its way, then BYE) and then a graceful close are
  * each given this long before the connection is closed regardless; so
@@ -123,13 +223,28 @@ typedef struct {
     uint64_t vectors_sent, vectors_recv;
     uint64_t conns_accepted, conns_dialed, conns_closed;
     uint64_t bad_magic, bad_version, bad_type, bad_length, bad_checksum;
-    uint64_t bad_fingerprint, bad_round, bad_values, bad_identity, bad_tls;
+    uint64_t bad_fingerprint, bad_round, bad_values, bad_weight, bad_identity, bad_tls;
     uint64_t frame_timeouts, peer_timeouts, flood_refused;
+    uint64_t id_clash;       /* connections refused because two peers claim one id */
+    uint64_t tls_mismatch;   /* one side TLS, the other --plaintext (counted on both) */
+    uint64_t pending_refused; /* over max_pending_conns, or an accept() error libuv reported */
+    uint64_t bad_codec;       /* a body in another codec, or one its codec refuses */
+    uint64_t bad_config;      /* a HELLO naming another algorithm or codec */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;
 } mm_transport_stats;
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);
+
+/* The last refusal of a connection to or from peer (as on_refused saw it):
+ * true and *out set, or false when there was none. */
+bool mm_transport_peer_refusal(const mm_transport *t, uint32_t peer, mm_refusal *out);
+
+/* The default of max_pending_conns for n_peers under this process's file
+ * limit: half of what is left of RLIMIT_NOFILE after 64 descriptors for
+ * files and the loop and two per peer (its connection and a replacement),
+ * at least 16 and at most 1024 (~14 KB each over TLS before the HELLO). */
+uint32_t mm_transport_default_max_pending(uint32_t n_peers);
 
 #endif

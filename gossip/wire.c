@@ -20,6 +20,19 @@ static uint32_t get32(const uint8_t *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 static uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32; }
+static void putf64(uint8_t *p, double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, 8);
+    put64(p, u);
+}
+static double getf64(const uint8_t *p)
+{
+    uint64_t u = get64(p);
+    double v;
+    memcpy(&v, &u, 8);
+    return v;
+}
 
 const char *mm_wire_err_name(mm_wire_err e)
 {
@@ -32,8 +45,45 @@ const char *mm_wire_err_name(mm_wire_err e)
     case MM_WIRE_E_LENGTH: return "bad length";
     case MM_WIRE_E_CHECKSUM: return "bad payload checksum";
     case MM_WIRE_E_VALUES: return "non-finite values";
+    case MM_WIRE_E_WEIGHT: return "bad weight";
+    case MM_WIRE_E_CODEC: return "bad codec";
     }
     return "?";
+}
+
+const char *mm_wire_algo_name(uint8_t algo)
+{
+    static char other[32];
+    switch (algo) {
+    case MM_WIRE_ALGO_DPSGD: return "dpsgd";
+    case MM_WIRE_ALGO_ASYNC: return "async";
+    case MM_WIRE_ALGO_PUSHSUM: return "pushsum";
+    case MM_WIRE_ALGO_ALLREDUCE: return "allreduce";
+    }
+    snprintf(other, sizeof other, "algorithm %u", algo);
+    return other;
+}
+
+bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
+                       char *why, size_t whylen)
+{
+    bool ok;
+    switch (rule) {
+    case MM_WEIGHT_ONE: ok = w == 1.0; break;
+    case MM_WEIGHT_PUSHSUM: ok = w >= MM_PUSHSUM_W_MIN && w <= (double)n_peers; break;
+    default: ok = isfinite(w); break;
+    }
+    if (!ok && why) {
+        if (rule == MM_WEIGHT_ONE)
+            snprintf(why, whylen, "weight %.17g, but this peer runs dpsgd or async, where "
+                     "the weight is exactly 1 (is the sender running --algo pushsum?)", w);
+        else if (rule == MM_WEIGHT_PUSHSUM)
+            snprintf(why, whylen, "push-sum weight %.17g is outside [2^-30, %u] (finite, "
+                     "positive, at most the number of peers)", w, n_peers);
+        else
+            snprintf(why, whylen, "weight is not finite");
+    }
+    return ok;
 }
 
 void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h)
@@ -51,10 +101,14 @@ void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h)
 
 void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h)
 {
+    memset(out, 0, MM_WIRE_HELLO_LEN);
     memcpy(out, h->fingerprint, 32);
     put64(out + 32, h->vec_len);
     put32(out + 40, h->target);
-    put32(out + 44, 0);
+    out[48] = h->algo;
+    out[49] = h->codec;
+    put32(out + 52, h->codec_block);
+    putf64(out + 56, h->codec_frac);
 }
 
 void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h)
@@ -62,10 +116,37 @@ void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h)
     memcpy(h->fingerprint, in, 32);
     h->vec_len = get64(in + 32);
     h->target = get32(in + 40);
+    h->algo = in[48];
+    h->codec = in[49];
+    h->codec_block = get32(in + 52);
+    h->codec_frac = getf64(in + 56);
+}
+
+void mm_wire_put_vec(uint8_t out[MM_WIRE_VEC_HDR], const mm_wire_vec *v)
+{
+    putf64(out, v->weight);
+    out[8] = v->codec;
+    out[9] = v->flags;
+    put16(out + 10, 0);
+    put32(out + 12, v->copy_crc);
+    putf64(out + 16, v->aux);
+    put64(out + 24, v->offset);
+    put64(out + 32, v->count);
+}
+
+void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v)
+{
+    v->weight = getf64(in);
+    v->codec = in[8];
+    v->flags = in[9];
+    v->copy_crc = get32(in + 12);
+    v->aux = getf64(in + 16);
+    v->offset = get64(in + 24);
+    v->count = get64(in + 32);
 }
 
 mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
-                               uint64_t vec_len, mm_wire_header *h,
+                               uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen)
 {
     uint32_t magic = get32(in);
@@ -94,11 +175,11 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
         return MM_WIRE_E_TYPE;
     }
 
-    uint64_t expect = 0, max = 0;
+    uint64_t min = 0, max = 0;
     switch (h->type) {
-    case MM_WIRE_HELLO: expect = max = MM_WIRE_HELLO_LEN; break;
+    case MM_WIRE_HELLO: min = max = MM_WIRE_HELLO_LEN; break;
     case MM_WIRE_REFUSE: max = MM_WIRE_REFUSE_MAX; break;
-    case MM_WIRE_VECTOR: expect = max = 8 + 4 * vec_len; break;
+    case MM_WIRE_VECTOR: min = MM_WIRE_VEC_HDR + 1; max = max_vector; break;
     case MM_WIRE_PING:
     case MM_WIRE_BYE: break;
     default:
@@ -111,11 +192,14 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
                  hello_done ? "after" : "before");
         return MM_WIRE_E_TYPE;
     }
-    if (h->type == MM_WIRE_REFUSE ? h->payload_len > max : h->payload_len != expect) {
-        snprintf(why, whylen, "payload length %llu for type %u, expected %s%llu",
-                 (unsigned long long)h->payload_len, h->type,
-                 h->type == MM_WIRE_REFUSE ? "at most " : "",
-                 (unsigned long long)max);
+    if (h->payload_len < min || h->payload_len > max) {
+        if (min == max)
+            snprintf(why, whylen, "payload length %llu for type %u, expected %llu",
+                     (unsigned long long)h->payload_len, h->type, (unsigned long long)max);
+        else
+            snprintf(why, whylen, "payload length %llu for type %u, expected %llu..%llu",
+                     (unsigned long long)h->payload_len, h->type, (unsigned long long)min,
+                     (unsigned long long)max);
         return MM_WIRE_E_LENGTH;
     }
     return MM_WIRE_OK;
@@ -163,15 +247,25 @@ bool mm_wire_all_finite(const float *v, uint64_t n, uint64_t *bad)
 
 void mm_wire_rx_init(mm_wire_rx *rx)
 {
-    uint64_t vec_len = rx->vec_len;
-    uint8_t *vec_buf = rx->vec_buf;
-    bool hello_done = rx->hello_done, no_payload_crc = rx->no_payload_crc;
+    mm_wire_rx keep = *rx;
     memset(rx, 0, sizeof *rx);
-    rx->no_payload_crc = no_payload_crc;
-    rx->vec_len = vec_len;
-    rx->vec_buf = vec_buf;
-    rx->hello_done = hello_done;
+    rx->no_payload_crc = keep.no_payload_crc;
+    rx->weight_rule = keep.weight_rule;
+    rx->n_peers = keep.n_peers;
+    rx->vec_len = keep.vec_len;
+    rx->max_body = keep.max_body;
+    rx->codec = keep.codec;
+    rx->allow_chunks = keep.allow_chunks;
+    rx->vec_buf = keep.vec_buf;
+    rx->hello_done = keep.hello_done;
 }
+
+static uint64_t max_body(const mm_wire_rx *rx)
+{
+    return rx->max_body ? rx->max_body : 4 * rx->vec_len;
+}
+
+static uint8_t codec(const mm_wire_rx *rx) { return rx->codec ? rx->codec : MM_WIRE_CODEC_FP32; }
 
 bool mm_wire_rx_busy(const mm_wire_rx *rx) { return rx->in_payload || rx->got > 0; }
 
@@ -195,6 +289,52 @@ static mm_rx_event fail(mm_wire_rx *rx, mm_wire_err e)
     return MM_RX_ERROR;
 }
 
+/* The vector header of a VECTOR, as soon as its 40 bytes are in. */
+static mm_rx_event check_vec(mm_wire_rx *rx)
+{
+    mm_wire_vec *v = &rx->vec;
+    const uint8_t *p = rx->payload;
+    mm_wire_get_vec(p, v);
+    uint64_t body = rx->hdr.payload_len - MM_WIRE_VEC_HDR;
+    rx->vec_checked = true;
+    if (!isfinite(v->weight)) {
+        snprintf(rx->why, sizeof rx->why, "weight is not finite");
+        return fail(rx, MM_WIRE_E_VALUES);
+    }
+    if (!mm_wire_weight_ok(rx->weight_rule, v->weight, rx->n_peers, rx->why, sizeof rx->why))
+        return fail(rx, MM_WIRE_E_WEIGHT);
+    if ((v->flags & ~MM_VEC_FLAGS) || get16(p + 10) != 0) {
+        snprintf(rx->why, sizeof rx->why, "unknown vector flags 0x%02x or reserved bits 0x%04x",
+                 v->flags & ~MM_VEC_FLAGS, get16(p + 10));
+        return fail(rx, MM_WIRE_E_TYPE);
+    }
+    bool reset = v->flags & MM_VEC_RESET;
+    if (v->codec != codec(rx) && !(reset && v->codec == MM_WIRE_CODEC_FP32)) {
+        snprintf(rx->why, sizeof rx->why, "codec %u, but this connection agreed on codec %u%s",
+                 v->codec, codec(rx), reset ? "" : " (fp32 only with the RESET flag)");
+        return fail(rx, MM_WIRE_E_CODEC);
+    }
+    if (!isfinite(v->aux)) {
+        snprintf(rx->why, sizeof rx->why, "aux field is not finite");
+        return fail(rx, MM_WIRE_E_VALUES);
+    }
+    bool whole = v->offset == 0 && v->count == rx->vec_len;
+    if (v->count == 0 || v->offset > rx->vec_len || v->count > rx->vec_len - v->offset ||
+        (!whole && (!rx->allow_chunks || reset))) {
+        snprintf(rx->why, sizeof rx->why, "floats %llu..+%llu of a %llu-float vector%s",
+                 (unsigned long long)v->offset, (unsigned long long)v->count,
+                 (unsigned long long)rx->vec_len,
+                 rx->allow_chunks ? "" : " (only whole vectors on this connection)");
+        return fail(rx, MM_WIRE_E_LENGTH);
+    }
+    if (v->codec == MM_WIRE_CODEC_FP32 ? body != 4 * v->count : body > max_body(rx)) {
+        snprintf(rx->why, sizeof rx->why, "body of %llu bytes for %llu floats of codec %u",
+                 (unsigned long long)body, (unsigned long long)v->count, v->codec);
+        return fail(rx, MM_WIRE_E_LENGTH);
+    }
+    return MM_RX_MORE;
+}
+
 static mm_rx_event finish_payload(mm_wire_rx *rx)
 {
     const mm_wire_header *h = &rx->hdr;
@@ -203,18 +343,19 @@ static mm_rx_event finish_payload(mm_wire_rx *rx)
                  h->payload_crc, rx->crc);
         return fail(rx, MM_WIRE_E_CHECKSUM);
     }
-    if (h->type == MM_WIRE_VECTOR) {
-        double w;
-        memcpy(&w, rx->payload, 8);
-        if (!isfinite(w)) {
-            snprintf(rx->why, sizeof rx->why, "weight is not finite");
-            return fail(rx, MM_WIRE_E_VALUES);
+    if (h->type == MM_WIRE_HELLO) {
+        /* like the header's reserved field: a peer that sets them speaks
+         * something we do not know */
+        const uint8_t *q = rx->payload;
+        if (get32(q + 44) != 0 || get16(q + 50) != 0) {
+            snprintf(rx->why, sizeof rx->why, "reserved HELLO bytes (44..47, 50..51) are not 0");
+            return fail(rx, MM_WIRE_E_TYPE);
         }
-        if (rx->bad_at != UINT64_MAX) {
-            snprintf(rx->why, sizeof rx->why, "value %llu of %llu is NaN or Inf",
-                     (unsigned long long)rx->bad_at, (unsigned long long)rx->vec_len);
-            return fail(rx, MM_WIRE_E_VALUES);
-        }
+    }
+    if (h->type == MM_WIRE_VECTOR && rx->bad_at != UINT64_MAX) {
+        snprintf(rx->why, sizeof rx->why, "value %llu of %llu is NaN or Inf",
+                 (unsigned long long)rx->bad_at, (unsigned long long)rx->vec.count);
+        return fail(rx, MM_WIRE_E_VALUES);
     }
     rx->in_payload = false;
     rx->got = 0;
@@ -229,11 +370,15 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
         if (!rx->no_payload_crc)
             rx->crc = mm_crc32c(rx->crc, rx->payload + rx->got, n);
         rx->got += n;
-        /* Values are checked as they arrive, while still in cache; the
+        if (rx->hdr.type == MM_WIRE_VECTOR && !rx->vec_checked &&
+            rx->got >= MM_WIRE_VEC_HDR && check_vec(rx) == MM_RX_ERROR)
+            return MM_RX_ERROR;
+        /* fp32 values are checked as they arrive, while still in cache; the
          * verdict waits for the checksum so corruption reads as such. */
-        if (rx->hdr.type == MM_WIRE_VECTOR && rx->got >= 8 && rx->bad_at == UINT64_MAX) {
-            uint64_t upto = (rx->got - 8) / 4, bad;
-            if (!mm_wire_all_finite((const float *)(rx->payload + 8) + rx->checked,
+        if (rx->hdr.type == MM_WIRE_VECTOR && rx->vec_checked &&
+            rx->vec.codec == MM_WIRE_CODEC_FP32 && rx->bad_at == UINT64_MAX) {
+            uint64_t upto = (rx->got - MM_WIRE_VEC_HDR) / 4, bad;
+            if (!mm_wire_all_finite((const float *)(rx->payload + MM_WIRE_VEC_HDR) + rx->checked,
                                     upto - rx->checked, &bad))
                 rx->bad_at = rx->checked + bad;
             rx->checked = upto;
@@ -245,8 +390,9 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
     rx->got += n;
     if (rx->got < MM_WIRE_HDR_LEN)
         return MM_RX_MORE;
-    mm_wire_err e = mm_wire_get_header(rx->hdr_raw, rx->hello_done, rx->vec_len,
-                                       &rx->hdr, rx->why, sizeof rx->why);
+    mm_wire_err e = mm_wire_get_header(rx->hdr_raw, rx->hello_done,
+                                       MM_WIRE_VEC_HDR + max_body(rx), &rx->hdr, rx->why,
+                                       sizeof rx->why);
     if (e)
         return fail(rx, e);
     if (rx->no_payload_crc && rx->hdr.payload_crc != 0) {
@@ -258,6 +404,7 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
     rx->crc = 0;
     rx->checked = 0;
     rx->bad_at = UINT64_MAX;
+    rx->vec_checked = false;
     if (rx->hdr.type == MM_WIRE_VECTOR) {
         if (!rx->vec_buf) {
             snprintf(rx->why, sizeof rx->why, "no receive buffer for vectors");

@@ -9,9 +9,12 @@
 #include <stdint.h>
 
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
-#define MM_WIRE_VERSION 2
+#define MM_WIRE_VERSION 3
 #define MM_WIRE_HDR_LEN 40
-#define MM_WIRE_HELLO_LEN 48
+#define MM_WIRE_HELLO_LEN 64
+/* A VECTOR payload starts with this many bytes of vector header (weight,
+ * codec, flags, ...; mm_wire_vec), then the body. */
+#define MM_WIRE_VEC_HDR 40
 #define MM_WIRE_REFUSE_MAX 512
 /* Floats per vector a HELLO may announce: 2^31 floats = 8 GiB. */
 #define MM_WIRE_MAX_VEC_LEN (1ULL << 31)
@@ -33,11 +36,68 @@ typedef struct {
     uint32_t payload_crc;
 } mm_wire_header;
 
+/* The averaging algorithm a HELLO names: peers must run the same one. */
+typedef enum {
+    MM_WIRE_ALGO_DPSGD = 1,
+    MM_WIRE_ALGO_ASYNC = 2,
+    MM_WIRE_ALGO_PUSHSUM = 3,
+    MM_WIRE_ALGO_ALLREDUCE = 4,
+} mm_wire_algo;
+
+/* The codec of VECTOR bodies: the numbers of gossip/codec.h's kinds.
+ * fp32 is the plain little-endian binary32 vector. */
+#define MM_WIRE_CODEC_FP32 1
+#define MM_WIRE_CODEC_MAX 6
+
 typedef struct {
     uint8_t fingerprint[32];
     uint64_t vec_len;
     uint32_t target;    /* the id the sender believes it talks to */
+    uint8_t algo;       /* mm_wire_algo */
+    uint8_t codec;      /* MM_WIRE_CODEC_FP32, ... */
+    uint32_t codec_block;  /* int8, sign: floats per scale; else 0 */
+    double codec_frac;     /* topk, randk: the fraction sent; else 0 */
 } mm_wire_hello;
+
+/* VECTOR flags (docs/protocol.md 3.2). */
+#define MM_VEC_RESET 0x01u  /* the body is the sender's whole public copy, in fp32 */
+#define MM_VEC_MORE 0x02u   /* consensus control: the sender does another exchange */
+#define MM_VEC_FLAGS 0x03u  /* every flag defined; others must be 0 */
+
+/* The vector header: what travels with a vector's body. */
+typedef struct {
+    double weight;      /* push-sum weight (rules: mm_weight_rule) */
+    uint8_t codec;      /* the body's encoding (the negotiated codec; fp32 with RESET) */
+    uint8_t flags;      /* MM_VEC_* */
+    uint32_t copy_crc;  /* compressed gossip: CRC32C of the sender's public copy
+                         * after this frame; 0 otherwise */
+    double aux;         /* consensus control: the sender's estimate; 0 otherwise */
+    uint64_t offset;    /* first float the body describes (0 for a whole vector) */
+    uint64_t count;     /* floats it describes (vec_len for a whole vector) */
+} mm_wire_vec;
+
+/* What the f64 weight of a VECTOR may be (docs/protocol.md 3.2). The
+ * algorithm decides it; a receiver refuses every other value, so that no
+ * neighbour can make the mixing divide by zero, by a negative number, or by
+ * a value whose reciprocal a float cannot hold. */
+typedef enum {
+    MM_WEIGHT_FINITE = 0, /* any finite value: the transport alone (tests,
+                           * benchmarks); murmur node always sets one below */
+    MM_WEIGHT_ONE,        /* dpsgd, async: exactly 1.0 */
+    MM_WEIGHT_PUSHSUM,    /* pushsum: MM_PUSHSUM_W_MIN <= w <= n_peers */
+} mm_weight_rule;
+
+/* The smallest push-sum weight on the wire: 2^-30. Its reciprocal (2^30)
+ * and w*z for any normal float z of magnitude above 1e-29 stay normal
+ * floats; an honest peer whose weight would decay below it is raised back
+ * to it (gossip/mix.h). */
+#define MM_PUSHSUM_W_MIN 0x1p-30
+
+/* True when w obeys rule; n_peers is the largest push-sum weight (the mass
+ * of the whole cluster: push-sum conserves or loses mass, never creates
+ * it). On false, why (when not NULL) says what is wrong. */
+bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
+                       char *why, size_t whylen);
 
 /* Why a frame was refused; each maps to one counter in mm_transport_stats. */
 typedef enum {
@@ -49,9 +109,13 @@ typedef enum {
     MM_WIRE_E_LENGTH,
     MM_WIRE_E_CHECKSUM,
     MM_WIRE_E_VALUES,
+    MM_WIRE_E_WEIGHT,
+    MM_WIRE_E_CODEC,
 } mm_wire_err;
 
 const char *mm_wire_err_name(mm_wire_err e);
+/* "dpsgd", "async", "pushsum", "allreduce", or "algorithm N". */
+const char *mm_wire_algo_name(uint8_t algo);
 
 /* CRC32C (Castagnoli): SSE4.2 when the CPU has it, else slice-by-8 tables. */
 uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
@@ -61,12 +125,19 @@ uint32_t mm_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h);
 void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h);
 void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h);
+void mm_wire_put_vec(uint8_t out[MM_WIRE_VEC_HDR], const mm_wire_vec *v);
+void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v);
 
 /* Checks a received header against what this connection accepts: magic,
- * version, header CRC, type (only HELLO/REFUSE before the HELLO), and the
- * payload length (exact for every type, so nothing is allocated from it). */
+ * version, header CRC, reserved field 0, type (only HELLO/REFUSE before
+ * the HELLO), and the payload length: exact for HELLO, PING and BYE, at
+ * most 512 for REFUSE, and for VECTOR between MM_WIRE_VEC_HDR + 1 and
+ * max_vector (the vector header then fixes the exact length, checked when
+ * it arrives); so no length ever decides an allocation. The decoder below
+ * also refuses HELLO reserved bytes that are not 0 (MM_WIRE_E_TYPE, as the
+ * header's), and checks every VECTOR's vector header (mm_wire_rx). */
 mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
-                               uint64_t vec_len, mm_wire_header *h,
+                               uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen);
 
 /* True when every float is finite; else *bad is the first bad index. */
@@ -74,8 +145,18 @@ bool mm_wire_all_finite(const float *v, uint64_t n, uint64_t *bad);
 
 /* Incremental decoder. The owner asks where the next bytes go (want), puts
  * up to that many there, and reports how many (advance). Payloads of HELLO,
- * REFUSE land in ctrl; a VECTOR payload lands in vec_buf (8 + 4*vec_len
- * bytes, owned by the caller and set once the HELLO is done). */
+ * REFUSE land in ctrl; a VECTOR payload lands in vec_buf (MM_WIRE_VEC_HDR +
+ * max_body bytes, owned by the caller and set once the HELLO is done).
+ *
+ * A VECTOR's vector header is checked the moment it has arrived, before its
+ * body is read: the weight (finite, and the connection's rule:
+ * MM_WIRE_E_WEIGHT), the codec (the negotiated one, or fp32 with RESET:
+ * MM_WIRE_E_CODEC), the flags and reserved bits (MM_WIRE_E_TYPE), aux
+ * finite (MM_WIRE_E_VALUES), offset and count within the vector (whole
+ * vectors only unless allow_chunks: MM_WIRE_E_LENGTH), and the body's
+ * length (exactly 4 * count for fp32; at most max_body for other codecs,
+ * whose body the owner checks with the codec: MM_WIRE_E_LENGTH). An fp32
+ * body is checked for NaN and Inf as it arrives (MM_WIRE_E_VALUES). */
 typedef enum { MM_RX_MORE, MM_RX_FRAME, MM_RX_ERROR } mm_rx_event;
 
 typedef struct {
@@ -83,7 +164,13 @@ typedef struct {
     /* A TLS connection: the AEAD already authenticates every byte, so the
      * payload CRC is neither computed nor checked; its field must be 0. */
     bool no_payload_crc;
+    /* What a VECTOR may be (all kept by mm_wire_rx_init). */
+    mm_weight_rule weight_rule;
+    uint32_t n_peers;
     uint64_t vec_len;
+    uint64_t max_body;     /* bytes; 0: 4 * vec_len (fp32) */
+    uint8_t codec;         /* the negotiated codec; 0: fp32 */
+    bool allow_chunks;     /* offset/count may describe part of the vector */
     uint8_t *vec_buf;
 
     uint8_t hdr_raw[MM_WIRE_HDR_LEN];
@@ -94,6 +181,8 @@ typedef struct {
     uint64_t checked;      /* vector floats already checked for NaN/Inf */
     uint64_t bad_at;       /* first non-finite float, or UINT64_MAX */
     mm_wire_header hdr;    /* valid while in_payload and after FRAME */
+    mm_wire_vec vec;       /* a VECTOR's header, valid once its first 40 bytes are in */
+    bool vec_checked;
     uint8_t *payload;      /* where the current payload lands */
     mm_wire_err err;
     char why[160];

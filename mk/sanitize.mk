@@ -1,6 +1,6 @@
-# make test-sanitize: the wire, transport, codec and CHOCO tests built with
-# ASan+UBSan in their own build directory (build-san), then run. Any
-# sanitizer report fails.
+# make test-sanitize: the wire, transport, codec and CHOCO tests built with ASan+UBSan in
+# their own build directory (build-san), with assert() on (the release build
+# defines NDEBUG), then run. Any sanitizer report or failed assertion fails.
 SAN_BUILD = build-san
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_transport*.c \
@@ -8,7 +8,7 @@ SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_tran
 
 .PHONY: test-sanitize
 test-sanitize: deps
-	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" OPT=-O1 $(SAN_TESTS:%=$(SAN_BUILD)/tests/%)
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" ASSERTS= OPT=-O1 $(SAN_TESTS:%=$(SAN_BUILD)/tests/%)
 	@fail=0; for t in $(SAN_TESTS); do \
 	  echo "=== $$t (ASan+UBSan)"; \
 	  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -23,7 +23,7 @@ SAN_E2E = node_gossip_rate node_ring_train node_kill_resume node_async_straggler
 .PHONY: test-sanitize-node
 test-sanitize: test-sanitize-node
 test-sanitize-node: deps
-	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" OPT=-O1 $(SAN_BUILD)/murmur
+	$(MAKE) BUILD=$(SAN_BUILD) SANITIZE="$(SAN_FLAGS)" ASSERTS= OPT=-O1 $(SAN_BUILD)/murmur
 	@fail=0; for t in $(SAN_E2E); do \
 	  echo "=== e2e/$$t (ASan+UBSan)"; \
 	  MURMUR=$(CURDIR)/$(SAN_BUILD)/murmur ASAN_OPTIONS=detect_leaks=1 \
@@ -31,5 +31,5 @@ test-sanitize-node: deps
 	    && echo "--- ok   e2e/$$t" || { echo "--- FAIL e2e/$$t (log: $(SAN_BUILD)/$$t.log)"; tail -20 $(SAN_BUILD)/$$t.log; fail=1; }; \
 	done; exit $$fail
 
-$(SAN_BUILD)/murmur: $(SAN_BUILD)/node/main.o $(SAN_BUILD)/libmurmur.a
+$(SAN_BUILD)/murmur: $(PROG_SRC:%.c=$(SAN_BUILD)/%.o) $(SAN_BUILD)/libmurmur.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)

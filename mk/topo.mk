@@ -15,6 +15,11 @@ topologies: murmur
 	  ./murmur topo gen one-peer-exp -n $$n > topologies/onepeer-exp-$$n.topo && \
 	  ./murmur topo gen regular -n $$n -d 3 --seed 1 > topologies/regular-d3-$$n.topo && \
 	  ./murmur topo gen er -n $$n --seed 1 > topologies/er-$$n.topo && \
-	  ./murmur topo gen random-matching -n $$n --seed 1 > topologies/random-matching-$$n.topo \
+	  ./murmur topo gen random-matching -n $$n --seed 1 > topologies/random-matching-$$n.topo && \
+	  ./murmur topo gen local -n $$n > topologies/local-$$n.topo && \
+	  ./murmur topo gen alt-exp-ring -n $$n > topologies/alt-exp-ring-$$n.topo && \
+	  ./murmur topo gen base -n $$n -k 1 > topologies/base-k1-$$n.topo && \
+	  ./murmur topo gen base -n $$n -k 3 > topologies/base-k3-$$n.topo && \
+	  ./murmur topo gen epidemic -n $$n --seed 1 > topologies/epidemic-$$n.topo \
 	  || exit 1; \
 	done; echo "topologies/: $$(ls topologies/*.topo | wc -l) files"

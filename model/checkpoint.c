@@ -13,7 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "model/sha256.h"
+#include "base/fs.h"
+#include "base/sha256.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "checkpoints are written as little-endian memory images; port put/get first"
@@ -38,54 +39,6 @@ static void get(const uint8_t *h, size_t off, void *v, size_t n) { memcpy(v, h +
 static size_t file_size(size_t n_params, uint32_t flags)
 {
     return CKPT_HEADER + n_params * sizeof(float) * ((flags & FLAG_OPT) ? 3 : 1) + 32;
-}
-
-int mm_write_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
-{
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
-        snprintf(err, errlen, "%s: path too long", path);
-        return -1;
-    }
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(errno));
-        return -1;
-    }
-    const uint8_t *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            snprintf(err, errlen, "%s: write failed: %s", tmp, w < 0 ? strerror(errno) : "no progress");
-            close(fd);
-            unlink(tmp);
-            return -1;
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        snprintf(err, errlen, "%s: fsync/close failed: %s", tmp, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    if (rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: rename to %s failed: %s", tmp, path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    /* The rename is durable only once the directory entry is on disk. */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        fsync(dfd);
-        close(dfd);
-    }
-    return 0;
 }
 
 int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "model/model.h"
-#include "model/rng.h"
+#include "base/rng.h"
 
 typedef struct {
     int64_t step;        /* optimizer updates applied */
@@ -36,10 +36,5 @@ int mm_checkpoint_peek(const char *path, mm_model_config *cfg, char *err, size_t
  * differs from m's. Nothing is changed on failure. */
 int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt,
                        mm_ckpt_state *st, char *err, size_t errlen);
-
-/* Write len bytes to path atomically: path.tmp, fsync, rename, fsync dir.
- * Used for every file whose loss would hurt (checkpoints, snapshots). */
-int mm_write_atomic(const char *path, const void *data, size_t len,
-                    char *err, size_t errlen);
 
 #endif

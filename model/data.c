@@ -40,7 +40,7 @@ static int load_files(const char *dir, const mm_data_index *ix, const int *owner
     return 0;
 }
 
-int mm_shard_load(mm_shard *s, const char *data_dir, mm_partition part, int peer, int n_peers,
+int mm_shard_load(mm_shard *s, const char *data_dir, const mm_partition *part, int peer, int n_peers,
                   char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);

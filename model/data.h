@@ -1,25 +1,43 @@
 /* The training text: the Brown corpus, prepared by `make data` (see
- * scripts/fetch-brown.sh and docs/formats.md) into a directory holding the
- * plain text of every file and an index with each file's genre.
+ * scripts/fetch-brown.sh and docs/formats.md), or a directory of the user's
+ * own text (`murmur data-prepare --text`), as a directory holding the plain
+ * text of every file and an index with each file's genre (label).
  *
  * The train/validation split is by file and deterministic, the same on
  * every peer. The training files are then partitioned across n peers:
- *   iid   - every peer gets its own disjoint share of every genre's files
- *   genre - non-IID: every peer gets whole genres
+ *   iid             - every peer gets its own disjoint share of every genre
+ *   genre           - non-IID: every peer gets whole genres
+ *   dirichlet:ALPHA - each peer's mix of genres drawn from Dirichlet(ALPHA
+ *                     times the corpus's genre shares), from a seed
  * A peer reads only its own shard (and the validation sample). */
 #ifndef MURMUR_DATA_H
 #define MURMUR_DATA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
-typedef enum { MM_PART_IID, MM_PART_GENRE } mm_partition;
+typedef enum { MM_PART_IID, MM_PART_GENRE, MM_PART_DIRICHLET } mm_part_kind;
 
-/* "iid" / "genre" -> partition; -1 if unknown. */
-int mm_partition_parse(const char *s);
-const char *mm_partition_name(mm_partition p);
+/* How training files are split across peers. The zero value is iid. */
+typedef struct {
+    mm_part_kind kind;
+    double alpha;      /* dirichlet: the concentration, > 0 */
+    uint64_t seed;     /* dirichlet: seeds the draws */
+    bool seed_given;   /* dirichlet:ALPHA:SEED named the seed; otherwise the
+                        * command fills seed with its run's --seed */
+    char name[48];     /* as parsed, canonical: "iid", "dirichlet:0.1", ... */
+} mm_partition;
+
+#define MM_DIRICHLET_ALPHA_MAX 1e6
+
+/* "iid", "genre", "dirichlet:ALPHA" or "dirichlet:ALPHA:SEED" -> *p.
+ * 0, or -1 with what is wrong in err. */
+int mm_partition_parse(const char *s, mm_partition *p, char *err, size_t errlen);
+/* The canonical name: p->name when parsed, else the kind's. */
+const char *mm_partition_name(const mm_partition *p);
 
 /* --- the index (docs/formats.md) ------------------------------------------ */
 
@@ -49,11 +67,17 @@ int mm_data_index_load(mm_data_index *ix, const char *data_dir, char *err, size_
 void mm_data_index_free(mm_data_index *ix);
 
 /* owner[i] for every file i of the index: the peer (0..n_peers-1) whose
- * shard holds training file i, or -1 for a validation file. Deterministic:
- * depends on the index and (part, n_peers) only. Fails when some peer would
- * get no file. */
-int mm_data_assign(const mm_data_index *ix, mm_partition part, int n_peers, int *owner,
+ * shard holds training file i, -1 for a validation file, and -2 for a
+ * training file nobody gets (dirichlet's leftovers; iid and genre use
+ * every file). Deterministic: depends on the index and (part, n_peers)
+ * only. Fails when some peer would get no file. */
+int mm_data_assign(const mm_data_index *ix, const mm_partition *part, int n_peers, int *owner,
                    char *err, size_t errlen);
+
+/* The Dirichlet partition (model/data_dirichlet.c, docs/formats.md): the
+ * training files of the index (train_files[g] per genre) over n_peers. */
+int mm_data_assign_dirichlet(const mm_data_index *ix, double alpha, uint64_t seed, int n_peers,
+                             int *owner, char *err, size_t errlen);
 
 /* Checks every file of the index (size and SHA-256). */
 int mm_data_verify(const char *data_dir, char *err, size_t errlen);
@@ -82,7 +106,7 @@ typedef struct {
 /* Load peer `peer` of `n_peers` from a prepared data directory. Returns 0, or
  * -1 with a message naming the file and what is wrong (missing, truncated,
  * corrupted: the index holds a checksum of every file). */
-int mm_shard_load(mm_shard *s, const char *data_dir, mm_partition part,
+int mm_shard_load(mm_shard *s, const char *data_dir, const mm_partition *part,
                   int peer, int n_peers, char *err, size_t errlen);
 void mm_shard_free(mm_shard *s);
 

@@ -10,23 +10,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/checkpoint.h"
-#include "model/sha256.h"
+#include "base/fs.h"
+#include "base/sha256.h"
 
 #define INDEX_MAGIC "# murmur-data 1"
 #define MAX_FILES 100000
 #define MAX_FILE_BYTES ((size_t)1 << 30)
 
-int mm_partition_parse(const char *s)
+int mm_partition_parse(const char *s, mm_partition *p, char *err, size_t errlen)
 {
-    if (!strcmp(s, "iid"))
-        return MM_PART_IID;
-    if (!strcmp(s, "genre"))
-        return MM_PART_GENRE;
-    return -1;
+    memset(p, 0, sizeof *p);
+    if (!strcmp(s, "iid") || !strcmp(s, "genre")) {
+        p->kind = !strcmp(s, "iid") ? MM_PART_IID : MM_PART_GENRE;
+        snprintf(p->name, sizeof p->name, "%s", s);
+        return 0;
+    }
+    if (strncmp(s, "dirichlet:", 10) != 0) {
+        snprintf(err, errlen, "expected iid, genre or dirichlet:ALPHA[:SEED], got '%s'", s);
+        return -1;
+    }
+    const char *a = s + 10;
+    char *end;
+    errno = 0;
+    double alpha = strtod(a, &end);
+    if (end == a || errno || !(alpha > 0 && alpha <= MM_DIRICHLET_ALPHA_MAX) ||
+        (*end && *end != ':') || isspace((unsigned char)*a)) {
+        snprintf(err, errlen, "dirichlet:ALPHA: expected a number 0 < ALPHA <= %g, got '%.*s'",
+                 MM_DIRICHLET_ALPHA_MAX, (int)strcspn(a, ":"), a);
+        return -1;
+    }
+    p->kind = MM_PART_DIRICHLET;
+    p->alpha = alpha;
+    if (*end == ':') {
+        const char *q = end + 1;
+        errno = 0;
+        unsigned long long v = strtoull(q, &end, 10);
+        if (!isdigit((unsigned char)*q) || *end || errno) {
+            snprintf(err, errlen, "dirichlet:ALPHA:SEED: expected a seed 0..2^64-1, got '%s'", q);
+            return -1;
+        }
+        p->seed = v;
+        p->seed_given = true;
+        snprintf(p->name, sizeof p->name, "dirichlet:%g:%llu", alpha, v);
+    } else {
+        snprintf(p->name, sizeof p->name, "dirichlet:%g", alpha);
+    }
+    return 0;
 }
 
-const char *mm_partition_name(mm_partition p) { return p == MM_PART_GENRE ? "genre" : "iid"; }
+const char *mm_partition_name(const mm_partition *p)
+{
+    if (p->name[0])
+        return p->name;
+    return p->kind == MM_PART_GENRE ? "genre" : p->kind == MM_PART_DIRICHLET ? "dirichlet" : "iid";
+}
 
 void mm_data_index_free(mm_data_index *ix)
 {
@@ -66,49 +103,6 @@ static int hex_digest(const char *s, size_t n, uint8_t out[32])
     return 0;
 }
 
-/* Reads a whole file, refusing anything over limit bytes. */
-static int slurp(const char *path, char **out, size_t *len, size_t limit, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *p = malloc(cap + 1);
-    while (p) {
-        size_t got = fread(p + n, 1, cap - n, f);
-        n += got;
-        if (n < cap)
-            break;
-        if (cap >= limit) {
-            free(p);
-            fclose(f);
-            snprintf(err, errlen, "%s: larger than %zu bytes", path, limit);
-            return -1;
-        }
-        cap *= 2;
-        char *q = realloc(p, cap + 1);
-        if (!q) {
-            free(p);
-            p = NULL;
-        } else {
-            p = q;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!p || bad) {
-        free(p);
-        snprintf(err, errlen, "%s: %s", path, p ? "read error" : "out of memory");
-        return -1;
-    }
-    p[n] = '\0';
-    *out = p;
-    *len = n;
-    return 0;
-}
-
 /* Splits s at tabs into at most max fields; returns the count. */
 static int fields(char *s, char **f, size_t *fl, int max)
 {
@@ -133,7 +127,7 @@ int mm_data_index_load(mm_data_index *ix, const char *dir, char *err, size_t err
     snprintf(path, sizeof path, "%s/%s", dir, MM_DATA_INDEX);
     char *text;
     size_t len;
-    if (slurp(path, &text, &len, 64u << 20, err, errlen) != 0) {
+    if (mm_read_file(path, &text, &len, 64u << 20, err, errlen) != 0) {
         if (errno == ENOENT)
             snprintf(err + strlen(err), errlen - strlen(err),
                      " (prepare the data with `make data`)");
@@ -332,7 +326,7 @@ out:
     return rc;
 }
 
-int mm_data_assign(const mm_data_index *ix, mm_partition part, int n_peers, int *owner,
+int mm_data_assign(const mm_data_index *ix, const mm_partition *part, int n_peers, int *owner,
                    char *err, size_t errlen)
 {
     if (n_peers < 1) {
@@ -358,8 +352,11 @@ int mm_data_assign(const mm_data_index *ix, mm_partition part, int n_peers, int 
                  n_peers, n_train);
         goto out;
     }
-    if (part == MM_PART_GENRE) {
+    if (part->kind == MM_PART_GENRE) {
         if (assign_genre(ix, n_peers, owner, train_files, err, errlen) != 0)
+            goto out;
+    } else if (part->kind == MM_PART_DIRICHLET) {
+        if (mm_data_assign_dirichlet(ix, part->alpha, part->seed, n_peers, owner, err, errlen) != 0)
             goto out;
     } else {
         assign_iid(ix, n_peers, owner);

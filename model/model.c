@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "model/kernels.h"
-#include "model/rng.h"
-#include "model/sha256.h"
+#include "base/rng.h"
+#include "base/sha256.h"
 
 /* Activations of one forward pass, kept for backward, plus the gradient
  * scratch of backward: all one allocation, sized for (B, T). */

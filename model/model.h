@@ -32,7 +32,7 @@ size_t mm_model_param_count(const mm_model_config *cfg);
  * two peers may average only when their fingerprints are equal. Encoding:
  * "murmur-gpt2-v1", then n_layer, d_model, n_head, n_ctx, MM_VOCAB as int32
  * little-endian, then the parameter count as uint64 little-endian. SHA-256
- * itself is model/sha256.h (mm_sha256, incremental mm_sha256_init/update/
+ * itself is base/sha256.h (mm_sha256, incremental mm_sha256_init/update/
  * final), for checkpoints too. */
 #define MM_FINGERPRINT_LEN 32
 void mm_model_fingerprint(const mm_model_config *cfg, uint8_t out[MM_FINGERPRINT_LEN]);

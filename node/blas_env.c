@@ -1,7 +1,10 @@
 /* OpenBLAS picks its kernel once, when the library is loaded, from
  * OPENBLAS_CORETYPE or its own CPU detection. Debian's 0.3.21 does not know
  * recent CPUs and falls back to the generic Prescott kernel; setting the
- * variable after load changes nothing, hence the re-exec. */
+ * variable after load changes nothing, hence the re-exec. The re-exec is
+ * silent: what happened is kept for mm_blas_log_note, which the commands
+ * call where it helps (a peer's log, train's start-up lines), never before
+ * help text or a usage error. */
 #include "node/blas_env.h"
 
 #include <cblas.h>
@@ -11,11 +14,16 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "gossip/log.h"
+#include "base/log.h"
 
-/* Set in the re-executed process so that a kernel OpenBLAS still refuses
+/* Set in the re-executed process, to the kernel OpenBLAS had chosen, so
+ * that the note can say what was fixed and a kernel OpenBLAS still refuses
  * cannot make us re-exec forever. */
 #define REEXEC_MARK "MURMUR_BLAS_REEXEC"
+
+/* What mm_blas_fix_kernel did, for mm_blas_log_note; empty: nothing. */
+static char note[320];
+static enum mm_log_level note_level = MM_LOG_INFO;
 
 const char *mm_blas_kernel(void)
 {
@@ -43,34 +51,47 @@ void mm_blas_fix_kernel(int argc, char **argv)
     const char *user = getenv("OPENBLAS_CORETYPE");
     const char *mark = getenv(REEXEC_MARK);
     const char *off = getenv("MURMUR_NO_BLAS_FIX");
+    /* Tests only: act as if OpenBLAS had chosen this kernel. */
+    const char *pretend = getenv("MURMUR_BLAS_PRETEND_KERNEL");
+    const char *chosen = pretend && *pretend ? pretend : mm_blas_kernel();
 
     if (mark) {
-        /* We are the re-executed process: complain if it did not help, and
-         * hide the marker from anything we start ourselves. */
+        /* We are the re-executed process: note whether it helped, and hide
+         * the marker from anything we start ourselves. */
+        if (!user || strcasecmp(mm_blas_kernel(), user) != 0) {
+            note_level = MM_LOG_WARN;
+            snprintf(note, sizeof note, "OpenBLAS kernel: %s although OPENBLAS_CORETYPE=%s was set; "
+                     "continuing with it", mm_blas_kernel(), user ? user : "(unset)");
+        } else {
+            snprintf(note, sizeof note, "OpenBLAS chose its generic %s kernel but this CPU supports %s: "
+                     "re-executed with OPENBLAS_CORETYPE=%s (MURMUR_NO_BLAS_FIX=1 disables this)",
+                     *mark && strcmp(mark, "1") ? mark : "Prescott", user, user);
+        }
         unsetenv(REEXEC_MARK);
-        if (!user || strcasecmp(mm_blas_kernel(), user) != 0)
-            mm_warn("OpenBLAS kernel: %s although OPENBLAS_CORETYPE=%s was set; "
-                    "continuing with it", mm_blas_kernel(), user ? user : "(unset)");
         return;
     }
     if (off && *off && strcmp(off, "0") != 0)
         return;
     if (user && *user)
         return; /* the user's choice wins, even a slow one */
-    if (strcasecmp(mm_blas_kernel(), "Prescott") != 0)
+    if (strcasecmp(chosen, "Prescott") != 0)
         return;
     const char *best = best_kernel();
     if (!best)
         return;
-
-    mm_info("OpenBLAS chose its generic %s kernel but this CPU supports %s: "
-            "re-executing with OPENBLAS_CORETYPE=%s (MURMUR_NO_BLAS_FIX=1 disables this)",
-            mm_blas_kernel(), best, best);
-    if (setenv("OPENBLAS_CORETYPE", best, 1) != 0 || setenv(REEXEC_MARK, "1", 1) != 0)
+    if (setenv("OPENBLAS_CORETYPE", best, 1) != 0 || setenv(REEXEC_MARK, chosen, 1) != 0)
         return;
     execv("/proc/self/exe", argv);
     /* exec failed (no /proc, say): carry on with the slow kernel. */
-    mm_warn("re-exec for the OpenBLAS kernel failed; continuing with %s", mm_blas_kernel());
+    note_level = MM_LOG_WARN;
+    snprintf(note, sizeof note, "OpenBLAS chose its generic %s kernel; re-executing with "
+             "OPENBLAS_CORETYPE=%s failed, continuing with it", chosen, best);
     unsetenv("OPENBLAS_CORETYPE");
     unsetenv(REEXEC_MARK);
+}
+
+void mm_blas_log_note(void)
+{
+    if (note[0])
+        mm_log(note_level, "%s", note);
 }

@@ -7,9 +7,15 @@
 
 /* Called first thing in main(). If OpenBLAS runs its generic kernel on a CPU
  * that a better kernel supports, and the user has not set OPENBLAS_CORETYPE,
- * sets it and re-executes argv (logging what it did). Returns normally
- * otherwise. */
+ * sets it and re-executes argv, silently. Returns normally otherwise.
+ * MURMUR_NO_BLAS_FIX=1 turns it off; MURMUR_BLAS_PRETEND_KERNEL=NAME (for
+ * tests) acts as if OpenBLAS had chosen NAME. */
 void mm_blas_fix_kernel(int argc, char **argv);
+
+/* Logs what mm_blas_fix_kernel did (re-executed, or why it could not), once
+ * the command has somewhere useful to say it: a peer's log, train's
+ * start-up lines. Nothing when it did nothing. */
+void mm_blas_log_note(void);
 
 /* The kernel OpenBLAS runs now ("Haswell", "SkylakeX", "Prescott", ...). */
 const char *mm_blas_kernel(void);

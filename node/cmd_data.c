@@ -1,21 +1,33 @@
-/* Hidden subcommands behind `make data`: turning the extracted corpus into
- * plain text with an index (data-prepare), and checking a prepared directory
+/* The corpus subcommands: turning the extracted Brown corpus (behind `make
+ * data`), or a directory of the user's own UTF-8 text (--text), into plain
+ * text with an index (data-prepare), and checking a prepared directory
  * (data-verify). In C because a fresh machine has no python. */
 #include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/fs.h"
 #include "model/brown.h"
-#include "model/checkpoint.h"
 #include "model/data.h"
-#include "model/sha256.h"
+#include "base/sha256.h"
+#include "model/textdir.h"
 #include "node/commands.h"
 
-#define MAX_SOURCE_BYTES (64u << 20)
+#define MAX_SOURCE_BYTES ((size_t)64 << 20)
+#define MAX_TEXT_BYTES ((size_t)256 << 20)
 
-static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
+static const char *ferror_or_size(size_t limit)
+{
+    static char msg[64];
+    snprintf(msg, sizeof msg, "read error, or larger than %zu MiB", limit >> 20);
+    return msg;
+}
+
+static char *read_all(const char *path, size_t *len, size_t limit, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -28,7 +40,7 @@ static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
         if (!p)
             break;
         n += fread(p + n, 1, cap - n, f);
-        if (n < cap || cap >= MAX_SOURCE_BYTES)
+        if (n < cap || cap >= limit)
             break;
         cap *= 2;
         char *q = realloc(p, cap + 1);
@@ -39,7 +51,7 @@ static char *read_all(const char *path, size_t *len, char *err, size_t errlen)
     int bad = ferror(f) || (p && n == cap);
     fclose(f);
     if (!p || bad) {
-        snprintf(err, errlen, "%s: %s", path, !p ? "out of memory" : "read error or too large");
+        snprintf(err, errlen, "%s: %s", path, !p ? "out of memory" : ferror_or_size(limit));
         free(p);
         return NULL;
     }
@@ -53,7 +65,7 @@ static int prepare(const char *src, const char *dst, const char *note)
     char err[512], path[4096];
     snprintf(path, sizeof path, "%s/cats.txt", src);
     size_t len;
-    char *cats = read_all(path, &len, err, sizeof err);
+    char *cats = read_all(path, &len, MAX_SOURCE_BYTES, err, sizeof err);
     if (!cats) {
         fprintf(stderr, "murmur data-prepare: %s\n", err);
         return 1;
@@ -99,7 +111,7 @@ static int prepare(const char *src, const char *dst, const char *note)
         char in_path[4096], out_path[4096];
         snprintf(in_path, sizeof in_path, "%s/%s", src, name);
         size_t in_len, out_len;
-        char *in = read_all(in_path, &in_len, err, sizeof err), *out;
+        char *in = read_all(in_path, &in_len, MAX_SOURCE_BYTES, err, sizeof err), *out;
         if (!in) {
             fprintf(stderr, "murmur data-prepare: %s\n", err);
             goto out;
@@ -139,21 +151,146 @@ out:
     return rc;
 }
 
+/* DST inside DIR would be read back as text by the next run. */
+static bool inside(const char *dir, const char *dst)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    if (!realpath(dir, a) || !realpath(dst, b))
+        return false;
+    size_t n = strlen(a);
+    return !strcmp(a, b) || (!strncmp(a, b, n) && (b[n] == '/' || !strcmp(a, "/")));
+}
+
+static int prepare_text(const char *dir, const char *dst, const char *label, const char *note)
+{
+    char err[1024], note_buf[600];
+    mm_text_file *tf;
+    int n;
+    if (mm_text_scan(dir, label, &tf, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur data-prepare: %s\n", err);
+        return 1;
+    }
+    mm_data_file *files = calloc((size_t)n, sizeof *files);
+    int rc = 1, labels = 0;
+    size_t total = 0;
+    if (!files) {
+        fprintf(stderr, "murmur data-prepare: out of memory\n");
+        goto out;
+    }
+    if (mkdir(dst, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "murmur data-prepare: %s: cannot create: %s\n", dst, strerror(errno));
+        goto out;
+    }
+    if (inside(dir, dst)) {
+        fprintf(stderr, "murmur data-prepare: %s is inside %s: the next run would read it as text; "
+                        "put it elsewhere\n", dst, dir);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        char in_path[4200], out_path[4200];
+        snprintf(in_path, sizeof in_path, "%s/%s", dir, tf[i].rel);
+        size_t len;
+        char *text = read_all(in_path, &len, MAX_TEXT_BYTES, err, sizeof err);
+        if (!text) {
+            fprintf(stderr, "murmur data-prepare: %s\n", err);
+            goto out;
+        }
+        size_t bad;
+        if (len == 0) {
+            fprintf(stderr, "murmur data-prepare: %s: empty file (every text needs at least one "
+                            "byte; remove it)\n", in_path);
+            free(text);
+            goto out;
+        }
+        if (!mm_utf8_valid((const uint8_t *)text, len, &bad)) {
+            fprintf(stderr, "murmur data-prepare: %s: byte %zu: %s (0x%02x)\n", in_path, bad,
+                    text[bad] ? "not valid UTF-8" : "a NUL byte, not text", (unsigned char)text[bad]);
+            free(text);
+            goto out;
+        }
+        mm_data_file *d = &files[i];
+        memcpy(d->name, tf[i].name, sizeof d->name);
+        memcpy(d->genre, tf[i].label, sizeof d->genre);
+        d->bytes = len;
+        mm_sha256(text, len, d->sha256);
+        snprintf(out_path, sizeof out_path, "%s/%s.txt", dst, d->name);
+        int bad_write = mm_write_atomic(out_path, text, len, err, sizeof err);
+        free(text);
+        if (bad_write) {
+            fprintf(stderr, "murmur data-prepare: %s\n", err);
+            goto out;
+        }
+        if (tf[i].name_mapped)
+            printf("murmur data-prepare: %s is '%s' in the index\n", tf[i].rel, d->name);
+        if (tf[i].label_mapped && (i == 0 || strcmp(tf[i].label, tf[i - 1].label)))
+            printf("murmur data-prepare: the files of '%.*s' have label '%s'\n",
+                   (int)strcspn(tf[i].rel, "/"), tf[i].rel, tf[i].label);
+        labels += i == 0 || strcmp(tf[i].label, tf[i - 1].label);
+        total += len;
+    }
+    if (!note) {
+        snprintf(note_buf, sizeof note_buf, "source text %.500s", dir);
+        for (char *c = note_buf; *c; c++)
+            if (*c == '\n' || *c == '\r' || *c == '\t')
+                *c = ' ';
+        note = note_buf;
+    }
+    /* The index goes last: its presence means every text is complete. */
+    if (mm_data_index_write(dst, files, n, note, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur data-prepare: %s\n", err);
+        goto out;
+    }
+    printf("murmur data-prepare: %d files, %d label%s, %zu bytes of text in %s\n", n, labels,
+           labels == 1 ? "" : "s", total, dst);
+    rc = 0;
+out:
+    free(files);
+    mm_text_files_free(tf, n);
+    return rc;
+}
+
+static void prepare_usage(void)
+{
+    fprintf(stderr,
+            "usage: murmur data-prepare [--note TEXT] SRC DST\n"
+            "       murmur data-prepare --text [--label NAME] [--note TEXT] DIR DST\n"
+            "  SRC holds cats.txt ('FILE GENRE' per line) and the tagged Brown files.\n"
+            "  With --text, DIR holds UTF-8 text files: a file in a sub-directory gets the\n"
+            "  sub-directory's name as its label (the analogue of a genre), one at the top\n"
+            "  level gets NAME (default 'text'); every label needs at least 2 files.\n"
+            "  DST gets FILE.txt for each and index.tsv (docs/formats.md).\n");
+}
+
 int cmd_data_prepare(int argc, char **argv)
 {
-    const char *note = NULL;
+    const char *note = NULL, *label = "text";
+    bool text = false;
     int i = 1;
-    if (i + 1 < argc && !strcmp(argv[i], "--note")) {
-        note = argv[i + 1];
-        i += 2;
+    while (i < argc && argv[i][0] == '-') {
+        if (!strcmp(argv[i], "--text")) {
+            text = true;
+            i++;
+        } else if (i + 1 < argc && (!strcmp(argv[i], "--note") || !strcmp(argv[i], "--label"))) {
+            *(!strcmp(argv[i], "--note") ? &note : &label) = argv[i + 1];
+            i += 2;
+        } else {
+            fprintf(stderr, "murmur data-prepare: unknown option or missing value: '%s'\n", argv[i]);
+            prepare_usage();
+            return 2;
+        }
     }
     if (argc - i != 2 || (note && strchr(note, '\n'))) {
-        fprintf(stderr, "usage: murmur data-prepare [--note TEXT] SRC DST\n"
-                        "  SRC holds cats.txt ('FILE GENRE' per line) and the tagged files;\n"
-                        "  DST gets FILE.txt for each and index.tsv (docs/formats.md).\n");
+        prepare_usage();
         return 2;
     }
-    return prepare(argv[i], argv[i + 1], note);
+    if (text && (!*label || strlen(label) >= MM_DATA_NAME_MAX || strspn(label,
+                 "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") != strlen(label) ||
+                 label[0] == '.')) {
+        fprintf(stderr, "murmur data-prepare: --label '%s': expected 1..%d bytes of [A-Za-z0-9_.-], "
+                        "not starting with '.'\n", label, MM_DATA_NAME_MAX - 1);
+        return 2;
+    }
+    return text ? prepare_text(argv[i], argv[i + 1], label, note) : prepare(argv[i], argv[i + 1], note);
 }
 
 int cmd_data_verify(int argc, char **argv)

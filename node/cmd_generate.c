@@ -13,7 +13,7 @@
 
 #include "model/checkpoint.h"
 #include "model/model.h"
-#include "model/rng.h"
+#include "base/rng.h"
 #include "node/commands.h"
 
 static void usage(FILE *f)

@@ -7,7 +7,7 @@
 #include <sys/time.h>
 
 #include "node/commands.h"
-#include "node/report.h"
+#include "report/report.h"
 
 static void usage(FILE *out)
 {
@@ -70,7 +70,7 @@ static int compare(char **dirs, int n, const char *csv, const char *png, bool pl
     for (int i = 0; i < n; i++) {
         mm_report *r = malloc(sizeof *r);
         char err[512];
-        mm_report_opts opt = {0};
+        mm_report_opts opt = {.eval_average = mm_report_eval_model};
         if (!r || mm_report_load(dirs[i], &opt, r, err, sizeof err) != 0) {
             fprintf(stderr, "murmur report: %s; left out of the comparison\n", r ? err : "out of memory");
             free(r);
@@ -165,7 +165,7 @@ int cmd_report(int argc, char **argv)
 
     mm_report r;
     char err[512];
-    mm_report_opts opt = {0};
+    mm_report_opts opt = {.eval_average = mm_report_eval_model};
     if (mm_report_load(dirs[0], &opt, &r, err, sizeof err) != 0) {
         fprintf(stderr, "murmur report: %s\n", err);
         rc = 1;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gossip/topology.h"
 #include "node/commands.h"
@@ -14,7 +15,7 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: murmur topo gen KIND -n N [options] > FILE\n"
-            "       murmur topo info FILE [--json]\n"
+            "       murmur topo info FILE [--json] [--no-rho] [--rho-method auto|dense|sparse]\n"
             "       murmur topo matrix FILE [--round R]\n\n"
             "kinds:");
     for (int k = 0; mm_topo_kinds[k]; k++)
@@ -24,13 +25,25 @@ static void usage(FILE *out)
             "  -n N              number of peers (required)\n"
             "  --rows R          torus: rows (default: as square as N allows)\n"
             "  -d D              regular: degree (default 3, or 4 when N is odd)\n"
+            "  -k K              base: the maximum degree k (default 1)\n"
+            "  -s S              epidemic: peers each peer sends to per round\n"
+            "                    (default ceil(log2 N))\n"
+            "  --group G         alt-exp-ring: peers per host (default 1); N/G must be a\n"
+            "                    power of two\n"
             "  -p P              er: edge probability (default 2 ln(N)/N)\n"
-            "  --seed S          regular, er, random-matching (default 1)\n"
+            "  --seed S          regular, er, random-matching, epidemic (default 1)\n"
             "  --directed        exp: i -> i+2^k with column-stochastic weights (push-sum)\n"
             "                    instead of the symmetrised graph (D-PSGD)\n"
             "  --weights W       metropolis (default, undirected) or uniform\n"
             "  --write-weights   write the weights as numbers ('weights explicit')\n\n"
-            "The file format is described in topologies/README.md.\n");
+            "info options:\n"
+            "  --json            one JSON object instead of the table\n"
+            "  --no-rho          graph facts only: no rho, no tenfold (fast)\n"
+            "  --rho-method M    auto (default: dense up to %d peers, sparse above),\n"
+            "                    dense (LAPACK SVD, O(n^3)) or sparse (Lanczos on the\n"
+            "                    sparse W, O(edges) per iteration)\n\n"
+            "The file format and how rho is computed are described in topologies/README.md.\n",
+            MM_RHO_DENSE_MAX);
 }
 
 static bool parse_int(const char *s, long lo, long hi, long *out)
@@ -56,17 +69,25 @@ static int gen(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         long x;
         bool takes = !strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d") || !strcmp(a, "-p") ||
-                     !strcmp(a, "--seed") || !strcmp(a, "--weights");
+                     !strcmp(a, "--seed") || !strcmp(a, "--weights") || !strcmp(a, "-k") ||
+                     !strcmp(a, "-s") || !strcmp(a, "--group");
         if (takes && !v) {
             fprintf(stderr, "murmur topo gen: %s needs a value\n", a);
             return 2;
         }
-        if (!strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d")) {
+        if (!strcmp(a, "-n") || !strcmp(a, "--rows") || !strcmp(a, "-d") || !strcmp(a, "-k") ||
+            !strcmp(a, "-s") || !strcmp(a, "--group")) {
             if (!parse_int(v, 1, 1 << 20, &x)) {
                 fprintf(stderr, "murmur topo gen: %s: expected a whole number 1..%d, got '%s'\n", a, 1 << 20, v);
                 return 2;
             }
-            *(!strcmp(a, "-n") ? &o.n : !strcmp(a, "-d") ? &o.degree : &o.rows) = (int)x;
+            if ((!strcmp(a, "-k") && strcmp(kind, "base")) || (!strcmp(a, "-d") && strcmp(kind, "regular"))) {
+                fprintf(stderr, "murmur topo gen: %s applies to kind %s only\n", a,
+                        !strcmp(a, "-k") ? "base" : "regular");
+                return 2;
+            }
+            *(!strcmp(a, "-n") ? &o.n : !strcmp(a, "-d") || !strcmp(a, "-k") ? &o.degree
+              : !strcmp(a, "-s") ? &o.fanout : !strcmp(a, "--group") ? &o.group : &o.rows) = (int)x;
         } else if (!strcmp(a, "-p")) {
             char *end;
             o.p = strtod(v, &end);
@@ -145,8 +166,11 @@ static void json_str(const char *s)
     putchar('"');
 }
 
-static const char *stochastic_name(const mm_topo_facts *f)
+static const char *stochastic_name(const mm_topology *t, const mm_topo_facts *f)
 {
+    if (mm_topo_schedule(t) == MM_SCHED_EPIDEMIC)
+        return "row-stochastic, not column-stochastic: each receiver averages itself and what\n"
+               "              it got; the plain mean moves a little each round (E[W] is doubly stochastic)";
     if (f->symmetric && f->doubly)
         return "symmetric, doubly stochastic";
     if (f->doubly)
@@ -192,96 +216,222 @@ static mm_topology *load_file(const char *path, int *rc)
     return t;
 }
 
+/* Progress on stderr once a computation has run for a few seconds, then
+ * every few seconds: `topo info` on 10,000 peers takes a while. */
+typedef struct {
+    double start, last;
+} progress_state;
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void show_progress(void *ud, const char *what)
+{
+    progress_state *ps = ud;
+    double now = mono_now();
+    if (now - ps->start < 3 || now - ps->last < 3)
+        return;
+    ps->last = now;
+    fprintf(stderr, "murmur topo info: [%4.0fs] %s\n", now - ps->start, what);
+}
+
+/* rho as text: within 1e-6 of 1, as "1 - 1.316e-07" (six decimals would
+ * print 1.000000 while the rounds it implies are in the millions). Closer
+ * to 1 than 1e-13 is rounding (the largest ring, 2^20 peers, has
+ * 1 - rho = 1.2e-11). */
+static void fmt_rho(char *buf, size_t len, double rho)
+{
+    if (rho < 1 - 1e-13 && 1 - rho < 1e-6)
+        snprintf(buf, len, "1 - %.4g", 1 - rho);
+    else
+        snprintf(buf, len, "%.6f", rho);
+}
+
+/* "exact to rounding", or the error estimate and the iterations. */
+static void fmt_accuracy(char *buf, size_t len, const mm_rho *r)
+{
+    if (!strncmp(r->method, "sampled", 7))
+        snprintf(buf, len, "%s", r->method);
+    else if (!r->iterations)
+        snprintf(buf, len, "%s, exact to rounding", r->method);
+    else
+        snprintf(buf, len, "%s, %d iterations, error %s%.1g%s", r->method, r->iterations,
+                 r->converged ? "< " : "about ", r->err > 1e-16 ? r->err : 1e-16,
+                 r->converged ? "" : " (iteration cap reached)");
+}
+
+static void info_json(const char *path, const mm_topology *t, const mm_topo_facts *f)
+{
+    int n = mm_topo_n(t), period = mm_topo_period(t);
+    printf("{\"file\": ");
+    json_str(path);
+    printf(", \"kind\": ");
+    json_str(mm_topo_kind(t));
+    printf(", \"peers\": %d, \"directed\": %s, \"push_sum\": %s, \"time_varying\": %s, \"period\": %d, \"window\": %d,\n",
+           n, f->arcs_directed ? "true" : "false", mm_topo_directed(t) ? "true" : "false",
+           period == 1 ? "false" : "true", period, f->window);
+    printf(" \"edges\": %zu, \"edges_per_round\": %zu, \"degree_min\": %d, \"degree_max\": %d,"
+           " \"in_degree_min\": %d, \"in_degree_max\": %d, \"out_degree_min\": %d, \"out_degree_max\": %d,\n",
+           f->edges, f->edges_per_round, f->deg_min, f->deg_max, f->in_min, f->in_max, f->out_min, f->out_max);
+    printf(" \"diameter\": %d, \"connected\": %s, \"symmetric\": %s, \"doubly_stochastic\": %s,"
+           " \"column_stochastic\": %s, \"row_stochastic\": %s,\n",
+           f->diameter, f->connected ? "true" : "false", f->symmetric ? "true" : "false",
+           f->doubly ? "true" : "false", f->column ? "true" : "false", f->row ? "true" : "false");
+    /* A ring all-reduce sends 2(n-1)/n vectors' worth per peer (reduce-scatter
+     * and all-gather, each (n-1)/n of the vector). */
+    printf(" \"communicates\": %s, \"sends_per_round\": %.10g, \"ring_allreduce_sends\": %.10g,"
+           " \"exact_average\": %s,\n", mm_topo_schedule(t) == MM_SCHED_LOCAL ? "false" : "true",
+           f->sends, n > 1 ? 2.0 * (n - 1) / n : 0, f->exact_average ? "true" : "false");
+    if (!f->has_rho) {
+        printf(" \"rho_rounds\": null, \"rho\": null, \"rho_method\": null, \"rounds_tenfold\": null}\n");
+        return;
+    }
+    printf(" \"rho_rounds\": [");
+    for (int r = 0; r < f->n_rho_rounds; r++)
+        printf("%s%.17g", r ? ", " : "", f->rho_rounds[r]);
+    printf("], \"rho\": %.17g, \"one_minus_rho\": %.6g, \"rho_error\": %.3g, \"rho_error_bound\": %.3g,"
+           " \"rho_iterations\": %d, \"rho_converged\": %s,\n \"rho_method\": ",
+           f->rho, 1 - f->rho, f->rho_all.err, f->rho_all.err_bound, f->rho_all.iterations,
+           f->rho_all.converged ? "true" : "false");
+    json_str(f->rho_how);
+    printf(", \"rho_computed_by\": ");
+    json_str(f->rho_all.method);
+    if (isinf(f->rounds_tenfold))
+        printf(", \"rounds_tenfold\": null}\n");
+    else
+        printf(", \"rounds_tenfold\": %.0f}\n", f->rounds_tenfold);
+}
+
+/* `schedule local`: nothing to say but that nothing is said. */
+static void info_local(const char *path, const mm_topology *t)
+{
+    printf("file          %s\n", path);
+    printf("kind          %s\n", mm_topo_kind(t));
+    printf("peers         %d\n", mm_topo_n(t));
+    printf("graph         none: no communication, every peer trains alone on its shard (W = I)\n");
+    printf("sends         0 vectors per peer per round\n");
+    printf("rho           1  = ||I - J||_2: nothing is averaged\n");
+    printf("tenfold       never: the consensus distance never shrinks (the no-communication "
+           "baseline)\n");
+}
+
+static void info_text(const char *path, const mm_topology *t, const mm_topo_facts *f)
+{
+    if (mm_topo_schedule(t) == MM_SCHED_LOCAL) {
+        info_local(path, t);
+        return;
+    }
+    int n = mm_topo_n(t), period = mm_topo_period(t);
+    double ring_allreduce = n > 1 ? 2.0 * (n - 1) / n : 0;
+    const char *tv = period == 1 ? "static" : period == 0 ? "time-varying (random, never repeats)"
+                                                          : "time-varying (periodic)";
+    bool sym = !f->arcs_directed;
+    const char *links = mm_topo_directed(t) ? (f->doubly ? "directed, W doubly stochastic all the same "
+                                                           "(push-sum not required)"
+                                                         : "directed, column-stochastic W: needs push-sum")
+                        : mm_topo_schedule(t) == MM_SCHED_EPIDEMIC
+                            ? "directed links, row-stochastic W: dpsgd, no push-sum"
+                        : f->arcs_directed ? "directed links, doubly stochastic W: no push-sum needed"
+                                           : "undirected";
+    printf("file          %s\n", path);
+    printf("kind          %s\n", mm_topo_kind(t));
+    printf("peers         %d\n", n);
+    printf("graph         %s, %s\n", links, tv);
+    if (period > 1)
+        printf("period        %d rounds\n", period);
+    char over[64] = "";
+    if (period == 0)
+        snprintf(over, sizeof over, " (union of rounds 0..%d)", f->window - 1);
+    else if (period > 1)
+        snprintf(over, sizeof over, " (union over one period)");
+    printf("edges         %zu%s%s\n", f->edges, sym ? "" : " directed", over);
+    if (period != 1)
+        printf("per round     %zu edges\n", f->edges_per_round);
+    if (sym)
+        printf("degree        min %d, max %d%s\n", f->deg_min, f->deg_max, over);
+    else
+        printf("degree        in %d..%d, out %d..%d%s\n", f->in_min, f->in_max, f->out_min, f->out_max, over);
+    if (f->connected)
+        printf("diameter      %d\nconnected     yes%s\n", f->diameter, mm_topo_directed(t) ? " (strongly)" : "");
+    else
+        printf("connected     no\n");
+    printf("W             %s\n", stochastic_name(t, f));
+    printf("sends         %.4g vector%s per peer per round (mean%s); a ring all-reduce: "
+           "2(n-1)/n = %.4g\n", f->sends, f->sends == 1 ? "" : "s",
+           period == 1 ? "" : " over the rounds above", ring_allreduce);
+    if (f->exact_average)
+        printf("all-reduce    W = J: the exact average every round, the same result as an "
+               "all-reduce (the centralized\n"
+               "              reference), for %d vectors sent per peer per round instead of %.4g\n",
+               n - 1, ring_allreduce);
+    if (!f->has_rho)
+        return;
+    char num[48], acc[160];
+    if (period != 1) {
+        printf("rho by round ");
+        for (int r = 0; r < f->n_rho_rounds; r++) {
+            fmt_rho(num, sizeof num, f->rho_rounds[r]);
+            printf(" %s", num);
+        }
+        printf("%s\n", period == 0 ? " ..." : "");
+    }
+    fmt_rho(num, sizeof num, f->rho);
+    printf("rho           %s  = %s\n", num, f->rho_how);
+    fmt_accuracy(acc, sizeof acc, &f->rho_all);
+    printf("computed by   %s\n", acc);
+    if (isinf(f->rounds_tenfold))
+        printf("tenfold       never: rho >= 1, pure gossip does not shrink the consensus distance\n");
+    else
+        printf("tenfold       %.0f round%s of pure gossip shrink%s the consensus distance tenfold\n",
+               f->rounds_tenfold, f->rounds_tenfold == 1 ? "" : "s", f->rounds_tenfold == 1 ? "s" : "");
+}
+
 static int info(int argc, char **argv)
 {
     const char *path = NULL;
-    bool json = false;
+    bool json = false, no_rho = false;
+    enum mm_rho_method method = MM_RHO_AUTO;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json"))
+        if (!strcmp(argv[i], "--json")) {
             json = true;
-        else if (positional("info", argv[i], &path))
+        } else if (!strcmp(argv[i], "--no-rho")) {
+            no_rho = true;
+        } else if (!strcmp(argv[i], "--rho-method")) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (!strcmp(v, "auto"))
+                method = MM_RHO_AUTO;
+            else if (!strcmp(v, "dense"))
+                method = MM_RHO_DENSE;
+            else if (!strcmp(v, "sparse"))
+                method = MM_RHO_SPARSE;
+            else {
+                fprintf(stderr, "murmur topo info: --rho-method: expected auto, dense or sparse, got '%s'\n", v);
+                return 2;
+            }
+        } else if (positional("info", argv[i], &path)) {
             return 2;
+        }
     }
     int rc;
     mm_topology *t = load_file(path, &rc);
     if (!t)
         return rc;
+    progress_state ps = {.start = mono_now()};
+    mm_topo_progress prog = {.fn = show_progress, .ud = &ps};
     mm_topo_facts f;
-    if (mm_topo_facts_get(t, &f) < 0) {
+    if (mm_topo_graph_facts(t, &prog, &f) < 0 || (!no_rho && mm_topo_rho_facts(t, method, &prog, &f) < 0)) {
         fprintf(stderr, "murmur topo info: %s: out of memory or LAPACK failure\n", path);
         mm_topo_free(t);
         return 1;
     }
-    int n = mm_topo_n(t), period = mm_topo_period(t);
-    const char *tv = period == 1 ? "static" : period == 0 ? "time-varying (random, never repeats)"
-                                                          : "time-varying (periodic)";
-    bool sym = !f.arcs_directed;
-    const char *links = mm_topo_directed(t) ? (f.doubly ? "directed, W doubly stochastic all the same "
-                                                          "(push-sum not required)"
-                                                        : "directed, column-stochastic W: needs push-sum")
-                        : f.arcs_directed ? "directed links, doubly stochastic W: no push-sum needed"
-                                          : "undirected";
-    if (json) {
-        printf("{\"file\": ");
-        json_str(path);
-        printf(", \"kind\": ");
-        json_str(mm_topo_kind(t));
-        printf(", \"peers\": %d, \"directed\": %s, \"push_sum\": %s, \"time_varying\": %s, \"period\": %d, \"window\": %d,\n",
-               n, f.arcs_directed ? "true" : "false", mm_topo_directed(t) ? "true" : "false",
-               period == 1 ? "false" : "true", period, f.window);
-        printf(" \"edges\": %zu, \"edges_per_round\": %zu, \"degree_min\": %d, \"degree_max\": %d,"
-               " \"in_degree_min\": %d, \"in_degree_max\": %d, \"out_degree_min\": %d, \"out_degree_max\": %d,\n",
-               f.edges, f.edges_per_round, f.deg_min, f.deg_max, f.in_min, f.in_max, f.out_min, f.out_max);
-        printf(" \"diameter\": %d, \"connected\": %s, \"symmetric\": %s, \"doubly_stochastic\": %s,"
-               " \"column_stochastic\": %s, \"row_stochastic\": %s,\n",
-               f.diameter, f.connected ? "true" : "false", f.symmetric ? "true" : "false",
-               f.doubly ? "true" : "false", f.column ? "true" : "false", f.row ? "true" : "false");
-        printf(" \"rho_rounds\": [");
-        for (int r = 0; r < f.n_rho_rounds; r++)
-            printf("%s%.10g", r ? ", " : "", f.rho_rounds[r]);
-        printf("], \"rho\": %.10g, \"rho_method\": ", f.rho);
-        json_str(f.rho_how);
-        if (isinf(f.rounds_tenfold))
-            printf(", \"rounds_tenfold\": null}\n");
-        else
-            printf(", \"rounds_tenfold\": %.0f}\n", f.rounds_tenfold);
-    } else {
-        printf("file          %s\n", path);
-        printf("kind          %s\n", mm_topo_kind(t));
-        printf("peers         %d\n", n);
-        printf("graph         %s, %s\n", links, tv);
-        if (period > 1)
-            printf("period        %d rounds\n", period);
-        char over[64] = "";
-        if (period == 0)
-            snprintf(over, sizeof over, " (union of rounds 0..%d)", f.window - 1);
-        else if (period > 1)
-            snprintf(over, sizeof over, " (union over one period)");
-        printf("edges         %zu%s%s\n", f.edges, sym ? "" : " directed", over);
-        if (period != 1)
-            printf("per round     %zu edges\n", f.edges_per_round);
-        if (sym)
-            printf("degree        min %d, max %d%s\n", f.deg_min, f.deg_max, over);
-        else
-            printf("degree        in %d..%d, out %d..%d%s\n", f.in_min, f.in_max, f.out_min, f.out_max, over);
-        if (f.connected)
-            printf("diameter      %d\nconnected     yes%s\n", f.diameter, mm_topo_directed(t) ? " (strongly)" : "");
-        else
-            printf("connected     no\n");
-        printf("W             %s\n", stochastic_name(&f));
-        if (period != 1) {
-            printf("rho by round ");
-            for (int r = 0; r < f.n_rho_rounds; r++)
-                printf(" %.6f", f.rho_rounds[r]);
-            printf("%s\n", period == 0 ? " ..." : "");
-        }
-        printf("rho           %.6f  = %s\n", f.rho, f.rho_how);
-        if (isinf(f.rounds_tenfold))
-            printf("tenfold       never: rho >= 1, pure gossip does not shrink the consensus distance\n");
-        else
-            printf("tenfold       %.0f round%s of pure gossip shrink%s the consensus distance tenfold\n",
-                   f.rounds_tenfold, f.rounds_tenfold == 1 ? "" : "s", f.rounds_tenfold == 1 ? "s" : "");
-    }
+    if (json)
+        info_json(path, t, &f);
+    else
+        info_text(path, t, &f);
     mm_topo_free(t);
     return fflush(stdout) ? 1 : 0;
 }

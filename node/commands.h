@@ -9,7 +9,9 @@ int cmd_generate(int argc, char **argv);
 int cmd_node(int argc, char **argv);
 int cmd_topo(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_data_prepare(int argc, char **argv);
 int cmd_data_verify(int argc, char **argv);
+int cmd_data_info(int argc, char **argv);
 
 #endif

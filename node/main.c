@@ -18,8 +18,10 @@ static const struct {
     {"node", cmd_node, "run one peer: train and gossip with its neighbours", 1},
     {"topo", cmd_topo, "generate topology files and print their spectral facts", 0},
     {"report", cmd_report, "merge a run's metrics: consensus distance vs accuracy", 0},
+    {"data-prepare", cmd_data_prepare, "prepare a corpus: Brown, or your own text (--text)", 0},
+    {"data-info", cmd_data_info, "print how a partition splits the corpus across peers", 0},
+    {"plan", cmd_plan, "predict the time per round of a run (and calibrate it here)", 1},
     /* Hidden (no summary): used by scripts/fetch-brown.sh and the tests. */
-    {"data-prepare", cmd_data_prepare, NULL, 0},
     {"data-verify", cmd_data_verify, NULL, 0},
 };
 
@@ -31,7 +33,7 @@ static void usage(FILE *out)
                  "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (commands[i].summary)
-            fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+            fprintf(out, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'murmur COMMAND --help' describes each command's options.\n");
 }
 

@@ -1,14 +1,14 @@
-/* One peer: the training thread that owns the parameters and the libuv loop
- * that owns the connections, tied together by a small mailbox. The round is
- * described in docs/node.md. */
+/* One peer: a training thread that owns the parameters and a libuv loop
+ * that owns the connections, tied together by a mailbox (node/mailbox.h).
+ * The round is described in docs/node.md, the structure in
+ * docs/architecture.md. */
 #ifndef MURMUR_NODE_H
 #define MURMUR_NODE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model/data.h"
-#include "model/model.h"
+#include "node/replica.h"
 
 typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM } mm_algo;
 
@@ -22,15 +22,11 @@ typedef struct {
     const char *run_dir;           /* peer writes to run_dir/node-K */
     const char *tls_dir;           /* ca.pem, node-K.pem, node-K.key */
     bool plaintext;
+    int max_pending;               /* unauthenticated connections (0: from the file limit) */
 
-    /* model and training (as murmur train) */
-    mm_model_config model;
-    mm_adamw_config adamw;
-    int batch;
-    uint64_t seed;
-    const char *data_dir;
-    mm_partition partition;
-    int threads;
+    /* model, optimizer and data: the same flags as murmur train (data_dir
+     * NULL: no corpus, --no-train without --data) */
+    mm_replica_config train;
 
     /* gossip */
     mm_algo algo;
@@ -59,6 +55,11 @@ void mm_node_config_defaults(mm_node_config *c);
 
 /* Runs the peer to completion. Returns the process exit status. */
 int mm_node_run(const mm_node_config *cfg);
+
+/* The HELLO fingerprint of a --vector-len run (no model): SHA-256 of the
+ * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md
+ * 3.1). A model run uses mm_model_fingerprint(). */
+void mm_vector_fingerprint(size_t P, uint8_t out[32]);
 
 const char *mm_algo_name(mm_algo a);
 int mm_algo_parse(const char *s);

@@ -1,116 +1,309 @@
 /* The training thread: one round of gossip training at a time.
  *
- *   1. copy a snapshot s = w * x of our parameters and hand it to the loop,
- *      which sends it to this round's out-neighbours;
+ *   1. copy a snapshot s = w * x of our parameters into a mailbox buffer and
+ *      hand it to the loop, which sends it to this round's out-neighbours;
  *   2. meanwhile compute H local optimizer steps on x (x becomes x + delta);
  *   3. wait (bounded) for the in-neighbours' vectors of this round;
  *   4. x <- mix(s, neighbours) + delta, in one pass per neighbour.
  *
  * With push-sum, x holds the de-biased model z and w the push-sum weight;
  * what travels is w*z and w. With dpsgd and async, w stays 1. docs/node.md
- * derives the update. */
+ * derives the update. Everything this thread learns about the network comes
+ * through the mailbox (node/mailbox.h). */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
-#include "gossip/log.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/peak_rss.h"
+#include "base/sha256.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
-#include "model/eval.h"
-#include "model/sha256.h"
-#include "node/node_internal.h"
+#include "node/isolation.h"
+#include "node/node_int.h"
+#include "node/replica.h"
+#include "report/snapshot.h"
 
-enum { IN_WAITING, IN_READY, IN_MISSING };
+/* IN_REFUSED: it arrived (its buffer must go back) but the mix refused its
+ * weight, so it counts as missing. */
+enum { IN_WAITING, IN_READY, IN_MISSING, IN_REFUSED };
 
-typedef struct {
-    mm_round_view v, next;  /* this round's neighbours, and the next round's */
+/* The phases of one exchange, in order; asserted in debug builds. */
+typedef enum { PH_IDLE, PH_SNAPSHOT, PH_COMPUTE, PH_WAIT, PH_MIX } phase;
+
+struct mm__trainer {
+    const mm_node_config *cfg;
+    uint32_t id, n;
+    const mm_topology *topo;
+    char dir[PATH_MAX];             /* run_dir/node-K */
+    mm__mbox *mb;                   /* set by mm__trainer_run */
+
+    /* the replica, or a plain vector with --vector-len */
+    mm_replica rep;
+    bool have_model;
+    float *x;                       /* the parameters (rep.model.params or own_x) */
+    float *own_x;
+    size_t P;
+    double w;                       /* push-sum weight */
+    long step, round;
+    mm_metrics metrics;
+
+    /* async: the newest copy of each in-neighbour */
+    float **latest;
+    int64_t *latest_exchange;
+    double *latest_weight;
+
+    /* this round */
+    mm_round_view v, next;          /* this round's neighbours, and the next round's */
     mm_neighbour *in_buf, *out_buf;
     mm_mix_input *mix_in;
     int *status;
-    const float **vec;     /* the vector to mix for in[k] */
-    double *wk;            /* its push-sum weight */
-    double *dist;          /* ||z_k - z_t|| */
-    uint32_t *ids;         /* scratch */
+    const float **vec;              /* the vector to mix for in[k] */
+    double *wk;                     /* its push-sum weight */
+    double *dist;                   /* ||z_k - z_t|| */
+    uint32_t *ids;                  /* scratch */
     float *sketch;
     double loss_sum;
     int loss_n;
-    bool started;          /* the first exchange is over: stop waiting for peers to appear */
-    double start_deadline;
-} trainer;
+    phase ph;
 
-static bool stopping(node *nd) { return atomic_load(&nd->stop) > 0; }
+    double t_start, start_deadline;
+    double t_compute, t_comm, t_wait;
+    uint64_t stale_dropped;
+    uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
+    mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
+    int exit_status;
+};
 
-static void timespec_at(double t_mono, struct timespec *ts)
+static void set_phase(mm__trainer *t, phase next)
 {
-    /* pthread_cond_timedwait uses CLOCK_REALTIME by default: convert. */
-    struct timespec now_real;
-    clock_gettime(CLOCK_REALTIME, &now_real);
-    double wait = t_mono - node_now();
-    if (wait < 0)
-        wait = 0;
-    double t = (double)now_real.tv_sec + (double)now_real.tv_nsec * 1e-9 + wait;
-    ts->tv_sec = (time_t)t;
-    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+    /* snapshot -> compute -> wait -> mix -> (next exchange) snapshot */
+    assert((next == PH_SNAPSHOT && (t->ph == PH_IDLE || t->ph == PH_MIX)) ||
+           (next == PH_COMPUTE && t->ph == PH_SNAPSHOT) ||
+           (next == PH_WAIT && t->ph == PH_COMPUTE) ||
+           (next == PH_MIX && t->ph == PH_WAIT) || next == PH_IDLE);
+    t->ph = next;
 }
 
-/* A snapshot buffer that no send still reads. Bounded: a send to a peer
- * that stops reading fails when the transport declares it down. */
-static int acquire_snapshot(node *nd)
+static bool stopping(const mm__trainer *t) { return mm__mbox_stopping(t->mb); }
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static int load_replica(mm__trainer *t, char *err, size_t errlen)
 {
-    pthread_mutex_lock(&nd->mu);
-    for (;;) {
-        for (int b = 0; b < NODE_SNAP_BUFS; b++) {
-            if (nd->refs[b] == 0) {
-                nd->snap_exchange[b] = -1; /* being written: the loop must not send it */
-                pthread_mutex_unlock(&nd->mu);
-                return b;
-            }
-        }
-        if (stopping(nd)) {
-            pthread_mutex_unlock(&nd->mu);
+    const mm_node_config *c = t->cfg;
+    /* Training starts every replica from the same x_0 (as D-PSGD assumes);
+     * pure gossip starts them apart, to watch them meet. */
+    uint64_t seed = c->same_init ? c->train.seed
+                                 : c->train.seed + 0x9e3779b97f4a7c15ULL * (t->id + 1);
+    if (c->vector_len > 0) {
+        t->P = (size_t)c->vector_len;
+        t->x = t->own_x = malloc(t->P * sizeof(float));
+        if (!t->x) {
+            snprintf(err, errlen, "cannot allocate a vector of %zu floats", t->P);
             return -1;
         }
-        /* Sends still waiting for a peer to come up are for exchanges we
-         * have left behind: their buffers are needed more now. */
-        bool freed = false;
-        for (int b = 0; b < NODE_SNAP_BUFS; b++) {
-            node_drop_pending_on(nd, b);
-            freed = freed || nd->refs[b] == 0;
-        }
-        if (freed)
-            continue;
-        struct timespec ts;
-        timespec_at(node_now() + 0.5, &ts);
-        pthread_cond_timedwait(&nd->cv, &nd->mu, &ts);
+        mm_rng r;
+        mm_rng_seed(&r, seed);
+        for (size_t k = 0; k < t->P; k++)
+            t->x[k] = (float)mm_rng_normal(&r);
+        return 0;
     }
+    bool data = !c->no_train || (c->eval_every > 0 && c->train.data_dir);
+    int shard_n = c->no_train ? 1 : (int)t->n, shard_id = c->no_train ? 0 : (int)t->id;
+    uint64_t rng_seed = c->train.seed ^ (0xa0761d6478bd642fULL * (t->id + 1));
+    if (mm_replica_init(&t->rep, &c->train, seed, rng_seed, err, errlen) != 0)
+        return -1;
+    t->have_model = true;
+    if (data && mm_replica_load_shard(&t->rep, shard_id, shard_n, err, errlen) != 0)
+        return -1;
+    t->x = t->rep.model.params;
+    t->P = t->rep.model.n_params;
+    if (data)
+        mm_info("data: %d files (%s), %zu training bytes, %zu validation bytes",
+                t->rep.shard.n_files, t->rep.shard.genres, t->rep.shard.train_len,
+                t->rep.shard.val_len);
+    return 0;
 }
 
-static void want_round(node *nd, trainer *tr, long round)
+static int resume(mm__trainer *t, char *err, size_t errlen)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", t->dir);
+    if (access(path, F_OK) != 0 && errno == ENOENT) { /* the rule of murmur train --resume too */
+        mm_info("--resume: no checkpoint at %s, starting fresh", path);
+        return 0;
+    }
+    if (!t->have_model) {
+        snprintf(err, errlen, "--resume needs a model (not --vector-len)");
+        return -1;
+    }
+    mm_ckpt_state st;
+    if (mm_replica_load(&t->rep, path, &st, err, errlen) != 0)
+        return -1;
+    if (st.peer_id != (int32_t)t->id) {
+        snprintf(err, errlen, "%s belongs to peer %d, not %u", path, st.peer_id, t->id);
+        return -1;
+    }
+    t->step = st.step;
+    t->round = st.round;
+    /* The weight obeys the wire's rule (gossip/wire.h) or the neighbours
+     * would refuse every vector: 1 outside push-sum (a push-sum checkpoint
+     * resumed with dpsgd starts from 1), within [2^-30, n] with it. */
+    bool ps = t->cfg->algo == MM_ALGO_PUSHSUM;
+    t->w = ps ? st.pushsum_weight : 1.0;
+    if (!mm_wire_weight_ok(ps ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE, t->w, t->n, NULL, 0)) {
+        snprintf(err, errlen, "%s: push-sum weight %.17g is outside [2^-30, %u]", path, t->w, t->n);
+        return -1;
+    }
+    mm_info("resumed from %s: round %ld, step %ld", path, t->round, t->step);
+    return 0;
+}
+
+static int alloc_round(mm__trainer *t)
+{
+    int maxdeg = mm_topo_max_degree(t->topo);
+    if (maxdeg < 1)
+        maxdeg = 1;
+    t->in_buf = calloc((size_t)maxdeg * 2, sizeof *t->in_buf);
+    t->out_buf = calloc((size_t)maxdeg * 2, sizeof *t->out_buf);
+    t->mix_in = calloc((size_t)maxdeg, sizeof *t->mix_in);
+    t->status = calloc((size_t)maxdeg, sizeof *t->status);
+    t->vec = calloc((size_t)maxdeg, sizeof *t->vec);
+    t->wk = calloc((size_t)maxdeg, sizeof *t->wk);
+    t->dist = calloc((size_t)maxdeg, sizeof *t->dist);
+    t->ids = calloc((size_t)maxdeg * 4 + 4, sizeof *t->ids);
+    t->sketch = calloc((size_t)t->cfg->sketch_dim, sizeof *t->sketch);
+    if (!t->in_buf || !t->out_buf || !t->mix_in || !t->status || !t->vec || !t->wk ||
+        !t->dist || !t->ids || !t->sketch)
+        return -1;
+    if (t->cfg->algo == MM_ALGO_ASYNC) {
+        t->latest = calloc(t->n, sizeof *t->latest);
+        t->latest_exchange = calloc(t->n, sizeof *t->latest_exchange);
+        t->latest_weight = calloc(t->n, sizeof *t->latest_weight);
+        if (!t->latest || !t->latest_exchange || !t->latest_weight)
+            return -1;
+        for (uint32_t p = 0; p < t->n; p++)
+            t->latest_exchange[p] = -1;
+    }
+    t->v.in = t->in_buf;
+    t->v.out = t->out_buf;
+    t->next.in = t->in_buf + maxdeg;
+    t->next.out = t->out_buf + maxdeg;
+    return 0;
+}
+
+mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
+                             const char *dir, char *err, size_t errlen)
+{
+    mm__trainer *t = calloc(1, sizeof *t);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    t->cfg = c;
+    t->id = id;
+    t->n = (uint32_t)mm_topo_n(topo);
+    t->topo = topo;
+    t->w = 1.0;
+    t->metrics.fd = -1;
+    snprintf(t->dir, sizeof t->dir, "%s", dir);
+    if (load_replica(t, err, errlen) != 0 || (c->resume && resume(t, err, errlen) != 0))
+        goto fail;
+    t->iso = mm__iso_new(t->n, id, mm__iso_limit(c->start_timeout_ms, c->peer_timeout_ms,
+                                                  c->round_timeout_ms));
+    if (alloc_round(t) != 0 || !t->iso) {
+        snprintf(err, errlen, "out of memory for a round with %d neighbours",
+                 mm_topo_max_degree(topo));
+        goto fail;
+    }
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/metrics.jsonl", t->dir);
+    if (mm_metrics_open(&t->metrics, path, err, errlen) != 0)
+        goto fail;
+    return t;
+fail:
+    mm__trainer_free(t);
+    return NULL;
+}
+
+void mm__trainer_free(mm__trainer *t)
+{
+    if (!t)
+        return;
+    mm_metrics_close(&t->metrics);
+    if (t->have_model)
+        mm_replica_free(&t->rep);
+    free(t->own_x);
+    if (t->latest)
+        for (uint32_t j = 0; j < t->n; j++)
+            free(t->latest[j]);
+    free(t->latest);
+    free(t->latest_exchange);
+    free(t->latest_weight);
+    free(t->in_buf);
+    free(t->out_buf);
+    free(t->mix_in);
+    free(t->status);
+    free(t->vec);
+    free(t->wk);
+    free(t->dist);
+    free(t->ids);
+    free(t->sketch);
+    mm__iso_free(t->iso);
+    free(t);
+}
+
+size_t mm__trainer_vec_len(const mm__trainer *t) { return t->P; }
+
+void mm_vector_fingerprint(size_t P, uint8_t out[32])
+{
+    char desc[64];
+    int len = snprintf(desc, sizeof desc, "murmur-vector:%zu", P);
+    mm_sha256(desc, (size_t)len, out);
+}
+
+void mm__trainer_fingerprint(const mm__trainer *t, uint8_t fp[32])
+{
+    if (t->have_model)
+        mm_model_fingerprint(&t->cfg->train.model, fp);
+    else
+        mm_vector_fingerprint(t->P, fp);
+}
+
+int mm__trainer_status(const mm__trainer *t) { return t->exit_status; }
+
+/* ---- one round ------------------------------------------------------------- */
+
+static void want_round(mm__trainer *t, long round)
 {
     /* This round's and the next round's neighbours, so that time-varying
      * topologies find their next connections already open. */
     int n = 0;
-    for (int k = 0; k < tr->v.n_in; k++) tr->ids[n++] = tr->v.in[k].peer;
-    for (int k = 0; k < tr->v.n_out; k++) tr->ids[n++] = tr->v.out[k].peer;
-    if (mm_topo_round(nd->topo, nd->id, (uint64_t)round + 1, &tr->next) == 0) {
-        for (int k = 0; k < tr->next.n_in; k++) tr->ids[n++] = tr->next.in[k].peer;
-        for (int k = 0; k < tr->next.n_out; k++) tr->ids[n++] = tr->next.out[k].peer;
+    for (int k = 0; k < t->v.n_in; k++) t->ids[n++] = t->v.in[k].peer;
+    for (int k = 0; k < t->v.n_out; k++) t->ids[n++] = t->v.out[k].peer;
+    if (mm_topo_round(t->topo, t->id, (uint64_t)round + 1, &t->next) == 0) {
+        for (int k = 0; k < t->next.n_in; k++) t->ids[n++] = t->next.in[k].peer;
+        for (int k = 0; k < t->next.n_out; k++) t->ids[n++] = t->next.out[k].peer;
     }
     int m = 0; /* dedupe: degrees are small */
     for (int i = 0; i < n; i++) {
-        int dup = tr->ids[i] == nd->id;
+        int dup = t->ids[i] == t->id;
         for (int j = 0; j < m && !dup; j++)
-            dup = tr->ids[j] == tr->ids[i];
+            dup = t->ids[j] == t->ids[i];
         if (!dup)
-            tr->ids[m++] = tr->ids[i];
+            t->ids[m++] = t->ids[i];
     }
-    node_post_want(nd, tr->ids, m);
+    mm__mbox_want(t->mb, t->ids, m);
 }
 
 /* dpsgd/pushsum: when every in-neighbour of this round has already sent a
@@ -119,377 +312,331 @@ static void want_round(node *nd, trainer *tr, long round)
  * instead of mixing with nobody round after round. A later vector from a
  * peer that is not our partner this round proves nothing: in a time-varying
  * graph it may simply be early. Returns the round to run. */
-static long fast_forward(node *nd, long round)
+static long fast_forward(mm__trainer *t, long round)
 {
-    uint64_t g = (uint64_t)nd->cfg->gossip_steps;
+    uint64_t g = (uint64_t)t->cfg->gossip_steps;
     long target = -1;
-    pthread_mutex_lock(&nd->mu);
-    for (int k = 0; k < nd->ff_view.n_in; k++) {
-        inbox_slot *s = &nd->inbox[nd->ff_view.in[k].peer];
-        long r = s->present ? (long)(s->exchange / g) : -1;
-        if (r <= round) {
-            target = -1;
-            break;
-        }
+    for (int k = 0; k < t->v.n_in; k++) {
+        mm__peer_view pv;
+        mm__mbox_peer(t->mb, t->v.in[k].peer, &pv);
+        long r = pv.has_vector ? (long)(pv.exchange / g) : -1;
+        if (r <= round)
+            return round;
         if (target < 0 || r < target)
             target = r;
     }
-    pthread_mutex_unlock(&nd->mu);
     if (target <= round)
         return round;
     mm_info("neighbours are at round %ld: skipping from round %ld", target, round);
     return target;
 }
 
-static void post_release(node *nd, uint32_t peer)
+/* Whether a neighbour is not worth waiting for: reported down or gone
+ * (unless it has never been up and peers are still starting). */
+static bool written_off(const mm__trainer *t, const mm__peer_view *pv)
 {
-    node_cmd c = {.kind = CMD_RELEASE, .peer = peer};
-    node_post(nd, &c);
+    bool starting = !pv->ever_up && mm_time_now() < t->start_deadline;
+    return (pv->state == MM__PEER_GONE || pv->state == MM__PEER_DOWN) && !starting;
 }
 
 /* Wait for the in-neighbours' vectors of exchange e (synchronous modes). */
-static void wait_sync(node *nd, trainer *tr, uint64_t e)
+static void wait_sync(mm__trainer *t, uint64_t e)
 {
-    const mm_node_config *c = nd->cfg;
-    double deadline = node_now() + c->round_timeout_ms / 1000.0;
+    double deadline = mm_time_now() + t->cfg->round_timeout_ms / 1000.0;
     /* While peers are starting, wait for those never seen up as long as
      * the start timeout allows. */
-    pthread_mutex_lock(&nd->mu);
-    for (int k = 0; k < tr->v.n_in + tr->v.n_out; k++) {
-        uint32_t p = k < tr->v.n_in ? tr->v.in[k].peer : tr->v.out[k - tr->v.n_in].peer;
-        if (!nd->ever_up[p] && tr->start_deadline > deadline)
-            deadline = tr->start_deadline;
+    for (int k = 0; k < t->v.n_in + t->v.n_out; k++) {
+        uint32_t p = k < t->v.n_in ? t->v.in[k].peer : t->v.out[k - t->v.n_in].peer;
+        mm__peer_view pv;
+        mm__mbox_peer(t->mb, p, &pv);
+        if (!pv.ever_up && t->start_deadline > deadline)
+            deadline = t->start_deadline;
     }
-    pthread_mutex_unlock(&nd->mu);
-    uint32_t *stale = tr->ids; /* scratch: no round has more than max_degree stale */
-
-    pthread_mutex_lock(&nd->mu);
     for (;;) {
-        int waiting = 0, n_stale = 0;
-        for (int k = 0; k < tr->v.n_in; k++) {
-            if (tr->status[k] != IN_WAITING)
+        uint64_t gen = mm__mbox_generation(t->mb);
+        int waiting = 0;
+        bool released = false;
+        for (int k = 0; k < t->v.n_in; k++) {
+            if (t->status[k] != IN_WAITING)
                 continue;
-            uint32_t p = tr->v.in[k].peer;
-            inbox_slot *s = &nd->inbox[p];
-            if (s->present && s->exchange == e) {
-                tr->status[k] = IN_READY;
-                tr->vec[k] = s->vec;
-                tr->wk[k] = s->weight;
-                continue;
-            }
-            if (s->present && s->exchange > e) {
-                tr->status[k] = IN_MISSING; /* it has moved on without us */
+            uint32_t p = t->v.in[k].peer;
+            mm__peer_view pv;
+            mm__mbox_peer(t->mb, p, &pv);
+            if (pv.has_vector && pv.exchange == e) {
+                t->status[k] = IN_READY;
+                t->vec[k] = pv.body; /* fp32: the whole vector (the wire checked its length) */
+                t->wk[k] = pv.meta.weight;
+            } else if (pv.has_vector && pv.exchange > e) {
+                t->status[k] = IN_MISSING; /* it has moved on without us */
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
-                         (unsigned long long)e, p, (unsigned long long)s->exchange);
-                continue;
-            }
-            if (s->present) {
-                s->present = false;         /* from a round we gave up on */
-                stale[n_stale++] = p;
-                nd->stale_dropped++;
-            }
-            /* Reported down or gone: not worth waiting for, unless it has
-             * never been up and peers are still starting. */
-            node_peer_state st = nd->peer_state[p];
-            bool starting = !nd->ever_up[p] && node_now() < tr->start_deadline;
-            if ((st == PEER_GONE || st == PEER_DOWN) && !starting) {
-                tr->status[k] = IN_MISSING;
+                         (unsigned long long)e, p, (unsigned long long)pv.exchange);
+            } else if (pv.has_vector) {
+                mm__mbox_release(t->mb, p); /* from a round we gave up on */
+                t->stale_dropped++;
+                released = true;
+            } else if (written_off(t, &pv)) {
+                t->status[k] = IN_MISSING;
                 mm_debug("exchange %llu: peer %u is %s: missing", (unsigned long long)e, p,
-                         st == PEER_GONE ? "gone" : "down");
-                continue;
+                         pv.state == MM__PEER_GONE ? "gone" : "down");
+            } else {
+                waiting++;
             }
-            waiting++;
         }
         /* Our own vector must leave too: a send still pending because its
          * peer is not up yet holds the round open (a synchronous round is
-         * an exchange), unless that peer was reported down or gone. */
-        for (int k = 0; k < tr->v.n_out; k++) {
-            uint32_t p = tr->v.out[k].peer;
-            if (!nd->has_pending[p] || nd->pending[p].exchange != e)
-                continue;
-            node_peer_state st = nd->peer_state[p];
-            bool starting = !nd->ever_up[p] && node_now() < tr->start_deadline;
-            if ((st != PEER_GONE && st != PEER_DOWN) || starting)
+         * an exchange), unless that peer was written off. */
+        for (int k = 0; k < t->v.n_out; k++) {
+            mm__peer_view pv;
+            mm__mbox_peer(t->mb, t->v.out[k].peer, &pv);
+            if (pv.send_pending && pv.pending_exchange == e && !written_off(t, &pv))
                 waiting++;
         }
-        if (n_stale) {
-            pthread_mutex_unlock(&nd->mu);
-            for (int i = 0; i < n_stale; i++)
-                post_release(nd, stale[i]);
-            pthread_mutex_lock(&nd->mu);
-            continue;
-        }
-        if (!waiting || stopping(nd) || node_now() >= deadline)
+        if (released)
+            continue; /* look again: the released peer may now send this exchange */
+        if (!waiting || stopping(t) || mm_time_now() >= deadline)
             break;
-        struct timespec ts;
-        timespec_at(deadline, &ts);
-        pthread_cond_timedwait(&nd->cv, &nd->mu, &ts);
+        mm__mbox_wait(t->mb, gen, deadline);
     }
-    for (int k = 0; k < tr->v.n_in; k++)
-        if (tr->status[k] == IN_WAITING)
-            tr->status[k] = IN_MISSING;
-    pthread_mutex_unlock(&nd->mu);
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_WAITING)
+            t->status[k] = IN_MISSING;
 }
 
 /* async: take the newest copy of each in-neighbour, never wait. */
-static void gather_async(node *nd, trainer *tr, uint64_t e)
+static void gather_async(mm__trainer *t, uint64_t e)
 {
-    uint32_t *taken = tr->ids;
-    int n_taken = 0;
-    pthread_mutex_lock(&nd->mu);
-    for (int k = 0; k < tr->v.n_in; k++) {
-        uint32_t p = tr->v.in[k].peer;
-        inbox_slot *s = &nd->inbox[p];
-        if (s->present) {
-            if (!nd->latest[p])
-                nd->latest[p] = malloc(nd->P * sizeof(float));
-            if (nd->latest[p]) {
-                memcpy(nd->latest[p], s->vec, nd->P * sizeof(float));
-                nd->latest_exchange[p] = (int64_t)s->exchange;
-                nd->latest_weight[p] = s->weight;
+    for (int k = 0; k < t->v.n_in; k++) {
+        uint32_t p = t->v.in[k].peer;
+        mm__peer_view pv;
+        mm__mbox_peer(t->mb, p, &pv);
+        if (pv.has_vector) {
+            if (!t->latest[p])
+                t->latest[p] = malloc(t->P * sizeof(float));
+            if (t->latest[p]) {
+                memcpy(t->latest[p], pv.body, t->P * sizeof(float));
+                t->latest_exchange[p] = (int64_t)pv.exchange;
+                t->latest_weight[p] = pv.meta.weight;
             }
-            s->present = false;
-            taken[n_taken++] = p;
+            /* copied out at once, so the connection keeps flowing */
+            mm__mbox_release(t->mb, p);
         }
-        bool fresh = nd->latest[p] && nd->latest_exchange[p] >= 0 &&
-                     (int64_t)e - nd->latest_exchange[p] <= nd->cfg->staleness;
-        tr->status[k] = fresh ? IN_READY : IN_MISSING;
-        tr->vec[k] = fresh ? nd->latest[p] : NULL;
-        tr->wk[k] = fresh ? nd->latest_weight[p] : 0;
+        bool fresh = t->latest[p] && t->latest_exchange[p] >= 0 &&
+                     (int64_t)e - t->latest_exchange[p] <= t->cfg->staleness;
+        t->status[k] = fresh ? IN_READY : IN_MISSING;
+        t->vec[k] = fresh ? t->latest[p] : NULL;
+        t->wk[k] = fresh ? t->latest_weight[p] : 0;
     }
-    pthread_mutex_unlock(&nd->mu);
-    for (int i = 0; i < n_taken; i++)
-        post_release(nd, taken[i]);
 }
 
-static void mix(node *nd, trainer *tr, const float *s)
+static void mix(mm__trainer *t, const float *s)
 {
-    for (int k = 0; k < tr->v.n_in; k++) {
-        bool ready = tr->status[k] == IN_READY;
-        tr->mix_in[k] = (mm_mix_input){.x = ready ? tr->vec[k] : NULL,
-                                       .weight = tr->v.in[k].weight,
-                                       .w = ready ? tr->wk[k] : 1.0};
+    for (int k = 0; k < t->v.n_in; k++) {
+        bool ready = t->status[k] == IN_READY;
+        t->mix_in[k] = (mm_mix_input){.x = ready ? t->vec[k] : NULL,
+                                      .weight = t->v.in[k].weight,
+                                      .w = ready ? t->wk[k] : 1.0};
     }
-    nd->w = mm_mix_round(nd->x, s, nd->P, nd->w, tr->v.self_weight, tr->mix_in, tr->v.n_in,
-                         nd->cfg->algo == MM_ALGO_PUSHSUM, nd->cfg->clip_pull);
-    for (int k = 0; k < tr->v.n_in; k++)
-        tr->dist[k] = tr->mix_in[k].dist;
+    t->w = mm_mix_round(t->x, s, t->P, t->w, t->v.self_weight, t->mix_in, t->v.n_in,
+                        t->cfg->algo == MM_ALGO_PUSHSUM, (double)t->n, t->cfg->clip_pull);
+    for (int k = 0; k < t->v.n_in; k++) {
+        t->dist[k] = t->mix_in[k].dist;
+        if (t->mix_in[k].refused) { /* the transport's rule let it through: count it */
+            t->status[k] = IN_REFUSED;
+            t->mix_refused++;
+            mm_warn("round %ld: peer %u's weight %.17g breaks the %s rule: not mixed", t->round,
+                    t->v.in[k].peer, t->wk[k], mm_algo_name(t->cfg->algo));
+        }
+    }
 }
 
-static void release_used(node *nd, trainer *tr)
+static void release_used(mm__trainer *t)
 {
-    if (nd->cfg->algo == MM_ALGO_ASYNC)
+    if (t->cfg->algo == MM_ALGO_ASYNC)
         return; /* async copied what it used and released it already */
-    uint32_t *rel = tr->ids;
-    int n = 0;
-    pthread_mutex_lock(&nd->mu);
-    for (int k = 0; k < tr->v.n_in; k++) {
-        if (tr->status[k] != IN_READY)
-            continue;
-        nd->inbox[tr->v.in[k].peer].present = false;
-        rel[n++] = tr->v.in[k].peer;
-    }
-    pthread_mutex_unlock(&nd->mu);
-    for (int i = 0; i < n; i++)
-        post_release(nd, rel[i]);
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_READY || t->status[k] == IN_REFUSED)
+            mm__mbox_release(t->mb, t->v.in[k].peer);
 }
 
-static void compute(node *nd, trainer *tr)
+/* The round's H local steps, all of them even when a signal came: the
+ * round is finished (docs/node.md, Faults), so its metrics line always has
+ * a loss and a resumed run never finds half a round's steps. */
+static void compute(mm__trainer *t)
 {
-    const mm_node_config *c = nd->cfg;
-    if (c->no_train || !nd->have_model)
+    const mm_node_config *c = t->cfg;
+    if (c->no_train || !t->have_model)
         return;
-    int T = c->model.n_ctx;
-    for (int h = 0; h < c->local_steps && !stopping(nd); h++) {
-        mm_batch_sample(&nd->shard, &nd->rng, nd->tokens, c->batch, T);
-        float loss = mm_model_forward(&nd->model, nd->tokens, c->batch, T);
-        mm_model_backward(&nd->model);
-        mm_adamw_step(&nd->opt, &nd->model, nd->model.params, nd->model.grads);
-        nd->step++;
-        tr->loss_sum += loss;
-        tr->loss_n++;
+    for (int h = 0; h < c->local_steps; h++) {
+        float loss = mm_replica_step(&t->rep, NULL);
+        t->step++;
+        t->loss_sum += loss;
+        t->loss_n++;
     }
 }
 
 /* One exchange: snapshot, send, (compute), wait, mix. Returns -1 when
  * stopping before anything was sent. */
-static int exchange(node *nd, trainer *tr, uint64_t e, bool with_compute)
+static int exchange(mm__trainer *t, uint64_t e, bool with_compute)
 {
-    const mm_node_config *c = nd->cfg;
-    double t0 = node_now();
-    int b = acquire_snapshot(nd);
-    if (b < 0)
+    double t0 = mm_time_now();
+    set_phase(t, PH_SNAPSHOT);
+    int b = mm__mbox_acquire(t->mb);
+    if (b < 0) {
+        set_phase(t, PH_IDLE);
         return -1;
-    double t1 = node_now();
-    float *s = nd->snap[b];
-    mm_mix_scale_copy(s, (float)nd->w, nd->x, nd->P);
-    pthread_mutex_lock(&nd->mu);
-    nd->snap_exchange[b] = (int64_t)e;
-    pthread_mutex_unlock(&nd->mu);
-    for (int k = 0; k < tr->v.n_out; k++) {
-        node_cmd cmd = {.kind = CMD_SEND, .peer = tr->v.out[k].peer, .exchange = e, .buf = b,
-                        .weight = nd->w};
-        node_post_send(nd, &cmd);
     }
-    double t2 = node_now();
+    double t1 = mm_time_now();
+    float *s = mm__mbox_buf(t->mb, b);
+    mm_mix_scale_copy(s, (float)t->w, t->x, t->P);
+    mm__mbox_publish(t->mb, b, e);
+    mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P};
+    for (int k = 0; k < t->v.n_out; k++)
+        mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
+    double t2 = mm_time_now();
+    set_phase(t, PH_COMPUTE);
     if (with_compute)
-        compute(nd, tr);
-    double t3 = node_now();
-    for (int k = 0; k < tr->v.n_in; k++)
-        tr->status[k] = IN_WAITING;
-    if (c->algo == MM_ALGO_ASYNC)
-        gather_async(nd, tr, e);
+        compute(t);
+    double t3 = mm_time_now();
+    set_phase(t, PH_WAIT);
+    for (int k = 0; k < t->v.n_in; k++)
+        t->status[k] = IN_WAITING;
+    if (t->cfg->algo == MM_ALGO_ASYNC)
+        gather_async(t, e);
     else
-        wait_sync(nd, tr, e);
-    double t4 = node_now();
-    mix(nd, tr, s);
-    release_used(nd, tr);
-    double t5 = node_now();
-    tr->started = true;
-    nd->t_wait += (t1 - t0) + (t4 - t3);
-    nd->t_comm += (t2 - t1) + (t5 - t4);
-    nd->t_compute += t3 - t2;
+        wait_sync(t, e);
+    double t4 = mm_time_now();
+    set_phase(t, PH_MIX);
+    mix(t, s);
+    release_used(t);
+    double t5 = mm_time_now();
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_READY)
+            mm__iso_mixed(t->iso, t->v.in[k].peer, t5);
+    t->t_wait += (t1 - t0) + (t4 - t3);
+    t->t_comm += (t2 - t1) + (t5 - t4);
+    t->t_compute += t3 - t2;
     return 0;
 }
 
+/* ---- metrics, snapshots, checkpoints -------------------------------------- */
+
 /* Every metrics line begins alike: what it is, whose, when. */
-static void metrics_head(node *nd, const char *ev, double t_start)
+static void metrics_head(mm__trainer *t, const char *ev)
 {
-    mm_metrics_begin(&nd->metrics, ev);
-    mm_metrics_int(&nd->metrics, "peer", nd->id);
-    mm_metrics_int(&nd->metrics, "round", nd->round);
-    mm_metrics_int(&nd->metrics, "step", nd->step);
-    mm_metrics_num(&nd->metrics, "time", node_now() - t_start);
+    mm_metrics_begin(&t->metrics, ev);
+    mm_metrics_int(&t->metrics, "peer", t->id);
+    mm_metrics_int(&t->metrics, "round", t->round);
+    mm_metrics_int(&t->metrics, "step", t->step);
+    mm_metrics_num(&t->metrics, "time", mm_time_now() - t->t_start);
 }
 
-static void evaluate(node *nd, trainer *tr, double t_start)
+static void evaluate(mm__trainer *t)
 {
-    const mm_node_config *c = nd->cfg;
+    const mm_node_config *c = t->cfg;
     double loss = NAN, acc = NAN;
-    if (nd->have_model && nd->shard.val_len > 0) {
+    if (t->have_model && t->rep.shard.val_len > 0) {
         mm_eval_result r;
-        mm_evaluate(&nd->model, &nd->shard, c->eval_windows, c->batch, c->model.n_ctx, nd->tokens, &r);
+        mm_replica_evaluate(&t->rep, c->eval_windows, &r);
         loss = r.loss;
         acc = r.acc;
     }
-    mm_sketch(nd->x, nd->P, c->sketch_seed, tr->sketch, c->sketch_dim);
-    mm_metrics *m = &nd->metrics;
-    metrics_head(nd, "eval", t_start);
+    mm_sketch(t->x, t->P, c->sketch_seed, t->sketch, c->sketch_dim);
+    mm_metrics *m = &t->metrics;
+    metrics_head(t, "eval");
     mm_metrics_num(m, "val_loss", loss);
     mm_metrics_num(m, "val_bpb", loss / log(2.0));
     mm_metrics_num(m, "val_acc", acc);
-    mm_metrics_num(m, "norm", sqrt(mm_mix_norm2(nd->x, nd->P)));
-    mm_metrics_floats(m, "sketch", tr->sketch, c->sketch_dim);
+    mm_metrics_num(m, "norm", sqrt(mm_mix_norm2(t->x, t->P)));
+    mm_metrics_floats(m, "sketch", t->sketch, c->sketch_dim);
     mm_metrics_end(m);
-    if (nd->have_model)
+    if (t->have_model)
         mm_info("eval round %ld: val loss %.4f, %.3f bits/byte, next-byte accuracy %.2f%%",
-                nd->round, loss, loss / log(2.0), 100 * acc);
+                t->round, loss, loss / log(2.0), 100 * acc);
 }
 
-static void write_snapshot(node *nd)
+static void write_snapshot(mm__trainer *t)
 {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/snap", nd->dir);
-    mkdir(path, 0755);
-    snprintf(path, sizeof path, "%s/snap/r%08ld.bin", nd->dir, nd->round);
-    size_t len = 32 + nd->P * sizeof(float) + 32;
-    uint8_t *buf = malloc(len);
-    if (!buf) {
-        mm_error("snapshot: out of memory");
-        return;
-    }
-    uint32_t peer = nd->id, reserved = 0;
-    uint64_t round = (uint64_t)nd->round, n = nd->P;
-    memcpy(buf, "MMSNAP01", 8);
-    memcpy(buf + 8, &peer, 4);
-    memcpy(buf + 12, &reserved, 4);
-    memcpy(buf + 16, &round, 8);
-    memcpy(buf + 24, &n, 8);
-    memcpy(buf + 32, nd->x, nd->P * sizeof(float));
-    mm_sha256(buf, len - 32, buf + len - 32);
-    char err[256];
-    if (mm_write_atomic(path, buf, len, err, sizeof err) != 0)
+    char err[PATH_MAX + 128];
+    if (mm_snapshot_write(t->cfg->run_dir, (int)t->id, t->round, t->x, t->P, err,
+                          sizeof err) != 0)
         mm_error("snapshot: %s", err);
-    free(buf);
 }
 
-static int save_checkpoint(node *nd)
+static int save_checkpoint(mm__trainer *t)
 {
-    if (!nd->have_model)
+    if (!t->have_model)
         return 0;
-    char path[1200], err[512];
-    snprintf(path, sizeof path, "%s/checkpoint.bin", nd->dir);
+    char path[PATH_MAX + 32], err[PATH_MAX + 256];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", t->dir);
     mm_ckpt_state st = {
-        .step = nd->step, .round = nd->round, .peer_id = (int32_t)nd->id,
-        .n_peers = (int32_t)nd->n, .pushsum_weight = nd->w, .rng = nd->rng, .seed = nd->cfg->seed,
+        .step = t->step, .round = t->round, .peer_id = (int32_t)t->id,
+        .n_peers = (int32_t)t->n, .pushsum_weight = t->w, .seed = t->cfg->train.seed,
     };
-    if (mm_checkpoint_save(path, &nd->model, &nd->opt, &st, err, sizeof err) != 0) {
+    if (mm_replica_save(&t->rep, path, st, err, sizeof err) != 0) {
         mm_error("checkpoint not written (the previous one is intact): %s", err);
         return -1;
     }
     return 0;
 }
 
-static void log_round(node *nd, trainer *tr, double t_start, double loss, float lr)
+static void log_round(mm__trainer *t, double loss, float lr)
 {
     mm_transport_stats st;
-    pthread_mutex_lock(&nd->mu);
-    st = nd->stats;
-    pthread_mutex_unlock(&nd->mu);
+    mm__mbox_stats(t->mb, &st, false);
 
     int present = 0, missing = 0;
-    uint32_t *ids = tr->ids;
-    for (int k = 0; k < tr->v.n_in; k++)
-        if (tr->status[k] == IN_READY)
-            ids[present++] = tr->v.in[k].peer;
+    uint32_t *ids = t->ids;
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_READY)
+            ids[present++] = t->v.in[k].peer;
     uint32_t *miss = ids + present;
-    for (int k = 0; k < tr->v.n_in; k++)
-        if (tr->status[k] != IN_READY)
-            miss[missing++] = tr->v.in[k].peer;
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] != IN_READY)
+            miss[missing++] = t->v.in[k].peer;
 
-    mm_metrics *m = &nd->metrics;
-    metrics_head(nd, "round", t_start);
+    mm_metrics *m = &t->metrics;
+    metrics_head(t, "round");
     mm_metrics_num(m, "loss", loss);
     mm_metrics_num(m, "lr", lr);
     mm_metrics_int(m, "bytes_sent", (long long)st.bytes_sent);
     mm_metrics_int(m, "bytes_recv", (long long)st.bytes_recv);
-    mm_metrics_num(m, "t_compute", nd->t_compute);
-    mm_metrics_num(m, "t_comm", nd->t_comm);
-    mm_metrics_num(m, "t_wait", nd->t_wait);
+    mm_metrics_num(m, "t_compute", t->t_compute);
+    mm_metrics_num(m, "t_comm", t->t_comm);
+    mm_metrics_num(m, "t_wait", t->t_wait);
     mm_metrics_ids(m, "nbrs", ids, present);
     mm_metrics_ids(m, "missing", miss, missing);
     mm_metrics_obj_begin(m, "dist");
-    for (int k = 0; k < tr->v.n_in; k++)
-        if (tr->status[k] == IN_READY && isfinite(tr->dist[k]))
-            mm_metrics_obj_num(m, tr->v.in[k].peer, tr->dist[k]);
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_READY && isfinite(t->dist[k]))
+            mm_metrics_obj_num(m, t->v.in[k].peer, t->dist[k]);
     mm_metrics_obj_end(m);
-    if (nd->cfg->algo == MM_ALGO_PUSHSUM)
-        mm_metrics_num(m, "w", nd->w);
+    if (t->cfg->algo == MM_ALGO_PUSHSUM)
+        mm_metrics_num(m, "w", t->w);
     mm_metrics_end(m);
 
-    if (nd->cfg->log_every > 0 && (nd->round % nd->cfg->log_every == 0 || missing))
+    if (t->cfg->log_every > 0 && (t->round % t->cfg->log_every == 0 || missing))
         mm_info("round %ld step %ld loss %.4f | neighbours %d/%d%s | compute %.1fs comm %.1fs wait %.1fs",
-                nd->round, nd->step, loss, present, tr->v.n_in, missing ? " (some missing)" : "",
-                nd->t_compute, nd->t_comm, nd->t_wait);
+                t->round, t->step, loss, present, t->v.n_in, missing ? " (some missing)" : "",
+                t->t_compute, t->t_comm, t->t_wait);
 }
 
 /* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
  * that a test or an operator can compare it with what was sent. */
-static void write_refusals(node *nd, mm_metrics *m)
+static void write_refusals(mm__trainer *t, mm_metrics *m)
 {
-    node_refresh_stats(nd);
     mm_transport_stats st;
-    pthread_mutex_lock(&nd->mu);
-    st = nd->stats;
-    pthread_mutex_unlock(&nd->mu);
+    mm__mbox_stats(t->mb, &st, true);
     const struct { const char *name; uint64_t v; } f[] = {
         {"bad_magic", st.bad_magic}, {"bad_version", st.bad_version},
         {"bad_type", st.bad_type}, {"bad_length", st.bad_length},
         {"bad_checksum", st.bad_checksum}, {"bad_fingerprint", st.bad_fingerprint},
         {"bad_round", st.bad_round}, {"bad_values", st.bad_values},
+        {"bad_weight", st.bad_weight},
         {"bad_identity", st.bad_identity}, {"bad_tls", st.bad_tls},
         {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
-        {"flood_refused", st.flood_refused},
+        {"flood_refused", st.flood_refused}, {"id_clash", st.id_clash},
+        {"tls_mismatch", st.tls_mismatch}, {"pending_refused", st.pending_refused},
+        {"bad_codec", st.bad_codec}, {"bad_config", st.bad_config},
     };
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -501,161 +648,162 @@ static void write_refusals(node *nd, mm_metrics *m)
         mm_metrics_int(m, f[i].name, (long long)f[i].v);
 }
 
-static void write_start(node *nd)
+static void write_start(mm__trainer *t)
 {
-    const mm_node_config *c = nd->cfg;
-    mm_metrics *m = &nd->metrics;
+    const mm_node_config *c = t->cfg;
+    mm_metrics *m = &t->metrics;
     mm_metrics_begin(m, "start");
-    mm_metrics_int(m, "peer", nd->id);
-    mm_metrics_int(m, "n_peers", nd->n);
-    mm_metrics_int(m, "params", (long long)nd->P);
+    mm_metrics_int(m, "peer", t->id);
+    mm_metrics_int(m, "n_peers", t->n);
+    mm_metrics_int(m, "params", (long long)t->P);
     mm_metrics_str(m, "algo", mm_algo_name(c->algo));
     mm_metrics_str(m, "topology", c->topology);
     mm_metrics_int(m, "sketch_dim", c->sketch_dim);
     mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
-    mm_metrics_int(m, "resumed_round", nd->round);
+    mm_metrics_int(m, "resumed_round", t->round);
     mm_metrics_int(m, "local_steps", c->local_steps);
     mm_metrics_int(m, "gossip_steps", c->gossip_steps);
-    if (nd->have_model) {
+    if (t->have_model) {
         /* what it takes to evaluate a snapshot offline (murmur report) */
-        mm_metrics_int(m, "layers", c->model.n_layer);
-        mm_metrics_int(m, "width", c->model.d_model);
-        mm_metrics_int(m, "heads", c->model.n_head);
-        mm_metrics_int(m, "ctx", c->model.n_ctx);
-        mm_metrics_int(m, "batch", c->batch);
+        mm_metrics_int(m, "layers", c->train.model.n_layer);
+        mm_metrics_int(m, "width", c->train.model.d_model);
+        mm_metrics_int(m, "heads", c->train.model.n_head);
+        mm_metrics_int(m, "ctx", c->train.model.n_ctx);
+        mm_metrics_int(m, "batch", c->train.batch);
         mm_metrics_int(m, "eval_windows", c->eval_windows);
-        mm_metrics_str(m, "data", c->data_dir);
-        mm_metrics_str(m, "partition", mm_partition_name(c->partition));
+        if (c->train.data_dir) /* (pure gossip without a corpus: nothing to evaluate with) */
+            mm_metrics_str(m, "data", c->train.data_dir);
+        mm_metrics_str(m, "partition", mm_partition_name(&c->train.partition));
     }
     mm_metrics_num(m, "time", 0);
     mm_metrics_end(m);
 }
 
-void *node_train_main(void *arg)
+/* Mixed with none of its neighbours for too long (isolation.h): the
+ * warning is logged; this line says the same in the metrics. */
+static void write_isolated(mm__trainer *t)
 {
-    node *nd = arg;
-    const mm_node_config *c = nd->cfg;
-    trainer tr = {0};
-    int maxdeg = mm_topo_max_degree(nd->topo);
-    if (maxdeg < 1)
-        maxdeg = 1;
-    tr.in_buf = calloc((size_t)maxdeg * 2, sizeof *tr.in_buf);
-    tr.out_buf = calloc((size_t)maxdeg * 2, sizeof *tr.out_buf);
-    tr.mix_in = calloc((size_t)maxdeg, sizeof *tr.mix_in);
-    tr.status = calloc((size_t)maxdeg, sizeof *tr.status);
-    tr.vec = calloc((size_t)maxdeg, sizeof *tr.vec);
-    tr.wk = calloc((size_t)maxdeg, sizeof *tr.wk);
-    tr.dist = calloc((size_t)maxdeg, sizeof *tr.dist);
-    tr.ids = calloc((size_t)maxdeg * 4 + 4, sizeof *tr.ids);
-    tr.sketch = calloc((size_t)c->sketch_dim, sizeof *tr.sketch);
-    if (c->algo == MM_ALGO_ASYNC) {
-        nd->latest = calloc(nd->n, sizeof *nd->latest);
-        nd->latest_exchange = calloc(nd->n, sizeof *nd->latest_exchange);
-        nd->latest_weight = calloc(nd->n, sizeof *nd->latest_weight);
-        for (uint32_t p = 0; nd->latest_exchange && p < nd->n; p++)
-            nd->latest_exchange[p] = -1;
-    }
-    if (!tr.in_buf || !tr.out_buf || !tr.mix_in || !tr.status || !tr.vec || !tr.wk || !tr.dist || !tr.ids ||
-        !tr.sketch || (c->algo == MM_ALGO_ASYNC && (!nd->latest || !nd->latest_exchange || !nd->latest_weight))) {
-        mm_error("out of memory");
-        nd->exit_status = 1;
-        node_trainer_finished(nd);
-        return NULL;
-    }
-    tr.v.in = tr.in_buf;
-    tr.v.out = tr.out_buf;
-    tr.next.in = tr.in_buf + maxdeg;
-    tr.next.out = tr.out_buf + maxdeg;
+    mm_metrics *m = &t->metrics;
+    metrics_head(t, "isolated");
+    mm__iso_fields(t->iso, t->mb, m, MM__ISO_OK, mm__iso_alone(t->iso, mm_time_now()));
+    mm_metrics_end(m);
+}
 
-    double t_start = node_now();
-    tr.start_deadline = t_start + c->start_timeout_ms / 1000.0;
-    write_start(nd);
-    if (nd->round == 0 && c->eval_every > 0)
-        evaluate(nd, &tr, t_start);
-    if (nd->round == 0 && c->snapshot_every > 0)
-        write_snapshot(nd);
+/* reason: why it stopped (done, signal, nonfinite). A peer that stopped
+ * on its own or on a signal but could not mix (isolation.h) ends `refused`
+ * or `isolated` instead, with status 3 or 4 unless an error already set 1. */
+static void write_end(mm__trainer *t, const char *reason)
+{
+    long peak_kib = mm_peak_rss_kib();
+    mm_metrics *m = &t->metrics;
+    double now = mm_time_now();
+    mm__iso_verdict v = strcmp(reason, "nonfinite") ? mm__iso_verdict_at(t->iso, t->mb, now)
+                                                    : MM__ISO_OK;
+    metrics_head(t, "end");
+    if (v != MM__ISO_OK) {
+        mm_metrics_str(m, "reason", v == MM__ISO_REFUSED ? "refused" : "isolated");
+        mm_metrics_str(m, "stopped", reason);
+    } else {
+        mm_metrics_str(m, "reason", reason);
+    }
+    mm_metrics_int(m, "max_rss_kb", peak_kib);
+    mm_metrics_int(m, "skipped_sends", (long long)mm__mbox_skipped_sends(t->mb));
+    mm_metrics_int(m, "stale_dropped", (long long)t->stale_dropped);
+    mm_metrics_int(m, "mix_refused", (long long)t->mix_refused);
+    write_refusals(t, m);
+    mm__iso_fields(t->iso, t->mb, m, v, -1);
+    mm_metrics_end(m);
+    mm__iso_log_verdict(t->iso, t->mb, v, now);
+    if (v != MM__ISO_OK && !t->exit_status)
+        t->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;
+    mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
+            t->round, t->step, mm_time_now() - t->t_start, t->t_compute, t->t_comm, t->t_wait,
+            peak_kib / 1024);
+}
 
+/* ---- the thread ------------------------------------------------------------ */
+
+/* One round: neighbours, G exchanges, its metrics line. -1 when stopping
+ * (the round is abandoned), 1 when the round was skipped by fast-forward. */
+static int run_round(mm__trainer *t)
+{
+    const mm_node_config *c = t->cfg;
+    if (c->algo != MM_ALGO_ASYNC) {
+        long r = fast_forward(t, t->round);
+        if (r != t->round) {
+            t->round = r;
+            return 1; /* the new round has other neighbours */
+        }
+    }
+    want_round(t, t->round);
+    mm__iso_round(t->iso, &t->v);
+    t->loss_sum = 0;
+    t->loss_n = 0;
+    float lr = t->have_model ? mm_adamw_lr(&c->train.adamw, t->rep.opt.step) : 0;
     int G = c->gossip_steps > 0 ? c->gossip_steps : 1;
+    for (int g = 0; g < G; g++)
+        if (exchange(t, (uint64_t)t->round * (uint64_t)G + (uint64_t)g, g == 0) != 0)
+            return -1;
+    log_round(t, t->loss_n ? t->loss_sum / t->loss_n : NAN, lr);
+    return 0;
+}
+
+void mm__trainer_run(mm__trainer *t, mm__mbox *mb)
+{
+    const mm_node_config *c = t->cfg;
+    t->mb = mb;
+    t->t_start = mm_time_now();
+    t->start_deadline = t->t_start + c->start_timeout_ms / 1000.0;
+    mm__iso_start(t->iso, t->t_start);
+    write_start(t);
+    if (t->round == 0 && c->eval_every > 0)
+        evaluate(t);
+    if (t->round == 0 && c->snapshot_every > 0)
+        write_snapshot(t);
+
     bool checkpoint_failed = false, params_lost = false;
-    while (nd->round < c->rounds && !stopping(nd)) {
-        if (mm_topo_round(nd->topo, nd->id, (uint64_t)nd->round, &tr.v) != 0) {
-            mm_error("topology has no round %ld for peer %u", nd->round, nd->id);
-            nd->exit_status = 1;
+    while (t->round < c->rounds && !stopping(t)) {
+        if (mm_topo_round(t->topo, t->id, (uint64_t)t->round, &t->v) != 0) {
+            mm_error("topology has no round %ld for peer %u", t->round, t->id);
+            t->exit_status = 1;
             break;
         }
-        if (c->algo != MM_ALGO_ASYNC) {
-            nd->ff_view = tr.v;
-            long r = fast_forward(nd, nd->round);
-            if (r != nd->round) {
-                nd->round = r;
-                continue; /* the new round has other neighbours */
-            }
-        }
-        want_round(nd, &tr, nd->round);
-        tr.loss_sum = 0;
-        tr.loss_n = 0;
-        float lr = nd->have_model ? mm_adamw_lr(&c->adamw, nd->opt.step) : 0;
-        int done = 0;
-        for (int g = 0; g < G; g++) {
-            if (exchange(nd, &tr, (uint64_t)nd->round * (uint64_t)G + (uint64_t)g, g == 0) != 0)
-                break;
-            done++;
-        }
-        if (done < G)
+        int r = run_round(t);
+        if (r < 0)
             break; /* stopping: this round is abandoned */
-        double loss = tr.loss_n ? tr.loss_sum / tr.loss_n : NAN;
-        log_round(nd, &tr, t_start, loss, lr);
+        if (r > 0)
+            continue;
+        if (mm__iso_check(t->iso, t->mb, mm_time_now()))
+            write_isolated(t);
         /* The wire refuses NaN/Inf, but a finite vector of absurd norm
          * mixed in (without --clip-pull) can still overflow the model. Such
          * a replica is lost: stop before a checkpoint overwrites the last
          * good one and before our vectors are refused by every neighbour. */
         uint64_t bad_at;
-        if (!mm_wire_all_finite(nd->x, nd->P, &bad_at)) {
+        if (!mm_wire_all_finite(t->x, t->P, &bad_at)) {
             mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
                      "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
-                     "the last checkpoint is kept", nd->round, bad_at, (size_t)nd->P);
-            nd->exit_status = 1;
+                     "the last checkpoint is kept", t->round, bad_at, t->P);
+            t->exit_status = 1;
             params_lost = true;
             break;
         }
-        nd->round++;
-        if (c->eval_every > 0 && nd->round % c->eval_every == 0)
-            evaluate(nd, &tr, t_start);
-        if (c->snapshot_every > 0 && nd->round % c->snapshot_every == 0)
-            write_snapshot(nd);
-        if (c->checkpoint_every > 0 && nd->round % c->checkpoint_every == 0)
-            checkpoint_failed = save_checkpoint(nd) != 0;
+        t->round++;
+        if (c->eval_every > 0 && t->round % c->eval_every == 0)
+            evaluate(t);
+        if (c->snapshot_every > 0 && t->round % c->snapshot_every == 0)
+            write_snapshot(t);
+        if (c->checkpoint_every > 0 && t->round % c->checkpoint_every == 0)
+            checkpoint_failed = save_checkpoint(t) != 0;
     }
+    set_phase(t, PH_IDLE);
 
-    if (!params_lost && c->eval_every > 0 && nd->round % c->eval_every != 0)
-        evaluate(nd, &tr, t_start);
-    if (!params_lost && save_checkpoint(nd) != 0)
+    if (!params_lost && c->eval_every > 0 && t->round % c->eval_every != 0)
+        evaluate(t);
+    if (!params_lost && save_checkpoint(t) != 0)
         checkpoint_failed = true;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    mm_metrics *m = &nd->metrics;
-    metrics_head(nd, "end", t_start);
-    mm_metrics_str(m, "reason", params_lost ? "nonfinite" : stopping(nd) ? "signal" : "done");
-    mm_metrics_int(m, "max_rss_kb", ru.ru_maxrss);
-    mm_metrics_int(m, "skipped_sends", (long long)nd->skipped_sends);
-    mm_metrics_int(m, "stale_dropped", (long long)nd->stale_dropped);
-    write_refusals(nd, m);
-    mm_metrics_end(m);
-    mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
-            nd->round, nd->step, node_now() - t_start, nd->t_compute, nd->t_comm, nd->t_wait,
-            ru.ru_maxrss / 1024);
-    if (checkpoint_failed && !nd->exit_status)
-        nd->exit_status = 1;
-
-    free(tr.in_buf);
-    free(tr.out_buf);
-    free(tr.mix_in);
-    free(tr.status);
-    free(tr.vec);
-    free(tr.wk);
-    free(tr.dist);
-    free(tr.ids);
-    free(tr.sketch);
-    node_trainer_finished(nd);
-    return NULL;
+    write_end(t, params_lost ? "nonfinite" : stopping(t) ? "signal" : "done");
+    if (checkpoint_failed && !t->exit_status)
+        t->exit_status = 1;
+    mm__mbox_finish(mb);
 }

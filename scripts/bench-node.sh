@@ -7,6 +7,7 @@
 #
 # Needs the prepared corpus (make data). The run lands in runs/bench-node-TIME.
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 n=4 rounds=60 topo=""
@@ -22,6 +23,9 @@ done
 topo=${topo:-$root/topologies/ring-$n.topo}
 name=bench-node-$(date +%Y%m%d-%H%M%S)
 cd "$root"
+# Ctrl-C: run-local.sh (in the foreground, in our process group) stops the
+# peers; the trap keeps this shell from dying before it has.
+trap 'exit 130' INT TERM HUP
 sh scripts/run-local.sh -n "$n" -t "$topo" -r "$name" -i 30 --no-report -- \
     --threads 1 --rounds "$rounds" --eval-every 0 --checkpoint-every 0 "$@" >/dev/null
 echo "bench-node: $n peers, $(basename "$topo"), $rounds rounds, default model, 1 BLAS thread each"

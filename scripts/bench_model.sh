@@ -9,6 +9,7 @@
 # per-run medians over STEPS steps.
 #   STEPS=n   steps per run (default 30)    ROUNDS=n  rounds (default 3)
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 BUILD=${BUILD:-build}
 STEPS=${STEPS:-30}
 ROUNDS=${ROUNDS:-3}

@@ -13,7 +13,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
     --short) mode=short ;;
     --logs) logs=${2:?--logs DIR}; shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     -*) echo "campaign: unknown option $1" >&2; exit 2 ;;
     *) pattern=$1 ;;
     esac

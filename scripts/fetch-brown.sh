@@ -9,6 +9,7 @@
 # recorded tarball and every file in it verifies. MURMUR names the murmur
 # binary (default: ./murmur next to scripts/).
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 murmur=${MURMUR:-$root/murmur}

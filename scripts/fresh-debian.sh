@@ -10,6 +10,7 @@
 # through its own CA (/usr/local/share/ca-certificates) passes that CA and
 # /etc/npmrc on, as its fresh machines have them too.
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 dir=/tmp/murmur-fresh-debian
 if [ "${1:-}" = -d ]; then
     [ $# -ge 2 ] || { echo "usage: $0 [-d DIR] [TARGET ...]" >&2; exit 2; }

@@ -6,6 +6,7 @@
 # SAN DNS:murmur-peer-K. Idempotent: an existing CA is kept, and existing peer
 # certificates signed by it are kept. Keys are created mode 600.
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 if [ $# -ne 2 ]; then
     echo "usage: $0 DIR N" >&2; exit 2
 fi

@@ -6,6 +6,7 @@
 #    over TLS against fp32 over TLS, and each codec's per-core speeds.
 #   scripts/plot-bench-gossip.sh [CSV [PNG]]
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 csv=${1:-build/bench-gossip.csv}
 png=${2:-${csv%.csv}.png}
 [ -r "$csv" ] || { echo "plot-bench-gossip: no $csv (run make bench-gossip)" >&2; exit 2; }

@@ -13,23 +13,40 @@
 #   -t FILE   topology file        -r NAME   run name (runs/NAME)
 #   -m PATH   murmur binary on the hosts (default: this one's absolute path)
 #   -D DIR    prepared data directory on the hosts (default: data/brown's
-#             absolute path here)
+#             absolute path here; with --no-train, none unless -D is given)
 #   --plaintext in the node flags skips the certificates.
 #
 # ssh and scp are taken from $MURMUR_SSH and $MURMUR_SCP (default 'ssh' and
 # 'scp', both with BatchMode=yes so that a missing key fails at once instead
 # of asking for a password). RUNS (default runs/ next to scripts/) is where
 # runs/NAME goes. Each peer's console output is node-K/console.log.
-# Ctrl-C (or SIGTERM) stops every peer cleanly (SIGTERM on its host) and
-# still collects what they wrote. Exit status: 0 every peer exited 0 and was
-# collected; 1 a peer failed or could not be started or collected; 2 usage;
+#
+# Before starting anything it refuses, saying why: a hosts file that does
+# not list each of the topology's peers once (exit 2), a topology whose W is
+# column-stochastic only without --algo pushsum in the node flags (exit 2),
+# and a host where a peer's port lies in that host's ephemeral port range
+# (found while preparing the hosts; exit 1, nothing started).
+# Ctrl-C (or SIGTERM, SIGHUP) stops every peer cleanly (one SIGTERM on its
+# host) and still collects what they wrote. A peer that exits non-zero is
+# named with its last error and the reason in its `end` metrics line; one
+# that ended 3 (a neighbour refused for a configuration that differs) or 4
+# (isolated: no neighbour ever mixed) with each neighbour and why.
+# Exit status: 0 every peer exited 0 and was collected; 1 a peer failed
+# (including 3 and 4: the run is then said to be misconfigured or isolated)
+# or could not be started or collected; 2 usage or a refused configuration;
 # 130 interrupted.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
+PROG=run-hosts
+. "$here/launch-lib.sh"
 root=$(dirname "$here")
 murmur_local="$root/murmur"
-hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"
-usage() { sed -n '2,27p' "$0" >&2; exit 2; }
+hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"; data_given=0
+usage() {
+    echo "usage: run-hosts.sh -H HOSTS -t TOPOLOGY -r NAME [-m PATH] [-D DIR] [-- murmur node flags]" >&2
+    echo "       run-hosts.sh --help" >&2
+    exit 2
+}
 while [ $# -gt 0 ]; do
     case "$1" in
     -H|-t|-r|-m|-D) [ $# -ge 2 ] || { echo "run-hosts: $1 needs a value" >&2; usage; } ;;
@@ -39,9 +56,9 @@ while [ $# -gt 0 ]; do
     -t) topo=$2; shift 2 ;;
     -r) name=$2; shift 2 ;;
     -m) rmurmur=$2; shift 2 ;;
-    -D) data=$2; shift 2 ;;
+    -D) data=$2; data_given=1; shift 2 ;;
     --) shift; break ;;
-    -h|--help) usage ;;
+    -h|--help) help_text "$0"; exit 0 ;;
     *) echo "run-hosts: unknown option '$1'" >&2; usage ;;
     esac
 done
@@ -50,11 +67,15 @@ case $name in /*|*..*|-*) echo "run-hosts: -r NAME: a name under runs/ (no leadi
 [ -f "$hosts" ] || { echo "run-hosts: no hosts file $hosts" >&2; exit 2; }
 [ -f "$topo" ] || { echo "run-hosts: no topology file $topo" >&2; exit 2; }
 [ -x "$murmur_local" ] || { echo "run-hosts: build murmur first (make)" >&2; exit 2; }
+MURMUR=$murmur_local
+check_topology "$topo" "" "$@" || exit 2
+n=$topo_peers
 rmurmur=${rmurmur:-$murmur_local}
 SSH=${MURMUR_SSH:-ssh}
 SCP=${MURMUR_SCP:-scp}
-plaintext=0
-for a in "$@"; do [ "$a" = --plaintext ] && plaintext=1; done
+plaintext=0; notrain=0
+for a in "$@"; do [ "$a" = --plaintext ] && plaintext=1; [ "$a" = --no-train ] && notrain=1; done
+
 
 runs=${RUNS:-$root/runs}
 mkdir -p "$runs"
@@ -63,8 +84,6 @@ run="$runs/$name"
 [ -e "$run" ] && { echo "run-hosts: $run already exists: choose another -r NAME or remove it" >&2; exit 1; }
 mkdir -p "$run"
 cp "$topo" "$run/topology.txt"
-n=$("$murmur_local" topo info --json "$topo" | sed -n 's/.*"peers": *\([0-9]*\).*/\1/p' | head -1)
-[ -n "$n" ] || { echo "run-hosts: cannot read the number of peers from $topo" >&2; exit 2; }
 
 # The hosts file as the peers read it (ids and addresses only).
 awk '!/^[ \t]*(#|$)/ { print $1, $2 }' "$hosts" > "$run/hosts.txt"
@@ -122,25 +141,25 @@ stop_all() {
     done
     for p in $kpids; do wait "$p" || true; done
 }
-on_signal() { interrupted=1; stop_all; }
-# wait_pid P: P's exit status in st. A trapped signal interrupts `wait`:
-# wait again until the process has really ended.
-wait_pid() {
-    while :; do
-        st=0; wait "$1" || st=$?
-        [ $st -gt 128 ] && kill -0 "$1" 2>/dev/null && continue
-        return 0
-    done
-}
+on_signal() { signals=$((signals + 1)); interrupted=1; stop_all; }
 trap on_signal INT TERM HUP
 
 # prepare_peer K: make peer K's directory on its host and copy there what
-# it needs (its own key only).
+# it needs (its own key only). Refuses a port inside that host's ephemeral
+# range: an outgoing connection there could take it before the peer binds.
 prepare_peer() {
     k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
+    port=$(field "$k" 2 | sed 's/.*://')
+    case $port in ''|*[!0-9]*) echo "the hosts file gives peer $k no port (HOST:PORT)"; return 1 ;; esac
     dirs="$(quote "$rdir/node-$k")"
     [ $plaintext -eq 1 ] || dirs="$dirs $(quote "$rdir/certs")"
-    rssh "$dest" "mkdir -p $dirs && \
+    rssh "$dest" "if read lo hi < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && \
+            [ $port -ge \$lo ] && [ $port -le \$hi ]; then \
+            echo \"port $port is inside this host's ephemeral port range \$lo..\$hi\" \
+                \"(/proc/sys/net/ipv4/ip_local_port_range), from which outgoing connections take their ports:\" \
+                \"the peer could fail with 'address already in use'; give it a port below \$lo or above \$hi\"; \
+            exit 3; fi; \
+        mkdir -p $dirs && \
         rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop")" || return 1
     in_place "$k" && return 0
     rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
@@ -153,10 +172,13 @@ start_peer() {
     k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
     tls="--tls-dir $(quote "$rdir/certs")"
     [ $plaintext -eq 1 ] && tls=""
+    # pure gossip reads a corpus only when given one (docs/launching.md)
+    dataflag="--data $(quote "$data")"
+    [ $notrain -eq 1 ] && [ $data_given -eq 0 ] && dataflag=""
     # exec keeps the shell's pid for murmur, so node-K/pid is the peer's own
     rssh "$dest" "cd $(quote "$rdir") && echo \$\$ > node-$k/pid && { [ ! -e node-$k/stop ] || exit 130; } && \
         exec $(quote "$rmurmur") node \
-        --id $k --topology topology.txt --hosts hosts.txt --run-dir . $tls --data $(quote "$data") \
+        --id $k --topology topology.txt --hosts hosts.txt --run-dir . $tls $dataflag \
         $flags > node-$k/console.log 2>&1" &
     pids="$pids $!"
 }
@@ -192,10 +214,11 @@ done
 [ $failed -eq 0 ] && [ $interrupted -eq 0 ] && echo "run-hosts: started $n peers; run directory $run"
 
 k=0
+peer_failed=''
 for p in $pids; do
     wait_pid "$p"
     if [ $st -ne 0 ]; then
-        echo "run-hosts: peer $k exited with status $st (see node-$k/console.log)" >&2
+        peer_failed="$peer_failed $k:$st"
         failed=$((failed + 1))
     fi
     k=$((k + 1))
@@ -222,6 +245,15 @@ for p in $fpids; do
     k=$((k + 1))
 done
 trap - INT TERM HUP
+# Why each failed peer stopped, from what was brought back.
+n_refused=0 n_isolated=0
+for f in $peer_failed; do
+    echo "run-hosts: peer ${f%:*} exited with status ${f#*:} ($run/node-${f%:*}/console.log):" >&2
+    peer_failure "$run/node-${f%:*}" "${f#*:}" >&2
+    [ "${f#*:}" = 3 ] && n_refused=$((n_refused + 1))
+    [ "${f#*:}" = 4 ] && n_isolated=$((n_isolated + 1))
+done
 echo "run-hosts: $n peers, $failed failed; results in $run"
+run_verdict "$n_refused" "$n_isolated"
 [ $interrupted -eq 1 ] && exit 130
 [ $failed -eq 0 ]

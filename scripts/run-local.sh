@@ -12,18 +12,35 @@
 #               --tls-dir runs/NAME/certs [extra flags]
 # (console output in runs/NAME/node-K/console.log), prints one progress line
 # every -i seconds (default 5; `murmur report --progress`), and at the end
-# runs `murmur report runs/NAME`. Ctrl-C (or SIGTERM) sends SIGTERM to every
-# peer and waits for them (SIGKILL after GRACE seconds, default 30).
+# runs `murmur report runs/NAME`.
 #
-# Exit status: 0 every peer exited 0; 1 a peer failed (non-zero exit) or the
-# run could not start; 2 usage; 130 interrupted.
+# Before starting anything it refuses (exit 2, saying why) an -n that is not
+# the topology's number of peers, a topology whose W is column-stochastic
+# only without --algo pushsum in the node flags, and ports that overlap the
+# kernel's ephemeral port range (it says which -p to use instead).
+#
+# Each peer runs in its own session, away from the terminal: Ctrl-C reaches
+# only this script, which sends every peer one SIGTERM (each finishes its
+# round, writes its checkpoint and exits 0) and waits for them (SIGKILL
+# after GRACE seconds, default 30). SIGTERM or SIGHUP to this script do the
+# same. A second Ctrl-C sends a second SIGTERM: the peers exit at once,
+# without a checkpoint. A peer that exits non-zero is named with its last
+# error and the reason in its `end` metrics line; one that ended 3 (a
+# neighbour refused for a configuration that differs: TLS or --plaintext,
+# model, --algo, certificates, one --id twice) or 4 (isolated: no neighbour
+# ever mixed) with each neighbour and why. A peer that warns, while it
+# runs, that it has mixed with none of its neighbours for a while is named
+# once, with its warning.
+#
+# Exit status: 0 every peer exited 0; 1 a peer failed (non-zero exit,
+# including 3 and 4: the run is then said to be misconfigured or isolated)
+# or the run could not start; 2 usage or a refused configuration; 130
+# interrupted.
 # Environment: MURMUR (default ./murmur), MAKE_CERTS (default
 # scripts/make-certs.sh next to this script), RUNS (default runs), GRACE.
 set -u
 
-usage() {
-    sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
-}
+PROG=run-local
 die() { echo "run-local: $*" >&2; exit 1; }
 bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [-- node flags]" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
@@ -37,6 +54,7 @@ json_arr() { # a JSON array of the arguments as strings
 }
 
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/launch-lib.sh"
 # ./murmur from the repository root, else the one next to scripts/.
 if [ -z "${MURMUR:-}" ]; then
     if [ -x ./murmur ]; then MURMUR=./murmur; else MURMUR=$here/../murmur; fi
@@ -58,7 +76,7 @@ while [ $# -gt 0 ]; do
     -p) port=$2; shift 2 ;;
     -i) interval=$2; shift 2 ;;
     --no-report) report=0; shift ;;
-    -h|--help) usage; exit 0 ;;
+    -h|--help) help_text "$0"; exit 0 ;;
     --) shift; break ;;
     *) bad "unknown argument: $1" ;;
     esac
@@ -72,6 +90,9 @@ is_uint "$port" && [ "$port" -ge 1024 ] && [ $((port + n)) -le 65535 ] || bad "-
 is_uint "$interval" && [ "$interval" -ge 1 ] || bad "-i SEC: a whole number of seconds >= 1"
 [ -x "$MURMUR" ] || command -v "$MURMUR" >/dev/null 2>&1 || die "$MURMUR not found (run make, or set MURMUR=path)"
 [ -f "$MAKE_CERTS" ] || die "$MAKE_CERTS not found: it makes the TLS certificates"
+command -v setsid >/dev/null 2>&1 || die "setsid (util-linux) not found: it keeps the peers away from the terminal's Ctrl-C"
+check_topology "$topo" "$n" "$@" || exit 2
+check_ports "$port" "$n" "-p $port: ports" || exit 2
 
 dir=$RUNS/$name
 [ -e "$dir" ] && die "$dir already exists: choose another -r NAME or remove it"
@@ -110,14 +131,19 @@ sh "$MAKE_CERTS" "$dir/certs" "$n" >"$dir/launch/certs.log" 2>&1 ||
 
 # Each peer runs under a small watcher subshell that records its exit status
 # in launch/node-K.exit: the launcher then knows who ended and how without
-# relying on the shell's job table.
+# relying on the shell's job table. setsid puts the peer in a session of
+# its own, so a terminal's Ctrl-C (SIGINT to the whole foreground process
+# group) reaches only this script, which forwards one SIGTERM: a peer that
+# got both would take the second for "exit now, no checkpoint". The peer
+# writes its own pid (the shell that execs it), whether or not setsid had
+# to fork; setsid -w hands back its exit status.
 k=0
 while [ "$k" -lt "$n" ]; do
     mkdir -p "$dir/node-$k"
     (
-        "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" --run-dir "$dir" \
+        setsid -w sh -c 'echo $$ >"$0"; exec "$@"' "$dir/launch/node-$k.pid" \
+            "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" --run-dir "$dir" \
             --tls-dir "$dir/certs" "$@" >"$dir/node-$k/console.log" 2>&1 &
-        echo $! >"$dir/launch/node-$k.pid"
         wait $!
         echo $? >"$dir/launch/node-$k.exit.tmp"
         mv "$dir/launch/node-$k.exit.tmp" "$dir/launch/node-$k.exit"
@@ -129,19 +155,23 @@ echo "run-local: $n peers of $dir started (topology $topo, ports $port..$((port 
 stopping=0
 interrupted=0
 signalled=' '
-stop_peers() { # SIGTERM once to each running peer (a second one may mean "now")
+stop_peers() { # SIGTERM once to each running peer (a second one means "now")
     for f in "$dir"/launch/node-*.pid; do
-        [ -f "$f" ] || continue
+        [ -s "$f" ] || continue
         case $signalled in *" $f "*) continue ;; esac
         signalled="$signalled$f "
         [ -f "${f%.pid}.exit" ] || kill -TERM "$(cat "$f")" 2>/dev/null
     done
 }
 on_signal() {
-    interrupted=1
+    interrupted=$((interrupted + 1))
     if [ "$stopping" = 0 ]; then
         stopping=$(date +%s)
-        echo "run-local: stopping the peers (SIGTERM; SIGKILL after ${GRACE}s)" >&2
+        echo "run-local: stopping the peers (SIGTERM; SIGKILL after ${GRACE}s; interrupt again to stop them at once, without a checkpoint)" >&2
+        stop_peers
+    elif [ "$interrupted" = 2 ]; then
+        echo "run-local: second interrupt: the peers exit now, without a checkpoint" >&2
+        signalled=' '
         stop_peers
     fi
 }
@@ -149,6 +179,7 @@ trap on_signal INT TERM HUP
 
 start=$(date +%s)
 reported_fail=''
+reported_iso=''
 while :; do
     done_n=0
     k=0
@@ -158,7 +189,8 @@ while :; do
             st=$(cat "$dir/launch/node-$k.exit")
             case " $reported_fail " in *" $k "*) ;; *)
                 if [ "$st" != 0 ]; then
-                    echo "run-local: peer $k exited with status $st (see $dir/node-$k/console.log)" >&2
+                    echo "run-local: peer $k exited with status $st ($dir/node-$k/console.log):" >&2
+                    peer_failure "$dir/node-$k" "$st" >&2
                     reported_fail="$reported_fail $k"
                 fi ;;
             esac
@@ -178,6 +210,21 @@ while :; do
         line=$("$MURMUR" report --progress "$dir" 2>/dev/null | tail -n 1)
         printf '[%5ss] peers %d/%d running | %s\n' "$(($(date +%s) - start))" \
             "$((n - done_n))" "$n" "$line"
+        # Peers the progress line marks isolated (I) are named once, with
+        # their warning: each neighbour and why it does not mix.
+        map=$(printf '%s' "$line" | sed -n 's/.*live [0-9]*\/[0-9]* \[\([^]]*\)\].*/\1/p')
+        k=0
+        while [ -n "$map" ] && [ "$k" -lt "$n" ]; do
+            c=${map%"${map#?}"}; map=${map#?}
+            case " $reported_iso " in *" $k "*) ;; *)
+                if [ "$c" = I ] && [ -n "$(isolation_warning "$dir/node-$k")" ]; then
+                    echo "run-local: peer $k mixes with none of its neighbours ($dir/node-$k/console.log):" >&2
+                    isolation_warning "$dir/node-$k" >&2
+                    reported_iso="$reported_iso $k"
+                fi ;;
+            esac
+            k=$((k + 1))
+        done
     fi
     # Sleep in the background so a signal interrupts the wait at once.
     sleep "$interval" &
@@ -186,17 +233,20 @@ while :; do
 done
 trap - INT TERM HUP
 
-failed=0
+failed=0 n_refused=0 n_isolated=0
 k=0
 while [ "$k" -lt "$n" ]; do
     st=$(cat "$dir/launch/node-$k.exit")
     [ "$st" = 0 ] || failed=$((failed + 1))
+    [ "$st" = 3 ] && n_refused=$((n_refused + 1))
+    [ "$st" = 4 ] && n_isolated=$((n_isolated + 1))
     k=$((k + 1))
 done
 echo "run-local: all peers stopped after $(($(date +%s) - start))s; $failed failed"
 if [ "$report" = 1 ]; then
     "$MURMUR" report "$dir" || echo "run-local: murmur report failed" >&2
 fi
-[ "$interrupted" = 1 ] && exit 130
+run_verdict "$n_refused" "$n_isolated"
+[ "$interrupted" != 0 ] && exit 130
 [ "$failed" -eq 0 ] || exit 1
 exit 0

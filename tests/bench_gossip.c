@@ -10,7 +10,7 @@
  * Environment: BENCH_TRIALS (best of, default 3), BENCH_SIZE_MB (one size),
  * BENCH_ONLY=plain|tls|codecs (one part, for profiling), BENCH_VERBOSE,
  * BENCH_CODECS (list, or none), BENCH_CODEC_FLOATS (vector lengths). */
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"
@@ -312,10 +312,14 @@ struct bench {
     double t_end;
 };
 
-static void on_vector(void *ud, uint32_t peer, uint64_t round, double w, const float *v)
+static void on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                      const void *body, size_t len)
 {
     side *s = ud;
     bench *b = s->b;
+    const float *v = body;
+    (void)meta;
+    (void)len;
     /* spot check: first and last float of the vector that was sent */
     const float *src = b->bufs[round % 2];
     if (v[0] != src[0] || v[b->vec_len - 1] != src[b->vec_len - 1])
@@ -393,7 +397,7 @@ static void *side_main(void *arg)
     cfg.ca_file = f.ca;
     cfg.cert_file = f.cert;
     cfg.key_file = f.key;
-    mm_transport_callbacks cb = {on_vector, on_sent, on_peer, s};
+    mm_transport_callbacks cb = {on_vector, on_sent, on_peer, s, NULL};
     s->t = mm_transport_new(&s->loop, &cfg, &cb, s->err, sizeof s->err);
     if (!s->t) {
         uv_close((uv_handle_t *)&s->go, NULL);

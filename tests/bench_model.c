@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "model/model.h"
-#include "model/rng.h"
+#include "base/rng.h"
 
 static double now(void)
 {

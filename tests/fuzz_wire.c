@@ -2,11 +2,20 @@
  * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
  * checks behind them; bit 1: a TLS connection, where the payload CRC field
  * is 0 and not computed; bits 2..7: how the stream is split into reads),
- * the rest = bytes as they would arrive on a socket. The decoder must never
- * read or write outside its buffers, never ask for 0 bytes, and must stop at
- * the first error. Built with -DFUZZ_SEEDGEN it writes a seed corpus. */
+ * byte 1 = the weight rule (value mod 3: any finite, exactly 1, push-sum)
+ * and, in bits 2..7, the number of peers minus 1 (push-sum's largest
+ * weight), the rest = bytes as they would arrive on a socket. After a
+ * HELLO the connection takes the codec and algorithm it names (all-reduce
+ * allows chunks), as a transport that accepted it would. The decoder must
+ * never read or write outside its buffers, never ask for 0 bytes, must stop
+ * at the first error, and must never deliver a HELLO with non-zero reserved
+ * bytes, nor a VECTOR whose vector header breaks a rule (weight, codec,
+ * flags, reserved bits, aux, offset and count, the fp32 body's length) or
+ * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
+ * corpus. */
 #include "gossip/wire.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,21 +49,25 @@ static void repair(uint8_t *s, size_t len, bool tls)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
+    if (size < 2)
         return 0;
     uint8_t opt = data[0];
-    size_t len = size - 1;
+    mm_weight_rule rule = (mm_weight_rule)(data[1] % 3);
+    uint32_t n_peers = (uint32_t)(data[1] >> 2) + 1;
+    size_t len = size - 2;
     uint8_t *s = malloc(len ? len : 1);
-    memcpy(s, data + 1, len);
+    memcpy(s, data + 2, len);
     bool tls = opt & 2;
     if (opt & 1)
         repair(s, len, tls);
     size_t step = (size_t)(opt >> 2) + 1;
 
-    static uint8_t vbuf[8 + 4 * FZ_MAX_VEC];
+    static uint8_t vbuf[MM_WIRE_VEC_HDR + 4 * FZ_MAX_VEC];
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
     rx.no_payload_crc = tls;
+    rx.weight_rule = rule;
+    rx.n_peers = n_peers;
     mm_wire_rx_init(&rx);
     size_t pos = 0;
     while (pos < len) {
@@ -75,18 +88,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_HELLO) {
+            const uint8_t *q = rx.payload;
+            if (q[44] | q[45] | q[46] | q[47] | q[50] | q[51])
+                abort(); /* reserved bytes must be 0 */
             /* what the transport does after a HELLO it accepts */
             mm_wire_hello h;
             mm_wire_get_hello(rx.payload, &h);
-            if (h.vec_len == 0 || h.vec_len > FZ_MAX_VEC)
+            if (h.vec_len == 0 || h.vec_len > FZ_MAX_VEC || h.codec == 0 ||
+                h.codec > MM_WIRE_CODEC_MAX)
                 break;
             rx.hello_done = true;
             rx.vec_len = h.vec_len;
             rx.vec_buf = vbuf;
+            rx.codec = h.codec;
+            rx.allow_chunks = h.algo == MM_WIRE_ALGO_ALLREDUCE;
         }
-        if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR &&
-            !mm_wire_all_finite((const float *)(rx.payload + 8), rx.vec_len, NULL))
-            abort(); /* NaN/Inf must never be delivered */
+        if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR) {
+            const mm_wire_vec *v = &rx.vec;
+            uint64_t body = rx.hdr.payload_len - MM_WIRE_VEC_HDR;
+            bool reset = v->flags & MM_VEC_RESET;
+            if (!mm_wire_weight_ok(rule, v->weight, n_peers, NULL, 0) ||
+                (v->flags & ~MM_VEC_FLAGS) || (rx.payload[10] | rx.payload[11]) ||
+                !isfinite(v->aux))
+                abort(); /* a weight the rule forbids, unknown bits, aux not finite */
+            if (v->codec != rx.codec && !(reset && v->codec == MM_WIRE_CODEC_FP32))
+                abort(); /* another codec */
+            if (v->count == 0 || v->offset > rx.vec_len || v->count > rx.vec_len - v->offset ||
+                (!rx.allow_chunks && (v->offset != 0 || v->count != rx.vec_len)))
+                abort(); /* outside the vector, or a chunk where none may go */
+            if (v->codec == MM_WIRE_CODEC_FP32 &&
+                (body != 4 * v->count ||
+                 !mm_wire_all_finite((const float *)(rx.payload + MM_WIRE_VEC_HDR), v->count,
+                                     NULL)))
+                abort(); /* an fp32 body of another length, or NaN/Inf */
+            if (body > 4 * rx.vec_len)
+                abort(); /* longer than the receive buffer */
+        }
         if (ev == MM_RX_FRAME && tls && rx.hdr.payload_crc != 0)
             abort(); /* TLS: a CRC where 0 belongs is refused */
     }
@@ -110,12 +147,15 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    static uint8_t buf[1 + 4 * (MM_WIRE_HDR_LEN + 8 + 4 * 16) + 600];
+    static uint8_t buf[2 + 4 * (MM_WIRE_HDR_LEN + MM_WIRE_VEC_HDR + 4 * 16) + 600];
     for (int k = 0; k < 8; k++) {
         size_t n = 0;
         bool tls = k >= 4; /* seeds 4..7: the same streams on TLS */
         buf[n++] = (uint8_t)(((k % 4) * 37 & ~2) | (tls ? 2 : 0));
-        mm_wire_hello h = {.vec_len = 16, .target = 2};
+        buf[n++] = (uint8_t)(k % 3 | 3 << 2); /* rules in turn, 4 peers */
+        /* seed 1 (and 5): all-reduce, whose vectors may be chunks */
+        mm_wire_hello h = {.vec_len = 16, .target = 2, .codec = MM_WIRE_CODEC_FP32,
+                           .algo = k % 4 == 1 ? MM_WIRE_ALGO_ALLREDUCE : MM_WIRE_ALGO_DPSGD};
         memset(h.fingerprint, 7, 32);
         uint8_t hp[MM_WIRE_HELLO_LEN];
         mm_wire_put_hello(hp, &h);
@@ -123,14 +163,19 @@ int main(int argc, char **argv)
             n += frame(buf + n, MM_WIRE_REFUSE, 0, "fingerprint differs", 19, tls);
         } else {
             n += frame(buf + n, MM_WIRE_HELLO, 0, hp, sizeof hp, tls);
-            uint8_t v[8 + 4 * 16] = {0};
-            double w = 0.5;
-            memcpy(v, &w, 8);
+            uint8_t v[MM_WIRE_VEC_HDR + 4 * 16] = {0};
+            /* weight 1, what every rule allows; a chunk of floats 4..11 for all-reduce */
+            mm_wire_vec m = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = 16};
+            if (k % 4 == 1) {
+                m.offset = 4;
+                m.count = 8;
+            }
+            mm_wire_put_vec(v, &m);
             for (int i = 0; i < 16; i++) {
                 float f = (float)i;
-                memcpy(v + 8 + 4 * i, &f, 4);
+                memcpy(v + MM_WIRE_VEC_HDR + 4 * i, &f, 4);
             }
-            n += frame(buf + n, MM_WIRE_VECTOR, 3, v, sizeof v, tls);
+            n += frame(buf + n, MM_WIRE_VECTOR, 3, v, MM_WIRE_VEC_HDR + 4 * m.count, tls);
             n += frame(buf + n, MM_WIRE_PING, 4, NULL, 0, tls);
             if (k % 4 == 2)
                 n += frame(buf + n, MM_WIRE_BYE, 4, NULL, 0, tls);

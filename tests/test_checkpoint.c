@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/fs.h"
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "tests/testutil.h"

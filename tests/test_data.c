@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,8 @@
 
 #include "model/brown.h"
 #include "model/data.h"
-#include "model/sha256.h"
+#include "base/sha256.h"
+#include "model/textdir.h"
 #include "node/commands.h"
 #include "tests/testutil.h"
 
@@ -29,6 +31,7 @@ static const struct { const char *genre; int n; } GENRES[] = {
 #define N_FILES 45
 
 static char dir[256];
+static const mm_partition IID = {.kind = MM_PART_IID}, GENRE = {.kind = MM_PART_GENRE};
 
 static void file_text(int i, char *buf, size_t n)
 {
@@ -186,8 +189,9 @@ static void test_partition(void **state)
     for (int part = 0; part < 2; part++)
         for (size_t pi = 0; pi < sizeof peers / sizeof peers[0]; pi++) {
             int n = peers[pi];
-            assert_int_equal(mm_data_assign(&ix, (mm_partition)part, n, owner, err, sizeof err), 0);
-            assert_int_equal(mm_data_assign(&ix, (mm_partition)part, n, again, err, sizeof err), 0);
+            mm_partition pt = {.kind = (mm_part_kind)part};
+            assert_int_equal(mm_data_assign(&ix, &pt, n, owner, err, sizeof err), 0);
+            assert_int_equal(mm_data_assign(&ix, &pt, n, again, err, sizeof err), 0);
             assert_memory_equal(owner, again, sizeof owner);
             int count[64] = {0};
             unsigned genres_of[64] = {0};
@@ -230,10 +234,204 @@ static void test_partition(void **state)
             }
         }
     /* 38 training files: a 39th peer would have nothing. */
-    assert_int_equal(mm_data_assign(&ix, MM_PART_IID, 39, owner, err, sizeof err), -1);
+    assert_int_equal(mm_data_assign(&ix, &IID, 39, owner, err, sizeof err), -1);
     assert_non_null(strstr(err, "39 peers"));
-    assert_int_equal(mm_data_assign(&ix, MM_PART_GENRE, 0, owner, err, sizeof err), -1);
+    assert_int_equal(mm_data_assign(&ix, &GENRE, 0, owner, err, sizeof err), -1);
     mm_data_index_free(&ix);
+}
+
+/* Mean over peers of the total variation between each peer's genre shares
+ * (of its bytes) and the corpus's training mix. */
+static double mean_tv(const mm_data_index *ix, const int *owner, int n)
+{
+    double corpus[N_GENRES] = {0}, total = 0, peer[64][N_GENRES] = {{0}}, mine[64] = {0}, sum = 0;
+    for (int i = 0; i < ix->n_files; i++) {
+        if (ix->files[i].val)
+            continue;
+        corpus[ix->files[i].genre_id] += (double)ix->files[i].bytes;
+        total += (double)ix->files[i].bytes;
+        if (owner[i] >= 0) {
+            peer[owner[i]][ix->files[i].genre_id] += (double)ix->files[i].bytes;
+            mine[owner[i]] += (double)ix->files[i].bytes;
+        }
+    }
+    for (int p = 0; p < n; p++) {
+        double tv = 0;
+        for (int g = 0; g < N_GENRES; g++)
+            tv += fabs(peer[p][g] / mine[p] - corpus[g] / total);
+        sum += tv / 2;
+    }
+    return sum / n;
+}
+
+/* Checks what every partition promises and returns how many peers hold
+ * more than 80 % of their bytes in one genre. */
+static int check_assignment(const mm_data_index *ix, const int *owner, int n)
+{
+    int count[64] = {0}, dominated = 0;
+    double g_bytes[64][N_GENRES] = {{0}}, bytes[64] = {0};
+    for (int i = 0; i < ix->n_files; i++) {
+        if (ix->files[i].val) {
+            assert_int_equal(owner[i], -1);
+            continue;
+        }
+        assert_in_range(owner[i] + 2, 0, n + 1); /* a peer, or -2: nobody */
+        if (owner[i] >= 0) {
+            count[owner[i]]++;
+            g_bytes[owner[i]][ix->files[i].genre_id] += (double)ix->files[i].bytes;
+            bytes[owner[i]] += (double)ix->files[i].bytes;
+        }
+    }
+    for (int p = 0; p < n; p++) {
+        assert_true(count[p] > 0); /* every peer gets a file */
+        double top = 0;
+        for (int g = 0; g < N_GENRES; g++)
+            top = fmax(top, g_bytes[p][g]);
+        dominated += top > 0.8 * bytes[p];
+    }
+    return dominated;
+}
+
+/* dirichlet:ALPHA: a large alpha is as close to the corpus mix as iid (mean
+ * total variation within 0.05 of iid's), a small one gives most peers one
+ * genre (> 80 % of their bytes), every peer a file, no file twice, and the
+ * same seed the same partition. */
+static void test_dirichlet(void **state)
+{
+    (void)state;
+    mm_data_index ix;
+    char err[256];
+    assert_int_equal(mm_data_index_load(&ix, dir, err, sizeof err), 0);
+    int owner[N_FILES], again[N_FILES];
+    const int peers[] = {2, 4, 7};
+    for (size_t pi = 0; pi < sizeof peers / sizeof peers[0]; pi++) {
+        int n = peers[pi], dominated = 0, total = 0;
+        assert_int_equal(mm_data_assign(&ix, &IID, n, owner, err, sizeof err), 0);
+        double tv_iid = mean_tv(&ix, owner, n);
+        for (uint64_t seed = 1; seed <= 5; seed++) {
+            mm_partition big = {.kind = MM_PART_DIRICHLET, .alpha = 1000, .seed = seed};
+            assert_int_equal(mm_data_assign(&ix, &big, n, owner, err, sizeof err), 0);
+            check_assignment(&ix, owner, n);
+            double tv = mean_tv(&ix, owner, n);
+            if (tv > tv_iid + 0.05)
+                fail_msg("dirichlet:1000 over %d peers, seed %d: mean TV %.3f, iid %.3f", n, (int)seed, tv,
+                         tv_iid);
+            mm_partition small = {.kind = MM_PART_DIRICHLET, .alpha = 0.05, .seed = seed};
+            assert_int_equal(mm_data_assign(&ix, &small, n, owner, err, sizeof err), 0);
+            dominated += check_assignment(&ix, owner, n);
+            total += n;
+            assert_int_equal(mm_data_assign(&ix, &small, n, again, err, sizeof err), 0);
+            assert_memory_equal(owner, again, sizeof owner);
+        }
+        if (dominated < 0.75 * total)
+            fail_msg("dirichlet:0.05 over %d peers: only %d of %d peers dominated by one genre", n,
+                     dominated, total);
+    }
+    /* other seeds, other partitions; as many peers as training files */
+    mm_partition a = {.kind = MM_PART_DIRICHLET, .alpha = 1, .seed = 1}, b = a;
+    b.seed = 2;
+    assert_int_equal(mm_data_assign(&ix, &a, 4, owner, err, sizeof err), 0);
+    assert_int_equal(mm_data_assign(&ix, &b, 4, again, err, sizeof err), 0);
+    assert_memory_not_equal(owner, again, sizeof owner);
+    for (int k = 0; k < 2; k++) {
+        mm_partition all = {.kind = MM_PART_DIRICHLET, .alpha = k ? 1000 : 0.05, .seed = 3};
+        assert_int_equal(mm_data_assign(&ix, &all, 38, owner, err, sizeof err), 0);
+        check_assignment(&ix, owner, 38);
+    }
+    /* the shards read what was assigned: no file's text in two of them */
+    int seen[N_FILES] = {0};
+    for (int p = 0; p < 4; p++) {
+        mm_shard s;
+        assert_int_equal(mm_shard_load(&s, dir, &a, p, 4, err, sizeof err), 0);
+        for (int i = 0; i < N_FILES; i++) {
+            char mark[32];
+            snprintf(mark, sizeof mark, "<<file f%02d>>", i);
+            seen[i] += memmem(s.train, s.train_len, mark, strlen(mark)) != NULL;
+        }
+        mm_shard_free(&s);
+    }
+    assert_int_equal(mm_data_assign(&ix, &a, 4, owner, err, sizeof err), 0);
+    for (int i = 0; i < N_FILES; i++)
+        assert_int_equal(seen[i], owner[i] >= 0);
+    mm_data_index_free(&ix);
+}
+
+/* Strict UTF-8: what is refused, and where. */
+static void test_text_utf8(void **state)
+{
+    (void)state;
+    static const struct { const char *s; size_t len; long bad; } cases[] = {
+        {"plain ascii\n", 12, -1},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14, -1}, /* 2, 3 and 4 bytes */
+        {"ab\xc0\xaf", 4, 2},             /* overlong '/' */
+        {"ab\xe0\x80\xaf", 5, 2},         /* overlong, 3 bytes */
+        {"\xed\xa0\x80", 3, 0},           /* a surrogate */
+        {"x\xf4\x90\x80\x80", 5, 1},     /* above U+10FFFF */
+        {"x\xe2\x82", 3, 1},               /* cut short */
+        {"x\x80", 2, 1},                   /* a lone continuation byte */
+        {"xy\xc3(", 4, 2},                 /* a lead byte without its continuation */
+        {"a\0b", 3, 1},                    /* NUL: not text */
+        {"\xff", 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t at = 12345;
+        bool ok = mm_utf8_valid((const uint8_t *)cases[i].s, cases[i].len, &at);
+        if (ok != (cases[i].bad < 0) || (!ok && (long)at != cases[i].bad))
+            fail_msg("case %zu: valid %d at %zu, expected %ld", i, ok, at, cases[i].bad);
+    }
+}
+
+/* A text tree: labels from sub-directories, sorted order, mapped names,
+ * hidden files skipped; the prepared index splits and partitions by label. */
+static void test_text_scan(void **state)
+{
+    (void)state;
+    char root[512], path[700], err[512];
+    snprintf(root, sizeof root, "%s/text", dir);
+    const char *tree[] = {"text/b/two.txt", "text/b/one.txt", "text/top.txt", "text/a/z",
+                          "text/a/deep/x.txt", "text/.hidden", "text/a/.also", "text/other.md"};
+    assert_int_equal(mkdir(root, 0755), 0);
+    snprintf(path, sizeof path, "%s/text/a", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/text/a/deep", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/text/b", dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, tree[i]);
+        write_file(path, "words\n", 6);
+    }
+    mm_text_file *f;
+    int n;
+    assert_int_equal(mm_text_scan(root, "misc", &f, &n, err, sizeof err), 0);
+    static const char *const want[][3] = {
+        {"a/deep/x.txt", "a", "a-deep-x"}, {"a/z", "a", "a-z"}, {"b/one.txt", "b", "b-one"},
+        {"b/two.txt", "b", "b-two"}, {"other.md", "misc", "other.md"}, {"top.txt", "misc", "top"},
+    };
+    assert_int_equal(n, 6);
+    for (int i = 0; i < n; i++) {
+        assert_string_equal(f[i].rel, want[i][0]);
+        assert_string_equal(f[i].label, want[i][1]);
+        assert_string_equal(f[i].name, want[i][2]);
+    }
+    mm_text_files_free(f, n);
+    char dst[600];
+    snprintf(dst, sizeof dst, "%s/text-prepared", dir);
+    char *argv[] = {"data-prepare", "--text", "--label", "misc", root, dst, NULL};
+    assert_int_equal(cmd_data_prepare(6, argv), 0);
+    mm_data_index ix;
+    assert_int_equal(mm_data_index_load(&ix, dst, err, sizeof err), 0);
+    assert_int_equal(ix.n_files, 6);
+    assert_int_equal(ix.n_genres, 3);
+    assert_string_equal(ix.genres[2], "misc");
+    int owner[6];
+    assert_int_equal(mm_data_assign(&ix, &GENRE, 3, owner, err, sizeof err), 0);
+    for (int i = 0; i < 6; i++) /* one file of each label validates, one trains */
+        assert_int_equal(owner[i] >= 0, i % 2 == 1);
+    mm_data_index_free(&ix);
+    /* a bad --label is a usage error */
+    char *bad[] = {"data-prepare", "--text", "--label", "no/slash", root, dst, NULL};
+    assert_int_equal(cmd_data_prepare(6, bad), 2);
 }
 
 static void test_shards(void **state)
@@ -245,7 +443,8 @@ static void test_shards(void **state)
         int seen[N_FILES] = {0};
         for (int p = 0; p < n; p++) {
             mm_shard s;
-            assert_int_equal(mm_shard_load(&s, dir, (mm_partition)part, p, n, err, sizeof err), 0);
+            mm_partition pt = {.kind = (mm_part_kind)part};
+            assert_int_equal(mm_shard_load(&s, dir, &pt, p, n, err, sizeof err), 0);
             files += s.n_files;
             for (int i = 0; i < N_FILES; i++) {
                 char mark[32];
@@ -274,7 +473,7 @@ static void test_sampling(void **state)
     (void)state;
     char err[256];
     mm_shard s;
-    assert_int_equal(mm_shard_load(&s, dir, MM_PART_IID, 0, 1, err, sizeof err), 0);
+    assert_int_equal(mm_shard_load(&s, dir, &IID, 0, 1, err, sizeof err), 0);
     enum { B = 5, T = 16 };
     uint8_t a[B * (T + 1)], b[B * (T + 1)], c[B * (T + 1)];
     mm_rng r1, r2;
@@ -309,7 +508,7 @@ static void damage(const char *how, const char *expect)
     char err[512], path[600];
     assert_int_equal(mm_data_index_load(&ix, dir, err, sizeof err), 0);
     int owner[N_FILES];
-    assert_int_equal(mm_data_assign(&ix, MM_PART_GENRE, 2, owner, err, sizeof err), 0);
+    assert_int_equal(mm_data_assign(&ix, &GENRE, 2, owner, err, sizeof err), 0);
     int victim = 1; /* f01: news, training */
     assert_int_equal(ix.files[victim].val, 0);
     snprintf(path, sizeof path, "%s/%s.txt", dir, ix.files[victim].name);
@@ -324,12 +523,12 @@ static void damage(const char *how, const char *expect)
         write_file(path, text, strlen(text));
     }
     mm_shard s;
-    assert_int_equal(mm_shard_load(&s, dir, MM_PART_GENRE, owner[victim], 2, err, sizeof err), -1);
+    assert_int_equal(mm_shard_load(&s, dir, &GENRE, owner[victim], 2, err, sizeof err), -1);
     assert_non_null(strstr(err, "f01.txt"));
     assert_non_null(strstr(err, expect));
     assert_int_equal(mm_data_verify(dir, err, sizeof err), -1);
     assert_non_null(strstr(err, "f01.txt"));
-    assert_int_equal(mm_shard_load(&s, dir, MM_PART_GENRE, 1 - owner[victim], 2, err, sizeof err), 0);
+    assert_int_equal(mm_shard_load(&s, dir, &GENRE, 1 - owner[victim], 2, err, sizeof err), 0);
     mm_shard_free(&s);
     file_text(victim, text, sizeof text);
     write_file(path, text, strlen(text));
@@ -377,9 +576,24 @@ static void test_bad_index(void **state)
         if (!strstr(err, cases[i].expect))
             fail_msg("case %zu: '%s' lacks '%s'", i, err, cases[i].expect);
     }
-    assert_int_equal(mm_partition_parse("iid"), MM_PART_IID);
-    assert_int_equal(mm_partition_parse("genre"), MM_PART_GENRE);
-    assert_int_equal(mm_partition_parse("random"), -1);
+    mm_partition pt;
+    assert_int_equal(mm_partition_parse("iid", &pt, err, sizeof err), 0);
+    assert_int_equal(pt.kind, MM_PART_IID);
+    assert_int_equal(mm_partition_parse("genre", &pt, err, sizeof err), 0);
+    assert_int_equal(pt.kind, MM_PART_GENRE);
+    assert_int_equal(mm_partition_parse("dirichlet:0.5", &pt, err, sizeof err), 0);
+    assert_true(pt.kind == MM_PART_DIRICHLET && pt.alpha == 0.5 && !pt.seed_given);
+    assert_string_equal(mm_partition_name(&pt), "dirichlet:0.5");
+    assert_int_equal(mm_partition_parse("dirichlet:1e3:7", &pt, err, sizeof err), 0);
+    assert_true(pt.alpha == 1000 && pt.seed_given && pt.seed == 7);
+    assert_string_equal(mm_partition_name(&pt), "dirichlet:1000:7");
+    static const char *const refused[] = {"random", "dirichlet:", "dirichlet:0", "dirichlet:-1",
+                                          "dirichlet:x", "dirichlet:nan", "dirichlet:2e6",
+                                          "dirichlet:1:", "dirichlet:1:-3", "dirichlet:1:2x",
+                                          "dirichlet:1x"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        if (mm_partition_parse(refused[i], &pt, err, sizeof err) == 0)
+            fail_msg("--partition %s accepted", refused[i]);
 }
 
 int main(void)
@@ -387,6 +601,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detag),     cmocka_unit_test(test_prepare),
         cmocka_unit_test(test_split),     cmocka_unit_test(test_partition),
+        cmocka_unit_test(test_dirichlet), cmocka_unit_test(test_text_utf8),
+        cmocka_unit_test(test_text_scan),
         cmocka_unit_test(test_shards),    cmocka_unit_test(test_sampling),
         cmocka_unit_test(test_bad_files), cmocka_unit_test(test_bad_index),
     };

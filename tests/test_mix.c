@@ -11,7 +11,8 @@
 #include <cmocka.h>
 
 #include "gossip/mix.h"
-#include "model/rng.h"
+#include "base/rng.h"
+#include "gossip/wire.h"
 
 static float *randvec(mm_rng *r, size_t n, double scale, double offset)
 {
@@ -126,7 +127,7 @@ static void check_round(int pushsum, double clip, int missing)
     mm_mix_input in[3];
     for (int k = 0; k < n_in; k++)
         in[k] = (mm_mix_input){.x = z_k[k] ? sent[k] : NULL, .weight = W[k], .w = w_k[k]};
-    double w_new = mm_mix_round(x, s, n, w_old, self, in, n_in, pushsum, clip);
+    double w_new = mm_mix_round(x, s, n, w_old, self, in, n_in, pushsum, 8, clip);
 
     double *expect = malloc(n * sizeof *expect), w_expect;
     reference(expect, z_t, delta, n, w_old, self, n_in, z_k, W, w_k, pushsum, clip, &w_expect);
@@ -178,7 +179,7 @@ static void test_ring_preserves_mean(void **state)
         for (int i = 0; i < N; i++) {
             mm_mix_input in[2] = {{.x = s[(i + 1) % N], .weight = 1.0 / 3, .w = 1},
                                   {.x = s[(i + N - 1) % N], .weight = 1.0 / 3, .w = 1}};
-            mm_mix_round(x[i], s[i], P, 1.0, 1.0 / 3, in, 2, 0, 0);
+            mm_mix_round(x[i], s[i], P, 1.0, 1.0 / 3, in, 2, 0, N, 0);
         }
     }
     for (int p = 0; p < P; p++)
@@ -222,7 +223,7 @@ static void test_pushsum_directed_ring(void **state)
             if (i == 2)
                 in[n_in++] = (mm_mix_input){.x = s[0], .weight = 1.0 / 3, .w = sw[0]};
             double self = i == 0 ? 1.0 / 3 : 0.5;
-            w[i] = mm_mix_round(z[i], s[i], P, sw[i], self, in, n_in, 1, 0);
+            w[i] = mm_mix_round(z[i], s[i], P, sw[i], self, in, n_in, 1, N, 0);
         }
     }
     double wsum = 0;
@@ -237,6 +238,108 @@ static void test_pushsum_directed_ring(void **state)
         free(z[i]), free(s[i]);
 }
 
+/* A neighbour's weight outside the rule is refused and the round is, bit
+ * for bit, the round without that neighbour (issue 11: w = -2 from one
+ * neighbour on a chain drove the divisor to ~0 and stopped honest peers). */
+static void bad_weight_is_missing(int pushsum)
+{
+    enum { P = 517, N = 3 };
+    mm_rng r;
+    mm_rng_seed(&r, 77 + (uint64_t)pushsum);
+    float *z = randvec(&r, P, 1, 0), *s = malloc(P * sizeof(float));
+    float *a = randvec(&r, P, 1, 2), *b = randvec(&r, P, 1, -1);
+    float *x1 = malloc(P * sizeof(float)), *x2 = malloc(P * sizeof(float));
+    double w_old = pushsum ? 0.75 : 1.0, wa = pushsum ? 1.25 : 1.0;
+    for (size_t i = 0; i < P; i++)
+        s[i] = (float)(w_old * z[i]);
+    const double bad_ps[] = {-2, -0.0, 0, 1e-300, 4e-320, 0x1p-31, 3.0000000001, 1e300, INFINITY, NAN};
+    const double bad_one[] = {-2, 0, 1e-300, 4e-320, 1e300, 0.9999999999999999, 1.0000000000000002,
+                              2, INFINITY, NAN};
+    const double *bad = pushsum ? bad_ps : bad_one;
+    for (int t = 0; t < 10; t++) {
+        /* reference: neighbour b absent */
+        memcpy(x1, z, P * sizeof(float));
+        mm_mix_input ref[2] = {{.x = a, .weight = 0.25, .w = wa}, {.x = NULL, .weight = 0.25, .w = 1}};
+        double w1 = mm_mix_round(x1, s, P, w_old, 0.5, ref, 2, pushsum, N, 0);
+        memcpy(x2, z, P * sizeof(float));
+        mm_mix_input in[2] = {{.x = a, .weight = 0.25, .w = wa}, {.x = b, .weight = 0.25, .w = bad[t]}};
+        double w2 = mm_mix_round(x2, s, P, w_old, 0.5, in, 2, pushsum, N, 0);
+        assert_int_equal(in[1].refused, 1);
+        assert_int_equal(in[0].refused, 0);
+        assert_null(in[1].x);
+        assert_true(isnan(in[1].dist));
+        assert_true(w1 == w2);
+        assert_memory_equal(x1, x2, P * sizeof(float));
+        assert_true(mm_mix_all_finite(x2, P));
+    }
+    /* the edges of the rule are accepted */
+    const double good[] = {pushsum ? MM_PUSHSUM_W_MIN : 1.0, pushsum ? (double)N : 1.0};
+    for (int t = 0; t < 2; t++) {
+        memcpy(x2, z, P * sizeof(float));
+        mm_mix_input in[1] = {{.x = b, .weight = 0.5, .w = good[t]}};
+        mm_mix_round(x2, s, P, w_old, 0.5, in, 1, pushsum, N, 0);
+        assert_int_equal(in[0].refused, 0);
+        assert_non_null(in[0].x);
+    }
+    free(z), free(s), free(a), free(b), free(x1), free(x2);
+}
+
+static void test_bad_weight_dpsgd(void **state) { (void)state; bad_weight_is_missing(0); }
+static void test_bad_weight_pushsum(void **state) { (void)state; bad_weight_is_missing(1); }
+
+/* The divisor's bound, and what keeps an honest push-sum peer in range. */
+static void test_pushsum_weight_bounds(void **state)
+{
+    (void)state;
+    enum { P = 64 };
+    mm_rng r;
+    mm_rng_seed(&r, 5);
+    float *z = randvec(&r, P, 1, 0), *s = malloc(P * sizeof(float)), *x = malloc(P * sizeof(float));
+    float *nb = randvec(&r, P, 1, 3);
+    /* isolated (its neighbour missing): the weight decays by W_self per
+     * round, then stays at 2^-30; z does not move */
+    double w = 1.0;
+    memcpy(x, z, P * sizeof(float));
+    for (int round = 0; round < 40; round++) {
+        for (size_t i = 0; i < P; i++)
+            s[i] = (float)(w * x[i]);
+        mm_mix_input in[1] = {{.x = NULL, .weight = 0.5, .w = 1}};
+        double w_new = mm_mix_round(x, s, P, w, 0.5, in, 1, 1, 4, 0);
+        double expect = w * 0.5 < MM_PUSHSUM_W_MIN ? MM_PUSHSUM_W_MIN : w * 0.5;
+        assert_true(w_new == expect);
+        w = w_new;
+    }
+    assert_true(w == MM_PUSHSUM_W_MIN);
+    for (size_t i = 0; i < P; i++)
+        assert_float_equal(x[i], z[i], 1e-5 * fabs(z[i]) + 1e-6);
+    /* W_self' = 0 and nothing received: nothing is divided, x and w stay */
+    memcpy(x, z, P * sizeof(float));
+    for (size_t i = 0; i < P; i++)
+        s[i] = (float)(0.5 * x[i]);
+    mm_mix_input none[1] = {{.x = NULL, .weight = 1.0, .w = 1}};
+    assert_true(mm_mix_round(x, s, P, 0.5, 0.0, none, 1, 1, 4, 0) == 0.5);
+    assert_memory_equal(x, z, P * sizeof(float));
+    /* W_self' = 0, one neighbour at the smallest weight: w_new = W w_k > 0,
+     * and the result is that neighbour's z */
+    float *sent = malloc(P * sizeof(float));
+    for (size_t i = 0; i < P; i++)
+        sent[i] = (float)(MM_PUSHSUM_W_MIN * nb[i]);
+    mm_mix_input one[1] = {{.x = sent, .weight = 1.0, .w = MM_PUSHSUM_W_MIN}};
+    assert_true(mm_mix_round(x, s, P, 0.5, 0.0, one, 1, 1, 4, 0) == MM_PUSHSUM_W_MIN);
+    for (size_t i = 0; i < P; i++)
+        assert_float_equal(x[i], nb[i], 1e-5 * fabs(nb[i]) + 1e-6);
+    /* mass above the cluster's (neighbours claiming n each) is capped at n */
+    memcpy(x, z, P * sizeof(float));
+    for (size_t i = 0; i < P; i++) {
+        s[i] = (float)(4.0 * x[i]);
+        sent[i] = (float)(4.0 * nb[i]);
+    }
+    mm_mix_input two[2] = {{.x = sent, .weight = 1.0, .w = 4}, {.x = sent, .weight = 1.0, .w = 4}};
+    assert_true(mm_mix_round(x, s, P, 4.0, 0.5, two, 2, 1, 4, 0) == 4.0);
+    assert_true(mm_mix_all_finite(x, P));
+    free(z), free(s), free(x), free(nb), free(sent);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -249,6 +352,9 @@ int main(void)
         cmocka_unit_test(test_round_clip_pull),
         cmocka_unit_test(test_ring_preserves_mean),
         cmocka_unit_test(test_pushsum_directed_ring),
+        cmocka_unit_test(test_bad_weight_dpsgd),
+        cmocka_unit_test(test_bad_weight_pushsum),
+        cmocka_unit_test(test_pushsum_weight_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

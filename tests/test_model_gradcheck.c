@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "model/model.h"
-#include "model/rng.h"
+#include "base/rng.h"
 
 #define GC_B 2
 #define GC_T 8

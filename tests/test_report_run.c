@@ -15,10 +15,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include <openssl/evp.h>
 
 #include "gossip/sketch.h"
-#include "node/report.h"
+#include "report/report.h"
+#include "report/snapshot.h"
 #include "tests/testutil.h"
 
 #define NP 4
@@ -28,11 +28,12 @@
 
 static char run[256];
 
-/* The averaged-model hook, replaced here to check what the report hands
- * over: it returns the round as "loss" and xbar[0] as "accuracy". */
+/* The averaged-model callback (mm_report_opts.eval_average), a stand-in to
+ * check what the report hands over: it returns the round as "loss" and
+ * xbar[0] as "accuracy". */
 static int hook_calls;
 static double hook_xbar0;
-int mm_report_eval_average(const float *xbar, size_t n, int64_t round, const char *run_dir,
+static int fake_eval_average(const float *xbar, size_t n, int64_t round, const char *run_dir,
                            double *val_loss, double *val_acc)
 {
     (void)run_dir;
@@ -103,28 +104,16 @@ static double sketch_xi(const int *ids, int n, int64_t r)
     return xi;
 }
 
+/* Written with the node's own writer (report/snapshot.h owns the format). */
 static void write_snapshot(int i, int64_t r)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/node-%d/snap", run, i);
-    mkdir(path, 0777);
-    snprintf(path, sizeof path, "%s/node-%d/snap/r%08lld.bin", run, i, (long long)r);
-    size_t size = 32 + 4 * (size_t)P + 32;
-    unsigned char *b = calloc(1, size);
-    memcpy(b, "MMSNAP01", 8);
-    uint32_t peer = (uint32_t)i;
-    uint64_t round = (uint64_t)r, n = P;
-    memcpy(b + 8, &peer, 4); /* the test host is little-endian like the format */
-    memcpy(b + 16, &round, 8);
-    memcpy(b + 24, &n, 8);
-    params(i, r, (float *)(b + 32));
-    unsigned len = 0;
-    EVP_Digest(b, 32 + 4 * (size_t)P, b + 32 + 4 * (size_t)P, &len, EVP_sha256(), NULL);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(b, 1, size, f), size);
-    fclose(f);
-    free(b);
+    float *x = malloc(P * sizeof *x);
+    assert_non_null(x);
+    params(i, r, x);
+    char err[512];
+    if (mm_snapshot_write(run, i, r, x, P, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    free(x);
 }
 
 /* Counters of a segment that started at round s0: per round 1000 bytes
@@ -240,7 +229,7 @@ static void test_synthetic_run(void **state)
     mm_report r;
     char err[256];
     FILE *warn = tmpfile();
-    mm_report_opts opt = {.warn = warn};
+    mm_report_opts opt = {.warn = warn, .eval_average = fake_eval_average};
     hook_calls = 0;
     assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
     assert_int_equal(r.n_peers, NP);
@@ -345,7 +334,7 @@ static void test_empty_run_is_an_error(void **state)
     mm_report r;
     char err[256] = "";
     FILE *warn = tmpfile();
-    mm_report_opts opt = {.warn = warn};
+    mm_report_opts opt = {.warn = warn, .eval_average = fake_eval_average};
     assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), -1);
     assert_non_null(strstr(err, "empty run"));
     char path[512];
@@ -362,11 +351,95 @@ static void test_empty_run_is_an_error(void **state)
     rm_run();
 }
 
+/* A misconfigured run as docs/metrics.md writes it: peer 0 fine, peers 1
+ * and 2 refused each other (TLS mismatch), peer 3 isolated; and a running
+ * peer that said it was isolated and has not mixed since. The table names
+ * each, says the run was misconfigured, and the progress line counts them. */
+static void test_refused_and_isolated(void **state)
+{
+    (void)state;
+    snprintf(run, sizeof run, "/tmp/mm-report-refused-XXXXXX");
+    assert_non_null(mkdtemp(run));
+    static const char *const end[4] = {
+        "\"reason\":\"done\",\"refused\":0,\"tls_mismatch\":0,\"mixed\":{\"1\":5}",
+        "\"reason\":\"refused\",\"stopped\":\"done\",\"refused\":7,\"tls_mismatch\":6,"
+        "\"bad_magic\":1,\"mixed\":{\"0\":5,\"2\":0},\"refusals\":{\"2\":\"tls_mismatch\"},"
+        "\"why\":{\"2\":\"TLS mismatch: it speaks TLS but this peer runs --plaintext\"}",
+        "\"reason\":\"refused\",\"stopped\":\"signal\",\"refused\":4,\"tls_mismatch\":4,"
+        "\"mixed\":{\"1\":0,\"3\":0},\"refusals\":{\"1\":\"tls_mismatch\",\"3\":\"tls_mismatch\"}",
+        "\"reason\":\"isolated\",\"stopped\":\"done\",\"refused\":0,\"mixed\":{\"2\":0},"
+        "\"why\":{\"2\":\"never connected\"}",
+    };
+    for (int i = 0; i < 5; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/node-%d", run, i);
+        mkdir(path, 0777);
+        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", run, i);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"ev\":\"start\",\"peer\":%d,\"n_peers\":5,\"params\":10,\"time\":0}\n", i);
+        fprintf(f, "{\"ev\":\"round\",\"peer\":%d,\"round\":0,\"time\":1,\"nbrs\":[]}\n", i);
+        if (i == 4) { /* still running: said it is isolated, then a round with nobody */
+            fprintf(f, "{\"ev\":\"isolated\",\"peer\":4,\"round\":1,\"time\":2,\"alone_s\":31.0,"
+                       "\"mixed\":{\"3\":0},\"refusals\":{\"3\":\"bad_fingerprint\"},"
+                       "\"why\":{\"3\":\"model fingerprint differs\"}}\n");
+            fprintf(f, "{\"ev\":\"round\",\"peer\":4,\"round\":1,\"time\":3,\"nbrs\":[]}\n");
+        } else {
+            fprintf(f, "{\"ev\":\"end\",\"peer\":%d,\"round\":1,\"time\":2,%s}\n", i, end[i]);
+        }
+        fclose(f);
+    }
+    mm_report r;
+    char err[256] = "";
+    FILE *warn = tmpfile();
+    mm_report_opts opt = {.warn = warn, .no_exact = true};
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    assert_string_equal(r.peers[1].end_reason, "refused");
+    assert_true(r.peers[1].refused == 7);
+    assert_string_equal(r.peers[1].top_refusal, "tls_mismatch");
+    assert_int_equal(r.peers[1].n_refused_nbrs, 1);
+    assert_int_equal(r.peers[1].first_refused, 2);
+    assert_int_equal(r.peers[2].n_refused_nbrs, 2);
+    assert_string_equal(r.peers[3].end_reason, "isolated");
+    assert_true(r.peers[4].isolated_now);
+    assert_string_equal(r.peers[4].refused_code, "bad_fingerprint");
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    mm_report_print_table(&r, out);
+    fclose(out);
+    assert_non_null(strstr(buf, "node-1        1        1      0 refused "));
+    assert_non_null(strstr(buf, "7 tls_mismatch"));
+    assert_non_null(strstr(buf, "peer 2: tls_mismatch"));
+    assert_non_null(strstr(buf, "peer 1: tls_mismatch (+1 more)"));
+    assert_non_null(strstr(buf, "isolated "));
+    assert_non_null(strstr(buf, "isolated?"));
+    assert_non_null(strstr(buf, "MISCONFIGURED: 2 peers"));
+    assert_non_null(strstr(buf, "one side runs TLS, the other --plaintext"));
+    assert_non_null(strstr(buf, "ISOLATED: 1 peer mixed with none of its neighbours"));
+    assert_non_null(strstr(buf, "1 running peer mixes with none of its neighbours now"));
+    free(buf);
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    mm_report_print_progress(&r, 3, 30, out);
+    fclose(out);
+    /* refused: the two that ended so and the running one alone with a
+     * refused neighbour; isolated: the one that ended so */
+    assert_non_null(strstr(buf, "| refused 3 (tls_mismatch) | isolated 1 |"));
+    assert_non_null(strstr(buf, "[ERRII]"));
+    free(buf);
+    mm_report_free(&r);
+    fclose(warn);
+    rm_run();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_synthetic_run),
         cmocka_unit_test(test_empty_run_is_an_error),
+        cmocka_unit_test(test_refused_and_isolated),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

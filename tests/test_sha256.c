@@ -1,4 +1,4 @@
-/* model/sha256.c against the FIPS 180-4 examples and against Python's
+/* base/sha256.c (libcrypto) against the FIPS 180-4 examples and against Python's
  * hashlib on lengths around the 55/56/64-byte padding boundaries, one-shot
  * and fed in awkward pieces. */
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/sha256.h"
+#include "base/sha256.h"
 
 static void check_hex(const void *data, size_t len, const char *want)
 {

@@ -171,6 +171,8 @@ static void one_peer_exp_directions(void **state)
 }
 
 /* The views must be exactly the rows (in) and columns (out) of W. */
+/* Epidemic Learning's W is row- but not column-stochastic (a receiver
+ * averages what came); every other kind keeps the total mass. */
 static void check_views(mm_topology *t, uint64_t round)
 {
     int n = mm_topo_n(t), md = mm_topo_max_degree(t);
@@ -202,8 +204,7 @@ static void check_views(mm_topology *t, uint64_t round)
         for (int j = 0; j < n; j++)
             col[j] += w[i * n + j];
     }
-    /* Every kind keeps the total mass: columns sum to 1. */
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n && strcmp(mm_topo_kind(t), "epidemic"); j++)
         assert_near(col[j], 1.0, 1e-12);
     free(col);
     free(in);
@@ -219,7 +220,8 @@ static void views_match_matrix_every_kind(void **state)
         for (size_t m = 0; m < sizeof ns / sizeof ns[0]; m++) {
             const char *kind = mm_topo_kinds[k];
             int n = ns[m];
-            if ((!strcmp(kind, "torus") && n == 9) || (!strcmp(kind, "regular") && n == 4))
+            if ((!strcmp(kind, "torus") && n == 9) || (!strcmp(kind, "regular") && n == 4) ||
+                (!strcmp(kind, "alt-exp-ring") && n == 9))
                 continue;
             mm_topology *t = gen(kind, n, NULL);
             for (uint64_t r = 0; r < 5; r++)

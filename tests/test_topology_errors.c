@@ -56,7 +56,7 @@ static const bad_case cases[] = {
     {"isolated peer", "peers 3\n0 1\n", {"bad.topo: ", "not connected", "peer 2"}},
     {"not strongly connected", "peers 3\ngraph directed\n0 1\n1 2\n", {"bad.topo: ", "not strongly connected", "peer 1 cannot reach peer 0"}},
     {"one-way star", "peers 3\ngraph directed\n1 0\n2 0\n", {"bad.topo: ", "peer 1 cannot be reached from peer 0"}},
-    {"unknown schedule", "peers 4\nschedule spiral\n", {"bad.topo:2: ", "one-peer-exp or random-matching", "'spiral'"}},
+    {"unknown schedule", "peers 4\nschedule spiral\n", {"bad.topo:2: ", "one-peer-exp, random-matching, local, alt-exp-ring, base or epidemic", "'spiral'"}},
     {"schedule with edges", "peers 4\nschedule one-peer-exp\n0 1\n", {"bad.topo:3: ", "names a schedule (line 2)", "cannot also list edges"}},
     {"schedule with weights", "peers 4\nweights uniform\nschedule one-peer-exp\n", {"bad.topo:2: ", "schedule (line 3)", "drop this line"}},
     {"matching without seed", "peers 4\nschedule random-matching\n", {"bad.topo:2: ", "expected 'seed S'"}},

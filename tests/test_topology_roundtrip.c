@@ -22,6 +22,7 @@ static void compare_specs(const mm_topo_spec *a, const mm_topo_spec *b, const ch
 {
     if (a->n != b->n || a->directed != b->directed || a->weights != b->weights ||
         a->schedule != b->schedule || a->seed != b->seed || strcmp(a->kind, b->kind) ||
+        a->degree != b->degree || a->fanout != b->fanout || a->group != b->group ||
         a->n_edges != b->n_edges)
         fail_msg("%s: header differs after the round trip", what);
     for (size_t i = 0; i < a->n_edges; i++)
@@ -83,8 +84,18 @@ static void every_kind_round_trips(void **state)
             mm_gen_opts o = {.n = ns[m], .seed = 11};
             if (!strcmp(kind, "regular") && o.n == 4)
                 o.degree = 3; /* the default d = 3 is complete here; still fine */
+            if (!strcmp(kind, "alt-exp-ring") && (o.n == 6 || o.n == 9))
+                continue; /* hosts must be a power of two */
+            if (!strcmp(kind, "alt-exp-ring") && o.n >= 16)
+                o.group = 4; /* and hosts of several peers */
+            if (!strcmp(kind, "base"))
+                o.degree = 1 + o.n % 4;
+            if (!strcmp(kind, "epidemic"))
+                o.fanout = 1 + o.n % 3;
             roundtrip(kind, &o, "");
-            bool is_static = strcmp(kind, "one-peer-exp") && strcmp(kind, "random-matching");
+            bool is_static = strcmp(kind, "one-peer-exp") && strcmp(kind, "random-matching") &&
+                             strcmp(kind, "local") && strcmp(kind, "alt-exp-ring") &&
+                             strcmp(kind, "base") && strcmp(kind, "epidemic");
             if (is_static) {
                 o.write_weights = true;
                 roundtrip(kind, &o, "--write-weights");
@@ -109,7 +120,7 @@ static void every_kind_round_trips(void **state)
             done++;
         }
     }
-    assert_int_equal(done, 10 * 6);
+    assert_int_equal(done, 14 * 6 - 2);
 }
 
 static bool same_edges(const mm_topo_spec *a, const mm_topo_spec *b)
@@ -206,6 +217,12 @@ static void generator_refusals(void **state)
         {"ring", {.n = 1}, "expected 2.."},
         {"ring", {.n = 8, .directed = true}, "--directed applies to kind exp only"},
         {"star", {.n = 5, .weights_set = true, .weights = MM_W_UNIFORM, .write_weights = true}, "not symmetric"},
+        {"alt-exp-ring", {.n = 12}, "power of two of hosts"},
+        {"alt-exp-ring", {.n = 8, .group = 3}, "hosts of 'group 3'"},
+        {"base", {.n = 8, .degree = 8}, "must be 1..7"},
+        {"epidemic", {.n = 4, .fanout = 4}, "must be 1..3"},
+        {"ring", {.n = 8, .fanout = 2}, "-s applies to kind epidemic only"},
+        {"local", {.n = 8, .write_weights = true}, "a schedule fixes its weights"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         mm_topo_spec s;

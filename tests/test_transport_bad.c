@@ -29,15 +29,22 @@ typedef struct {
     size_t ngot;
 } fixture;
 
+/* The weight rule of the honest transports, and the weight their vectors
+ * carry (0: the harness's tn_weight, which only MM_WEIGHT_FINITE allows). */
+static mm_weight_rule fixture_rule;
+static double fixture_weight;
+
 static fixture *setup_cluster(bool tls, void (*tweak)(mm_transport_config *))
 {
     fixture *f = calloc(1, sizeof *f);
     tn_init(&f->cl, 3, VLEN);
+    f->cl.weight = fixture_weight;
     for (uint32_t i = 0; i < 3; i += 2) {
         mm_transport_config c = tn_config(&f->cl, i, tls ? certdir : NULL);
         c.frame_timeout_ms = 300;
         c.connect_timeout_ms = 1500;
         c.max_conns_per_addr = 8;
+        c.weight_rule = fixture_rule;
         if (tweak)
             tweak(&c);
         assert_non_null(tn_start(&f->cl, i, &c));
@@ -105,20 +112,23 @@ static void att_frame(int fd, uint16_t type, uint32_t sender, uint64_t round,
 
 static void att_hello(int fd, uint32_t sender, uint8_t fp, uint64_t vec_len)
 {
-    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM};
+    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+                       .codec = MM_WIRE_CODEC_FP32};
     memset(h.fingerprint, fp, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &h);
     att_frame(fd, MM_WIRE_HELLO, sender, 0, buf, sizeof buf);
 }
 
-/* A vector payload: weight 1.0 then VLEN floats, one of them replaced. */
+/* A vector payload: the vector header (weight 1.0, fp32, the whole
+ * vector), then VLEN floats, one of them replaced. The weight is its first
+ * 8 bytes, so a test can overwrite it in place. */
 static uint8_t *att_vector(float bad)
 {
-    uint8_t *p = calloc(1, 8 + 4 * VLEN);
-    double w = 1.0;
-    memcpy(p, &w, 8);
-    float *v = (float *)(p + 8);
+    uint8_t *p = calloc(1, MM_WIRE_VEC_HDR + 4 * VLEN);
+    mm_wire_vec m = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = VLEN};
+    mm_wire_put_vec(p, &m);
+    float *v = (float *)(p + MM_WIRE_VEC_HDR);
     for (int i = 0; i < VLEN; i++)
         v[i] = (float)i;
     v[VLEN / 3] = bad;
@@ -180,7 +190,8 @@ static bool refusal_says(fixture *f, const char *text)
         mm_wire_header h;
         char why[160];
         if (mm_wire_get_header(f->got + off, false, 0, &h, why, sizeof why) != MM_WIRE_OK &&
-            mm_wire_get_header(f->got + off, true, VLEN, &h, why, sizeof why) != MM_WIRE_OK)
+            mm_wire_get_header(f->got + off, true, MM_WIRE_VEC_HDR + 4 * VLEN, &h, why,
+                           sizeof why) != MM_WIRE_OK)
             return false;
         size_t end = off + MM_WIRE_HDR_LEN + (size_t)h.payload_len;
         if (end > f->ngot)
@@ -238,7 +249,7 @@ static void unknown_type(void **s)
 static void vector_before_hello(void **s)
 {
     uint8_t *v = att_vector(1.0f);
-    ATTACK(bad_type, att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN));
+    ATTACK(bad_type, att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN));
     free(v);
 }
 
@@ -251,7 +262,7 @@ static void huge_length(void **s)
     mm_wire_put_header(hdr, &h);
     ATTACK(bad_length, att_write(fd, hdr, sizeof hdr));
     /* after the HELLO, a vector longer than the agreed vector length */
-    mm_wire_header v = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = 8 + 4 * VLEN + 4};
+    mm_wire_header v = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = MM_WIRE_VEC_HDR + 4 * VLEN + 4};
     mm_wire_put_header(hdr, &v);
     ATTACK(bad_length, { att_hello(fd, ATT_ID, 0xAB, VLEN); att_write(fd, hdr, sizeof hdr); });
 }
@@ -270,13 +281,13 @@ static void bad_checksum(void **s)
 {
     uint8_t *v = att_vector(2.0f);
     uint8_t hdr[MM_WIRE_HDR_LEN];
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = 8 + 4 * VLEN,
-                        .payload_crc = mm_crc32c(0, v, 8 + 4 * VLEN) ^ 1};
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = ATT_ID, .payload_len = MM_WIRE_VEC_HDR + 4 * VLEN,
+                        .payload_crc = mm_crc32c(0, v, MM_WIRE_VEC_HDR + 4 * VLEN) ^ 1};
     mm_wire_put_header(hdr, &h);
     ATTACK(bad_checksum, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
         att_write(fd, hdr, sizeof hdr);
-        att_write(fd, v, 8 + 4 * VLEN);
+        att_write(fd, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     /* a header whose own checksum is wrong */
     mm_wire_put_header(hdr, &h);
@@ -310,7 +321,7 @@ static void round_outside_window(void **s)
     uint8_t *v = att_vector(3.0f);
     ATTACK(bad_round, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 5000000, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 5000000, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     free(v);
 }
@@ -320,22 +331,115 @@ static void nan_and_inf(void **s)
     uint8_t *v = att_vector(NAN);
     ATTACK(bad_values, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     free(v);
     v = att_vector(-INFINITY);
     ATTACK(bad_values, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     double w = NAN;
     memcpy(v, &w, 8);
-    ((float *)(v + 8))[VLEN / 3] = 1.0f;
+    ((float *)(v + MM_WIRE_VEC_HDR))[VLEN / 3] = 1.0f;
     ATTACK(bad_values, {
         att_hello(fd, ATT_ID, 0xAB, VLEN);
-        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     });
     free(v);
+}
+
+/* A VECTOR whose weight breaks the receiver's rule (issue 11: a finite
+ * negative weight stopped honest dpsgd peers) is refused, counted as
+ * bad_weight with a reason naming the weight, and the honest peer goes on;
+ * for dpsgd/async (exactly 1) and pushsum ([2^-30, n], n = 3 here). The
+ * edges of each rule get through. */
+static void bad_weights(void **s)
+{
+    const double bad[] = {-2, 0, 1e-300, 1e300, 4e-320};
+    const mm_weight_rule rules[] = {MM_WEIGHT_ONE, MM_WEIGHT_PUSHSUM};
+    uint8_t *v = att_vector(5.0f);
+    for (int r = 0; r < 2; r++) {
+        fixture_rule = rules[r];
+        fixture_weight = rules[r] == MM_WEIGHT_ONE ? 1.0 : 0.75;
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            memcpy(v, &bad[b], 8);
+            fixture *f = setup_cluster(false, NULL);
+            uint64_t before = stat_at(f, OFF(bad_weight));
+            int fd = att_connect(f);
+            att_hello(fd, ATT_ID, 0xAB, VLEN);
+            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
+            expect_refused(f, fd, OFF(bad_weight), before);
+            assert_true(refusal_says(f, "weight"));
+            assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], 0);
+            teardown_cluster(f);
+        }
+        const double good[] = {rules[r] == MM_WEIGHT_ONE ? 1.0 : MM_PUSHSUM_W_MIN,
+                               rules[r] == MM_WEIGHT_ONE ? 1.0 : 3.0};
+        for (int g = 0; g < 2; g++) {
+            memcpy(v, &good[g], 8);
+            fixture *f = setup_cluster(false, NULL);
+            int fd = att_connect(f);
+            att_hello(fd, ATT_ID, 0xAB, VLEN);
+            att_frame(fd, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
+            tn_recv_arg a = {VICTIM, ATT_ID, 1};
+            assert_true(tn_pump(&f->cl, tn_has_recv, &a, 5000));
+            assert_true(f->cl.node[VICTIM].last_weight[ATT_ID] == good[g]);
+            f->cl.node[VICTIM].bad_content = 0; /* not the harness's pattern */
+            assert_int_equal(stat_at(f, OFF(bad_weight)), 0);
+            teardown_cluster(f);
+        }
+    }
+    fixture_rule = MM_WEIGHT_FINITE;
+    fixture_weight = 0;
+    free(v);
+}
+
+/* HELLO bytes 44..47 are reserved and must be 0, like the frame header's
+ * reserved field: refused and counted under bad_type. */
+static void hello_reserved(void **s)
+{
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+                       .codec = MM_WIRE_CODEC_FP32};
+    memset(h.fingerprint, 0xAB, 32);
+    uint8_t buf[MM_WIRE_HELLO_LEN];
+    mm_wire_put_hello(buf, &h);
+    buf[46] = 1;
+    fixture *f = setup_cluster(false, NULL);
+    uint64_t before = stat_at(f, OFF(bad_type));
+    int fd = att_connect(f);
+    att_frame(fd, MM_WIRE_HELLO, ATT_ID, 0, buf, sizeof buf);
+    expect_refused(f, fd, OFF(bad_type), before);
+    assert_true(refusal_says(f, "reserved HELLO bytes"));
+    assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
+    teardown_cluster(f);
+}
+
+/* A HELLO naming another algorithm, codec or codec parameter: refused with
+ * both values named, counted under bad_config (docs/protocol.md 3.1). */
+static void hello_config_mismatch(void **s)
+{
+    static const struct { uint8_t algo, codec; uint32_t block; double frac; const char *says; } c[] = {
+        {MM_WIRE_ALGO_PUSHSUM, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
+        {MM_WIRE_ALGO_DPSGD, 3, 256, 0, "codec differs"},
+        {MM_WIRE_ALGO_DPSGD, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = c[i].algo,
+                           .codec = c[i].codec, .codec_block = c[i].block,
+                           .codec_frac = c[i].frac};
+        memset(h.fingerprint, 0xAB, 32);
+        uint8_t buf[MM_WIRE_HELLO_LEN];
+        mm_wire_put_hello(buf, &h);
+        fixture *f = setup_cluster(false, NULL);
+        uint64_t before = stat_at(f, OFF(bad_config));
+        int fd = att_connect(f);
+        att_frame(fd, MM_WIRE_HELLO, ATT_ID, 0, buf, sizeof buf);
+        expect_refused(f, fd, OFF(bad_config), before);
+        assert_true(refusal_says(f, c[i].says));
+        assert_int_equal(f->cl.node[VICTIM].up[ATT_ID], 0);
+        teardown_cluster(f);
+    }
 }
 
 static void claims_other_id_plain(void **s)
@@ -363,6 +467,93 @@ static void flood(void **s)
     teardown_cluster(f);
 }
 
+/* A connection to the victim from loopback address 127.0.0.X (bound before
+ * connecting), that then says nothing; -1 when it could not be opened. */
+static int connect_from(fixture *f, int x)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in src = {.sin_family = AF_INET};
+    src.sin_addr.s_addr = htonl(0x7F000000u | (uint32_t)x);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)victim_port(f))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr *)&src, sizeof src) != 0 ||
+        connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, O_NONBLOCK);
+    f->fds[f->nfds++] = fd;
+    return fd;
+}
+
+static bool peer_closed(int fd)
+{
+    uint8_t b[64];
+    ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+typedef struct { fixture *f; uint64_t n; } pending_arg;
+
+static bool pending_counted(tn_cluster *cl, void *arg)
+{
+    pending_arg *a = arg;
+    return stat_at(a->f, OFF(pending_refused)) >= a->n;
+}
+
+/* The global cap on unauthenticated connections (issue 11): 12 silent
+ * connections from 127.0.0.2..4 (4 each, under the per-address cap) meet a
+ * cap of 6: 6 are refused and counted as pending_refused, 6 held (the
+ * handshake timeout is long here). Meanwhile the honest peer 0, whose
+ * configured address is 127.0.0.1, still connects at once: its address
+ * keeps its own quota outside the cap. */
+static void cap_pending(mm_transport_config *c)
+{
+    c->max_pending_conns = 6;
+    c->max_conns_per_addr = 4;
+    c->connect_timeout_ms = 20000;
+}
+
+static void pending_cap_keeps_room_for_peers(void **s)
+{
+    fixture *f = calloc(1, sizeof *f);
+    tn_init(&f->cl, 3, VLEN);
+    mm_transport_config c = tn_config(&f->cl, VICTIM, NULL);
+    cap_pending(&c);
+    assert_non_null(tn_start(&f->cl, VICTIM, &c));
+    uint32_t w = HONEST;
+    mm_transport_want(f->cl.node[VICTIM].t, &w, 1);
+    for (int x = 2; x <= 4; x++)
+        for (int i = 0; i < 4; i++)
+            assert_true(connect_from(f, x) >= 0);
+    pending_arg pa = {f, 6};
+    assert_true(tn_pump(&f->cl, pending_counted, &pa, 5000));
+    tn_run_for(&f->cl, 100);
+    assert_int_equal(stat_at(f, OFF(pending_refused)), 6);
+    assert_int_equal(stat_at(f, OFF(flood_refused)), 0);
+    int closed = 0;
+    for (int i = 0; i < f->nfds; i++)
+        closed += peer_closed(f->fds[i]);
+    assert_int_equal(closed, 6);
+    /* the cap is full: a 13th from another address is refused too ... */
+    assert_true(connect_from(f, 5) >= 0);
+    pa.n = 7;
+    assert_true(tn_pump(&f->cl, pending_counted, &pa, 5000));
+    /* ... but the honest neighbour comes up, long before the held ones
+     * time out */
+    mm_transport_config h = tn_config(&f->cl, HONEST, NULL);
+    assert_non_null(tn_start(&f->cl, HONEST, &h));
+    uint32_t v = VICTIM;
+    mm_transport_want(f->cl.node[HONEST].t, &v, 1);
+    assert_true(tn_wait_up(&f->cl, HONEST, VICTIM, 3000));
+    assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, 0, 3000));
+    closed = 0;
+    for (int i = 0; i < 12; i++)
+        closed += peer_closed(f->fds[i]);
+    assert_int_equal(closed, 6); /* the held ones are still held */
+    teardown_cluster(f);
+}
+
 static void short_peer_timeout(mm_transport_config *c) { c->peer_timeout_ms = 400; }
 
 /* A peer that completes the HELLO and then says nothing, not even PING:
@@ -384,6 +575,61 @@ static void silent_peer(void **s)
     teardown_cluster(f);
 }
 
+static void node_like_heartbeat(mm_transport_config *c)
+{
+    c->peer_timeout_ms = 2000;
+    c->heartbeat_ms = 500; /* what murmur node sets: a quarter of the timeout */
+}
+
+/* The heartbeat as docs/protocol.md states it: after the HELLO, a quiet
+ * peer gets a PING every heartbeat_ms, not earlier, and not later than a
+ * tick (plus scheduling) after it. */
+static void heartbeat_interval(void **s)
+{
+    fixture *f = setup_cluster(false, node_like_heartbeat);
+    int fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    uint8_t buf[4096];
+    size_t have = 0;
+    int pings = 0;
+    uint64_t t0 = 0, last = 0, min_gap = UINT64_MAX, max_gap = 0;
+    uint64_t end = uv_hrtime() / 1000000 + 1800;
+    while (uv_hrtime() / 1000000 < end) {
+        uv_run(&f->cl.loop, UV_RUN_NOWAIT);
+        ssize_t n = recv(fd, buf + have, sizeof buf - have, MSG_DONTWAIT);
+        if (n > 0)
+            have += (size_t)n;
+        while (have >= MM_WIRE_HDR_LEN) {
+            mm_wire_header h;
+            char why[160];
+            assert_int_equal(mm_wire_get_header(buf, t0 != 0, VLEN, &h, why, sizeof why), MM_WIRE_OK);
+            size_t len = MM_WIRE_HDR_LEN + (size_t)h.payload_len;
+            if (have < len)
+                break;
+            uint64_t now = uv_hrtime() / 1000000;
+            if (h.type == MM_WIRE_HELLO) {
+                t0 = last = now;
+            } else if (h.type == MM_WIRE_PING) {
+                pings++;
+                min_gap = now - last < min_gap ? now - last : min_gap;
+                max_gap = now - last > max_gap ? now - last : max_gap;
+                last = now;
+            }
+            memmove(buf, buf + len, have - len);
+            have -= len;
+        }
+        usleep(2000);
+    }
+    assert_true(t0 != 0);
+    /* at about 500, 1000, 1500 ms; never before the heartbeat, and well
+     * before twice it (the least timeout docs/protocol.md allows), with
+     * room for a loaded machine */
+    assert_true(pings >= 2 && pings <= 3);
+    assert_true(min_gap >= 490);
+    assert_true(max_gap <= 900);
+    teardown_cluster(f);
+}
+
 static bool up_twice(tn_cluster *cl, void *arg)
 {
     (void)arg;
@@ -400,12 +646,13 @@ static void reconnect_replaces(void **s)
     int fd2 = att_connect(f);
     att_hello(fd2, ATT_ID, 0xAB, VLEN);
     assert_true(tn_pump(&f->cl, up_twice, NULL, 5000));
-    /* the first socket is closed by the victim */
+    /* the first socket is closed by the victim, with the reason */
     watch w = {f, fd1, OFF(conns_accepted), 0};
     assert_true(tn_pump(&f->cl, refused, &w, 5000));
+    assert_true(refusal_says(f, "replaced by a newer connection"));
     assert_true(mm_transport_is_up(f->cl.node[VICTIM].t, ATT_ID));
     uint8_t *v = att_vector(4.0f);
-    att_frame(fd2, MM_WIRE_VECTOR, ATT_ID, 0, v, 8 + 4 * VLEN);
+    att_frame(fd2, MM_WIRE_VECTOR, ATT_ID, 0, v, MM_WIRE_VEC_HDR + 4 * VLEN);
     free(v);
     tn_recv_arg r = {VICTIM, ATT_ID, 1};
     assert_true(tn_pump(&f->cl, tn_has_recv, &r, 5000));
@@ -414,6 +661,245 @@ static void reconnect_replaces(void **s)
     f->round++;
     assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
     teardown_cluster(f);
+}
+
+/* Log lines go to f as well as stderr; log_says(f, text) looks for text in
+ * what was written since. */
+static FILE *log_capture(void)
+{
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    mm_log_set_file(f);
+    return f;
+}
+
+static bool log_says(FILE *f, const char *text)
+{
+    fflush(f);
+    rewind(f);
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = strstr(line, text) != NULL;
+    fseek(f, 0, SEEK_END);
+    return found;
+}
+
+typedef struct { uint32_t victim; uint64_t n; } clash_arg;
+
+static bool clash_counted(tn_cluster *cl, void *arg)
+{
+    clash_arg *a = arg;
+    mm_transport_stats st;
+    mm_transport_get_stats(cl->node[a->victim].t, &st);
+    return st.id_clash >= a->n;
+}
+
+/* Two peers started with the same id on different ports (issue 12): both
+ * dial peer 1, each new connection replacing the other's. Peer 1 must not
+ * flap ("connected again" dozens of times) but refuse the id with a reason
+ * naming the clash, counted as id_clash, on its side and on the dialling
+ * side; while refused, it is down (so nothing of either is mixed). */
+static void two_peers_one_id(void **s)
+{
+    FILE *log = log_capture();
+    tn_cluster cl;
+    tn_init(&cl, 3, VLEN);
+    for (uint32_t i = 0; i < 3; i++) {
+        mm_transport_config c = tn_config(&cl, i, NULL);
+        if (i == 2) { /* slot 2 is a second "peer 0", listening elsewhere */
+            c.self_id = 0;
+            c.listen_addr = cl.addr[2];
+        }
+        assert_non_null(tn_start(&cl, i, &c));
+    }
+    uint32_t one = 1, zero = 0;
+    mm_transport_want(cl.node[0].t, &one, 1);
+    mm_transport_want(cl.node[2].t, &one, 1);
+    mm_transport_want(cl.node[1].t, &zero, 1);
+    clash_arg a = {1, 1};
+    assert_true(tn_pump(&cl, clash_counted, &a, 5000));
+    /* detected after MM_ID_CLASH_REPLACES replacements, not dozens */
+    assert_true(cl.node[1].up[0] <= MM_ID_CLASH_REPLACES + 1);
+    assert_true(log_says(log, "two peers claim id 0"));
+    assert_true(log_says(log, "is a peer started twice with --id 0?"));
+    /* the refused side knows why */
+    mm_transport_stats s0, s2;
+    tn_run_for(&cl, 300);
+    mm_transport_get_stats(cl.node[0].t, &s0);
+    mm_transport_get_stats(cl.node[2].t, &s2);
+    assert_true(s0.id_clash + s2.id_clash >= 1);
+    assert_true(log_says(log, "refused us: two peers claim id 0"));
+    /* while the id is refused: no more flapping, nobody up as peer 0 */
+    int ups = cl.node[1].up[0];
+    tn_run_for(&cl, 1500);
+    assert_int_equal(cl.node[1].up[0], ups);
+    assert_false(mm_transport_is_up(cl.node[1].t, 0));
+    /* each side was told whose connection it was and why (on_refused and
+     * mm_transport_peer_refusal): peer 1 of peer 0, the two peers 0 of
+     * peer 1, which they dialled */
+    mm_refusal r;
+    assert_true(mm_transport_peer_refusal(cl.node[1].t, 0, &r));
+    assert_int_equal(r.code, MM_REFUSAL_ID_CLASH);
+    assert_int_equal(cl.node[1].refusal[0].code, MM_REFUSAL_ID_CLASH);
+    assert_true(cl.node[0].refusal[1].code == MM_REFUSAL_ID_CLASH ||
+                cl.node[2].refusal[1].code == MM_REFUSAL_ID_CLASH);
+    for (uint32_t i = 0; i < 3; i += 2)
+        if (cl.node[i].refusal[1].code == MM_REFUSAL_ID_CLASH) {
+            assert_true(cl.node[i].refusal[1].dialled && cl.node[i].refusal[1].by_peer);
+            assert_non_null(strstr(cl.node[i].refusal[1].text, "two peers claim id 0"));
+        }
+    assert_true(mm_refusal_is_config(MM_REFUSAL_ID_CLASH));
+    mm_log_set_file(NULL);
+    fclose(log);
+    assert_int_equal(tn_destroy(&cl), 0);
+}
+
+typedef struct { uint64_t a, b; } two_counts;
+
+static bool both_mismatch(tn_cluster *cl, void *arg)
+{
+    two_counts *c = arg;
+    mm_transport_stats s0, s1;
+    mm_transport_get_stats(cl->node[0].t, &s0);
+    mm_transport_get_stats(cl->node[1].t, &s1);
+    return s0.tls_mismatch >= c->a && s1.tls_mismatch >= c->b;
+}
+
+/* A --plaintext peer and a TLS peer (issue 12): each side names the
+ * mismatch in its own terms and counts it as tls_mismatch (not as bad
+ * magic or a TLS error), whichever of the two dials. */
+static void tls_plaintext_mismatch(void **s)
+{
+    for (int tls_dials = 1; tls_dials >= 0; tls_dials--) {
+        FILE *log = log_capture();
+        tn_cluster cl;
+        tn_init(&cl, 2, VLEN);
+        for (uint32_t i = 0; i < 2; i++) { /* peer 0 dials */
+            bool tls = (i == 0) == (tls_dials == 1);
+            mm_transport_config c = tn_config(&cl, i, tls ? certdir : NULL);
+            assert_non_null(tn_start(&cl, i, &c));
+        }
+        uint32_t one = 1, zero = 0;
+        mm_transport_want(cl.node[0].t, &one, 1);
+        mm_transport_want(cl.node[1].t, &zero, 1);
+        two_counts want = {1, 1};
+        assert_true(tn_pump(&cl, both_mismatch, &want, 5000));
+        assert_true(log_says(log, "speaks TLS but this peer runs --plaintext"));
+        assert_true(log_says(log, "speaks plaintext murmur (MRMR) but this peer expects TLS"));
+        if (tls_dials) /* the TLS dialler also shows what the plaintext side said */
+            assert_true(log_says(log, "(it said: TLS mismatch: peer at 127.0.0.1:"));
+        mm_transport_stats st[2];
+        for (int i = 0; i < 2; i++) {
+            mm_transport_get_stats(cl.node[i].t, &st[i]);
+            assert_int_equal(st[i].bad_magic + st[i].bad_tls, 0);
+            assert_int_equal(cl.node[i].up[1 - i], 0);
+        }
+        /* Both sides know whose connection it was (peer 0 dialled; peer 1
+         * from the plaintext HELLO's header, or from the address: the
+         * only lower-id peer there), and say it in their own terms. */
+        for (int i = 0; i < 2; i++) {
+            bool tls = (i == 0) == (tls_dials == 1);
+            const mm_refusal *r = &cl.node[i].refusal[1 - i];
+            assert_true(cl.node[i].refusals[1 - i] >= 1);
+            assert_int_equal(r->code, MM_REFUSAL_TLS_MISMATCH);
+            assert_int_equal(r->peer, (uint32_t)(1 - i));
+            assert_string_equal(r->text, tls ? "TLS mismatch: it speaks plaintext murmur but "
+                                               "this peer expects TLS"
+                                             : "TLS mismatch: it speaks TLS but this peer runs "
+                                               "--plaintext");
+            /* a TLS handshake has no id: only the address told peer 1 */
+            assert_int_equal(r->by_address, i == 1 && !tls);
+            mm_refusal q;
+            assert_true(mm_transport_peer_refusal(cl.node[i].t, (uint32_t)(1 - i), &q));
+            assert_int_equal(q.code, MM_REFUSAL_TLS_MISMATCH);
+            assert_int_equal(cl.node[i].refusals_unknown, 0);
+        }
+        mm_log_set_file(NULL);
+        fclose(log);
+        assert_int_equal(tn_destroy(&cl), 0);
+    }
+}
+
+typedef struct { uint32_t a, b; } refused_pair;
+
+static bool both_refused(tn_cluster *cl, void *arg)
+{
+    refused_pair *p = arg;
+    return cl->node[p->a].refusals[p->b] > 0 && cl->node[p->b].refusals[p->a] > 0;
+}
+
+/* Two real peers configured differently (another model, vector length,
+ * algorithm): both sides are told whose connection was refused and why,
+ * the acceptor from the HELLO, the dialler from the REFUSE frame. */
+static void config_refusals_named(void **s)
+{
+    static const struct { mm_refusal_code code; const char *text; } cases[] = {
+        {MM_REFUSAL_FINGERPRINT, "model fingerprint differs"},
+        {MM_REFUSAL_FINGERPRINT, "vector length differs"},
+        {MM_REFUSAL_CONFIG, "algorithm differs"},
+    };
+    for (int k = 0; k < 3; k++) {
+        FILE *log = log_capture();
+        tn_cluster cl;
+        tn_init(&cl, 2, VLEN);
+        for (uint32_t i = 0; i < 2; i++) {
+            mm_transport_config c = tn_config(&cl, i, NULL);
+            if (i == 1 && k == 0) c.fingerprint[3] ^= 1;
+            if (i == 1 && k == 1) c.vec_len = VLEN + 1;
+            if (i == 1 && k == 2) c.algo = MM_WIRE_ALGO_ASYNC;
+            assert_non_null(tn_start(&cl, i, &c));
+        }
+        uint32_t one = 1, zero = 0;
+        mm_transport_want(cl.node[0].t, &one, 1);
+        mm_transport_want(cl.node[1].t, &zero, 1);
+        refused_pair p = {0, 1};
+        assert_true(tn_pump(&cl, both_refused, &p, 5000));
+        for (int i = 0; i < 2; i++) {
+            const mm_refusal *r = &cl.node[i].refusal[1 - i];
+            assert_int_equal(r->peer, (uint32_t)(1 - i));
+            assert_int_equal(r->code, cases[k].code);
+            assert_true(mm_refusal_is_config(r->code));
+            assert_non_null(strstr(r->text, cases[k].text));
+            assert_int_equal(r->dialled, i == 0);
+            assert_int_equal(r->by_peer, i == 0); /* the acceptor refused, the dialler was told */
+            assert_int_equal(cl.node[i].up[1 - i], 0);
+        }
+        mm_log_set_file(NULL);
+        fclose(log);
+        assert_int_equal(tn_destroy(&cl), 0);
+    }
+    /* a dial to where nothing listens: unreachable, not a configuration */
+    FILE *log = log_capture();
+    tn_cluster cl;
+    tn_init(&cl, 2, VLEN);
+    mm_transport_config c = tn_config(&cl, 0, NULL);
+    assert_non_null(tn_start(&cl, 0, &c));
+    uint32_t one = 1;
+    mm_transport_want(cl.node[0].t, &one, 1);
+    uint64_t end = uv_hrtime() / 1000000 + 3000;
+    while (!cl.node[0].refusals[1] && uv_hrtime() / 1000000 < end)
+        uv_run(&cl.loop, UV_RUN_ONCE);
+    assert_int_equal(cl.node[0].refusal[1].code, MM_REFUSAL_UNREACHABLE);
+    assert_false(mm_refusal_is_config(MM_REFUSAL_UNREACHABLE));
+    assert_non_null(strstr(cl.node[0].refusal[1].text, "connect failed"));
+    mm_log_set_file(NULL);
+    fclose(log);
+    assert_int_equal(tn_destroy(&cl), 0);
+    /* the documented REFUSE prefixes (docs/protocol.md, "Refusals") */
+    assert_int_equal(mm_refusal_classify("TLS mismatch: x"), MM_REFUSAL_TLS_MISMATCH);
+    assert_int_equal(mm_refusal_classify("two peers claim id 3 (...)"), MM_REFUSAL_ID_CLASH);
+    assert_int_equal(mm_refusal_classify("codec differs: ..."), MM_REFUSAL_CONFIG);
+    assert_int_equal(mm_refusal_classify("peer 3 dialled peer 1, but the lower id dials"),
+                     MM_REFUSAL_IDENTITY);
+    assert_int_equal(mm_refusal_classify("certificate names no murmur-peer-K (CN \"x\")"),
+                     MM_REFUSAL_IDENTITY);
+    assert_int_equal(mm_refusal_classify("bad version: 2"), MM_REFUSAL_VERSION);
+    assert_int_equal(mm_refusal_classify("replaced by a newer connection from peer 2"),
+                     MM_REFUSAL_OTHER);
+    assert_int_equal(mm_refusal_classify("silent for 10000 ms (peer timeout)"), MM_REFUSAL_OTHER);
+    assert_string_equal(mm_refusal_name(MM_REFUSAL_TLS_MISMATCH), "tls_mismatch");
+    assert_string_equal(mm_refusal_name(MM_REFUSAL_FINGERPRINT), "bad_fingerprint");
 }
 
 /* A real transport that poisons its vectors (cfg.test_poison). */
@@ -533,7 +1019,8 @@ static void *tls_attack(void *arg)
         a->handshake_ok = SSL_connect(ssl) == 1;
         if (a->handshake_ok) {
             uint8_t hello[MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN];
-            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM};
+            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+                               .codec = MM_WIRE_CODEC_FP32};
             memset(h.fingerprint, 0xAB, 32);
             mm_wire_put_hello(hello + MM_WIRE_HDR_LEN, &h);
             /* under TLS the payload CRC field is 0 (docs/protocol.md) */
@@ -671,12 +1158,19 @@ int main(void)
         cmocka_unit_test(short_frame_then_silence),
         cmocka_unit_test(bad_checksum),
         cmocka_unit_test(wrong_fingerprint),
+        cmocka_unit_test(config_refusals_named),
         cmocka_unit_test(round_outside_window),
         cmocka_unit_test(nan_and_inf),
+        cmocka_unit_test(bad_weights),
+        cmocka_unit_test(hello_reserved),
+        cmocka_unit_test(hello_config_mismatch),
         cmocka_unit_test(claims_other_id_plain),
         cmocka_unit_test(flood),
+        cmocka_unit_test(pending_cap_keeps_room_for_peers),
         cmocka_unit_test(silent_peer),
+        cmocka_unit_test(heartbeat_interval),
         cmocka_unit_test(reconnect_replaces),
+        cmocka_unit_test(two_peers_one_id),
         cmocka_unit_test(poisoned_peer),
         cmocka_unit_test(tls_claims_other_id),
         cmocka_unit_test(tls_no_cert),
@@ -685,6 +1179,7 @@ int main(void)
         cmocka_unit_test(tls_good_client_control),
         cmocka_unit_test(tls_garbage_after_handshake),
         cmocka_unit_test(tls_payload_crc_refused),
+        cmocka_unit_test(tls_plaintext_mismatch),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     snprintf(cmd, sizeof cmd, "rm -rf %s %s %s", certdir, otherdir, selfdir);

@@ -47,25 +47,26 @@ static void header_round_trip(void **s)
 {
     uint8_t raw[MM_WIRE_HDR_LEN];
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 0xDEADBEEF, .round = 1ULL << 50,
-                        .payload_len = 8 + 4 * 123, .payload_crc = 0x12345678}, g;
+                        .payload_len = MM_WIRE_VEC_HDR + 4 * 123, .payload_crc = 0x12345678}, g;
     mm_wire_put_header(raw, &h);
     assert_memory_equal(raw, "MRMR", 4);
     char why[160];
-    assert_int_equal(mm_wire_get_header(raw, true, 123, &g, why, sizeof why), MM_WIRE_OK);
+    uint64_t max = MM_WIRE_VEC_HDR + 4 * 123;
+    assert_int_equal(mm_wire_get_header(raw, true, max, &g, why, sizeof why), MM_WIRE_OK);
     assert_int_equal(g.sender, h.sender);
     assert_true(g.round == h.round);
     assert_true(g.payload_len == h.payload_len);
     assert_int_equal(g.payload_crc, h.payload_crc);
-    /* wrong vector length for this connection */
-    assert_int_equal(mm_wire_get_header(raw, true, 124, &g, why, sizeof why), MM_WIRE_E_LENGTH);
+    /* longer than this connection's largest vector */
+    assert_int_equal(mm_wire_get_header(raw, true, max - 1, &g, why, sizeof why), MM_WIRE_E_LENGTH);
     /* a vector before the HELLO */
-    assert_int_equal(mm_wire_get_header(raw, false, 123, &g, why, sizeof why), MM_WIRE_E_TYPE);
+    assert_int_equal(mm_wire_get_header(raw, false, max, &g, why, sizeof why), MM_WIRE_E_TYPE);
     /* every single-bit flip of the header is caught */
     for (int bit = 0; bit < MM_WIRE_HDR_LEN * 8; bit++) {
         uint8_t bad[MM_WIRE_HDR_LEN];
         memcpy(bad, raw, sizeof bad);
         bad[bit / 8] ^= (uint8_t)(1 << (bit % 8));
-        assert_int_not_equal(mm_wire_get_header(bad, true, 123, &g, why, sizeof why), MM_WIRE_OK);
+        assert_int_not_equal(mm_wire_get_header(bad, true, max, &g, why, sizeof why), MM_WIRE_OK);
     }
 }
 
@@ -114,13 +115,29 @@ static void finite_check(void **s)
     assert_int_equal(bad, 5000);
 }
 
+/* A VECTOR payload: the vector header of a whole fp32 vector of n floats
+ * with weight w, then the floats f(i). */
+static void vec_payload(uint8_t *out, size_t n, double w, float (*f)(size_t))
+{
+    mm_wire_vec m = {.weight = w, .codec = MM_WIRE_CODEC_FP32, .count = n};
+    mm_wire_put_vec(out, &m);
+    for (size_t i = 0; i < n; i++) {
+        float v = f ? f(i) : 0.0f;
+        memcpy(out + MM_WIRE_VEC_HDR + 4 * i, &v, 4);
+    }
+}
+
+static float half_i(size_t i) { return (float)i * 0.5f; }
+static float ident(size_t i) { return (float)i; }
+
 /* Builds HELLO + VECTOR + PING and feeds them in chunks of `step` bytes. */
 static void decode_stream(size_t step)
 {
     enum { N = 257 };
-    uint8_t stream[3 * MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN + 8 + 4 * N];
+    uint8_t stream[3 * MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN + MM_WIRE_VEC_HDR + 4 * N];
     size_t len = 0;
-    mm_wire_hello hello = {.vec_len = N, .target = 3};
+    mm_wire_hello hello = {.vec_len = N, .target = 3, .algo = MM_WIRE_ALGO_PUSHSUM,
+                           .codec = 4, .codec_frac = 0.01};
     memset(hello.fingerprint, 0x5A, 32);
     uint8_t hp[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(hp, &hello);
@@ -130,13 +147,8 @@ static void decode_stream(size_t step)
     len += MM_WIRE_HDR_LEN;
     memcpy(stream + len, hp, sizeof hp);
     len += sizeof hp;
-    uint8_t vp[8 + 4 * N];
-    double w = 0.25;
-    memcpy(vp, &w, 8);
-    for (int i = 0; i < N; i++) {
-        float f = (float)i * 0.5f;
-        memcpy(vp + 8 + 4 * i, &f, 4);
-    }
+    uint8_t vp[MM_WIRE_VEC_HDR + 4 * N];
+    vec_payload(vp, N, 0.25, half_i);
     h = (mm_wire_header){.type = MM_WIRE_VECTOR, .sender = 4, .round = 9,
                          .payload_len = sizeof vp, .payload_crc = mm_crc32c(0, vp, sizeof vp)};
     mm_wire_put_header(stream + len, &h);
@@ -147,7 +159,7 @@ static void decode_stream(size_t step)
     mm_wire_put_header(stream + len, &h);
     len += MM_WIRE_HDR_LEN;
 
-    uint8_t *vbuf = malloc(8 + 4 * N);
+    uint8_t *vbuf = malloc(MM_WIRE_VEC_HDR + 4 * N);
     mm_wire_rx rx = {0};
     mm_wire_rx_init(&rx);
     int frames = 0;
@@ -173,6 +185,9 @@ static void decode_stream(size_t step)
             mm_wire_get_hello(rx.payload, &g);
             assert_int_equal(g.vec_len, N);
             assert_int_equal(g.target, 3);
+            assert_int_equal(g.algo, MM_WIRE_ALGO_PUSHSUM);
+            assert_int_equal(g.codec, 4);
+            assert_true(g.codec_frac == 0.01);
             rx.hello_done = true;
             rx.vec_len = N;
             rx.vec_buf = vbuf;
@@ -180,6 +195,8 @@ static void decode_stream(size_t step)
             assert_int_equal(rx.hdr.type, MM_WIRE_VECTOR);
             assert_int_equal(rx.hdr.round, 9);
             assert_memory_equal(rx.payload, vp, sizeof vp);
+            assert_true(rx.vec.weight == 0.25);
+            assert_int_equal(rx.vec.count, N);
         } else {
             assert_int_equal(rx.hdr.type, MM_WIRE_PING);
         }
@@ -215,10 +232,15 @@ static void decode_stream(size_t step)
 
 /* Feeds one header (+ payload) to a fresh decoder in TLS mode; returns the
  * last event. */
+static mm_weight_rule feed_rule; /* the weight rule feed_tls's decoder enforces */
+static uint32_t feed_peers;
+
 static mm_rx_event feed_tls(const mm_wire_header *h, const uint8_t *payload, uint8_t *vbuf,
                             uint64_t vec_len, mm_wire_rx *rx)
 {
     memset(rx, 0, sizeof *rx);
+    rx->weight_rule = feed_rule;
+    rx->n_peers = feed_peers;
     rx->hello_done = true;
     rx->vec_len = vec_len;
     rx->vec_buf = vbuf;
@@ -246,13 +268,8 @@ static mm_rx_event feed_tls(const mm_wire_header *h, const uint8_t *payload, uin
 static void tls_no_payload_crc(void **s)
 {
     enum { N = 100 };
-    uint8_t vp[8 + 4 * N], vbuf[8 + 4 * N];
-    double w = 0.5;
-    memcpy(vp, &w, 8);
-    for (int i = 0; i < N; i++) {
-        float f = (float)i;
-        memcpy(vp + 8 + 4 * i, &f, 4);
-    }
+    uint8_t vp[MM_WIRE_VEC_HDR + 4 * N], vbuf[MM_WIRE_VEC_HDR + 4 * N];
+    vec_payload(vp, N, 1.0, ident);
     mm_wire_rx rx;
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .round = 3,
                         .payload_len = sizeof vp};
@@ -266,11 +283,11 @@ static void tls_no_payload_crc(void **s)
     /* NaN still refused */
     h.payload_crc = 0;
     float nan = NAN;
-    memcpy(vp + 8 + 4 * 7, &nan, 4);
+    memcpy(vp + MM_WIRE_VEC_HDR + 4 * 7, &nan, 4);
     assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_VALUES);
     /* the same zero CRC field in plaintext is a checksum error */
-    memcpy(vp + 8 + 4 * 7, &(float){7.0f}, 4);
+    memcpy(vp + MM_WIRE_VEC_HDR + 4 * 7, &(float){7.0f}, 4);
     memset(&rx, 0, sizeof rx);
     rx.hello_done = true;
     rx.vec_len = N;
@@ -286,6 +303,208 @@ static void tls_no_payload_crc(void **s)
     memcpy(p, vp, want);
     assert_int_equal(mm_wire_rx_advance(&rx, want), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_CHECKSUM);
+}
+
+/* The weight of a VECTOR per rule (docs/protocol.md 3.2): dpsgd/async
+ * exactly 1, pushsum within [2^-30, n]; anything else is refused as
+ * MM_WIRE_E_WEIGHT (NaN/Inf stay MM_WIRE_E_VALUES). */
+static void weight_rules(void **s)
+{
+    enum { N = 10 };
+    uint8_t vp[MM_WIRE_VEC_HDR + 4 * N] = {0}, vbuf[MM_WIRE_VEC_HDR + 4 * N];
+    vec_payload(vp, N, 1.0, NULL);
+    mm_wire_rx rx;
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .round = 3, .payload_len = sizeof vp};
+    static const struct { mm_weight_rule rule; double w; int ok; } cases[] = {
+        {MM_WEIGHT_ONE, 1.0, 1}, {MM_WEIGHT_ONE, -2, 0}, {MM_WEIGHT_ONE, 0, 0},
+        {MM_WEIGHT_ONE, 1e-300, 0}, {MM_WEIGHT_ONE, 1e300, 0}, {MM_WEIGHT_ONE, 4e-320, 0},
+        {MM_WEIGHT_ONE, 1.0000000000000002, 0}, {MM_WEIGHT_ONE, 0.5, 0},
+        {MM_WEIGHT_PUSHSUM, 1.0, 1}, {MM_WEIGHT_PUSHSUM, 0x1p-30, 1}, {MM_WEIGHT_PUSHSUM, 4.0, 1},
+        {MM_WEIGHT_PUSHSUM, 0.37, 1}, {MM_WEIGHT_PUSHSUM, -2, 0}, {MM_WEIGHT_PUSHSUM, 0, 0},
+        {MM_WEIGHT_PUSHSUM, -0.0, 0}, {MM_WEIGHT_PUSHSUM, 1e-300, 0},
+        {MM_WEIGHT_PUSHSUM, 4e-320, 0}, {MM_WEIGHT_PUSHSUM, 0x1p-31, 0},
+        {MM_WEIGHT_PUSHSUM, 4.000000000000001, 0}, {MM_WEIGHT_PUSHSUM, 1e300, 0},
+        {MM_WEIGHT_FINITE, -2, 1}, {MM_WEIGHT_FINITE, 1e300, 1}, {MM_WEIGHT_FINITE, 4e-320, 1},
+    };
+    feed_peers = 4;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        feed_rule = cases[i].rule;
+        memcpy(vp, &cases[i].w, 8);
+        mm_rx_event ev = feed_tls(&h, vp, vbuf, N, &rx);
+        assert_int_equal(ev, cases[i].ok ? MM_RX_FRAME : MM_RX_ERROR);
+        if (!cases[i].ok) {
+            assert_int_equal(rx.err, MM_WIRE_E_WEIGHT);
+            assert_non_null(strstr(rx.why, "weight"));
+        }
+        assert_int_equal(mm_wire_weight_ok(cases[i].rule, cases[i].w, 4, NULL, 0), cases[i].ok);
+    }
+    /* not finite: a values error under every rule */
+    for (int r = MM_WEIGHT_FINITE; r <= MM_WEIGHT_PUSHSUM; r++) {
+        feed_rule = (mm_weight_rule)r;
+        double w = INFINITY;
+        memcpy(vp, &w, 8);
+        assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_ERROR);
+        assert_int_equal(rx.err, MM_WIRE_E_VALUES);
+    }
+    feed_rule = MM_WEIGHT_FINITE;
+}
+
+/* A VECTOR's vector header (docs/protocol.md 3.2) is checked the moment it
+ * arrives: each field that breaks a rule is refused under its own reason,
+ * before the body is read. */
+typedef struct {
+    uint8_t codec;
+    bool chunks;
+    uint64_t max_body;
+} vec_conn;
+
+static uint8_t feed_reserved; /* written into the vector header's reserved bytes */
+
+static mm_rx_event feed_vec(const vec_conn *vc, const mm_wire_vec *m, uint64_t body_len,
+                            mm_wire_rx *rx)
+{
+    enum { N = 64 };
+    static uint8_t payload[MM_WIRE_VEC_HDR + 4096], vbuf[MM_WIRE_VEC_HDR + 4096];
+    memset(payload, 0, sizeof payload);
+    mm_wire_put_vec(payload, m);
+    payload[11] = feed_reserved;
+    memset(rx, 0, sizeof *rx);
+    rx->hello_done = true;
+    rx->no_payload_crc = true;
+    rx->vec_len = N;
+    rx->vec_buf = vbuf;
+    rx->codec = vc->codec;
+    rx->allow_chunks = vc->chunks;
+    rx->max_body = vc->max_body;
+    mm_wire_rx_init(rx);
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1,
+                        .payload_len = MM_WIRE_VEC_HDR + body_len};
+    uint8_t raw[MM_WIRE_HDR_LEN], *p;
+    size_t want;
+    mm_wire_put_header(raw, &h);
+    mm_wire_rx_want(rx, &p, &want);
+    memcpy(p, raw, want);
+    mm_rx_event ev = mm_wire_rx_advance(rx, want);
+    /* the payload a piece at a time: the header must be judged alone */
+    size_t pos = 0;
+    while (ev == MM_RX_MORE && pos < MM_WIRE_VEC_HDR + body_len) {
+        mm_wire_rx_want(rx, &p, &want);
+        size_t n = want < 7 ? want : 7;
+        memcpy(p, payload + pos, n);
+        pos += n;
+        ev = mm_wire_rx_advance(rx, n);
+        if (ev == MM_RX_ERROR)
+            assert_true(pos <= MM_WIRE_VEC_HDR + 6); /* refused on its header */
+    }
+    return ev;
+}
+
+static void vector_header_rules(void **s)
+{
+    enum { N = 64 };
+    const vec_conn fp = {0}, topk = {.codec = 4, .max_body = 200},
+                   chunky = {.chunks = true};
+    const mm_wire_vec whole = {.weight = 1, .codec = MM_WIRE_CODEC_FP32, .count = N};
+    mm_wire_rx rx;
+    mm_wire_vec m;
+    static const struct { const char *what; int field; uint64_t val; mm_wire_err e; } bad[] = {
+        {"codec", 1, 2, MM_WIRE_E_CODEC},
+        {"unknown flag", 2, 0x80, MM_WIRE_E_TYPE},
+        {"count 0", 3, 0, MM_WIRE_E_LENGTH},
+        {"count past the end", 3, N + 1, MM_WIRE_E_LENGTH},
+        {"a chunk where whole vectors go", 4, 8, MM_WIRE_E_LENGTH},
+    };
+    assert_int_equal(feed_vec(&fp, &whole, 4 * N, &rx), MM_RX_FRAME);
+    assert_int_equal(rx.vec.count, N);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        m = whole;
+        switch (bad[i].field) {
+        case 1: m.codec = (uint8_t)bad[i].val; break;
+        case 2: m.flags = (uint8_t)bad[i].val; break;
+        case 3: m.count = bad[i].val; break;
+        case 4: m.offset = bad[i].val; m.count = N - bad[i].val; break;
+        }
+        uint64_t body = m.count && m.count <= N ? 4 * m.count : 4 * N;
+        assert_int_equal(feed_vec(&fp, &m, body, &rx), MM_RX_ERROR);
+        if (rx.err != bad[i].e)
+            fail_msg("%s: error %s (%s), expected %s", bad[i].what, mm_wire_err_name(rx.err),
+                     rx.why, mm_wire_err_name(bad[i].e));
+    }
+    /* its reserved bytes must be 0 */
+    feed_reserved = 0x10;
+    assert_int_equal(feed_vec(&fp, &whole, 4 * N, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_TYPE);
+    feed_reserved = 0;
+    /* aux must be finite */
+    m = whole;
+    m.aux = NAN;
+    assert_int_equal(feed_vec(&fp, &m, 4 * N, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_VALUES);
+    /* fp32: the body is exactly 4 bytes a float */
+    assert_int_equal(feed_vec(&fp, &whole, 4 * N - 4, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+    /* a chunk where chunks are allowed, and its exact length */
+    m = whole;
+    m.offset = 16;
+    m.count = 32;
+    assert_int_equal(feed_vec(&chunky, &m, 4 * 32, &rx), MM_RX_FRAME);
+    m.count = 49; /* 16 + 49 > 64 */
+    assert_int_equal(feed_vec(&chunky, &m, 4 * 49, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+    /* another codec: its own, up to the connection's largest body; fp32
+     * only as a RESET (a whole public copy), and never as a chunk */
+    m = whole;
+    m.codec = 4;
+    assert_int_equal(feed_vec(&topk, &m, 150, &rx), MM_RX_FRAME);
+    assert_int_equal(feed_vec(&topk, &m, 201, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+    const vec_conn topk_big = {.codec = 4, .max_body = 4 * N};
+    m.codec = MM_WIRE_CODEC_FP32;
+    assert_int_equal(feed_vec(&topk_big, &m, 4 * N, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_CODEC);
+    m.flags = MM_VEC_RESET;
+    assert_int_equal(feed_vec(&topk_big, &m, 4 * N, &rx), MM_RX_FRAME);
+    assert_true(rx.vec.flags & MM_VEC_RESET);
+}
+
+/* HELLO v3: every field round-trips; its reserved bytes must be 0. */
+static void hello_fields(void **s)
+{
+    mm_wire_hello h = {.vec_len = 1234567, .target = 9, .algo = MM_WIRE_ALGO_ALLREDUCE,
+                       .codec = 3, .codec_block = 256, .codec_frac = 0}, g;
+    memset(h.fingerprint, 0xA5, 32);
+    uint8_t p[MM_WIRE_HELLO_LEN];
+    mm_wire_put_hello(p, &h);
+    mm_wire_get_hello(p, &g);
+    assert_memory_equal(g.fingerprint, h.fingerprint, 32);
+    assert_true(g.vec_len == h.vec_len);
+    assert_int_equal(g.target, 9);
+    assert_int_equal(g.algo, MM_WIRE_ALGO_ALLREDUCE);
+    assert_int_equal(g.codec, 3);
+    assert_int_equal(g.codec_block, 256);
+    for (int off = 44; off < 52; off++) {
+        if (off >= 48 && off < 50)
+            continue; /* algo, codec */
+        uint8_t q[MM_WIRE_HELLO_LEN], ctrl[MM_WIRE_HDR_LEN];
+        memcpy(q, p, sizeof q);
+        q[off] = 1;
+        mm_wire_rx rx = {0};
+        mm_wire_rx_init(&rx);
+        mm_wire_header hd = {.type = MM_WIRE_HELLO, .payload_len = sizeof q,
+                             .payload_crc = mm_crc32c(0, q, sizeof q)};
+        mm_wire_put_header(ctrl, &hd);
+        uint8_t *w;
+        size_t want;
+        mm_wire_rx_want(&rx, &w, &want);
+        memcpy(w, ctrl, want);
+        assert_int_equal(mm_wire_rx_advance(&rx, want), MM_RX_MORE);
+        mm_wire_rx_want(&rx, &w, &want);
+        memcpy(w, q, want);
+        assert_int_equal(mm_wire_rx_advance(&rx, want), MM_RX_ERROR);
+        assert_int_equal(rx.err, MM_WIRE_E_TYPE);
+    }
+    assert_string_equal(mm_wire_algo_name(MM_WIRE_ALGO_PUSHSUM), "pushsum");
+    assert_string_equal(mm_wire_algo_name(77), "algorithm 77");
 }
 
 static void decoder_any_split(void **s)
@@ -306,6 +525,9 @@ int main(void)
         cmocka_unit_test(finite_check),
         cmocka_unit_test(decoder_any_split),
         cmocka_unit_test(tls_no_payload_crc),
+        cmocka_unit_test(weight_rules),
+        cmocka_unit_test(vector_header_rules),
+        cmocka_unit_test(hello_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,7 @@
 #ifndef MURMUR_TNET_H
 #define MURMUR_TNET_H
 
-#include "gossip/log.h"
+#include "base/log.h"
 #include "gossip/tls.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"
@@ -34,6 +34,9 @@ typedef struct {
     uint64_t sent_ok, sent_fail;
     int up[TN_MAX], down[TN_MAX], bye[TN_MAX];
     bool hold;                  /* keep lent buffers (do not release) */
+    int refusals[TN_MAX];       /* on_refused per peer ... */
+    mm_refusal refusal[TN_MAX]; /* ... and the last one */
+    int refusals_unknown;       /* on_refused without a peer */
 } tn_node;
 
 struct tn_cluster {
@@ -48,14 +51,21 @@ struct tn_cluster {
     uint64_t out_round[TN_MAX];
     int closed;
     char certdir[64];
+    double weight;               /* nonzero: every vector carries this weight */
 };
 
 /* A free loopback port below the kernel's ephemeral range: a port the
  * kernel handed out (bind to 0) may be taken by one of our own outgoing
- * connections before the listener gets to bind it. */
+ * connections before the listener gets to bind it. Never the same port
+ * twice in one process: the probe binds and closes, so a port handed out
+ * but not listened on yet looks free, and two transports of one cluster
+ * could get it (seen: test_transport's tls_8 failed with "cannot listen on
+ * 127.0.0.1:28628: address already in use"). */
 static inline int tn_free_port(void)
 {
     static unsigned seed;
+    static int given[4096];
+    static int n_given;
     int lo = 32768, hi = 60999;
     FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
     if (f) {
@@ -73,8 +83,12 @@ static inline int tn_free_port(void)
         a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
         int ok = bind(s, (struct sockaddr *)&a, sizeof a) == 0;
         close(s);
-        if (ok)
+        for (int i = 0; ok && i < n_given; i++)
+            ok = given[i] != port;
+        if (ok && n_given < (int)(sizeof given / sizeof given[0])) {
+            given[n_given++] = port;
             return port;
+        }
     }
     return -1;
 }
@@ -98,17 +112,27 @@ static inline double tn_weight(uint32_t sender, uint64_t round)
     return 1.0 / (double)(sender + 2) + (double)round;
 }
 
-static void tn_on_vector(void *ud, uint32_t peer, uint64_t round, double weight,
-                         const float *vec)
+/* The weight the cluster's vectors carry: tn_weight, or a fixed one for
+ * transports with a weight rule (cfg.weight_rule). */
+static inline double tn_weight_of(const tn_cluster *cl, uint32_t sender, uint64_t round)
+{
+    return cl->weight != 0 ? cl->weight : tn_weight(sender, round);
+}
+
+static void tn_on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                         const void *vec, size_t len)
 {
     tn_node *nd = ud;
     tn_cluster *cl = nd->cl;
+    double weight = meta->weight;
     nd->recv_count[peer]++;
     nd->last_round[peer] = round;
     nd->last_weight[peer] = weight;
     float *want = malloc(4 * cl->vec_len);
     tn_fill(want, cl->vec_len, peer, round);
-    if (memcmp(want, vec, 4 * cl->vec_len) != 0 || weight != tn_weight(peer, round))
+    if (len != 4 * cl->vec_len || meta->codec != MM_WIRE_CODEC_FP32 ||
+        meta->count != cl->vec_len || memcmp(want, vec, 4 * cl->vec_len) != 0 ||
+        weight != tn_weight_of(cl, peer, round))
         nd->bad_content++;
     free(want);
     if (!nd->hold)
@@ -130,6 +154,17 @@ static void tn_on_peer(void *ud, uint32_t peer, mm_peer_state st)
     if (st == MM_PEER_UP) nd->up[peer]++;
     if (st == MM_PEER_DOWN) nd->down[peer]++;
     if (st == MM_PEER_BYE) nd->bye[peer]++;
+}
+
+static void tn_on_refused(void *ud, const mm_refusal *r)
+{
+    tn_node *nd = ud;
+    if (r->peer == MM_PEER_UNKNOWN) {
+        nd->refusals_unknown++;
+    } else if (r->peer < TN_MAX) {
+        nd->refusals[r->peer]++;
+        nd->refusal[r->peer] = *r;
+    }
 }
 
 static void tn_wake(uv_timer_t *t) { (void)t; }
@@ -189,7 +224,8 @@ static inline mm_transport_config tn_config(tn_cluster *cl, uint32_t id, const c
 
 static inline mm_transport *tn_start(tn_cluster *cl, uint32_t id, const mm_transport_config *cfg)
 {
-    mm_transport_callbacks cb = {tn_on_vector, tn_on_sent, tn_on_peer, &cl->node[id]};
+    mm_transport_callbacks cb = {tn_on_vector, tn_on_sent, tn_on_peer, &cl->node[id],
+                                 tn_on_refused};
     char err[256] = "";
     cl->node[id].t = mm_transport_new(&cl->loop, cfg, &cb, err, sizeof err);
     if (!cl->node[id].t)
@@ -251,7 +287,7 @@ static inline bool tn_send_and_wait(tn_cluster *cl, uint32_t from, uint32_t to, 
         cl->out[from] = malloc(4 * cl->vec_len);
     tn_fill(cl->out[from], cl->vec_len, from, round);
     tn_recv_arg r = {to, from, cl->node[to].recv_count[from] + 1};
-    if (mm_transport_send(cl->node[from].t, to, round, tn_weight(from, round), cl->out[from]) != 0)
+    if (mm_transport_send(cl->node[from].t, to, round, tn_weight_of(cl, from, round), cl->out[from]) != 0)
         return false;
     return tn_pump(cl, tn_has_recv, &r, ms) && cl->node[to].last_round[from] == round;
 }

@@ -1,10 +1,10 @@
 # Campaign 5, hostile input. A client that is not a peer
 # (tests/tools/hostile_client.c) attacks two clusters while they train:
 #   - peer 1 of a plaintext ring of 4 training peers gets thousands of
-#     malformed frames (random bytes, a TLS record, bad magic/version/type/
-#     length/CRC, HELLOs with another fingerprint or its own id), one per
-#     connection, then half-frames followed by silence and a flood of idle
-#     connections, at the same time;
+#     malformed frames (random bytes, a TLS record (counted as tls_mismatch),
+#     bad magic/version/type/length/CRC, HELLOs with another fingerprint or
+#     its own id), one per connection, then half-frames followed by silence
+#     and a flood of idle connections, at the same time;
 #   - peer 1 of a TLS pair gets random bytes instead of a TLS handshake and
 #     truncated TLS records followed by silence.
 # Asserts: every hostile connection is refused and counted exactly once under
@@ -130,7 +130,7 @@ check() { # RUN COUNTER EXPECTED
     note "$(basename "$1") peer 1: $2 = $got (sent $3)"
     [ "$got" = "$3" ] || fail "$2: peer counted $got, the client sent $3"
 }
-for c in bad_magic bad_version bad_type bad_length bad_checksum bad_fingerprint bad_identity; do
+for c in bad_magic bad_version bad_type bad_length bad_checksum bad_fingerprint bad_identity tls_mismatch; do
     check "$run" $c "$(expect bad $c)"
 done
 flood=$(expect flood flood_or_timeout); half=$(expect half peer_timeouts)

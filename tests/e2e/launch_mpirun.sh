@@ -5,6 +5,7 @@
 # disagrees with the topology must be refused.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/pkgs.sh"
+. "$ROOT/tests/e2e/lib/launched.sh"
 if ! need_pkgs openmpi-bin; then
     echo "skip: openmpi-bin missing and not root to install it"
     exit 0
@@ -25,27 +26,7 @@ timeout -k 5 90 mpirun $asroot --oversubscribe -np $n -x MURMUR_NO_BLAS_FIX \
     --log-every 0 --start-timeout 20000 > "$T/mpi.out" 2>&1 ||
     { tail -20 "$T/mpi.out" >&2; fail "mpirun -np $n murmur node failed"; }
 note "mpirun -np $n: $(($(date +%s) - start))s"
-k=0
-while [ $k -lt $n ]; do
-    m="$T/mpi/node-$k/metrics.jsonl"
-    [ -f "$m" ] || fail "no node-$k: rank $k did not become peer $k"
-    [ "$(jfield "$m" start peer)" = $k ] || fail "node-$k/ was written by peer $(jfield "$m" start peer)"
-    [ "$(jfield "$m" start n_peers)" = $n ] || fail "peer $k thinks there are $(jfield "$m" start n_peers) peers"
-    [ "$(jfield "$m" end round)" = $rounds ] || fail "peer $k did not finish $rounds rounds"
-    # it mixed with its ring neighbours, and only with them
-    l=$(( (k + n - 1) % n )); r=$(( (k + 1) % n ))
-    bad=$(grep '"ev":"round"' "$m" | sed -n 's/.*"nbrs":\[\([0-9,]*\)\].*/\1/p' |
-        tr ',' '\n' | grep -v -x -e $l -e $r | grep -c . || true)
-    [ "$bad" = 0 ] || fail "peer $k mixed with a peer that is not its ring neighbour"
-    grep -q "\"nbrs\":\[$l,$r\]\|\"nbrs\":\[$r,$l\]" "$m" || fail "peer $k never mixed with both neighbours $l and $r"
-    k=$((k + 1))
-done
-"$MURMUR" report "$T/mpi" --no-plots --csv "$T/mpi.csv" > "$T/mpi.report" 2>&1 || fail "murmur report failed"
-col() { awk -F, -v c="$2" -v r="$3" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == c) k = i; next } $1 == r { print $k }' "$1"; }
-c0=$(col "$T/mpi.csv" consensus 0); c1=$(col "$T/mpi.csv" consensus $rounds)
-note "consensus distance (exact snapshots): round 0 $c0 -> round $rounds $c1"
-# a 4-ring averages at rate 1/3 per round: 10 rounds shrink the distance ~6e4x
-awk -v a="$c0" -v b="$c1" 'BEGIN { exit !(a > 0 && b < 1e-3 * a) }' || fail "the mpirun peers did not reach consensus"
+check_launched_ring "$T/mpi" $n $rounds
 
 # rankenv NAME RVAR SVAR: 2 peers started by hand with a launcher's variables.
 "$MURMUR" topo gen complete -n 2 > "$T/two.topo" 2>/dev/null

@@ -4,74 +4,17 @@
 # brought back into runs/NAME. Then a second, endless run is stopped with
 # SIGINT to run-hosts.sh: every peer must stop cleanly and still be collected.
 . "$(dirname "$0")/lib.sh"
-. "$ROOT/tests/e2e/lib/pkgs.sh"
-if ! need_pkgs openssh-server openssh-client; then
-    echo "skip: openssh-server/openssh-client missing and not root to install them"
-    exit 0
-fi
+. "$ROOT/tests/e2e/lib/sshd.sh"
+start_test_sshd || exit 0
 n=4
-S="$T/ssh"
-mkdir -p "$S"
-ssh-keygen -q -t ed25519 -N '' -f "$S/host_key" -C murmur-test-host
-ssh-keygen -q -t ed25519 -N '' -f "$S/client_key" -C murmur-test-client
-cp "$S/client_key.pub" "$S/authorized_keys"
-sport=$(free_ports 1)
-cat > "$S/sshd_config" <<CFG
-ListenAddress 127.0.0.1
-Port $sport
-HostKey $S/host_key
-AuthorizedKeysFile $S/authorized_keys
-PermitRootLogin prohibit-password
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-StrictModes no
-UsePAM no
-PidFile $S/sshd.pid
-Subsystem sftp /usr/lib/openssh/sftp-server
-LogLevel ERROR
-CFG
-# privilege separation directory: Debian's service creates it, we are no service
-if [ "$(id -u)" = 0 ]; then
-    mkdir -p /run/sshd
-elif [ ! -d /run/sshd ]; then
-    echo "skip: sshd needs /run/sshd, and only root can make it"
-    exit 0
-fi
-case "$(getent passwd "$(id -un)" | cut -d: -f7)" in
-*/nologin|*/false) echo "skip: $(id -un) has no login shell: sshd cannot run commands as it"; exit 0 ;;
-esac
-/usr/sbin/sshd -t -f "$S/sshd_config" || fail "sshd rejects its test configuration"
-/usr/sbin/sshd -D -f "$S/sshd_config" -E "$S/sshd.log" &
-E2E_PIDS="$E2E_PIDS $!"
-
-opts="-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ConnectTimeout=5 -o IdentitiesOnly=yes"
-export MURMUR_SSH="ssh -p $sport -i $S/client_key $opts"
-export MURMUR_SCP="scp -P $sport -i $S/client_key $opts"
-me=$(id -un)
-i=0
-until $MURMUR_SSH -o BatchMode=yes "$me@127.0.0.1" true </dev/null 2>/dev/null; do
-    i=$((i + 1)); [ $i -lt 50 ] || { cat "$S/sshd.log" >&2; fail "cannot log in to the test sshd on port $sport"; }
-    sleep 0.1
-done
-
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n $n > "$T/ring.topo" 2>/dev/null
-# hosts FILE: peer K listens on 127.0.0.1:PORT+K, reached as me@127.0.0.1,
-# and keeps its run directory in $T/host-K (its own "remote" disk).
-hosts() {
-    port=$(free_ports $n)
-    k=0
-    while [ $k -lt $n ]; do
-        echo "$k 127.0.0.1:$((port + k)) $me@127.0.0.1 $T/host-$k/$2"
-        k=$((k + 1))
-    done > "$1"
-}
 # The peers' pids on their "hosts", for the cleanup, whatever happens.
 E2E_CLEANUP='for f in "$T"/host-*/*/node-*/pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done'
 model="--layers 2 --width 32 --heads 2 --ctx 32 --batch 8 --log-every 0 --start-timeout 20000"
 
 # 1. A short TLS training run through ssh; results collected.
-hosts "$T/hosts" short
+test_hosts "$T/hosts" short
 rounds=40
 start=$(date +%s)
 RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts" -t "$T/ring.topo" -r short -D "$T/data" \
@@ -119,7 +62,7 @@ st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts3" -t "$T/ring.
     -D "$T/data" > "$T/bad1.out" 2>&1 || st=$?
 [ $st = 2 ] && grep -q "must list 4 peers" "$T/bad1.out" || fail "a hosts file without peer 3 was not refused ($st)"
 ssh-keygen -q -t ed25519 -N '' -f "$S/stranger_key"
-hosts "$T/hosts4" bad2
+test_hosts "$T/hosts4" bad2
 st=0; MURMUR_SSH="ssh -p $sport -i $S/stranger_key $opts" RUNS="$T/runs" \
     sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts4" -t "$T/ring.topo" -r bad2 -D "$T/data" \
     -- --no-train --vector-len 10 --rounds 1 > "$T/bad2.out" 2>&1 || st=$?
@@ -127,11 +70,59 @@ st=0; MURMUR_SSH="ssh -p $sport -i $S/stranger_key $opts" RUNS="$T/runs" \
 ls "$T"/host-*/bad2/node-*/pid > /dev/null 2>&1 && fail "peers started although a host refused the key"
 note "bad hosts file: exit 2; refused key: exit 1, nothing started"
 
+# Refused before anything starts: a column-stochastic-only topology without
+# --algo pushsum (exit 2, before any ssh), a port inside the host's
+# ephemeral range (exit 1 while preparing, no peer started).
+printf 'peers 4\ngraph directed\nweights explicit\n0 1 1/2\n1 2 1/2\n2 3 1/2\n3 0 1/2\n0 2 1/4\n' > "$T/push4.topo"
+st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts" -t "$T/push4.topo" -r bad3 \
+    -D "$T/data" -- --no-train --vector-len 10 --rounds 1 > "$T/bad3.out" 2>&1 || st=$?
+[ $st = 2 ] && grep -q "only --algo pushsum" "$T/bad3.out" || { cat "$T/bad3.out" >&2; fail "run-hosts ran dpsgd on a column-stochastic topology ($st)"; }
+lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range)
+awk -v lo="$lo" '$1 == 2 { sub(/:[0-9]+$/, ":" lo + 5, $2) } { print }' "$T/hosts" | sed 's|/short$|/bad4|' > "$T/hosts5"
+st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts5" -t "$T/ring.topo" -r bad4 -D "$T/data" \
+    -- --no-train --vector-len 10 --rounds 1 > "$T/bad4.out" 2>&1 || st=$?
+[ $st = 1 ] && grep -q "could not prepare peer 2" "$T/bad4.out" && grep -q "port $((lo + 5)) is inside this host's ephemeral port range" "$T/bad4.out" ||
+    { cat "$T/bad4.out" >&2; fail "a port in the ephemeral range was not refused ($st)"; }
+ls "$T"/host-*/bad4/node-*/pid > /dev/null 2>&1 && fail "peers started although a port was refused"
+note "run-hosts: column-stochastic without pushsum: exit 2; port $((lo + 5)) in the ephemeral range: exit 1, nothing started"
+
+# A failed peer is explained after collection: its last error and end line.
+test_hosts "$T/hosts6" nodata
+st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts6" -t "$T/ring.topo" -r nodata -D "$T/none" \
+    -- --rounds 1 > "$T/nodata.out" 2>&1 || st=$?
+[ $st = 1 ] && grep -q "peer 3 exited with status 1" "$T/nodata.out" && grep -q "last error: ERROR: $T/none/index.tsv" "$T/nodata.out" ||
+    { cat "$T/nodata.out" >&2; fail "run-hosts did not explain the failed peers ($st)"; }
+note "run-hosts: failed peers explained: $(grep -m1 'last error' "$T/nodata.out" | sed 's/^ *//')"
+
+# A misconfigured run fails, with the reason per neighbour on the terminal:
+# the murmur on "host" 2 (-m) runs its peer with --plaintext among TLS peers.
+cat > "$T/plain-murmur" <<EOF
+#!/bin/sh
+# murmur, with --plaintext for peer 2
+prev=''
+for a in "\$@"; do
+    [ "\$prev" = --id ] && [ "\$a" = 2 ] && exec "$MURMUR" "\$@" --plaintext
+    prev=\$a
+done
+exec "$MURMUR" "\$@"
+EOF
+chmod +x "$T/plain-murmur"
+test_hosts "$T/hosts7" plain
+st=0; RUNS="$T/runs" sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts7" -t "$T/ring.topo" -r plain -m "$T/plain-murmur" \
+    -D "$T/data" -- --no-train --vector-len 1000 --rounds 20 --eval-every 0 --start-timeout 2000 \
+    --peer-timeout 1000 --round-timeout 500 > "$T/plain.out" 2>&1 || st=$?
+[ $st = 1 ] && grep -q "peer 2 exited with status 3" "$T/plain.out" &&
+    grep -q "peer 2: TLS mismatch: it speaks plaintext murmur but this peer expects TLS" "$T/plain.out" &&
+    grep -q "peer [13]: TLS mismatch: it speaks TLS but this peer runs --plaintext" "$T/plain.out" &&
+    grep -q "run-hosts: the run is misconfigured: 3 peer(s)" "$T/plain.out" ||
+    { cat "$T/plain.out" >&2; fail "run-hosts did not fail a run with a --plaintext peer among TLS peers ($st)"; }
+note "run-hosts, one --plaintext peer: exit 1, $(grep -m1 'peer 2: TLS mismatch' "$T/plain.out" | sed 's/^ *//')"
+
 # 2. Ctrl-C: SIGINT to run-hosts.sh stops every peer (SIGTERM on its host),
 # which ends its round, checkpoints and exits; the directories still come home.
 # A background job of a script starts with SIGINT ignored, which a shell
 # cannot trap: env gives run-hosts.sh the default disposition back.
-hosts "$T/hosts2" endless
+test_hosts "$T/hosts2" endless
 RUNS="$T/runs" env --default-signal=INT sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts2" -t "$T/ring.topo" \
     -r endless -D "$T/data" -- $model --rounds 100000 --eval-every 0 --checkpoint-every 0 \
     > "$T/endless.out" 2>&1 &
@@ -165,7 +156,7 @@ while [ $k -lt $n ]; do
 done
 # 3. SIGINT the moment the peers are launched (before some have even
 # written their pid): none may be left behind.
-hosts "$T/hosts3b" early
+test_hosts "$T/hosts3b" early
 RUNS="$T/runs" env --default-signal=INT sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts3b" -t "$T/ring.topo" \
     -r early -D "$T/data" -- $model --rounds 100000 --eval-every 0 > "$T/early.out" 2>&1 &
 rh=$!; E2E_PIDS="$E2E_PIDS $rh"

@@ -1,6 +1,7 @@
 # Kill one of 4 peers (SIGKILL) mid-run: the other three go on; the killed
 # peer, restarted with --resume, continues from its checkpoint and its
-# neighbours take it back. The run is open-ended and stopped by the test
+# neighbours take it back. All four start with --resume and no checkpoint
+# (a fresh start, said), as a launcher that restarts crashed peers would. The run is open-ended and stopped by the test
 # (SIGTERM: every peer must exit 0), so no check races the end of the run
 # however fast the machine is.
 . "$(dirname "$0")/lib.sh"
@@ -22,8 +23,14 @@ wait_for() { # wait_for CMD...: up to 60 s
     i=0; until "$@"; do sleep 0.1; i=$((i + 1)); [ $i -lt 600 ] || return 1; done
 }
 
-for k in 0 1 2 3; do peer $k & eval "p$k=\$!"; E2E_PIDS="$E2E_PIDS $!"; done
+# Started as a launcher restarting crashed peers would start them, with
+# --resume from the first: no checkpoint yet is a fresh start, said.
+for k in 0 1 2 3; do peer $k --resume & eval "p$k=\$!"; E2E_PIDS="$E2E_PIDS $!"; done
 
+for k in 0 1 2 3; do
+    wait_for grep -q "no checkpoint at .*node-$k/checkpoint.bin, starting fresh" "$T/peer$k.out" ||
+        fail "peer $k: --resume without a checkpoint did not start fresh, saying so"
+done
 # Let peer 2 get past a checkpoint, then kill it without warning.
 wait_for sh -c "[ \$(awk '/\"ev\":\"round\"/ { n++ } END { print n + 0 }' '$run/node-2/metrics.jsonl') -ge 25 ]" ||
     fail "peer 2 made no progress"

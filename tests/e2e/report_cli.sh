@@ -69,4 +69,15 @@ if command -v gnuplot >/dev/null 2>&1; then
     check "compare csv: 2 runs" [ "$(wc -l <"$tmp/compare.csv")" -eq 3 ]
 fi
 
+# A long topology path and run name keep the comparison's columns in line:
+# every line of the table (header and rows) is as long as the others.
+cp -r "$r" "$tmp/a-run-with-a-rather-long-name-indeed"
+sed -i 's|"topology":"pair.topo"|"topology":"topologies/some/deep/dir/onepeer-exp-8.topo"|' \
+    "$tmp"/a-run-with-a-rather-long-name-indeed/node-*/metrics.jsonl
+"$m" report --compare "$r" "$tmp/a-run-with-a-rather-long-name-indeed" --csv "$tmp/c2.csv" --no-plots \
+    >"$tmp/out" 2>"$tmp/err"
+check "compare with a long path exits 0" [ $? -eq 0 ]
+check "compare table: 3 lines, all of one length" \
+    [ "$(awk '/^run / { t = 1 } t && NF && !/^\(final|^csv|^plot/ { print length($0) }' "$tmp/out" | sort -u | wc -l)" -eq 1 ]
+
 [ $fails -eq 0 ] || { cat "$tmp/out" "$tmp/err"; exit 1; }

@@ -21,7 +21,7 @@ cat >"$tmp/murmur" <<FAKE
 #!/bin/sh
 case \$1 in
 --version) echo "murmur 0.0.0-fake"; exit 0 ;;
-report) shift; exec "$root/murmur" report "\$@" ;;
+report|topo) exec "$root/murmur" "\$@" ;;
 node) ;;
 *) exit 2 ;;
 esac
@@ -56,8 +56,8 @@ chmod +x "$tmp/murmur"
 cat >"$tmp/make-certs.sh" <<'CERTS'
 mkdir -p "$1" && : >"$1/ca.pem" && k=0 && while [ $k -lt "$2" ]; do : >"$1/node-$k.pem"; : >"$1/node-$k.key"; k=$((k + 1)); done
 CERTS
-printf 'ring 3\n' >"$tmp/ring-3.topo"
-printf 'full 3\n' >"$tmp/full-3.topo"
+"$root/murmur" topo gen ring -n 3 >"$tmp/ring-3.topo"
+"$root/murmur" topo gen complete -n 3 >"$tmp/full-3.topo"
 export MURMUR="$tmp/murmur" MAKE_CERTS="$tmp/make-certs.sh" RUNS="$tmp/runs"
 rl() { sh "$root/scripts/run-local.sh" "$@"; }
 

@@ -53,4 +53,24 @@ if "$MURMUR" train $common --out "$tmp/b" --resume --steps 60 2>"$tmp/d.log"; th
     echo "FAIL: corrupted checkpoint accepted"; exit 1
 fi
 grep -q "checksum mismatch" "$tmp/d.log" || { cat "$tmp/d.log"; exit 1; }
-echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last)"
+# A Dirichlet partition is drawn from the run's seed: resumed without
+# --seed, the run takes the checkpoint's seed and so the same files.
+dir="--data $tmp/data --layers 1 --width 16 --heads 2 --ctx 16 --batch 4 --steps 10 --threads 1
+     --eval-every 0 --log-every 10 --checkpoint-every 0 --partition dirichlet:0.5 --n-peers 3 --peer 1"
+# shellcheck disable=SC2086
+"$MURMUR" train $dir --seed 9 --out "$tmp/e" --stop-after 5 2>"$tmp/e1.log" || { cat "$tmp/e1.log"; exit 1; }
+# shellcheck disable=SC2086
+"$MURMUR" train $dir --out "$tmp/e" --resume 2>"$tmp/e2.log" || { cat "$tmp/e2.log"; exit 1; }
+d1=$(sed -n 's/.*info: \(data: .*\)/\1/p' "$tmp/e1.log"); d2=$(sed -n 's/.*info: \(data: .*\)/\1/p' "$tmp/e2.log")
+[ -n "$d1" ] && [ "$d1" = "$d2" ] || { echo "FAIL: resumed shard differs: '$d1' then '$d2'"; exit 1; }
+# --resume where no checkpoint is yet (a run that crashed before its first)
+# starts fresh, says so, and is the same run as one without --resume.
+# shellcheck disable=SC2086
+"$MURMUR" train $common --steps 10 --out "$tmp/f1" 2>"$tmp/f1.log" || { cat "$tmp/f1.log"; exit 1; }
+# shellcheck disable=SC2086
+"$MURMUR" train $common --steps 10 --out "$tmp/f2" --resume 2>"$tmp/f2.log" ||
+    { echo "FAIL: --resume without a checkpoint refused"; cat "$tmp/f2.log"; exit 1; }
+grep -q -- "--resume: no checkpoint at $tmp/f2/checkpoint.bin, starting fresh" "$tmp/f2.log" ||
+    { echo "FAIL: no word that --resume started fresh"; cat "$tmp/f2.log"; exit 1; }
+cmp "$tmp/f1/checkpoint.bin" "$tmp/f2/checkpoint.bin" || { echo "FAIL: the fresh --resume run differs"; exit 1; }
+echo "ok: 20 + 20 resumed steps match 40 uninterrupted ones ($first -> $last); --resume with no checkpoint starts fresh; dirichlet shard kept on resume"

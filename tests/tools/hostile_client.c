@@ -35,10 +35,10 @@
 #include "gossip/wire.h"
 
 enum { C_MAGIC, C_VERSION, C_TYPE, C_LENGTH, C_CHECKSUM, C_FINGERPRINT, C_IDENTITY, C_TLS,
-       C_PEER_TIMEOUT, C_FLOOD_OR_TIMEOUT, C_N };
+       C_TLS_MISMATCH, C_PEER_TIMEOUT, C_FLOOD_OR_TIMEOUT, C_N };
 static const char *counter_name[C_N] = {
     "bad_magic", "bad_version", "bad_type", "bad_length", "bad_checksum", "bad_fingerprint",
-    "bad_identity", "bad_tls", "peer_timeouts", "flood_or_timeout",
+    "bad_identity", "bad_tls", "tls_mismatch", "peer_timeouts", "flood_or_timeout",
 };
 static unsigned long expect[C_N];
 
@@ -131,7 +131,8 @@ static void fix_hdr_crc(uint8_t out[MM_WIRE_HDR_LEN])
 static size_t malformed(int k, uint8_t *buf, int *counter)
 {
     uint8_t pl[MM_WIRE_HELLO_LEN];
-    mm_wire_hello hello = {.vec_len = 1000, .target = target};
+    mm_wire_hello hello = {.vec_len = 1000, .target = target, .algo = MM_WIRE_ALGO_DPSGD,
+                           .codec = MM_WIRE_CODEC_FP32};
     for (int i = 0; i < 32; i++)
         hello.fingerprint[i] = (uint8_t)next_rand();
     mm_wire_put_hello(pl, &hello);
@@ -145,11 +146,12 @@ static size_t malformed(int k, uint8_t *buf, int *counter)
         *counter = C_MAGIC;
         return n;
     }
-    case 1: /* a TLS ClientHello record header and the start of its body */
+    case 1: /* a TLS ClientHello record header and the start of its body: to a
+             * plaintext peer, a TLS client (named as such, not bad magic) */
         memcpy(buf, "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11);
         for (int i = 11; i < 64; i++)
             buf[i] = (uint8_t)next_rand();
-        *counter = C_MAGIC;
+        *counter = C_TLS_MISMATCH;
         return 64;
     case 2: /* bad magic, good everything else */
         header(buf, MM_WIRE_HELLO, lower, pl, sizeof pl);
@@ -169,7 +171,7 @@ static size_t malformed(int k, uint8_t *buf, int *counter)
         *counter = C_CHECKSUM;
         return MM_WIRE_HDR_LEN;
     case 5: /* a VECTOR before the HELLO */
-        header(buf, MM_WIRE_VECTOR, lower, NULL, 8 + 4000);
+        header(buf, MM_WIRE_VECTOR, lower, NULL, MM_WIRE_VEC_HDR + 4000);
         *counter = C_TYPE;
         return MM_WIRE_HDR_LEN;
     case 6: /* unknown type */

@@ -1,0 +1,39 @@
+/* A directory of the user's own UTF-8 text as a corpus (murmur data-prepare
+ * --text; docs/formats.md): every regular file under DIR is one text, its
+ * label (the analogue of a Brown genre) the name of the first-level
+ * sub-directory it sits in, or a default label at the top level. */
+#ifndef MURMUR_TEXTDIR_H
+#define MURMUR_TEXTDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/data.h"
+
+typedef struct {
+    char *rel;                      /* path under DIR, as found */
+    char name[MM_DATA_NAME_MAX];    /* its name in the index (mapped, see below) */
+    char label[MM_DATA_NAME_MAX];   /* its label in the index (mapped) */
+    bool name_mapped, label_mapped; /* the mapping changed a character or cut it short */
+} mm_text_file;
+
+/* Every regular file under dir (hidden files and directories, whose names
+ * start with '.', are skipped), sorted by (label, path) in byte order.
+ * Names and labels are mapped to the index's rules ([A-Za-z0-9_.-], at
+ * most 31 bytes, not starting with '.'): the path without a final ".txt",
+ * with '/' as '-', every other byte outside the set as '_', a leading '.'
+ * as '_', cut at 31 bytes. Refused, with both paths named: two files that
+ * map to one name, two directories that map to one label. Refused: a
+ * label with fewer than 2 files (one validates, the rest train), no files,
+ * more than 100000. 0, or -1 with the reason in err. */
+int mm_text_scan(const char *dir, const char *default_label, mm_text_file **files, int *n,
+                 char *err, size_t errlen);
+void mm_text_files_free(mm_text_file *files, int n);
+
+/* Strict UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF)
+ * without NUL bytes: true, or false with the offset of the first byte of
+ * the first bad sequence in *bad_at. */
+bool mm_utf8_valid(const uint8_t *p, size_t n, size_t *bad_at);
+
+#endif

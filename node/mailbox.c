@@ -1,0 +1,495 @@
+/* node/mailbox.h: the state the two threads share, and nothing else, under
+ * one mutex. Every change bumps a generation counter and broadcasts the
+ * condition variable, so the training thread can look, decide, and sleep
+ * until something it has not seen yet happens. */
+#include "node/mailbox.h"
+
+#include <assert.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+
+/* A vector lent to us by the transport, waiting for the training thread. */
+typedef struct {
+    bool present;
+    uint64_t exchange;   /* round * gossip_steps + step, as sent */
+    mm_wire_vec meta;    /* its vector header */
+    const void *body;
+    size_t body_len;
+} inbox_slot;
+
+struct mm__mbox {
+    uint32_t n;
+    size_t buf_bytes;
+    uv_async_t *wake;
+    atomic_int signals;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    uint64_t gen;                   /* bumped on every change */
+
+    inbox_slot *inbox;              /* [n] */
+    mm__peer_state *state;          /* [n] */
+    bool *ever_up;                  /* [n] */
+
+    void *buf[MM__MBOX_BUFS];       /* snapshot buffers (8-byte aligned) */
+    int refs[MM__MBOX_BUFS];        /* sends (pending or in flight) still reading it */
+    int64_t buf_exchange[MM__MBOX_BUFS]; /* exchange it holds; -1 while being written */
+    bool *inflight;                 /* [n]: a send to this peer is in the transport */
+    int *inflight_buf;              /* [n] */
+    mm__cmd *pending;               /* [n]: a send waiting for the peer to be up */
+    bool *has_pending;              /* [n] */
+    uint64_t skipped;
+
+    mm__cmd queue[MM__MBOX_QUEUE];
+    int q_len;
+    uint32_t *want;                 /* [n]: the peers wanted now */
+    bool *wanted;                   /* [n]: membership of want */
+    int want_n;
+    bool want_dirty;
+    bool finished;
+
+    mm__refusals **refusals;        /* [n + 1], each allocated at its first refusal;
+                                     * [n]: peer unknown */
+    mm_transport_stats stats;       /* copied by the loop on every wake */
+    uint64_t stats_gen;             /* wakes that copied them */
+};
+
+/* With mb->mu held: something changed. */
+static void changed(mm__mbox *mb)
+{
+    mb->gen++;
+    pthread_cond_broadcast(&mb->cv);
+}
+
+mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
+{
+    mm__mbox *mb = calloc(1, sizeof *mb);
+    if (!mb)
+        return NULL;
+    mb->n = n;
+    mb->buf_bytes = buf_bytes;
+    mb->wake = wake;
+    pthread_mutex_init(&mb->mu, NULL);
+    pthread_cond_init(&mb->cv, NULL);
+    mb->inbox = calloc(n, sizeof *mb->inbox);
+    mb->state = calloc(n, sizeof *mb->state);
+    mb->ever_up = calloc(n, sizeof *mb->ever_up);
+    mb->inflight = calloc(n, sizeof *mb->inflight);
+    mb->inflight_buf = calloc(n, sizeof *mb->inflight_buf);
+    mb->pending = calloc(n, sizeof *mb->pending);
+    mb->has_pending = calloc(n, sizeof *mb->has_pending);
+    mb->want = calloc(n, sizeof *mb->want);
+    mb->wanted = calloc(n, sizeof *mb->wanted);
+    mb->refusals = calloc((size_t)n + 1, sizeof *mb->refusals);
+    bool ok = mb->inbox && mb->state && mb->ever_up && mb->inflight && mb->inflight_buf &&
+              mb->pending && mb->has_pending && mb->want && mb->wanted && mb->refusals;
+    for (int b = 0; b < MM__MBOX_BUFS; b++) {
+        mb->buf_exchange[b] = -1;
+        ok = (mb->buf[b] = malloc(buf_bytes)) != NULL && ok;
+    }
+    if (!ok) {
+        mm__mbox_free(mb);
+        return NULL;
+    }
+    return mb;
+}
+
+void mm__mbox_free(mm__mbox *mb)
+{
+    if (!mb)
+        return;
+    for (int b = 0; b < MM__MBOX_BUFS; b++)
+        free(mb->buf[b]);
+    free(mb->inbox);
+    free(mb->state);
+    free(mb->ever_up);
+    free(mb->inflight);
+    free(mb->inflight_buf);
+    free(mb->pending);
+    free(mb->has_pending);
+    free(mb->want);
+    free(mb->wanted);
+    if (mb->refusals)
+        for (uint32_t p = 0; p <= mb->n; p++)
+            free(mb->refusals[p]);
+    free(mb->refusals);
+    pthread_cond_destroy(&mb->cv);
+    pthread_mutex_destroy(&mb->mu);
+    free(mb);
+}
+
+/* ---- training thread ------------------------------------------------------ */
+
+/* With mu held: a pending send is dropped and its buffer reference goes. */
+static void drop_pending(mm__mbox *mb, uint32_t peer)
+{
+    if (mb->has_pending[peer]) {
+        mb->has_pending[peer] = false;
+        assert(mb->refs[mb->pending[peer].buf] > 0);
+        mb->refs[mb->pending[peer].buf]--;
+        changed(mb);
+    }
+}
+
+/* With mu held: queue a command for the loop, waiting for room. */
+static void post(mm__mbox *mb, const mm__cmd *c)
+{
+    while (mb->q_len == MM__MBOX_QUEUE)
+        pthread_cond_wait(&mb->cv, &mb->mu);
+    mb->queue[mb->q_len++] = *c;
+}
+
+void mm__mbox_want(mm__mbox *mb, const uint32_t *peers, int n)
+{
+    pthread_mutex_lock(&mb->mu);
+    /* A peer wanted now but not in the last list, and not up, is about to be
+     * dialled (or to dial us): wait for it rather than count it missing. */
+    for (int i = 0; i < n; i++)
+        if (!mb->wanted[peers[i]] && mb->state[peers[i]] != MM__PEER_UP)
+            mb->state[peers[i]] = MM__PEER_CONNECTING;
+    /* wanted[] becomes membership of the new list: O(degree), no allocation */
+    for (int i = 0; i < mb->want_n; i++)
+        mb->wanted[mb->want[i]] = false;
+    for (int i = 0; i < n; i++)
+        mb->wanted[peers[i]] = true;
+    memcpy(mb->want, peers, (size_t)n * sizeof *peers);
+    mb->want_n = n;
+    mb->want_dirty = true;
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+int mm__mbox_acquire(mm__mbox *mb)
+{
+    pthread_mutex_lock(&mb->mu);
+    for (;;) {
+        for (int b = 0; b < MM__MBOX_BUFS; b++) {
+            if (mb->refs[b] == 0) {
+                mb->buf_exchange[b] = -1; /* being written: the loop must not send it */
+                pthread_mutex_unlock(&mb->mu);
+                return b;
+            }
+        }
+        if (atomic_load(&mb->signals) > 0) {
+            pthread_mutex_unlock(&mb->mu);
+            return -1;
+        }
+        /* Sends still waiting for a peer to come up are for exchanges we
+         * have left behind: their buffers are needed more now. */
+        bool freed = false;
+        for (uint32_t p = 0; p < mb->n; p++)
+            if (mb->has_pending[p]) {
+                drop_pending(mb, p);
+                freed = true;
+            }
+        if (freed)
+            continue;
+        /* Every buffer is read by a send in flight: the transport gives it
+         * back when the send completes or the connection dies. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 500 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&mb->cv, &mb->mu, &ts);
+    }
+}
+
+void *mm__mbox_buf(mm__mbox *mb, int b)
+{
+    assert(b >= 0 && b < MM__MBOX_BUFS);
+    return mb->buf[b];
+}
+
+void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange)
+{
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->buf_exchange[b] == -1 && mb->refs[b] == 0);
+    mb->buf_exchange[b] = (int64_t)exchange;
+    pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
+                   const mm_wire_vec *meta, size_t len)
+{
+    assert(len <= mb->buf_bytes);
+    mm__cmd c = {.kind = MM__CMD_SEND, .peer = peer, .exchange = exchange, .buf = b,
+                 .meta = *meta, .len = len};
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->buf_exchange[b] == (int64_t)exchange);
+    /* Registered here, on the training thread, so that the round's wait
+     * sees the send at once, before the loop has even read the queue. */
+    drop_pending(mb, peer);
+    mb->pending[peer] = c;
+    mb->has_pending[peer] = true;
+    mb->refs[b]++;
+    post(mb, &c);
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+void mm__mbox_release(mm__mbox *mb, uint32_t peer)
+{
+    mm__cmd c = {.kind = MM__CMD_RELEASE, .peer = peer};
+    pthread_mutex_lock(&mb->mu);
+    mb->inbox[peer].present = false;
+    post(mb, &c);
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
+{
+    pthread_mutex_lock(&mb->mu);
+    const inbox_slot *s = &mb->inbox[peer];
+    *v = (mm__peer_view){
+        .state = mb->state[peer],
+        .ever_up = mb->ever_up[peer],
+        .has_vector = s->present,
+        .exchange = s->exchange,
+        .meta = s->meta,
+        .body = s->present ? s->body : NULL,
+        .body_len = s->present ? s->body_len : 0,
+        .send_pending = mb->has_pending[peer],
+        .pending_exchange = mb->pending[peer].exchange,
+    };
+    pthread_mutex_unlock(&mb->mu);
+}
+
+uint64_t mm__mbox_generation(mm__mbox *mb)
+{
+    pthread_mutex_lock(&mb->mu);
+    uint64_t g = mb->gen;
+    pthread_mutex_unlock(&mb->mu);
+    return g;
+}
+
+void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
+{
+    /* pthread_cond_timedwait counts in CLOCK_REALTIME: convert. */
+    struct timespec now_real, ts;
+    clock_gettime(CLOCK_REALTIME, &now_real);
+    double wait = deadline - mm_time_now();
+    if (wait < 0)
+        wait = 0;
+    double t = (double)now_real.tv_sec + (double)now_real.tv_nsec * 1e-9 + wait;
+    ts.tv_sec = (time_t)t;
+    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    pthread_mutex_lock(&mb->mu);
+    while (mb->gen == gen && atomic_load(&mb->signals) == 0)
+        if (pthread_cond_timedwait(&mb->cv, &mb->mu, &ts) != 0)
+            break;
+    pthread_mutex_unlock(&mb->mu);
+}
+
+bool mm__mbox_stopping(mm__mbox *mb) { return atomic_load(&mb->signals) > 0; }
+
+void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
+{
+    if (fresh) {
+        pthread_mutex_lock(&mb->mu);
+        uint64_t sg = mb->stats_gen;
+        pthread_mutex_unlock(&mb->mu);
+        uv_async_send(mb->wake);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
+        ts.tv_sec += 1;
+        pthread_mutex_lock(&mb->mu);
+        while (mb->stats_gen == sg)
+            if (pthread_cond_timedwait(&mb->cv, &mb->mu, &ts) != 0)
+                break; /* the loop is gone or stuck: keep the last copy */
+        pthread_mutex_unlock(&mb->mu);
+    }
+    pthread_mutex_lock(&mb->mu);
+    *out = mb->stats;
+    pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out)
+{
+    uint32_t i = peer < mb->n ? peer : mb->n;
+    pthread_mutex_lock(&mb->mu);
+    if (mb->refusals[i])
+        *out = *mb->refusals[i];
+    else
+        memset(out, 0, sizeof *out);
+    pthread_mutex_unlock(&mb->mu);
+}
+
+uint64_t mm__mbox_skipped_sends(mm__mbox *mb)
+{
+    pthread_mutex_lock(&mb->mu);
+    uint64_t s = mb->skipped;
+    pthread_mutex_unlock(&mb->mu);
+    return s;
+}
+
+void mm__mbox_finish(mm__mbox *mb)
+{
+    pthread_mutex_lock(&mb->mu);
+    mb->finished = true;
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+/* ---- loop thread ---------------------------------------------------------- */
+
+void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                      const void *body, size_t body_len)
+{
+    pthread_mutex_lock(&mb->mu);
+    mb->inbox[peer] = (inbox_slot){.present = true, .exchange = exchange, .meta = *meta,
+                                   .body = body, .body_len = body_len};
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_sent(mm__mbox *mb, uint32_t peer)
+{
+    pthread_mutex_lock(&mb->mu);
+    if (mb->inflight[peer]) {
+        mb->inflight[peer] = false;
+        assert(mb->refs[mb->inflight_buf[peer]] > 0);
+        mb->refs[mb->inflight_buf[peer]]--;
+    }
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+}
+
+mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state st)
+{
+    pthread_mutex_lock(&mb->mu);
+    mm__peer_state old = mb->state[peer];
+    mb->state[peer] = st;
+    if (st == MM__PEER_UP)
+        mb->ever_up[peer] = true;
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    return old;
+}
+
+void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r)
+{
+    uint32_t i = r->peer < mb->n ? r->peer : mb->n;
+    pthread_mutex_lock(&mb->mu);
+    /* (per peer only once refused: a record is a few hundred bytes, and a
+     * peer may have thousands of peers it never hears from) */
+    if (!mb->refusals[i])
+        mb->refusals[i] = calloc(1, sizeof *mb->refusals[i]);
+    mm__refusals *f = mb->refusals[i];
+    if (f) {
+        f->count++;
+        f->last = *r;
+        if (mm_refusal_is_config(r->code)) {
+            f->config = true;
+            f->config_count++;
+            f->last_config = *r;
+        }
+        if (r->code == MM_REFUSAL_ID_CLASH)
+            f->id_clash = true;
+    }
+    /* A peer refused for a configuration that differs will not come up
+     * by retrying: not worth waiting for (a peer that should dial us is
+     * otherwise reported down only after the transport's connect timeout).
+     * Faults (a failed dial, a timeout) are the transport's to report. */
+    if (i < mb->n && mm_refusal_is_config(r->code) &&
+        (mb->state[i] == MM__PEER_CONNECTING || mb->state[i] == MM__PEER_UNKNOWN)) {
+        mb->state[i] = MM__PEER_DOWN;
+        changed(mb);
+    }
+    pthread_mutex_unlock(&mb->mu);
+}
+
+int mm__mbox_signal(mm__mbox *mb)
+{
+    int n = atomic_fetch_add(&mb->signals, 1) + 1;
+    pthread_mutex_lock(&mb->mu);
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    return n;
+}
+
+int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *want_n,
+                   bool *finished, const mm_transport_stats *stats)
+{
+    pthread_mutex_lock(&mb->mu);
+    int n = mb->q_len < cap ? mb->q_len : cap;
+    memcpy(cmds, mb->queue, (size_t)n * sizeof *cmds);
+    memmove(mb->queue, mb->queue + n, (size_t)(mb->q_len - n) * sizeof *cmds);
+    mb->q_len -= n;
+    *want_n = -1;
+    if (mb->want_dirty) {
+        *want_n = mb->want_n;
+        memcpy(want, mb->want, (size_t)mb->want_n * sizeof *want);
+        mb->want_dirty = false;
+    }
+    *finished = mb->finished;
+    mb->finished = false; /* reported once */
+    mb->stats = *stats;
+    mb->stats_gen++;
+    changed(mb); /* the queue has room again; the counters are new */
+    pthread_mutex_unlock(&mb->mu);
+    return n;
+}
+
+const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
+{
+    pthread_mutex_lock(&mb->mu);
+    /* mm__mbox_send registered it as pending; anything else is obsolete
+     * (a newer exchange replaced it, or it was already handled). */
+    const mm__cmd *p = &mb->pending[c->peer];
+    if (!mb->has_pending[c->peer] || p->exchange != c->exchange || p->buf != c->buf) {
+        pthread_mutex_unlock(&mb->mu);
+        return NULL;
+    }
+    bool current = mb->buf_exchange[c->buf] == (int64_t)c->exchange;
+    bool busy = mb->inflight[c->peer];
+    if (!current || busy) {
+        drop_pending(mb, c->peer);
+        if (busy)
+            mb->skipped++;
+        pthread_mutex_unlock(&mb->mu);
+        return NULL;
+    }
+    if (mb->state[c->peer] != MM__PEER_UP) {
+        pthread_mutex_unlock(&mb->mu); /* stays pending until the peer is up */
+        return NULL;
+    }
+    mb->has_pending[c->peer] = false; /* its buffer reference passes to the send */
+    mb->inflight[c->peer] = true;
+    mb->inflight_buf[c->peer] = c->buf;
+    changed(mb);
+    const void *buf = mb->buf[c->buf];
+    pthread_mutex_unlock(&mb->mu);
+    return buf;
+}
+
+void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c)
+{
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->inflight[c->peer] && mb->inflight_buf[c->peer] == c->buf);
+    mb->inflight[c->peer] = false;
+    mb->pending[c->peer] = *c;
+    mb->has_pending[c->peer] = true;
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+}
+
+bool mm__mbox_pending(mm__mbox *mb, uint32_t peer, mm__cmd *out)
+{
+    pthread_mutex_lock(&mb->mu);
+    bool has = mb->has_pending[peer];
+    if (has)
+        *out = mb->pending[peer];
+    pthread_mutex_unlock(&mb->mu);
+    return has;
+}

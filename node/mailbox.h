@@ -1,0 +1,158 @@
+/* The mailbox between a peer's two threads. The training thread owns the
+ * parameters; the loop thread owns the connections. Nothing else crosses
+ * between them: the mutex and the condition variable live inside, the
+ * loop is woken with uv_async_send, the training thread sleeps in
+ * mm__mbox_wait. (libuv's own rule for threads, and the one docs/node.md
+ * and docs/architecture.md describe.)
+ *
+ * What it carries:
+ *   training -> loop: the peers wanted now; sends of a snapshot buffer to a
+ *     peer; received vectors given back; "I am finished".
+ *   loop -> training: received vectors (lent by the transport until given
+ *     back), peer states, sends that are done, the transport's counters,
+ *     signals.
+ * The snapshot buffers are the mailbox's: the training thread writes one
+ * (acquire, fill, publish), the loop sends it, and a buffer is reused only
+ * when no send still reads it.
+ *
+ * Internal to node/ (the mm__ prefix): not part of murmur's API. */
+#ifndef MURMUR_MAILBOX_H
+#define MURMUR_MAILBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "gossip/transport.h"
+
+/* Snapshots in flight: this round's, the last round's still going to a fast
+ * neighbour, and one pinned by a send to a neighbour that stopped reading
+ * (until the transport declares it down). With two, that stuck send made
+ * every round wait for its previous sends to finish (measured: async peers
+ * waited ~1.4 s of 3 s around a SIGSTOPped neighbour). */
+#define MM__MBOX_BUFS 3
+
+/* CONNECTING: newly wanted and not up yet; worth waiting for. DOWN and GONE
+ * were reported by the transport: not worth waiting for. */
+typedef enum {
+    MM__PEER_UNKNOWN, MM__PEER_CONNECTING, MM__PEER_UP, MM__PEER_DOWN, MM__PEER_GONE
+} mm__peer_state;
+
+/* What the training thread sees of one peer, copied under the lock. */
+typedef struct {
+    mm__peer_state state;
+    bool ever_up;            /* has been up at least once */
+    bool has_vector;         /* a received vector waits to be used or given back */
+    uint64_t exchange;       /* ... of this exchange (round * gossip_steps + step) */
+    mm_wire_vec meta;        /* ... its vector header (weight, codec, flags, ...) */
+    const void *body;        /* ... its body, body_len bytes (valid until mm__mbox_release) */
+    size_t body_len;
+    bool send_pending;       /* our send to it waits for it to come up */
+    uint64_t pending_exchange;
+} mm__peer_view;
+
+/* What the transport said about a peer's refused connections and failed
+ * dials (on_refused), as the training thread sees it. */
+typedef struct {
+    uint64_t count;          /* refusals and failed dials */
+    mm_refusal last;         /* the last of them */
+    bool config;             /* one said the two are configured differently */
+    uint64_t config_count;   /* ... how many */
+    mm_refusal last_config;  /* ... the last of those (mm_refusal_is_config) */
+    bool id_clash;           /* two processes claimed one id, on either side */
+} mm__refusals;
+
+typedef enum { MM__CMD_SEND, MM__CMD_RELEASE } mm__cmd_kind;
+
+typedef struct {
+    mm__cmd_kind kind;
+    uint32_t peer;
+    uint64_t exchange;
+    int buf;
+    mm_wire_vec meta;        /* SEND: the vector header */
+    size_t len;              /* SEND: bytes of the buffer to send */
+} mm__cmd;
+
+typedef struct mm__mbox mm__mbox;
+
+/* n_peers peers, snapshot buffers of buf_bytes bytes (at least the fp32
+ * vector, 4 * vec_len; a codec's encoded vector must fit); wake is the
+ * loop's async handle (initialised by the caller). NULL when out of memory. */
+mm__mbox *mm__mbox_new(uint32_t n_peers, size_t buf_bytes, uv_async_t *wake);
+void mm__mbox_free(mm__mbox *mb);
+
+/* ---- training thread ---- */
+
+/* The peers wanted now (this round's and the next round's neighbours). A
+ * peer newly wanted and not up is marked CONNECTING: worth waiting for. */
+void mm__mbox_want(mm__mbox *mb, const uint32_t *peers, int n);
+/* A snapshot buffer no send still reads, to fill (-1 when stopping). While
+ * it is being filled the loop will not send it. */
+int mm__mbox_acquire(mm__mbox *mb);
+void *mm__mbox_buf(mm__mbox *mb, int b);
+/* The buffer now holds exchange e's snapshot: sends of it may go out. */
+void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange);
+/* Send the first len bytes of buffer b to peer, for exchange e, with the
+ * vector header meta. It is pending until the peer is up; one send per
+ * peer is in flight at a time (a peer that has not taken the last one is
+ * skipped, not queued). */
+void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
+                   const mm_wire_vec *meta, size_t len);
+/* Give peer's received vector back to the transport (reading resumes). */
+void mm__mbox_release(mm__mbox *mb, uint32_t peer);
+void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *out);
+/* A counter that moves whenever anything in the mailbox changes. */
+uint64_t mm__mbox_generation(mm__mbox *mb);
+/* Sleeps until the generation moves past gen or until deadline (a
+ * node_now() time). */
+void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline);
+bool mm__mbox_stopping(mm__mbox *mb);
+/* The transport's counters as the loop last copied them; with fresh, first
+ * asks the loop for a new copy and waits for it (at most a second). */
+void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh);
+/* The refusals of connections to or from peer (all zero when none);
+ * peer MM_PEER_UNKNOWN: of those whose peer the transport could not tell. */
+void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out);
+/* Sends skipped because the peer had not taken the previous one. */
+uint64_t mm__mbox_skipped_sends(mm__mbox *mb);
+/* The training thread is done: the loop says goodbye and closes. */
+void mm__mbox_finish(mm__mbox *mb);
+
+/* ---- loop thread ---- */
+
+/* Transport callbacks, forwarded. */
+void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                      const void *body, size_t body_len);
+void mm__mbox_sent(mm__mbox *mb, uint32_t peer);
+/* Returns the state it had before. */
+mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state st);
+/* A connection was refused or a dial failed (the transport's on_refused):
+ * kept for the training thread, which looks when it judges whether it is
+ * isolated. A known peer not up yet that was refused for a configuration
+ * that differs becomes DOWN (not worth waiting for, once peers have had
+ * --start-timeout to start). */
+void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r);
+/* A signal arrived; returns how many have (1 for the first). */
+int mm__mbox_signal(mm__mbox *mb);
+
+/* On wake: takes the queued commands (up to cap), the want list when it
+ * changed (*want_n = -1 otherwise; want has room for n_peers), whether the
+ * training thread finished, and stores the transport's counters. Returns
+ * the number of commands. */
+int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *want_n,
+                   bool *finished, const mm_transport_stats *stats);
+/* For a SEND command: whether it should go out now. Returns its buffer
+ * (now in flight) or NULL: obsolete (a newer send replaced it, or its
+ * buffer was rewritten), skipped (the previous send to that peer is still
+ * in flight), or the peer is not up yet (it stays pending). */
+const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c);
+/* The transport refused a claimed send after all: pending again. */
+void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c);
+/* The send pending for peer, if any (tried when it comes up). */
+bool mm__mbox_pending(mm__mbox *mb, uint32_t peer, mm__cmd *out);
+
+/* Commands the queue holds before the training thread waits for room. */
+#define MM__MBOX_QUEUE 256
+
+#endif

@@ -1,0 +1,37 @@
+/* What the peer's two sides share inside node/ (the mm__ prefix: internal,
+ * not part of murmur's API). node.c is the process and the loop thread;
+ * round.c is the training thread, which owns the parameters. They meet
+ * only in the mailbox (node/mailbox.h). */
+#ifndef MURMUR_NODE_INT_H
+#define MURMUR_NODE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip/topology.h"
+#include "node/mailbox.h"
+#include "node/node.h"
+
+typedef struct mm__trainer mm__trainer;
+
+/* Builds this peer's replica (the model and its shard, or a plain vector
+ * with --vector-len), resumes it from run_dir/node-K/checkpoint.bin with
+ * --resume, and opens its metrics file. The topology must outlive it.
+ * NULL with the reason in err. */
+mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
+                             const char *dir, char *err, size_t errlen);
+void mm__trainer_free(mm__trainer *t);
+
+/* What the transport needs to know: the vector's length and fingerprint
+ * (docs/protocol.md, HELLO). */
+size_t mm__trainer_vec_len(const mm__trainer *t);
+void mm__trainer_fingerprint(const mm__trainer *t, uint8_t fp[32]);
+
+/* The training thread's body: every round until done or stopped, then the
+ * end line and the final checkpoint; ends with mm__mbox_finish(mb). Its
+ * exit status (0, or 1: parameters lost, final checkpoint failed) is in
+ * mm__trainer_status afterwards. */
+void mm__trainer_run(mm__trainer *t, mm__mbox *mb);
+int mm__trainer_status(const mm__trainer *t);
+
+#endif

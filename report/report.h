@@ -1,0 +1,141 @@
+/* murmur report: turns a run directory (docs/metrics.md) into results.
+ *
+ * Loading reads every node-K/metrics.jsonl, keeps the records of every
+ * (re)start (counters restart at zero with the process, so they are summed
+ * over restarts; a round done twice keeps its latest record), and folds the
+ * eval sketches of each round into per-round accumulators. Rows are the
+ * evaluation rounds (and snapshot rounds) with consensus distance, exact
+ * from snapshots when every peer present has a verified one, else
+ * estimated from the sketches. */
+#ifndef MURMUR_REPORT_H
+#define MURMUR_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    int64_t round;
+    double step, time, loss, lr;
+    /* Cumulative since the peer first started (summed over restarts). */
+    double bytes_sent, bytes_recv, t_compute, t_comm, t_wait;
+    double nbrs, missing;
+    double dist_mean; /* mean of the round's neighbour distances, NaN if none */
+} mm_rep_round;
+
+typedef struct {
+    int64_t round;
+    double step, time, val_loss, val_bpb, val_acc, norm;
+    bool has_sketch;
+} mm_rep_eval;
+
+typedef struct {
+    int id; /* K of node-K */
+    bool has_metrics;
+    int n_starts, n_ends;
+    bool ended;          /* the last start was followed by an end line */
+    char end_reason[16];
+    int64_t params;      /* from the last start line, -1 unknown */
+    int n_peers, sketch_dim;
+    uint64_t sketch_seed;
+    char topology[128], algo[32];
+    mm_rep_round *rounds; /* sorted by round, one per round */
+    size_t n_rounds;
+    mm_rep_eval *evals;   /* sorted by round, one per round */
+    size_t n_evals;
+    size_t bad_lines;
+    bool torn_tail;       /* last line had no newline (being written or cut) */
+    /* Refusals and isolation (docs/metrics.md: the end and isolated lines) */
+    double refused;       /* connections refused, summed over its lives' end lines */
+    char top_refusal[24]; /* the end line counter with the most of them, "" if none */
+    int n_refused_nbrs;   /* neighbours its last end or isolated line says were refused */
+    char refused_code[24]; /* ... the refusal of the first of them */
+    int first_refused;    /* ... its id (-1 none) */
+    bool isolated_now;    /* running, and an isolated line came after its last mixing round */
+    double mtime;         /* metrics file modification time (epoch s) */
+} mm_rep_peer;
+
+typedef struct {
+    int64_t round;
+    int n_present;          /* peers with an eval (or snapshot) at this round */
+    double xi;              /* consensus distance chosen (exact if possible) */
+    const char *method;     /* "exact", "sketch" or "none" */
+    double xi_exact, xi_sketch; /* NaN when not available */
+    int n_sketch;           /* peers whose sketch went into xi_sketch */
+    double acc_mean, acc_min, acc_max;
+    double vloss_mean, vloss_min, vloss_max;
+    double loss_mean;       /* training loss of the round records */
+    double sent_sum, recv_sum, sent_peer; /* cumulative bytes */
+    double f_compute, f_comm, f_wait; /* cumulative fractions of wall time */
+    double wall;            /* max peer wall time (summed over restarts) */
+    double nbr_dist;        /* mean neighbour distance seen while mixing */
+    double norm_mean;       /* mean ||x_i|| from the eval lines (Xi/norm: relative spread) */
+    /* Exact rows only (else NaN): ||xbar||, min/max over peers of
+     * ||x_i - xbar||, and the averaged model's validation figures when the
+     * hook (mm_report_eval_average) is wired. */
+    double avg_norm, dev_min, dev_max, avg_val_loss, avg_val_acc;
+} mm_rep_row;
+
+typedef struct mm_rep_sketch_acc mm_rep_sketch_acc;
+
+typedef struct {
+    char *dir;
+    mm_rep_peer *peers;
+    int n_peers;            /* node-K directories found */
+    int n_expected;         /* max(n_peers, declared n_peers) */
+    int64_t params;
+    char topology[128], algo[32];
+    mm_rep_row *rows;
+    size_t n_rows;
+    size_t warnings;
+    /* internal: per-round sketch accumulators */
+    mm_rep_sketch_acc *acc;
+    size_t n_acc, cap_acc;
+} mm_report;
+
+typedef struct {
+    bool no_exact;      /* skip snapshots (progress mode) */
+    bool quiet_tail;    /* a line without newline is normal (run in progress) */
+    FILE *warn;         /* where warnings go; NULL: stderr */
+    /* The averaged model: called with the exact average xbar of every round
+     * whose snapshots allow it; returns 0 with the model's validation loss
+     * and accuracy at xbar (mm_report_eval_model does this with the run's
+     * model and data). NULL: the report shows distances only. */
+    int (*eval_average)(const float *xbar, size_t n, int64_t round, const char *run_dir,
+                        double *val_loss, double *val_acc);
+} mm_report_opts;
+
+/* Load dir and compute its rows. 0 on success; -1 with a message in err
+ * when dir is missing or holds no metrics at all (the empty run). */
+int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, char *err,
+                   size_t errlen);
+void mm_report_free(mm_report *r);
+
+/* The averaged model's validation loss and accuracy at xbar: builds the
+ * model the run trained (its shape, data and partition from node-0's start
+ * line), loads xbar and evaluates it on the peers' validation sample. 0, or
+ * -1 when the run has no model (--vector-len) or its data is missing. */
+int mm_report_eval_model(const float *xbar, size_t n, int64_t round, const char *run_dir,
+                         double *val_loss, double *val_acc);
+
+/* Output. */
+void mm_report_print_table(const mm_report *r, FILE *out);
+int mm_report_write_csv(const mm_report *r, const char *path);
+void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out);
+/* Plots into dir (created): consensus.png, accuracy.png,
+ * acc_vs_consensus.png, with their .gp scripts and plot.dat beside them.
+ * Prints the paths. 0 ok, 1 gnuplot missing (warning), -1 failure. */
+int mm_report_plots(const mm_report *r, const char *dir, FILE *out);
+
+/* A refusal's name (an end line counter or a "refusals" code, e.g.
+ * "tls_mismatch") in words for the tables: "one side TLS, the other
+ * --plaintext". NULL for names it does not know. */
+const char *mm_report_refusal_words(const char *name);
+
+/* Several runs side by side: table, CSV and one PNG. */
+void mm_report_compare_table(mm_report *const *runs, int n, FILE *out);
+int mm_report_compare_csv(mm_report *const *runs, int n, const char *path);
+int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out);
+
+#endif

@@ -1,0 +1,176 @@
+/* Several runs side by side (same training, different topologies): the
+ * final figures of each, as a table and a CSV. */
+#include "report/report_int.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct {
+    int64_t round, last_round;
+    double acc, vloss, xi, sent_peer, wall;
+    const char *method;
+    int peers;
+    /* how the peers ended: done, refused, isolated (docs/node.md) */
+    int n_done, n_refused, n_isolated;
+    double refused;        /* refused connections, all peers */
+    char top[24];          /* the commonest refusal of the refused peers, else overall */
+} final_figs;
+
+static void finals(const mm_report *r, final_figs *f)
+{
+    memset(f, 0, sizeof *f);
+    f->round = f->last_round = -1;
+    f->acc = f->vloss = f->xi = f->sent_peer = f->wall = NAN;
+    f->method = "none";
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const mm_rep_row *w = &r->rows[i];
+        if (!isnan(w->acc_mean)) {
+            f->acc = w->acc_mean;
+            f->vloss = w->vloss_mean;
+            f->round = w->round;
+            f->peers = w->n_present;
+        }
+        if (!isnan(w->xi)) {
+            f->xi = w->xi;
+            f->method = w->method;
+        }
+    }
+    double sent = 0;
+    int n = 0;
+    for (int i = 0; i < r->n_peers; i++) {
+        const mm_rep_peer *p = &r->peers[i];
+        f->n_done += p->ended && !strcmp(p->end_reason, "done");
+        f->n_refused += p->ended && !strcmp(p->end_reason, "refused");
+        f->n_isolated += p->ended && !strcmp(p->end_reason, "isolated");
+        f->refused += p->refused;
+        if (p->ended && !strcmp(p->end_reason, "refused") && p->refused_code[0] && !f->top[0])
+            snprintf(f->top, sizeof f->top, "%s", p->refused_code);
+        if (!p->n_rounds)
+            continue;
+        const mm_rep_round *last = &p->rounds[p->n_rounds - 1];
+        sent += last->bytes_sent;
+        n++;
+        if (!(f->wall >= last->time))
+            f->wall = last->time;
+        if (last->round > f->last_round)
+            f->last_round = last->round;
+    }
+    f->sent_peer = n ? sent / n : NAN;
+    /* without a refused peer, the commonest refusal of any peer */
+    double most = 0;
+    for (int i = 0; i < r->n_peers && !f->top[0] && f->refused > 0; i++)
+        if (r->peers[i].refused > most && r->peers[i].top_refusal[0]) {
+            most = r->peers[i].refused;
+            snprintf(f->top, sizeof f->top, "%s", r->peers[i].top_refusal);
+        }
+}
+
+/* The end column: the count of the worst way peers ended (refused, then
+ * isolated, then anything but done), else "N done". */
+static void end_text(const mm_report *r, const final_figs *f, char *buf, size_t len)
+{
+    int other = r->n_peers - f->n_done - f->n_refused - f->n_isolated;
+    if (f->n_refused)
+        snprintf(buf, len, "%d refused", f->n_refused);
+    else if (f->n_isolated)
+        snprintf(buf, len, "%d isolated", f->n_isolated);
+    else if (other)
+        snprintf(buf, len, "%d not done", other);
+    else
+        snprintf(buf, len, "%d done", f->n_done);
+}
+
+#define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
+
+/* The name and topology columns are as wide as their longest entry (at
+ * least the header's), so long topology paths do not push the figures out
+ * of line. */
+void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
+{
+    int wname = 20, wtopo = 22;
+    for (int k = 0; k < n; k++) {
+        char name[256];
+        mm__report_run_name(runs[k], name, sizeof name);
+        int ln = (int)strlen(name), lt = runs[k]->topology[0] ? (int)strlen(runs[k]->topology) : 1;
+        if (ln > wname)
+            wname = ln;
+        if (lt > wtopo)
+            wtopo = lt;
+    }
+    fprintf(out, "%-*s %-*s %5s %7s %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname, "run", wtopo,
+            "topology", "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer",
+            "wall_s", "end", "refused");
+    bool bad = false;
+    for (int k = 0; k < n; k++) {
+        final_figs f;
+        finals(runs[k], &f);
+        char name[256], end[32], ref[48];
+        mm__report_run_name(runs[k], name, sizeof name);
+        end_text(runs[k], &f, end, sizeof end);
+        if (f.refused > 0)
+            snprintf(ref, sizeof ref, "%.0f %s", f.refused, f.top);
+        else
+            snprintf(ref, sizeof ref, "0");
+        bad |= f.n_refused || f.n_isolated;
+        fprintf(out, "%-*s %-*s %5d %7lld %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname, name,
+                wtopo, runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
+                (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
+                N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall), end,
+                ref);
+    }
+    fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer; "
+                 "end = how its peers ended; refused = connections refused, commonest reason)\n");
+    if (bad)
+        fprintf(out, "A run with refused or isolated peers did not gossip as configured: its "
+                     "figures are not a comparison of topologies (murmur report RUN_DIR says why)\n");
+}
+
+static void csv_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_num(FILE *f, const char *fm, double v)
+{
+    fputc(',', f);
+    if (!isnan(v))
+        fprintf(f, fm, v);
+}
+
+int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
+               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,peers_done,"
+               "peers_refused,peers_isolated,refused,top_refusal\n");
+    for (int k = 0; k < n; k++) {
+        final_figs fi;
+        finals(runs[k], &fi);
+        char name[256];
+        mm__report_run_name(runs[k], name, sizeof name);
+        csv_str(f, name);
+        fputc(',', f);
+        csv_str(f, runs[k]->dir);
+        fputc(',', f);
+        csv_str(f, runs[k]->topology);
+        fprintf(f, ",%d,%lld,%lld", runs[k]->n_peers, (long long)(fi.last_round + 1),
+                (long long)fi.round);
+        csv_num(f, "%.9g", fi.acc);
+        csv_num(f, "%.9g", fi.vloss);
+        csv_num(f, "%.9g", fi.xi);
+        fprintf(f, ",%s", fi.method);
+        csv_num(f, "%.1f", fi.sent_peer);
+        csv_num(f, "%.3f", fi.wall);
+        fprintf(f, ",%d,%d,%d,%.0f,%s\n", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
+                fi.top);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}

@@ -1,0 +1,38 @@
+/* What the report's files share and nobody else needs (the mm__ prefix:
+ * internal to report/, not part of murmur's API). */
+#ifndef MURMUR_REPORT_INT_H
+#define MURMUR_REPORT_INT_H
+
+#include "report/report.h"
+
+/* Parses one peer's metrics file into p (p->id set by the caller). */
+int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path,
+                         const mm_report_opts *opt);
+
+/* Exact consensus distance of one round from the snapshot files of peers
+ * ids[0..n). 0 on success (row's exact fields set, opt->eval_average
+ * called); -1 if a file is missing, malformed or fails its SHA-256 (a
+ * warning says which). */
+int mm__report_exact(mm_report *r, const int *ids, int n, int64_t round,
+                     const mm_report_opts *opt, mm_rep_row *row);
+
+/* A warning line "murmur report: ..." (counted in r->warnings). */
+void mm__report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Folds one peer's sketch of a round into that round's accumulator. */
+void mm__report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int64_t round,
+                           const double *y, int dim, uint64_t seed);
+/* Sketch estimate for a round, NaN if fewer than 2 peers or the peers'
+ * sketches disagree on seed or dimension. */
+double mm__report_sketch_xi(const mm_report *r, int64_t round, int *n_peers);
+/* Builds r->rows from the loaded peers. */
+void mm__report_build_rows(mm_report *r, const mm_report_opts *opt);
+
+/* printf of v with format f into buf, or "-" when v is NaN (not available). */
+const char *mm__report_num(char *buf, size_t len, const char *f, double v);
+/* The run's name for tables and legends: the last component of its directory. */
+void mm__report_run_name(const mm_report *r, char *buf, size_t len);
+/* Runs gnuplot on script; 1 if gnuplot is not installed. */
+int mm__report_gnuplot(const char *script);
+
+#endif

@@ -1,0 +1,539 @@
+/* Reading a run directory's metrics into mm_report (see report.h). */
+#include "report/report_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "report/jsonl.h"
+
+void mm__report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
+{
+    FILE *w = opt && opt->warn ? opt->warn : stderr;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(w, "murmur report: warning: %s\n", msg);
+    r->warnings++;
+}
+
+/* Per-round sketch accumulator: a Welford mean and sum of squared
+ * deviations per coordinate, so the estimate needs no peer's sketch kept
+ * and does not cancel catastrophically when replicas are close. */
+struct mm_rep_sketch_acc {
+    int64_t round;
+    int n, dim;
+    uint64_t seed;
+    bool bad;
+    double *mean, *m2;
+};
+
+static mm_rep_sketch_acc *find_acc(const mm_report *r, int64_t round, size_t *pos)
+{
+    size_t lo = 0, hi = r->n_acc;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->acc[mid].round < round)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (pos)
+        *pos = lo;
+    return lo < r->n_acc && r->acc[lo].round == round ? &r->acc[lo] : NULL;
+}
+
+void mm__report_add_sketch(mm_report *r, const mm_report_opts *opt, int peer, int64_t round,
+                          const double *y, int dim, uint64_t seed)
+{
+    size_t pos;
+    mm_rep_sketch_acc *a = find_acc(r, round, &pos);
+    if (!a) {
+        if (r->n_acc == r->cap_acc) {
+            size_t cap = r->cap_acc ? 2 * r->cap_acc : 64;
+            mm_rep_sketch_acc *nw = realloc(r->acc, cap * sizeof *nw);
+            if (!nw)
+                return;
+            r->acc = nw;
+            r->cap_acc = cap;
+        }
+        memmove(r->acc + pos + 1, r->acc + pos, (r->n_acc - pos) * sizeof *r->acc);
+        r->n_acc++;
+        a = &r->acc[pos];
+        memset(a, 0, sizeof *a);
+        a->round = round;
+        a->dim = dim;
+        a->seed = seed;
+        a->mean = calloc((size_t)dim, sizeof *a->mean);
+        a->m2 = calloc((size_t)dim, sizeof *a->m2);
+        if (!a->mean || !a->m2)
+            a->bad = true;
+    }
+    if (a->bad)
+        return;
+    if (a->dim != dim || a->seed != seed) {
+        mm__report_warn(r, opt, "round %lld: node-%d's sketch (dim %d, seed %llu) differs from "
+                       "the other peers' (dim %d, seed %llu); no estimate for this round",
+                       (long long)round, peer, dim, (unsigned long long)seed, a->dim,
+                       (unsigned long long)a->seed);
+        a->bad = true;
+        return;
+    }
+    a->n++;
+    for (int k = 0; k < dim; k++) {
+        double d = y[k] - a->mean[k];
+        a->mean[k] += d / a->n;
+        a->m2[k] += d * (y[k] - a->mean[k]);
+    }
+}
+
+double mm__report_sketch_xi(const mm_report *r, int64_t round, int *n_peers)
+{
+    const mm_rep_sketch_acc *a = find_acc(r, round, NULL);
+    *n_peers = a ? a->n : 0;
+    if (!a || a->bad || a->n < 2)
+        return NAN;
+    double s = 0;
+    for (int k = 0; k < a->dim; k++)
+        s += a->m2[k];
+    return sqrt(s / a->n);
+}
+
+/* An eval's sketch, kept until the file is read so a round repeated after a
+ * restart contributes only its latest sketch. */
+typedef struct {
+    int64_t round;
+    size_t seq;
+    double *y;
+    int dim;
+    uint64_t seed;
+} pending_sketch;
+
+static int cmp_pending(const void *a, const void *b)
+{
+    const pending_sketch *x = a, *y = b;
+    if (x->round != y->round)
+        return x->round < y->round ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Records arrive in file order; qsort is not stable, so each array is
+ * sorted through an index of (round, position) and the last record of a
+ * round wins. */
+typedef struct {
+    int64_t round;
+    size_t idx;
+} order_key;
+
+static int cmp_key(const void *a, const void *b)
+{
+    const order_key *x = a, *y = b;
+    if (x->round != y->round)
+        return x->round < y->round ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static size_t dedupe(void *base, size_t n, size_t size, int64_t (*round_of)(const void *))
+{
+    if (n == 0)
+        return 0;
+    order_key *k = malloc(n * sizeof *k);
+    char *tmp = malloc(n * size);
+    if (!k || !tmp) {
+        free(k);
+        free(tmp);
+        return n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        k[i].round = round_of((char *)base + i * size);
+        k[i].idx = i;
+    }
+    qsort(k, n, sizeof *k, cmp_key);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i + 1 < n && k[i + 1].round == k[i].round)
+            continue; /* a later record of the same round follows */
+        memcpy(tmp + m * size, (char *)base + k[i].idx * size, size);
+        m++;
+    }
+    memcpy(base, tmp, m * size);
+    free(k);
+    free(tmp);
+    return m;
+}
+
+static int64_t round_of_round(const void *p) { return ((const mm_rep_round *)p)->round; }
+static int64_t round_of_eval(const void *p) { return ((const mm_rep_eval *)p)->round; }
+
+static double num_or(const mm_json_obj *o, const char *key, double dflt)
+{
+    double v;
+    return mm_json_num(o, key, &v) ? v : dflt;
+}
+
+static bool get_round(const mm_json_obj *o, int64_t *round)
+{
+    double v;
+    if (!mm_json_num(o, "round", &v) || !(v >= 0) || v > 9e15 || v != floor(v))
+        return false;
+    *round = (int64_t)v;
+    return true;
+}
+
+static void copy_str(char *dst, size_t len, const char *src)
+{
+    if (src)
+        snprintf(dst, len, "%s", src);
+}
+
+/* The refusal counters of an end line (docs/metrics.md), summed over a
+ * peer's lives to name the commonest. */
+static const char *const refusal_counters[] = {
+    "bad_magic", "bad_version", "bad_type", "bad_length", "bad_checksum", "bad_fingerprint",
+    "bad_round", "bad_values", "bad_weight", "bad_identity", "bad_tls", "frame_timeouts",
+    "peer_timeouts", "flood_refused", "id_clash", "tls_mismatch", "pending_refused",
+    "bad_codec", "bad_config",
+};
+#define N_REFUSAL_COUNTERS (sizeof refusal_counters / sizeof refusal_counters[0])
+
+/* An end or isolated line's "refusals" object: neighbour id -> refusal. */
+static void read_refusals(mm_rep_peer *p, const mm_json_obj *o)
+{
+    const mm_json_field *f = mm_json_get(o, "refusals");
+    p->n_refused_nbrs = 0;
+    p->refused_code[0] = 0;
+    p->first_refused = -1;
+    if (!f || f->type != MM_J_OBJ)
+        return;
+    for (size_t i = 0; i < f->n_obj; i++) {
+        if (!f->obj[i].str)
+            continue;
+        if (p->n_refused_nbrs++ == 0) {
+            copy_str(p->refused_code, sizeof p->refused_code, f->obj[i].str);
+            p->first_refused = atoi(f->obj[i].key);
+        }
+    }
+}
+
+int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const mm_report_opts *opt)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0)
+        p->mtime = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
+    p->has_metrics = true;
+    p->params = -1;
+
+    size_t cap_r = 0, cap_e = 0, n_pend = 0, cap_pend = 0;
+    pending_sketch *pend = NULL;
+    /* Counter values at the end of the previous segments (summed) and the
+     * latest of the current segment. */
+    double off[6] = {0}, last[6] = {0}; /* sent, recv, compute, comm, wait, time */
+    double refusal_sum[N_REFUSAL_COUNTERS] = {0};
+    p->first_refused = -1;
+    char *line = NULL;
+    size_t linecap = 0, lineno = 0, seq = 0;
+    ssize_t len;
+    while ((len = getline(&line, &linecap, f)) > 0) {
+        lineno++;
+        bool torn = line[len - 1] != '\n';
+        mm_json_obj o;
+        char err[160];
+        if (mm_json_parse(line, (size_t)len, &o, err, sizeof err) != 0) {
+            mm_json_free(&o);
+            /* A peer killed in the middle of a line and restarted appends
+             * its next line to the fragment: keep that line. */
+            const char *again = strstr(line + 1, "{\"ev\":");
+            if (again && mm_json_parse(again, (size_t)(line + len - again), &o, err,
+                                       sizeof err) == 0) {
+                mm__report_warn(r, opt, "%s:%zu: an incomplete record (%zu bytes) precedes this "
+                               "line; the fragment is ignored", path, lineno,
+                               (size_t)(again - line));
+                goto parsed;
+            }
+            mm_json_free(&o);
+            if (torn) {
+                p->torn_tail = true;
+                if (!opt || !opt->quiet_tail)
+                    mm__report_warn(r, opt, "%s:%zu: last line is incomplete (%zd bytes, no newline); "
+                                   "ignored", path, lineno, len);
+            } else {
+                p->bad_lines++;
+                mm__report_warn(r, opt, "%s:%zu: not a JSON object (%s); line ignored", path,
+                               lineno, err);
+            }
+            continue;
+        }
+    parsed:;
+        const char *ev = mm_json_str(&o, "ev");
+        if (!ev) {
+            p->bad_lines++;
+            mm__report_warn(r, opt, "%s:%zu: no \"ev\" field; line ignored", path, lineno);
+        } else if (!strcmp(ev, "start")) {
+            for (int i = 0; i < 6; i++) { /* the process restarted its counters */
+                off[i] += last[i];
+                last[i] = 0;
+            }
+            p->n_starts++;
+            p->ended = false;
+            p->end_reason[0] = 0;
+            p->isolated_now = false;
+            p->n_refused_nbrs = 0;
+            p->refused_code[0] = 0;
+            p->first_refused = -1;
+            double v;
+            uint64_t u;
+            if (mm_json_num(&o, "peer", &v) && v != p->id)
+                mm__report_warn(r, opt, "%s:%zu: start line says peer %g but the directory is node-%d",
+                               path, lineno, v, p->id);
+            if (mm_json_u64(&o, "params", &u))
+                p->params = (int64_t)u;
+            if (mm_json_num(&o, "n_peers", &v) && v >= 1 && v < 1e6)
+                p->n_peers = (int)v;
+            if (mm_json_num(&o, "sketch_dim", &v) && v >= 0 && v < 1e8)
+                p->sketch_dim = (int)v;
+            if (mm_json_u64(&o, "sketch_seed", &u))
+                p->sketch_seed = u;
+            copy_str(p->topology, sizeof p->topology, mm_json_str(&o, "topology"));
+            copy_str(p->algo, sizeof p->algo, mm_json_str(&o, "algo"));
+        } else if (!strcmp(ev, "round")) {
+            mm_rep_round rd = {0};
+            if (!get_round(&o, &rd.round)) {
+                p->bad_lines++;
+                mm__report_warn(r, opt, "%s:%zu: round line without a valid \"round\"; ignored",
+                               path, lineno);
+                mm_json_free(&o);
+                continue;
+            }
+            static const char *ctr[5] = {"bytes_sent", "bytes_recv", "t_compute", "t_comm", "t_wait"};
+            double *dst[5] = {&rd.bytes_sent, &rd.bytes_recv, &rd.t_compute, &rd.t_comm, &rd.t_wait};
+            for (int i = 0; i < 5; i++) {
+                double v = num_or(&o, ctr[i], NAN);
+                if (isfinite(v))
+                    last[i] = v;
+                *dst[i] = off[i] + last[i];
+            }
+            double t = num_or(&o, "time", NAN);
+            if (isfinite(t))
+                last[5] = t;
+            rd.time = off[5] + last[5];
+            rd.step = num_or(&o, "step", NAN);
+            rd.loss = num_or(&o, "loss", NAN);
+            rd.lr = num_or(&o, "lr", NAN);
+            rd.nbrs = num_or(&o, "nbrs", NAN);
+            rd.missing = num_or(&o, "missing", NAN);
+            const mm_json_field *nb = mm_json_get(&o, "nbrs");
+            if (nb && nb->type == MM_J_ARR && nb->n_arr > 0)
+                p->isolated_now = false; /* it mixes again */
+            rd.dist_mean = NAN;
+            const mm_json_field *d = mm_json_get(&o, "dist");
+            if (d && d->type == MM_J_OBJ && d->n_obj) {
+                double s = 0;
+                for (size_t i = 0; i < d->n_obj; i++)
+                    s += d->obj[i].num;
+                rd.dist_mean = s / (double)d->n_obj;
+            }
+            if (p->n_rounds == cap_r) {
+                cap_r = cap_r ? 2 * cap_r : 256;
+                mm_rep_round *nw = realloc(p->rounds, cap_r * sizeof *nw);
+                if (!nw)
+                    break;
+                p->rounds = nw;
+            }
+            p->rounds[p->n_rounds++] = rd;
+        } else if (!strcmp(ev, "eval")) {
+            mm_rep_eval e = {0};
+            if (!get_round(&o, &e.round)) {
+                p->bad_lines++;
+                mm__report_warn(r, opt, "%s:%zu: eval line without a valid \"round\"; ignored",
+                               path, lineno);
+                mm_json_free(&o);
+                continue;
+            }
+            double t = num_or(&o, "time", NAN);
+            if (isfinite(t) && t > last[5])
+                last[5] = t;
+            e.time = off[5] + (isfinite(t) ? t : last[5]);
+            e.step = num_or(&o, "step", NAN);
+            e.val_loss = num_or(&o, "val_loss", NAN);
+            e.val_bpb = num_or(&o, "val_bpb", NAN);
+            e.val_acc = num_or(&o, "val_acc", NAN);
+            e.norm = num_or(&o, "norm", NAN);
+            const mm_json_field *sk = mm_json_get(&o, "sketch");
+            if (sk && sk->type == MM_J_ARR && sk->n_arr > 0) {
+                if (p->sketch_dim && (size_t)p->sketch_dim != sk->n_arr)
+                    mm__report_warn(r, opt, "%s:%zu: sketch has %zu values, start line said %d",
+                                   path, lineno, sk->n_arr, p->sketch_dim);
+                if (n_pend == cap_pend) {
+                    cap_pend = cap_pend ? 2 * cap_pend : 64;
+                    pending_sketch *nw = realloc(pend, cap_pend * sizeof *nw);
+                    if (!nw)
+                        break;
+                    pend = nw;
+                }
+                pend[n_pend++] = (pending_sketch){e.round, seq++, sk->arr, (int)sk->n_arr,
+                                                  p->sketch_seed};
+                ((mm_json_field *)sk)->arr = NULL; /* ownership moves to pend */
+                e.has_sketch = true;
+            }
+            if (p->n_evals == cap_e) {
+                cap_e = cap_e ? 2 * cap_e : 64;
+                mm_rep_eval *nw = realloc(p->evals, cap_e * sizeof *nw);
+                if (!nw)
+                    break;
+                p->evals = nw;
+            }
+            p->evals[p->n_evals++] = e;
+        } else if (!strcmp(ev, "isolated")) {
+            p->isolated_now = true;
+            read_refusals(p, &o);
+        } else if (!strcmp(ev, "end")) {
+            p->n_ends++;
+            p->ended = true;
+            p->isolated_now = false;
+            copy_str(p->end_reason, sizeof p->end_reason, mm_json_str(&o, "reason"));
+            read_refusals(p, &o);
+            for (size_t i = 0; i < N_REFUSAL_COUNTERS; i++) {
+                double v = num_or(&o, refusal_counters[i], 0);
+                if (isfinite(v) && v > 0)
+                    refusal_sum[i] += v;
+            }
+            double v = num_or(&o, "refused", 0);
+            if (isfinite(v) && v > 0)
+                p->refused += v;
+            double t = num_or(&o, "time", NAN);
+            if (isfinite(t) && t > last[5])
+                last[5] = t;
+        } /* other events: newer writers; not ours to judge */
+        mm_json_free(&o);
+    }
+    free(line);
+    fclose(f);
+
+    size_t top = 0;
+    for (size_t i = 1; i < N_REFUSAL_COUNTERS; i++)
+        if (refusal_sum[i] > refusal_sum[top])
+            top = i;
+    if (refusal_sum[top] > 0)
+        copy_str(p->top_refusal, sizeof p->top_refusal, refusal_counters[top]);
+    p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
+    p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
+    qsort(pend, n_pend, sizeof *pend, cmp_pending);
+    for (size_t i = 0; i < n_pend; i++) {
+        if (i + 1 < n_pend && pend[i + 1].round == pend[i].round)
+            continue;
+        mm__report_add_sketch(r, opt, p->id, pend[i].round, pend[i].y, pend[i].dim, pend[i].seed);
+    }
+    for (size_t i = 0; i < n_pend; i++)
+        free(pend[i].y);
+    free(pend);
+    return 0;
+}
+
+static int cmp_peer(const void *a, const void *b)
+{
+    const mm_rep_peer *x = a, *y = b;
+    return x->id - y->id;
+}
+
+/* "node-K" with K a decimal number. */
+static int peer_dir_id(const char *name)
+{
+    if (strncmp(name, "node-", 5) || !name[5])
+        return -1;
+    long k = 0;
+    for (const char *s = name + 5; *s; s++) {
+        if (*s < '0' || *s > '9' || k > 1000000)
+            return -1;
+        k = k * 10 + (*s - '0');
+    }
+    return (int)k;
+}
+
+int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, char *err,
+                   size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    r->params = -1;
+    DIR *d = opendir(dir);
+    if (!d) {
+        snprintf(err, errlen, "cannot open run directory %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    r->dir = strdup(dir);
+    int cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        int id = peer_dir_id(de->d_name);
+        if (id < 0)
+            continue;
+        if (r->n_peers == cap) {
+            cap = cap ? 2 * cap : 16;
+            mm_rep_peer *nw = realloc(r->peers, (size_t)cap * sizeof *nw);
+            if (!nw)
+                break;
+            r->peers = nw;
+        }
+        memset(&r->peers[r->n_peers], 0, sizeof r->peers[0]);
+        r->peers[r->n_peers++].id = id;
+    }
+    closedir(d);
+    qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
+
+    size_t records = 0;
+    for (int i = 0; i < r->n_peers; i++) {
+        mm_rep_peer *p = &r->peers[i];
+        char path[4096];
+        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", dir, p->id);
+        if (mm__report_load_peer(r, p, path, opt) != 0) {
+            mm__report_warn(r, opt, "node-%d: no metrics (%s: %s)", p->id, path, strerror(errno));
+            continue;
+        }
+        records += p->n_rounds + p->n_evals + (size_t)p->n_starts;
+        if (p->n_peers > r->n_expected)
+            r->n_expected = p->n_peers;
+        if (p->n_starts && r->params < 0) {
+            r->params = p->params;
+            copy_str(r->topology, sizeof r->topology, p->topology);
+            copy_str(r->algo, sizeof r->algo, p->algo);
+        } else if (p->n_starts && p->params != r->params) {
+            mm__report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,
+                           (long long)p->params, r->peers[0].id, (long long)r->params);
+        }
+    }
+    if (records == 0) {
+        snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
+                 "(%d node directories)", dir, r->n_peers);
+        mm_report_free(r);
+        return -1;
+    }
+    if (r->n_peers > r->n_expected)
+        r->n_expected = r->n_peers;
+    mm__report_build_rows(r, opt);
+    return 0;
+}
+
+void mm_report_free(mm_report *r)
+{
+    for (int i = 0; i < r->n_peers; i++) {
+        free(r->peers[i].rounds);
+        free(r->peers[i].evals);
+    }
+    for (size_t i = 0; i < r->n_acc; i++) {
+        free(r->acc[i].mean);
+        free(r->acc[i].m2);
+    }
+    free(r->acc);
+    free(r->peers);
+    free(r->rows);
+    free(r->dir);
+    memset(r, 0, sizeof *r);
+}

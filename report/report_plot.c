@@ -1,0 +1,297 @@
+/* Plots through gnuplot. Each plot is a small .gp script written next to
+ * its PNG (with the data it reads), so a user can restyle a figure and
+ * rerun `gnuplot NAME.gp` in that directory. */
+#include "report/report_int.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/fs.h"
+
+/* pngcairo when built in (nicer), else gnuplot's plain png. */
+static const char TERMINAL[] =
+    "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
+    "    set terminal pngcairo size %d,%d enhanced font ',10'\n"
+    "} else {\n"
+    "    set terminal png size %d,%d\n"
+    "}\n";
+
+static bool on_path(const char *prog)
+{
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    char buf[4096];
+    for (const char *p = path; *p;) {
+        const char *e = strchr(p, ':');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        snprintf(buf, sizeof buf, "%.*s/%s", (int)n, n ? p : ".", prog);
+        if (access(buf, X_OK) == 0)
+            return true;
+        p += n + (e ? 1 : 0);
+        if (!e)
+            break;
+    }
+    return false;
+}
+
+/* Runs gnuplot in the script's directory so the script's relative paths
+ * work there and for the user later. */
+int mm__report_gnuplot(const char *script)
+{
+    if (!on_path("gnuplot"))
+        return 1;
+    char dir[4096], base[4096];
+    snprintf(dir, sizeof dir, "%s", script);
+    snprintf(base, sizeof base, "%s", script);
+    char *d = dirname(dir), *b = basename(base);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        if (chdir(d) != 0)
+            _exit(127);
+        execlp("gnuplot", "gnuplot", b, (char *)NULL);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
+static void dat_num(FILE *f, double v)
+{
+    if (isnan(v) || isinf(v))
+        fputs(" NaN", f);
+    else
+        fprintf(f, " %.9g", v);
+}
+
+static FILE *open_in(const char *dir, const char *name, char *path, size_t len)
+{
+    snprintf(path, len, "%s/%s", dir, name);
+    return fopen(path, "w");
+}
+
+static void terminal(FILE *f, int w, int h)
+{
+    fprintf(f, TERMINAL, w, h, w, h);
+}
+
+/* Escape a title for a single-quoted gnuplot string. */
+static void title(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        if (*s == '_' || *s == '^' || *s == '@' || *s == '&' || *s == '{' || *s == '}')
+            fputc(0x5c, f); /* enhanced text: a literal _ ^ @ & { } */
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+static int plot(const char *dir, const char *name, FILE *out, int *made)
+{
+    char path[4096], png[4096];
+    snprintf(path, sizeof path, "%s/%s.gp", dir, name);
+    snprintf(png, sizeof png, "%s/%s.png", dir, name);
+    int rc = mm__report_gnuplot(path);
+    if (rc == 0) {
+        fprintf(out, "plot: %s\n", png);
+        (*made)++;
+    } else if (rc < 0) {
+        fprintf(stderr, "murmur report: gnuplot failed on %s\n", path);
+    }
+    return rc;
+}
+
+int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
+{
+    if (!on_path("gnuplot")) {
+        fprintf(stderr, "murmur report: gnuplot not found; no plots (apt-get install gnuplot-nox)\n");
+        return 1;
+    }
+    char err[PATH_MAX + 64];
+    if (mm_mkdir_p(dir, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur report: %s\n", err);
+        return -1;
+    }
+    char path[4096];
+    FILE *f = open_in(dir, "plot.dat", path, sizeof path);
+    if (!f)
+        return -1;
+    fprintf(f, "# round xi xi_exact xi_sketch acc_mean acc_min acc_max val_loss train_loss\n");
+    int n_xi = 0, n_ex = 0, n_sk = 0, n_acc = 0, n_both = 0;
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const mm_rep_row *w = &r->rows[i];
+        fprintf(f, "%lld", (long long)w->round);
+        dat_num(f, w->xi);
+        dat_num(f, w->xi_exact);
+        dat_num(f, w->xi_sketch);
+        dat_num(f, w->acc_mean);
+        dat_num(f, w->acc_min);
+        dat_num(f, w->acc_max);
+        dat_num(f, w->vloss_mean);
+        dat_num(f, w->loss_mean);
+        fputc('\n', f);
+        n_xi += w->xi > 0;
+        n_ex += w->xi_exact > 0;
+        n_sk += w->xi_sketch > 0;
+        n_acc += !isnan(w->acc_mean);
+        n_both += w->xi > 0 && !isnan(w->acc_mean);
+    }
+    fclose(f);
+    char name[160];
+    snprintf(name, sizeof name, "%s", r->dir);
+    size_t nl = strlen(name);
+    while (nl > 1 && name[nl - 1] == '/')
+        name[--nl] = 0;
+    const char *run = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    int made = 0, failed = 0;
+
+    if (n_xi) {
+        f = open_in(dir, "consensus.gp", path, sizeof path);
+        if (!f)
+            return -1;
+        terminal(f, 900, 560);
+        fprintf(f, "set output 'consensus.png'\nset title ");
+        title(f, run);
+        fprintf(f, "\nset logscale y\nset format y '10^{%%L}'\nset grid\nset key top right\n"
+                   "set xlabel 'round'\nset ylabel 'consensus distance {/Symbol X}'\nplot ");
+        const char *sep = "";
+        if (n_ex) {
+            fprintf(f, "'plot.dat' using 1:($3>0?$3:NaN) with linespoints pt 7 ps 0.6 lw 2 "
+                       "title 'exact (snapshots)'");
+            sep = ", \\\n     ";
+        }
+        if (n_sk)
+            fprintf(f, "%s'plot.dat' using 1:($4>0?$4:NaN) with linespoints pt 6 ps 0.6 "
+                       "title 'sketch estimate'", sep);
+        fputc('\n', f);
+        fclose(f);
+        failed += plot(dir, "consensus", out, &made) < 0;
+    } else {
+        fprintf(stderr, "murmur report: no positive consensus distance: no consensus plot\n");
+    }
+    if (n_acc) {
+        f = open_in(dir, "accuracy.gp", path, sizeof path);
+        if (!f)
+            return -1;
+        terminal(f, 900, 560);
+        fprintf(f, "set output 'accuracy.png'\nset title ");
+        title(f, run);
+        fprintf(f, "\nset grid\nset key below\nset xlabel 'round'\n"
+                   "set ylabel 'validation accuracy'\nset y2label 'loss'\nset y2tics\nset ytics nomirror\n"
+                   "plot 'plot.dat' using 1:6:7 with filledcurves fs transparent solid 0.25 "
+                   "lc rgb '#4060c0' title 'accuracy min..max over peers', \\\n"
+                   "     '' using 1:5 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#2040a0' "
+                   "title 'accuracy (mean)', \\\n"
+                   "     '' using 1:8 axes x1y2 with lines dt 2 lc rgb '#c04020' "
+                   "title 'validation loss (mean)'\n");
+        fclose(f);
+        failed += plot(dir, "accuracy", out, &made) < 0;
+    }
+    if (n_both) {
+        f = open_in(dir, "acc_vs_consensus.gp", path, sizeof path);
+        if (!f)
+            return -1;
+        terminal(f, 900, 560);
+        fprintf(f, "set output 'acc_vs_consensus.png'\nset title ");
+        title(f, run);
+        fprintf(f, "\nset logscale x\nset format x '10^{%%L}'\nset grid\n"
+                   "set xlabel 'consensus distance {/Symbol X}'\nset ylabel 'validation accuracy (mean)'\n"
+                   "set cblabel 'round'\nunset key\n"
+                   "plot 'plot.dat' using ($2>0?$2:NaN):5:1 with linespoints pt 7 ps 0.8 "
+                   "lc palette\n");
+        fclose(f);
+        failed += plot(dir, "acc_vs_consensus", out, &made) < 0;
+    }
+    return failed ? -1 : 0;
+}
+
+int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out)
+{
+    if (!on_path("gnuplot")) {
+        fprintf(stderr, "murmur report: gnuplot not found; no plot (apt-get install gnuplot-nox)\n");
+        return 1;
+    }
+    char stem[4096], dat[4200], gp[4200];
+    snprintf(stem, sizeof stem, "%s", png);
+    size_t sl = strlen(stem);
+    if (sl > 4 && !strcmp(stem + sl - 4, ".png"))
+        stem[sl - 4] = 0;
+    snprintf(dat, sizeof dat, "%s.dat", stem);
+    snprintf(gp, sizeof gp, "%s.gp", stem);
+    FILE *f = fopen(dat, "w");
+    if (!f)
+        return -1;
+    int n_xi = 0, n_acc = 0;
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "# run %d: %s\n# round xi acc_mean\n", k, runs[k]->dir);
+        for (size_t i = 0; i < runs[k]->n_rows; i++) {
+            const mm_rep_row *w = &runs[k]->rows[i];
+            fprintf(f, "%lld", (long long)w->round);
+            dat_num(f, w->xi);
+            dat_num(f, w->acc_mean);
+            fputc('\n', f);
+            n_xi += w->xi > 0;
+            n_acc += !isnan(w->acc_mean);
+        }
+        fputs("\n\n", f); /* gnuplot data blocks: 'index k' */
+    }
+    fclose(f);
+    f = fopen(gp, "w");
+    if (!f)
+        return -1;
+    char datbase[4200], pngbase[4200];
+    snprintf(datbase, sizeof datbase, "%s", dat);
+    snprintf(pngbase, sizeof pngbase, "%s", png);
+    terminal(f, 900, 900);
+    fprintf(f, "set output '%s'\nset multiplot layout 2,1 title 'consensus distance and accuracy by run'\n"
+               "set grid\nset key outside right\nset xlabel 'round'\n",
+            basename(pngbase));
+    const char *db = basename(datbase);
+    for (int panel = 0; panel < 2; panel++) {
+        if (panel == 0) {
+            fprintf(f, "set logscale y\nset format y '10^{%%L}'\nset ylabel 'consensus distance'\n");
+            if (!n_xi) {
+                fprintf(f, "set yrange [1e-3:1]\nset label 1 'no consensus distance' at graph 0.4,0.5\n");
+            }
+        } else {
+            fprintf(f, "unset logscale y\nunset label 1\nset autoscale y\nset format y '%%g'\n"
+                       "set ylabel 'validation accuracy (mean)'\n");
+            if (!n_acc)
+                fprintf(f, "set yrange [0:1]\nset label 1 'no accuracy' at graph 0.4,0.5\n");
+        }
+        fprintf(f, "plot ");
+        for (int k = 0; k < n; k++) {
+            char name[256];
+            mm__report_run_name(runs[k], name, sizeof name);
+            fprintf(f, "%s'%s' index %d using 1:%s with linespoints pt 7 ps 0.5 lw 2 lc %d title ",
+                    k ? ", \\\n     " : "", db, k,
+                    panel == 0 ? "($2>0?$2:NaN)" : "3", k + 1);
+            title(f, name);
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "unset multiplot\n");
+    fclose(f);
+    int rc = mm__report_gnuplot(gp);
+    if (rc == 0)
+        fprintf(out, "plot: %s\n", png);
+    else if (rc < 0)
+        fprintf(stderr, "murmur report: gnuplot failed on %s\n", gp);
+    return rc;
+}

@@ -1,0 +1,160 @@
+# Sourced by scripts/run-local.sh, run-hosts.sh and compare.sh (POSIX sh):
+# their help text, what they check before starting anything, and how they
+# say why a peer failed. The caller sets PROG (its name in messages) and
+# MURMUR (the murmur binary on this machine). docs/metrics.md, "Launching".
+
+# help_text FILE: the comment block at the top of FILE, from line 2 to the
+# first line that is not a comment, without the leading '# '.
+help_text() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$1"; }
+
+# wait_pid PID: PID's exit status in st. A trapped signal interrupts
+# `wait`, which then returns 128+N although PID still runs or has just
+# ended: the caller's trap handler counts signals in $signals, and after
+# one the wait is repeated, which returns the status PID really ended with.
+signals=0
+wait_pid() {
+    while :; do
+        wp_before=$signals
+        st=0
+        wait "$1" || st=$?
+        [ "$signals" = "$wp_before" ] && return 0
+    done
+}
+
+# node_flag NAME FLAGS...: the value of --NAME among murmur node flags, as
+# getopt_long reads them (--NAME V or --NAME=V; the last one wins); empty
+# when absent.
+node_flag() {
+    nf_name=$1; shift
+    nf_val='' nf_prev=''
+    for nf_a in "$@"; do
+        [ "$nf_prev" = "--$nf_name" ] && nf_val=$nf_a
+        case $nf_a in --"$nf_name"=*) nf_val=${nf_a#--"$nf_name"=} ;; esac
+        nf_prev=$nf_a
+    done
+    printf '%s' "$nf_val"
+}
+
+# topo_field JSON NAME: a number or true/false of `murmur topo info --json`.
+topo_field() { printf '%s\n' "$1" | sed -n "s/.*\"$2\": *\([a-z0-9.]*\).*/\1/p" | head -n 1; }
+
+# check_topology FILE N FLAGS...: 0 when N peers with these node flags can
+# run on topology FILE; else says why on stderr and returns 1: the file does
+# not load, N is not its number of peers, or its W is column-stochastic
+# only (a directed graph that is not also row-stochastic) and --algo is not
+# pushsum, so the peers would converge to a weighted average, not the mean.
+# Sets topo_peers.
+check_topology() {
+    ct_file=$1 ct_n=$2; shift 2
+    ct_json=$("$MURMUR" topo info --json --no-rho "$ct_file" 2>&1) || {
+        echo "$PROG: topology $(printf '%s' "$ct_json" | sed 's/^murmur topo[a-z ]*: //')" >&2
+        return 1
+    }
+    topo_peers=$(topo_field "$ct_json" peers)
+    if [ -n "$ct_n" ] && [ "$ct_n" != "$topo_peers" ]; then
+        echo "$PROG: -n $ct_n, but $ct_file has $topo_peers peers: give -n $topo_peers (each peer waits for its neighbours, so fewer peers stall and more fail)" >&2
+        return 1
+    fi
+    ct_algo=$(node_flag algo "$@")
+    if [ "$(topo_field "$ct_json" column_stochastic)" = true ] &&
+        [ "$(topo_field "$ct_json" row_stochastic)" = false ] && [ "${ct_algo:-dpsgd}" != pushsum ]; then
+        if [ -n "$ct_algo" ]; then ct_algo="--algo $ct_algo"; else ct_algo="the default --algo dpsgd"; fi
+        echo "$PROG: $ct_file is a directed graph whose W is column-stochastic only: only --algo pushsum" \
+            "averages correctly on it ($ct_algo would drift to a weighted average); add --algo pushsum" \
+            "to the node flags" >&2
+        return 1
+    fi
+    return 0
+}
+
+# ephemeral_range: "LO HI" of this machine's kernel ephemeral port range
+# (outgoing connections take their local port from it), or nothing.
+ephemeral_range() { tr -s ' \t' '  ' < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null; }
+
+# check_ports BASE COUNT WHAT: 0 when ports BASE..BASE+COUNT-1 stay out of
+# this machine's ephemeral range; else says which ports to use instead and
+# returns 1. A listening port inside the range can be taken, at any moment,
+# by an outgoing connection of a peer or of anything else on the machine:
+# the peer then fails with "address already in use".
+check_ports() {
+    cp_base=$1 cp_count=$2 cp_what=$3
+    cp_last=$((cp_base + cp_count - 1))
+    cp_range=$(ephemeral_range)
+    [ -n "$cp_range" ] || return 0
+    set -- $cp_range
+    cp_lo=$1 cp_hi=$2
+    [ "$cp_last" -lt "$cp_lo" ] || [ "$cp_base" -gt "$cp_hi" ] && return 0
+    if [ $((29500 + cp_count - 1)) -lt "$cp_lo" ]; then
+        cp_use=29500
+    elif [ $((1024 + cp_count - 1)) -lt "$cp_lo" ]; then
+        cp_use=$(((cp_lo - cp_count) / 1000 * 1000))
+        [ "$cp_use" -ge 1024 ] || cp_use=1024
+    elif [ $((cp_hi + cp_count)) -le 65535 ]; then
+        cp_use=$((cp_hi + 1))
+    else
+        cp_use=''
+    fi
+    echo "$PROG: $cp_what $cp_base..$cp_last overlap this machine's ephemeral port range $cp_lo..$cp_hi" \
+        "(/proc/sys/net/ipv4/ip_local_port_range), from which outgoing connections take their ports:" \
+        "a peer would fail with 'address already in use' when one is taken." >&2
+    if [ -n "$cp_use" ]; then
+        echo "$PROG: use -p $cp_use (ports $cp_use..$((cp_use + cp_count - 1))): any base from 1024 to" \
+            "$((cp_lo - cp_count)) keeps them below the range, any from $((cp_hi + 1)) above it" >&2
+    else
+        echo "$PROG: $cp_count ports do not fit outside that range: narrow it (sysctl net.ipv4.ip_local_port_range)" >&2
+    fi
+    return 1
+}
+
+# peer_failure DIR STATUS: why the peer whose directory is DIR (node-K/)
+# exited with STATUS, on stdout, indented: for status 3 (a neighbour
+# refused: the run is misconfigured) and 4 (isolated: no neighbour ever
+# mixed) the peer's verdict, one line per neighbour and why (its `ERROR:
+# refused:` / `ERROR: isolated:` lines, docs/node.md); otherwise its last
+# ERROR line (console.log). Then the reason of its `end` metrics line, or
+# that it has none.
+peer_failure() {
+    pf_dir=$1 pf_st=$2
+    if [ "$pf_st" -gt 128 ] && [ "$pf_st" -lt 160 ]; then
+        echo "    killed by signal $((pf_st - 128)) (SIG$(kill -l $((pf_st - 128)) 2>/dev/null || echo '?'))"
+    fi
+    if [ "$pf_st" = 3 ] || [ "$pf_st" = 4 ]; then
+        grep 'ERROR: \(refused\|isolated\): ' "$pf_dir/console.log" 2>/dev/null |
+            sed 's/^.*ERROR: \(refused\|isolated\): /    /'
+    else
+        pf_err=$(grep 'ERROR: \|^murmur [a-z-]*: ' "$pf_dir/console.log" 2>/dev/null | grep -v 'warning: ' | tail -n 1 |
+            sed 's/^[0-9:.]* \(\[peer [0-9]*\] \)\{0,1\}//')
+        [ -n "$pf_err" ] && echo "    last error: $pf_err"
+    fi
+    pf_end=$(grep '"ev":"end"' "$pf_dir/metrics.jsonl" 2>/dev/null | tail -n 1 |
+        sed -n 's/.*"reason":"\([^"]*\)".*/\1/p')
+    if [ -n "$pf_end" ]; then
+        echo "    end line: reason $pf_end"
+    elif [ -s "$pf_dir/metrics.jsonl" ]; then
+        echo "    no end line in metrics.jsonl: it did not stop by itself (killed or crashed)"
+    else
+        echo "    no metrics: it stopped before it started to train"
+    fi
+}
+
+# isolation_warning DIR: the first isolation warning of the peer whose
+# directory is DIR, indented: each neighbour and why it did not mix (the
+# `WARN: isolated:` lines after its first `WARN: isolated for`).
+isolation_warning() {
+    awk '/WARN: isolated for/ { n++; if (n > 1) exit; sub(/.*WARN: /, "    "); print; next }
+         n == 1 && /WARN: isolated: / { sub(/.*WARN: isolated: /, "      "); print }' "$1/console.log" 2>/dev/null
+}
+
+# run_verdict REFUSED ISOLATED: one line on stderr saying what the peers'
+# statuses 3 and 4 mean for the run, when there were any.
+run_verdict() {
+    if [ "$1" -gt 0 ]; then
+        echo "$PROG: the run is misconfigured: $1 peer(s) could not mix with a neighbour for the whole run" \
+            "because the two are configured differently (status 3; the reasons above: TLS or --plaintext," \
+            "model, --algo, certificates, or one --id given twice)" >&2
+    fi
+    if [ "$2" -gt 0 ]; then
+        echo "$PROG: $2 peer(s) were isolated: they mixed with none of their neighbours for the whole run" \
+            "(status 4: were the others started, and at the addresses the peers were given?)" >&2
+    fi
+}

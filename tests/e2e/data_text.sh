@@ -1,0 +1,44 @@
+# murmur data-prepare --text: the README's example runs as written (prepare,
+# data-info, a short train); labels come from sub-directories and the
+# partitions work on them; bad input is refused with the file and, for
+# UTF-8, the byte offset; names are mapped to the index's rules.
+. "$(dirname "$0")/lib.sh"
+cd "$T"
+ln -s "$MURMUR" murmur
+awk '/^### 7. Your own text/ { f = 1 } f && /^```sh/ { b = 1; next } b && /^```/ { exit } b { print }' \
+    "$ROOT/README.md" > example.sh
+[ -s example.sh ] || fail "no example found under '### 7. Your own text' in README.md"
+MURMUR_NO_BLAS_FIX=1 sh -e example.sh > example.out 2>&1 || { cat example.out; fail "the README example failed"; }
+grep -q "8 files, 2 labels" example.out || fail "data-prepare did not report 8 files in 2 labels"
+grep -q "^   0 .*100% poems" example.out || fail "data-info: peer 0 does not hold the poems"
+grep -q '"ev":"end".*"reason":"done"' runs/mytext/metrics.jsonl || fail "train did not end normally"
+"$MURMUR" data-verify mytext-prepared > /dev/null || fail "the prepared text does not verify"
+"$MURMUR" data-info --data mytext-prepared --partition dirichlet:0.5 -n 3 --seed 2 > di.out ||
+    fail "data-info dirichlet on labels failed"
+note "README example ok: $(grep 'files,' example.out | head -1)"
+
+# refused: message naming the file (and the byte for UTF-8), exit 1
+refuse() { # WHAT EXPECT DIR
+    if "$MURMUR" data-prepare --text "$3" "$T/out-$1" > "$T/$1.out" 2>&1; then fail "$1: accepted"; fi
+    grep -q -- "$2" "$T/$1.out" || fail "$1: message '$(cat "$T/$1.out")' lacks '$2'"
+}
+mk() { mkdir -p "$(dirname "$1")"; printf "$2" > "$1"; }
+mk bad/a/one.txt 'fine\n'; mk bad/a/two.txt 'caf\303\251 ok, then \303\050 bad\n'
+refuse utf8 "bad/a/two.txt: byte 15: not valid UTF-8 (0xc3)" bad
+mk nul/a/one.txt 'fine\n'; mk nul/a/two.txt 'a\000b\n'
+refuse nul "nul/a/two.txt: byte 1: a NUL byte" nul
+mk empty/a/one.txt 'fine\n'; : > empty/a/two.txt
+refuse empty "empty/a/two.txt: empty file" empty
+mk lonely/a/one.txt 'x\n'; mk lonely/a/two.txt 'y\n'; mk lonely/b/three.txt 'z\n'
+refuse lonely "label 'b' has only 1 file (b/three.txt)" lonely
+mk clash/a/'x y.txt' '1\n'; mk clash/a/x_y.txt '2\n'
+refuse clash "both become name 'a-x_y'" clash
+mk inside/a/one.txt '1\n'; mk inside/a/two.txt '2\n'
+if "$MURMUR" data-prepare --text inside inside/prep > inside.out 2>&1; then fail "DST inside DIR accepted"; fi
+grep -q "is inside" inside.out || fail "DST inside DIR: $(cat inside.out)"
+# mapped, not refused: spaces and accents in names and labels
+mk map/'My Notes'/'été 1.txt' 'un\n'; mk map/'My Notes'/two.txt 'deux\n'
+"$MURMUR" data-prepare --text map mapped > map.out || fail "mappable names refused: $(cat map.out)"
+grep -q "My Notes/été 1.txt is 'My_Notes-__t___1'" map.out || fail "mapping not reported: $(cat map.out)"
+grep -q "^My_Notes-two	My_Notes	" mapped/index.tsv || fail "mapped label not in the index"
+echo "ok: data-prepare --text: README example, labels, refusals and mapping"

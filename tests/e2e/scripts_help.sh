@@ -1,0 +1,22 @@
+# Every script's --help (and -h) prints its whole header comment -- the
+# block from line 2 to the first line that is not a comment -- on stdout
+# and exits 0, so the help cannot stop part-way (compare.sh's once left out
+# its exit statuses and environment). Files sourced by others are skipped.
+. "$(dirname "$0")/lib.sh"
+count=0
+for f in "$ROOT"/scripts/*.sh; do
+    sed -n 1,2p "$f" | grep -q "^# Sourced" && continue
+    awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$f" > "$T/want"
+    [ "$(wc -l < "$T/want")" -ge 3 ] || fail "$(basename "$f"): a header of $(wc -l < "$T/want") lines says too little"
+    for opt in --help -h; do
+        st=0
+        sh "$f" $opt > "$T/got" 2> "$T/err" || st=$?
+        [ $st -eq 0 ] || fail "$(basename "$f") $opt: exit $st ($(head -c 200 "$T/err"))"
+        cmp -s "$T/want" "$T/got" || { diff "$T/want" "$T/got" >&2; fail "$(basename "$f") $opt is not its whole header"; }
+    done
+    count=$((count + 1))
+done
+[ $count -ge 10 ] || fail "only $count scripts checked"
+sh "$ROOT/scripts/compare.sh" --help > "$T/got"
+grep -q '130 interrupted' "$T/got" && grep -q 'Environment:' "$T/got" || fail "compare.sh --help lacks its exit statuses or environment"
+echo "ok: --help of $count scripts prints each whole header"
