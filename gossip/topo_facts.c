@@ -143,7 +143,7 @@ int mm_topo_stochastic(const mm_topology *t, bool *row, bool *column)
     f.symmetric = f.row = f.column = true;
     size_t md = (size_t)(t->max_degree > 0 ? t->max_degree : 1);
     mm_neighbour *in = malloc(md * sizeof *in), *out = malloc(md * sizeof *out);
-    uint64_t window = mm_topo_window(t), check = window < 64 ? window : 64;
+    uint64_t window = mm__topo_window(t), check = window < 64 ? window : 64;
     int rc = in && out ? 0 : -1;
     for (uint64_t r = 0; r < check && rc == 0; r++)
         rc = stochastic(t, r, &f, in, out);

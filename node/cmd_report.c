@@ -1,6 +1,6 @@
 /* murmur report: a run directory's metrics -> table, CSV and plots; also
  * the one-line progress view the launcher polls, and the comparison of
- * several runs. The work is in node/report_*.c. */
+ * several runs, and the aggregation of a sweep. The work is in report/. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,13 +8,15 @@
 
 #include "node/commands.h"
 #include "report/report.h"
+#include "report/sweep.h"
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: murmur report RUN_DIR [--csv FILE] [--plots DIR] [--no-plots]\n"
             "       murmur report --progress RUN_DIR [--stale SEC]\n"
-            "       murmur report --compare RUN_DIR... [--csv FILE] [--plot FILE.png] [--no-plots]\n\n"
+            "       murmur report --compare RUN_DIR... [--csv FILE] [--plot FILE.png] [--no-plots]\n"
+            "       murmur report --sweep SWEEP_DIR [--csv FILE] [--plots DIR] [--no-plots]\n\n"
             "Merges the peers' node-K/metrics.jsonl of a run (docs/metrics.md). For each\n"
             "evaluation round: consensus distance (exact from snapshots when every peer\n"
             "present has one, else estimated from the eval sketches), validation accuracy\n"
@@ -29,8 +31,17 @@ static void usage(FILE *out)
             "                  E ended, - no metrics yet)\n"
             "  --compare       several runs: final accuracy, consensus distance, bytes per\n"
             "                  peer and wall time per run, and one PNG (default compare.png)\n"
-            "                  overlaying consensus distance and accuracy vs round\n\n"
-            "Exit status: 0 ok, 1 no metrics or an output failed, 2 usage.\n");
+            "                  overlaying consensus distance and accuracy vs round\n"
+            "  --sweep         a sweep of scripts/sweep.sh (docs/sweep.md): per setting, mean,\n"
+            "                  sd and number of seeds of final accuracy, validation loss,\n"
+            "                  consensus distance (final and mean over the run), bytes per\n"
+            "                  peer and wall time; runs that did not finish are listed and\n"
+            "                  left out. CSV (default SWEEP_DIR/sweep.csv, and every run in\n"
+            "                  sweep-runs.csv beside it) and three plots (default\n"
+            "                  SWEEP_DIR/plots): accuracy against consensus distance,\n"
+            "                  bytes sent per peer and wall time\n\n"
+            "Exit status: 0 ok, 1 no metrics (--sweep: no finished run) or an output\n"
+            "failed, 2 usage.\n");
 }
 
 static double now_s(void)
@@ -102,10 +113,69 @@ static int compare(char **dirs, int n, const char *csv, const char *png, bool pl
     return rc;
 }
 
+/* The path of name inside dir, or of name beside the file csv. */
+static void beside(char *buf, size_t len, const char *dir, const char *csv, const char *name)
+{
+    if (!csv) {
+        snprintf(buf, len, "%s/%s", dir, name);
+        return;
+    }
+    const char *slash = strrchr(csv, '/');
+    if (slash)
+        snprintf(buf, len, "%.*s/%s", (int)(slash - csv), csv, name);
+    else
+        snprintf(buf, len, "%s", name);
+}
+
+static int sweep(const char *dir, const char *csv, const char *plots_dir, bool plots)
+{
+    mm_sweep s;
+    char err[1024];
+    if (mm_sweep_load(dir, NULL, &s, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur report: %s\n", err);
+        return 1;
+    }
+    int rc = 0, done = 0;
+    for (int i = 0; i < s.n_settings; i++)
+        done += s.settings[i].n_done;
+    printf("\n");
+    mm_sweep_print_table(&s, stdout);
+    printf("\n");
+    char path[4096], runs_csv[4096];
+    if (!csv) {
+        snprintf(path, sizeof path, "%s/sweep.csv", dir);
+        csv = path;
+        beside(runs_csv, sizeof runs_csv, dir, NULL, "sweep-runs.csv");
+    } else {
+        beside(runs_csv, sizeof runs_csv, dir, csv, "sweep-runs.csv");
+    }
+    if (mm_sweep_write_csv(&s, csv) != 0 || mm_sweep_write_runs_csv(&s, runs_csv) != 0) {
+        fprintf(stderr, "murmur report: cannot write %s or %s\n", csv, runs_csv);
+        rc = 1;
+    } else {
+        printf("csv: %s (settings), %s (runs)\n", csv, runs_csv);
+    }
+    if (plots && done > 0) {
+        char pd[4096];
+        if (!plots_dir) {
+            snprintf(pd, sizeof pd, "%s/plots", dir);
+            plots_dir = pd;
+        }
+        if (mm_sweep_plots(&s, plots_dir, stdout) < 0)
+            rc = 1;
+    }
+    if (done == 0) {
+        fprintf(stderr, "murmur report: no run of %s has finished: nothing to average\n", dir);
+        rc = 1;
+    }
+    mm_sweep_free(&s);
+    return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
     const char *csv = NULL, *plots_dir = NULL, *png = NULL;
-    bool plots = true, prog = false, cmp = false;
+    bool plots = true, prog = false, cmp = false, swp = false;
     double stale = 30;
     char **dirs = calloc((size_t)argc, sizeof *dirs);
     int n_dirs = 0;
@@ -131,6 +201,8 @@ int cmd_report(int argc, char **argv)
             prog = true;
         } else if (!strcmp(a, "--compare")) {
             cmp = true;
+        } else if (!strcmp(a, "--sweep")) {
+            swp = true;
         } else if (!strcmp(a, "--stale") && has_val) {
             char *end;
             stale = strtod(argv[++i], &end);
@@ -146,16 +218,20 @@ int cmd_report(int argc, char **argv)
             dirs[n_dirs++] = argv[i];
         }
     }
-    if (n_dirs == 0 || (!cmp && n_dirs > 1) || (prog && cmp)) {
+    if (n_dirs == 0 || (!cmp && n_dirs > 1) || (prog + cmp + swp > 1)) {
         fprintf(stderr, "murmur report: %s\n\n",
                 n_dirs == 0 ? "which run? give RUN_DIR" :
-                prog && cmp ? "--progress and --compare do not mix"
-                            : "one RUN_DIR (several only with --compare)");
+                prog + cmp + swp > 1 ? "--progress, --compare and --sweep do not mix"
+                            : swp ? "one SWEEP_DIR" : "one RUN_DIR (several only with --compare)");
         usage(stderr);
         goto out;
     }
     if (prog) {
         rc = progress(dirs[0], stale);
+        goto out;
+    }
+    if (swp) {
+        rc = sweep(dirs[0], csv, plots_dir, plots);
         goto out;
     }
     if (cmp) {

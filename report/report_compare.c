@@ -5,18 +5,12 @@
 #include <math.h>
 #include <string.h>
 
-typedef struct {
-    int64_t round, last_round;
-    double acc, vloss, xi, sent_peer, wall;
-    const char *method;
-    int peers;
-    /* how the peers ended: done, refused, isolated (docs/node.md) */
-    int n_done, n_refused, n_isolated;
-    double refused;        /* refused connections, all peers */
-    char top[24];          /* the commonest refusal of the refused peers, else overall */
-} final_figs;
-
-static void finals(const mm_report *r, final_figs *f)
+/* The final figures of a run: the last evaluation round's accuracy and
+ * loss, the last consensus distance (and how it was measured), bytes sent
+ * per peer and wall time from each peer's last round record, and how the
+ * peers ended (done, refused, isolated). Shared with
+ * the sweep's aggregation (report_sweep.c). */
+void mm__report_finals(const mm_report *r, mm__rep_finals *f)
 {
     memset(f, 0, sizeof *f);
     f->round = f->last_round = -1;
@@ -67,7 +61,7 @@ static void finals(const mm_report *r, final_figs *f)
 
 /* The end column: the count of the worst way peers ended (refused, then
  * isolated, then anything but done), else "N done". */
-static void end_text(const mm_report *r, const final_figs *f, char *buf, size_t len)
+static void end_text(const mm_report *r, const mm__rep_finals *f, char *buf, size_t len)
 {
     int other = r->n_peers - f->n_done - f->n_refused - f->n_isolated;
     if (f->n_refused)
@@ -102,8 +96,8 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
             "wall_s", "end", "refused");
     bool bad = false;
     for (int k = 0; k < n; k++) {
-        final_figs f;
-        finals(runs[k], &f);
+        mm__rep_finals f;
+        mm__report_finals(runs[k], &f);
         char name[256], end[32], ref[48];
         mm__report_run_name(runs[k], name, sizeof name);
         end_text(runs[k], &f, end, sizeof end);
@@ -125,24 +119,6 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
                      "figures are not a comparison of topologies (murmur report RUN_DIR says why)\n");
 }
 
-static void csv_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
-static void csv_num(FILE *f, const char *fm, double v)
-{
-    fputc(',', f);
-    if (!isnan(v))
-        fprintf(f, fm, v);
-}
-
 int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -152,23 +128,23 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
                "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,peers_done,"
                "peers_refused,peers_isolated,refused,top_refusal\n");
     for (int k = 0; k < n; k++) {
-        final_figs fi;
-        finals(runs[k], &fi);
+        mm__rep_finals fi;
+        mm__report_finals(runs[k], &fi);
         char name[256];
         mm__report_run_name(runs[k], name, sizeof name);
-        csv_str(f, name);
+        mm__report_csv_str(f, name);
         fputc(',', f);
-        csv_str(f, runs[k]->dir);
+        mm__report_csv_str(f, runs[k]->dir);
         fputc(',', f);
-        csv_str(f, runs[k]->topology);
+        mm__report_csv_str(f, runs[k]->topology);
         fprintf(f, ",%d,%lld,%lld", runs[k]->n_peers, (long long)(fi.last_round + 1),
                 (long long)fi.round);
-        csv_num(f, "%.9g", fi.acc);
-        csv_num(f, "%.9g", fi.vloss);
-        csv_num(f, "%.9g", fi.xi);
+        mm__report_csv_num(f, "%.9g", fi.acc);
+        mm__report_csv_num(f, "%.9g", fi.vloss);
+        mm__report_csv_num(f, "%.9g", fi.xi);
         fprintf(f, ",%s", fi.method);
-        csv_num(f, "%.1f", fi.sent_peer);
-        csv_num(f, "%.3f", fi.wall);
+        mm__report_csv_num(f, "%.1f", fi.sent_peer);
+        mm__report_csv_num(f, "%.3f", fi.wall);
         fprintf(f, ",%d,%d,%d,%.0f,%s\n", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
                 fi.top);
     }

@@ -34,5 +34,33 @@ const char *mm__report_num(char *buf, size_t len, const char *f, double v);
 void mm__report_run_name(const mm_report *r, char *buf, size_t len);
 /* Runs gnuplot on script; 1 if gnuplot is not installed. */
 int mm__report_gnuplot(const char *script);
+/* gnuplot's terminal lines (pngcairo when built in, else png) of a w x h
+ * PNG, and a title as a single-quoted gnuplot string (enhanced-text
+ * characters escaped). */
+void mm__report_gp_terminal(FILE *f, int w, int h);
+void mm__report_gp_title(FILE *f, const char *s);
+/* CSV fields: a double-quoted string (quotes doubled); ',' then a number
+ * with format fm, or ',' alone when v is NaN (not available). */
+void mm__report_csv_str(FILE *f, const char *s);
+void mm__report_csv_num(FILE *f, const char *fm, double v);
+/* A number for a gnuplot data file: NaN when not finite. */
+void mm__report_dat_num(FILE *f, double v);
+
+/* A run's final figures (report_compare.c): the last evaluation round
+ * (round, its mean accuracy and validation loss and the peers present),
+ * the last consensus distance with its method ("exact", "sketch", "none"),
+ * bytes sent per peer and wall time from each peer's last round record,
+ * and the last round any peer recorded. NaN / -1 when absent. */
+typedef struct {
+    int64_t round, last_round;
+    double acc, vloss, xi, sent_peer, wall;
+    const char *method;
+    int peers;
+    /* how the peers ended: done, refused, isolated (docs/node.md) */
+    int n_done, n_refused, n_isolated;
+    double refused; /* refused connections, all peers */
+    char top[24];   /* the commonest refusal of the refused peers, else overall */
+} mm__rep_finals;
+void mm__report_finals(const mm_report *r, mm__rep_finals *f);
 
 #endif

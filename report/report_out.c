@@ -170,7 +170,19 @@ void mm_report_print_table(const mm_report *r, FILE *out)
                 r->warnings == 1 ? "" : "s");
 }
 
-static void csv_num(FILE *f, const char *fm, double v)
+/* CSV helpers shared by the report's CSVs (report_int.h). */
+void mm__report_csv_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+void mm__report_csv_num(FILE *f, const char *fm, double v)
 {
     fputc(',', f);
     if (!isnan(v))
@@ -190,23 +202,23 @@ int mm_report_write_csv(const mm_report *r, const char *path)
     for (size_t i = 0; i < r->n_rows; i++) {
         const mm_rep_row *w = &r->rows[i];
         fprintf(f, "%lld,%d", (long long)w->round, w->n_present);
-        csv_num(f, "%.9g", w->xi);
+        mm__report_csv_num(f, "%.9g", w->xi);
         fprintf(f, ",%s", w->method);
-        csv_num(f, "%.9g", w->xi_exact);
-        csv_num(f, "%.9g", w->xi_sketch);
+        mm__report_csv_num(f, "%.9g", w->xi_exact);
+        mm__report_csv_num(f, "%.9g", w->xi_sketch);
         fprintf(f, ",%d", w->n_sketch);
         const double v[] = {w->acc_mean, w->acc_min, w->acc_max, w->vloss_mean, w->vloss_min,
                             w->vloss_max, w->loss_mean};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
-            csv_num(f, "%.9g", v[k]);
-        csv_num(f, "%.0f", w->sent_sum);
-        csv_num(f, "%.0f", w->recv_sum);
-        csv_num(f, "%.1f", w->sent_peer);
+            mm__report_csv_num(f, "%.9g", v[k]);
+        mm__report_csv_num(f, "%.0f", w->sent_sum);
+        mm__report_csv_num(f, "%.0f", w->recv_sum);
+        mm__report_csv_num(f, "%.1f", w->sent_peer);
         const double u[] = {w->f_compute, w->f_comm, w->f_wait, w->wall, w->nbr_dist,
                             w->norm_mean, w->avg_norm, w->dev_min, w->dev_max,
                             w->avg_val_loss, w->avg_val_acc};
         for (size_t k = 0; k < sizeof u / sizeof u[0]; k++)
-            csv_num(f, "%.9g", u[k]);
+            mm__report_csv_num(f, "%.9g", u[k]);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;

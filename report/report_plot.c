@@ -69,7 +69,7 @@ int mm__report_gnuplot(const char *script)
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-static void dat_num(FILE *f, double v)
+void mm__report_dat_num(FILE *f, double v)
 {
     if (isnan(v) || isinf(v))
         fputs(" NaN", f);
@@ -83,13 +83,13 @@ static FILE *open_in(const char *dir, const char *name, char *path, size_t len)
     return fopen(path, "w");
 }
 
-static void terminal(FILE *f, int w, int h)
+void mm__report_gp_terminal(FILE *f, int w, int h)
 {
     fprintf(f, TERMINAL, w, h, w, h);
 }
 
 /* Escape a title for a single-quoted gnuplot string. */
-static void title(FILE *f, const char *s)
+void mm__report_gp_title(FILE *f, const char *s)
 {
     fputc('\'', f);
     for (; *s; s++) {
@@ -137,14 +137,14 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
     for (size_t i = 0; i < r->n_rows; i++) {
         const mm_rep_row *w = &r->rows[i];
         fprintf(f, "%lld", (long long)w->round);
-        dat_num(f, w->xi);
-        dat_num(f, w->xi_exact);
-        dat_num(f, w->xi_sketch);
-        dat_num(f, w->acc_mean);
-        dat_num(f, w->acc_min);
-        dat_num(f, w->acc_max);
-        dat_num(f, w->vloss_mean);
-        dat_num(f, w->loss_mean);
+        mm__report_dat_num(f, w->xi);
+        mm__report_dat_num(f, w->xi_exact);
+        mm__report_dat_num(f, w->xi_sketch);
+        mm__report_dat_num(f, w->acc_mean);
+        mm__report_dat_num(f, w->acc_min);
+        mm__report_dat_num(f, w->acc_max);
+        mm__report_dat_num(f, w->vloss_mean);
+        mm__report_dat_num(f, w->loss_mean);
         fputc('\n', f);
         n_xi += w->xi > 0;
         n_ex += w->xi_exact > 0;
@@ -165,9 +165,9 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         f = open_in(dir, "consensus.gp", path, sizeof path);
         if (!f)
             return -1;
-        terminal(f, 900, 560);
+        mm__report_gp_terminal(f, 900, 560);
         fprintf(f, "set output 'consensus.png'\nset title ");
-        title(f, run);
+        mm__report_gp_title(f, run);
         fprintf(f, "\nset logscale y\nset format y '10^{%%L}'\nset grid\nset key top right\n"
                    "set xlabel 'round'\nset ylabel 'consensus distance {/Symbol X}'\nplot ");
         const char *sep = "";
@@ -189,9 +189,9 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         f = open_in(dir, "accuracy.gp", path, sizeof path);
         if (!f)
             return -1;
-        terminal(f, 900, 560);
+        mm__report_gp_terminal(f, 900, 560);
         fprintf(f, "set output 'accuracy.png'\nset title ");
-        title(f, run);
+        mm__report_gp_title(f, run);
         fprintf(f, "\nset grid\nset key below\nset xlabel 'round'\n"
                    "set ylabel 'validation accuracy'\nset y2label 'loss'\nset y2tics\nset ytics nomirror\n"
                    "plot 'plot.dat' using 1:6:7 with filledcurves fs transparent solid 0.25 "
@@ -207,9 +207,9 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         f = open_in(dir, "acc_vs_consensus.gp", path, sizeof path);
         if (!f)
             return -1;
-        terminal(f, 900, 560);
+        mm__report_gp_terminal(f, 900, 560);
         fprintf(f, "set output 'acc_vs_consensus.png'\nset title ");
-        title(f, run);
+        mm__report_gp_title(f, run);
         fprintf(f, "\nset logscale x\nset format x '10^{%%L}'\nset grid\n"
                    "set xlabel 'consensus distance {/Symbol X}'\nset ylabel 'validation accuracy (mean)'\n"
                    "set cblabel 'round'\nunset key\n"
@@ -243,8 +243,8 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
         for (size_t i = 0; i < runs[k]->n_rows; i++) {
             const mm_rep_row *w = &runs[k]->rows[i];
             fprintf(f, "%lld", (long long)w->round);
-            dat_num(f, w->xi);
-            dat_num(f, w->acc_mean);
+            mm__report_dat_num(f, w->xi);
+            mm__report_dat_num(f, w->acc_mean);
             fputc('\n', f);
             n_xi += w->xi > 0;
             n_acc += !isnan(w->acc_mean);
@@ -258,7 +258,7 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
     char datbase[4200], pngbase[4200];
     snprintf(datbase, sizeof datbase, "%s", dat);
     snprintf(pngbase, sizeof pngbase, "%s", png);
-    terminal(f, 900, 900);
+    mm__report_gp_terminal(f, 900, 900);
     fprintf(f, "set output '%s'\nset multiplot layout 2,1 title 'consensus distance and accuracy by run'\n"
                "set grid\nset key outside right\nset xlabel 'round'\n",
             basename(pngbase));
@@ -282,7 +282,7 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
             fprintf(f, "%s'%s' index %d using 1:%s with linespoints pt 7 ps 0.5 lw 2 lc %d title ",
                     k ? ", \\\n     " : "", db, k,
                     panel == 0 ? "($2>0?$2:NaN)" : "3", k + 1);
-            title(f, name);
+            mm__report_gp_title(f, name);
         }
         fputc('\n', f);
     }

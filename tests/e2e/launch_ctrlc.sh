@@ -22,14 +22,7 @@ model="--data $T/data --layers 1 --width 16 --heads 2 --ctx 16 --batch 4 --round
 
 # The condition ptyrun polls before pressing ^C: every peer of DIR has
 # logged at least 3 rounds.
-cat > "$T/trained.sh" <<'EOF'
-d=$1; n=$2; k=0
-while [ $k -lt $n ]; do
-    c=$(grep -c '"ev":"round"' "$d/node-$k/metrics.jsonl" 2>/dev/null) || c=0
-    [ "$c" -ge 3 ] || exit 1
-    k=$((k + 1))
-done
-EOF
+trained="$ROOT/tests/e2e/lib/trained.sh"
 
 # stopped_cleanly NAME DIR PIDFILES...: each peer of DIR ended on the
 # signal with a checkpoint and no second signal, none is still running,
@@ -78,7 +71,7 @@ exits_0() {
 # 1. run-local.sh
 port=$(free_ports $n)
 st=0
-"$PTYRUN" -t 90 -o "$T/local.out" -w "sh $T/trained.sh $RUNS/local $n" -- \
+"$PTYRUN" -t 90 -o "$T/local.out" -w "sh $trained $RUNS/local $n" -- \
     sh "$ROOT/scripts/run-local.sh" -n $n -t "$T/ring.topo" -r local -p "$port" -i 1 -- $model 2> "$T/pty.err" || st=$?
 exited_130 run-local.sh local
 exits_0 run-local.sh local "$RUNS/local"
@@ -88,7 +81,7 @@ note "run-local.sh: ^C in a pty, $n peers exited 0 with their checkpoint, launch
 # 2. compare.sh: ^C during the first topology; the second never starts.
 port=$(free_ports $((2 * n)))
 st=0
-"$PTYRUN" -t 90 -o "$T/compare.out" -w "sh $T/trained.sh $RUNS/cmp/ring $n" -- \
+"$PTYRUN" -t 90 -o "$T/compare.out" -w "sh $trained $RUNS/cmp/ring $n" -- \
     sh "$ROOT/scripts/compare.sh" -n $n -r cmp -p "$port" -i 1 "$T/ring.topo" "$T/complete.topo" -- $model 2> "$T/pty.err" || st=$?
 exited_130 compare.sh compare
 [ -e "$RUNS/cmp/complete" ] && fail "compare.sh started the next topology after ^C"

@@ -1,0 +1,252 @@
+/* The sweep's three plots through gnuplot: accuracy against consensus
+ * distance, against bytes sent per peer and against wall time, one point
+ * per setting with error bars over seeds in both directions, one colour
+ * per topology. One data file (sweep.dat, a block per topology) and one
+ * .gp script per PNG, written beside them so that a user can restyle a
+ * figure and rerun `gnuplot NAME.gp` there. */
+#include "report/sweep.h"
+#include "report/report_int.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/fs.h"
+
+/* sd for the error bars: 0 with a single seed (gnuplot drops a point whose
+ * error is NaN). */
+static double bar(const mm_sweep_stat *st)
+{
+    return st->n >= 2 && isfinite(st->sd) ? st->sd : 0;
+}
+
+/* A gnuplot data string: double-quoted, without quotes inside. */
+static void dat_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++)
+        fputc(*s == '"' ? '\'' : *s, f);
+    fputc('"', f);
+}
+
+/* The topologies in order of first appearance; returns the count. */
+static int topologies(const mm_sweep *s, const char **names)
+{
+    int n = 0;
+    for (int i = 0; i < s->n_settings; i++) {
+        int k = 0;
+        while (k < n && strcmp(names[k], s->settings[i].topology))
+            k++;
+        if (k == n)
+            names[n++] = s->settings[i].topology;
+    }
+    return n;
+}
+
+static int write_dat(const mm_sweep *s, const char *path, const char **topo, int n_topo,
+                     int *n_xi)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# murmur report --sweep %s: one line per setting with a finished run,\n"
+               "# one block per topology (gnuplot 'index K'); sd 0 with one seed\n", s->dir);
+    *n_xi = 0;
+    for (int t = 0; t < n_topo; t++) {
+        fprintf(f, "# topology %s\n# label acc acc_sd consensus_avg consensus_avg_sd "
+                   "MB_per_peer MB_sd wall_s wall_sd consensus_final consensus_final_sd seeds\n",
+                topo[t]);
+        for (int i = 0; i < s->n_settings; i++) {
+            const mm_sweep_setting *g = &s->settings[i];
+            if (strcmp(g->topology, topo[t]) || g->n_done == 0)
+                continue;
+            /* The label: the axis values (the name after the topology's). */
+            const char *label = strchr(g->name, ',');
+            dat_str(f, label ? label + 1 : "");
+            mm__report_dat_num(f, g->acc.mean);
+            mm__report_dat_num(f, bar(&g->acc));
+            mm__report_dat_num(f, g->xi_avg.mean > 0 ? g->xi_avg.mean : NAN);
+            mm__report_dat_num(f, bar(&g->xi_avg));
+            mm__report_dat_num(f, g->bytes_peer.mean / 1e6);
+            mm__report_dat_num(f, bar(&g->bytes_peer) / 1e6);
+            mm__report_dat_num(f, g->wall.mean);
+            mm__report_dat_num(f, bar(&g->wall));
+            mm__report_dat_num(f, g->xi_final.mean > 0 ? g->xi_final.mean : NAN);
+            mm__report_dat_num(f, bar(&g->xi_final));
+            fprintf(f, " %d\n", g->n_done);
+            *n_xi += g->xi_avg.mean > 0 && isfinite(g->acc.mean);
+        }
+        fputs("\n\n", f);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+typedef struct {
+    const char *name, *xlabel;
+    int xcol, xerr; /* columns of sweep.dat */
+    bool logx;
+    size_t xoff;    /* the x statistic in mm_sweep_setting */
+    double xscale;
+} plot_spec;
+
+/* The range [lo, hi] of mean ± sd over the settings with a finished run
+ * (positive values only on a log axis), with a margin: gnuplot's own
+ * autoscale warns about and squeezes a range of one value (one setting, or
+ * equal wall times). Returns false when there is no value. */
+static bool range(const mm_sweep *s, size_t off, double scale, bool logx, double *lo, double *hi)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (int i = 0; i < s->n_settings; i++) {
+        const mm_sweep_setting *g = &s->settings[i];
+        const mm_sweep_stat *st = (const mm_sweep_stat *)((const char *)g + off);
+        if (g->n_done == 0 || !isfinite(st->mean) || !isfinite(g->acc.mean) ||
+            (logx && !(st->mean > 0)))
+            continue;
+        double m = st->mean * scale, e = bar(st) * scale;
+        double a = m - e, b = m + e;
+        if (logx && !(a > 0))
+            a = m;
+        *lo = a < *lo ? a : *lo;
+        *hi = b > *hi ? b : *hi;
+    }
+    if (!(*lo <= *hi))
+        return false;
+    if (logx) {
+        *lo /= 1.6;
+        *hi *= 1.6;
+    } else {
+        double pad = 0.08 * (*hi - *lo);
+        if (!(pad > 0))
+            pad = *hi != 0 ? 0.1 * fabs(*hi) : 1;
+        *lo -= pad;
+        *hi += pad;
+        /* a quantity that cannot be negative (bytes, seconds, accuracy) keeps 0 as its floor */
+        if (*lo < 0 && *lo + pad >= 0)
+            *lo = -pad / 2;
+    }
+    return true;
+}
+
+static int write_gp(const mm_sweep *s, const char *dir, const plot_spec *p, const char **topo,
+                    int n_topo, bool labels)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/%s.gp", dir, p->name);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    char title[512];
+    const char *d = s->dir;
+    size_t dl = strlen(d);
+    while (dl > 1 && d[dl - 1] == '/')
+        dl--;
+    const char *b = d + dl;
+    while (b > d && b[-1] != '/')
+        b--;
+    /* how many seeds each point stands for: the reader weighs the bars by it */
+    int nlo = 0, nhi = 0;
+    for (int i = 0; i < s->n_settings; i++) {
+        int n = s->settings[i].n_done;
+        if (n > 0 && (nlo == 0 || n < nlo))
+            nlo = n;
+        nhi = n > nhi ? n : nhi;
+    }
+    char seeds[48];
+    if (nlo == nhi)
+        snprintf(seeds, sizeof seeds, "%d seed%s", nlo, nlo == 1 ? "" : "s");
+    else
+        snprintf(seeds, sizeof seeds, "%d to %d seeds", nlo, nhi);
+    snprintf(title, sizeof title, "sweep %.*s: mean ± sd over %s per setting",
+             (int)(d + dl - b), b, seeds);
+    mm__report_gp_terminal(f, 960, 620);
+    fprintf(f, "set output '%s.png'\nset title ", p->name);
+    mm__report_gp_title(f, title);
+    /* the x label is the program's own text, written as is: it uses
+     * enhanced-text markup ({/Symbol X}) */
+    fprintf(f, "\nset grid\nset key outside right top title 'topology'\nset xlabel '%s'",
+            p->xlabel);
+    fprintf(f, "\nset ylabel 'validation accuracy (final, mean over peers)'\n");
+    double lo, hi;
+    if (range(s, p->xoff, p->xscale, p->logx, &lo, &hi))
+        fprintf(f, "set xrange [%.9g:%.9g]\n", lo, hi);
+    if (range(s, offsetof(mm_sweep_setting, acc), 1, false, &lo, &hi))
+        fprintf(f, "set yrange [%.9g:%.9g]\n", lo, hi);
+    if (p->logx)
+        fprintf(f, "set logscale x\nset format x '10^{%%L}'\n");
+    fprintf(f, "set bars small\nplot ");
+    for (int t = 0; t < n_topo; t++) {
+        /* a shape per topology too: two settings at the same point both show */
+        static const int pt[] = {7, 5, 9, 13, 11, 15};
+        fprintf(f, "%s'sweep.dat' index %d using %d:2:%d:3 with xyerrorbars pt %d ps 1.3 lw 1.5 "
+                   "lc %d title ",
+                t ? ", \\\n     " : "", t, p->xcol, p->xerr, pt[t % 6], t + 1);
+        mm__report_gp_title(f, topo[t]);
+    }
+    if (labels)
+        for (int t = 0; t < n_topo; t++)
+            fprintf(f, ", \\\n     'sweep.dat' index %d using %d:2:1 with labels offset 1,0.8 "
+                       "left font ',8' tc lt %d notitle", t, p->xcol, t + 1);
+    fputc('\n', f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
+{
+    char err[PATH_MAX + 64], path[PATH_MAX + 64];
+    if (mm_mkdir_p(dir, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur report: %s\n", err);
+        return -1;
+    }
+    const char **topo = calloc((size_t)(s->n_settings ? s->n_settings : 1), sizeof *topo);
+    if (!topo)
+        return -1;
+    int n_topo = topologies(s, topo), n_xi = 0, rc = 0;
+    snprintf(path, sizeof path, "%s/sweep.dat", dir);
+    if (write_dat(s, path, topo, n_topo, &n_xi) != 0) {
+        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        free(topo);
+        return -1;
+    }
+    const plot_spec plots[] = {
+        {"sweep_acc_consensus",
+         "consensus distance {/Symbol X}, mean over the evaluation rounds (log)", 4, 5, true,
+         offsetof(mm_sweep_setting, xi_avg), 1},
+        {"sweep_acc_bytes", "MB sent per peer (0: no communication)", 6, 7, false,
+         offsetof(mm_sweep_setting, bytes_peer), 1e-6},
+        {"sweep_acc_wall", "wall time of the run, s (it depends on the load of the machine)", 8, 9, false,
+         offsetof(mm_sweep_setting, wall), 1},
+    };
+    for (size_t i = 0; i < sizeof plots / sizeof plots[0] && rc >= 0; i++) {
+        double lo, hi;
+        if ((i == 0 && n_xi == 0) ||
+            !range(s, plots[i].xoff, plots[i].xscale, plots[i].logx, &lo, &hi)) {
+            fprintf(stderr, "murmur report: no setting has both an accuracy and %s: no %s.png\n",
+                    i == 0 ? "a consensus distance" : i == 1 ? "bytes sent" : "a wall time",
+                    plots[i].name);
+            continue;
+        }
+        if (write_gp(s, dir, &plots[i], topo, n_topo, s->n_axes > 0) != 0) {
+            fprintf(stderr, "murmur report: cannot write %s/%s.gp\n", dir, plots[i].name);
+            rc = -1;
+            break;
+        }
+        snprintf(path, sizeof path, "%s/%s.gp", dir, plots[i].name);
+        int g = mm__report_gnuplot(path);
+        if (g == 1) {
+            fprintf(stderr, "murmur report: gnuplot not found; no plots (apt-get install gnuplot-nox)\n");
+            rc = 1;
+            break;
+        }
+        if (g < 0) {
+            fprintf(stderr, "murmur report: gnuplot failed on %s\n", path);
+            rc = -1;
+        } else {
+            fprintf(out, "plot: %s/%s.png\n", dir, plots[i].name);
+        }
+    }
+    free(topo);
+    return rc;
+}

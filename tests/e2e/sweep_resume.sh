@@ -1,0 +1,113 @@
+# scripts/sweep.sh resumes: a sweep killed (SIGKILL) during its second run
+# of four is run again with the same command; the finished run is not
+# redone, the interrupted one is moved aside and run again, the rest run,
+# and the aggregate counts every seed once. While the killed sweep's run
+# still goes on, a second sweep in the same directory is refused. A failed
+# run is marked, left out of the aggregate, kept on the next invocation and
+# rerun with --retry-failed. The peers are a stand-in for `murmur node` (a
+# shell script writing metrics in the documented format, slowly enough to
+# be killed mid-run); everything else is the real murmur.
+. "$(dirname "$0")/lib.sh"
+real=$MURMUR
+cat > "$T/murmur" <<FAKE
+#!/bin/sh
+case \$1 in
+--version) echo "murmur 0.0.0-fake"; exit 0 ;;
+report|topo) exec "$real" "\$@" ;;
+node) [ "\${2:-}" = --help ] && exec "$real" node --help ;;
+*) exit 2 ;;
+esac
+shift
+id='' rd='' seed=''
+while [ \$# -gt 0 ]; do
+    case \$1 in
+    --id) id=\$2; shift 2 ;;
+    --run-dir) rd=\$2; shift 2 ;;
+    --seed) seed=\$2; shift 2 ;;
+    *) shift ;;
+    esac
+done
+m=\$rd/node-\$id/metrics.jsonl
+mkdir -p "\$rd/node-\$id"
+r=0
+trap 'echo "{\"ev\":\"end\",\"round\":\$r,\"step\":\$r,\"time\":1,\"reason\":\"signal\"}" >>"\$m"; exit 0' TERM
+echo "{\"ev\":\"start\",\"peer\":\$id,\"n_peers\":3,\"params\":4,\"algo\":\"dpsgd\",\"topology\":\"t\",\"sketch_dim\":2,\"sketch_seed\":1,\"resumed_round\":0,\"time\":0}" >>"\$m"
+while [ \$r -lt 6 ]; do
+    echo "{\"ev\":\"round\",\"round\":\$r,\"step\":\$r,\"time\":\$r.5,\"loss\":3,\"lr\":0.1,\"bytes_sent\":\$((r * 100 + 100)),\"bytes_recv\":0,\"t_compute\":0.2,\"t_comm\":0.1,\"t_wait\":0.1,\"nbrs\":2,\"missing\":0,\"dist\":{}}" >>"\$m"
+    if [ \$((r % 2)) = 1 ]; then
+        echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2,\"val_bpb\":1,\"val_acc\":0.\$seed\$id,\"norm\":1,\"sketch\":[\$id,0]}" >>"\$m"
+    fi
+    [ "\${FAKE_FAIL_SEED:-x}" = "\$seed" ] && [ "\$id" = 1 ] && exit 3
+    sleep 0.2
+    r=\$((r + 1))
+done
+echo "{\"ev\":\"end\",\"round\":\$r,\"step\":\$r,\"time\":\$r,\"reason\":\"done\"}" >>"\$m"
+FAKE
+chmod +x "$T/murmur"
+cat > "$T/make-certs.sh" <<'CERTS'
+mkdir -p "$1"
+CERTS
+export MURMUR="$T/murmur" MAKE_CERTS="$T/make-certs.sh" RUNS="$T/runs" GRACE=10
+"$real" topo gen ring -n 3 > "$T/ring-3.topo" 2>/dev/null
+"$real" topo gen complete -n 3 > "$T/complete-3.topo" 2>/dev/null
+printf 'topology %s %s\nseeds 1 2\nflags --rounds 8\n' "$T/ring-3.topo" "$T/complete-3.topo" > "$T/r.sweep"
+top=$RUNS/r
+port=$(free_ports 12)
+sweep() { sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$@" "$T/r.sweep"; }
+
+# 1. Kill the sweep (SIGKILL: no trap runs) once its second run has trained a bit.
+sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/r.sweep" > "$T/out1" 2>&1 &
+sp=$!
+E2E_PIDS="$E2E_PIDS $sp"
+i=0
+while :; do
+    c=$(grep -c '"ev":"round"' "$top/complete-3/s1/node-0/metrics.jsonl" 2>/dev/null) || c=0
+    [ "$c" -ge 2 ] && break
+    i=$((i + 1)); [ $i -lt 200 ] || { cat "$T/out1" >&2; fail "the second run never started"; }
+    sleep 0.1
+done
+kill -9 $sp
+wait $sp 2>/dev/null || true
+[ -f "$top/ring-3/s1/sweep.done" ] || fail "the first run was not marked done before the kill"
+[ -f "$top/complete-3/s1/sweep.done" ] && fail "the killed run is marked done"
+note "killed the sweep during run 2 of 4"
+
+# 2. Its run goes on in its own session and holds the lock: a second sweep is refused.
+st=0
+sweep > "$T/out2" 2>&1 || st=$?
+[ $st -eq 1 ] && grep -q 'is in use: another sweep, or the run of a sweep that was killed' "$T/out2" ||
+    { cat "$T/out2" >&2; fail "a second sweep during the killed one's run was not refused (exit $st)"; }
+timeout 30 flock "$top/sweep.lock" true || fail "the killed sweep's run did not end"
+note "a second sweep was refused while the killed one's run went on"
+
+# 3. The same command again: run 1 skipped, run 2 redone, runs 3 and 4 run.
+stamp=$(stat -c %Y.%i "$top/ring-3/s1/sweep.done")
+sweep > "$T/out3" 2>&1 || { cat "$T/out3" >&2; fail "the resumed sweep failed"; }
+[ "$(stat -c %Y.%i "$top/ring-3/s1/sweep.done")" = "$stamp" ] || fail "the finished run was touched"
+[ "$(grep -c 'start ring-3/s1' "$top/sweep.log")" -eq 1 ] || fail "the finished run was started again"
+grep -q '1 finished before, 0 failed before and kept, 3 to run' "$T/out3" || { cat "$T/out3" >&2; fail "not 1 finished, 3 to run"; }
+grep -q 'complete-3/s1: unfinished before; that attempt kept as .*complete-3/s1.attempt-1, run again' "$T/out3" ||
+    { cat "$T/out3" >&2; fail "the interrupted run was not moved aside and rerun"; }
+[ -d "$top/complete-3/s1.attempt-1" ] && [ ! -f "$top/complete-3/s1.attempt-1/sweep.done" ] || fail "no unmarked attempt-1"
+for s in ring-3/s1 complete-3/s1 ring-3/s2 complete-3/s2; do
+    [ -f "$top/$s/sweep.done" ] || fail "$s not done after the resume"
+done
+grep -q '^ring-3 .* 2/2 ' "$T/out3" && grep -q '^complete-3 .* 2/2 ' "$T/out3" ||
+    { cat "$T/out3" >&2; fail "the aggregate does not have 2 of 2 seeds per setting"; }
+note "resumed: 1 run skipped, the killed one redone, 2 more run; 2 seeds per setting"
+
+# 4. A failed run: marked, left out, kept by the next invocation, rerun with --retry-failed.
+sed -i 's/^seeds 1 2$/seeds 1 2 3/' "$T/r.sweep"
+st=0
+FAKE_FAIL_SEED=3 sweep > "$T/out4" 2>&1 || st=$?
+[ $st -eq 1 ] || { cat "$T/out4" >&2; fail "a sweep with a failed run exited $st, not 1"; }
+[ -f "$top/ring-3/s3/sweep.failed" ] || fail "the failed run is not marked"
+grep -q '^ring-3 .* 2/3 ' "$T/out4" || { cat "$T/out4" >&2; fail "the failed run was averaged"; }
+grep -q 'ring-3 *seed 3 *failed *failed: run-local.sh exit 1' "$T/out4" || { cat "$T/out4" >&2; fail "the failed run is not listed"; }
+st=0
+sweep > "$T/out5" 2>&1 || st=$?
+[ $st -eq 1 ] && grep -q '0 to run' "$T/out5" || { cat "$T/out5" >&2; fail "a failed run was rerun without --retry-failed"; }
+sweep --retry-failed > "$T/out6" 2>&1 || { cat "$T/out6" >&2; fail "--retry-failed did not finish the sweep"; }
+grep -q '^ring-3 .* 3/3 ' "$T/out6" && [ -d "$top/ring-3/s3.attempt-1" ] || { cat "$T/out6" >&2; fail "--retry-failed: not 3/3"; }
+note "a failed run was marked, left out, kept, and rerun with --retry-failed"
+echo "ok: the sweep resumes after a kill; failed runs are never averaged"
