@@ -19,7 +19,7 @@
 
 #include "gossip/choco.h"
 #include "gossip/codec.h"
-#include "model/rng.h"
+#include "base/rng.h"
 #include "tests/testutil.h"
 
 typedef struct {

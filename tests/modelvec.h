@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/rng.h"
+#include "base/rng.h"
 
 static inline void mv_fill(float *x, uint64_t n, uint64_t seed, int diff)
 {

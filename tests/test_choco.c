@@ -15,7 +15,7 @@
 
 #include "gossip/choco.h"
 #include "gossip/mix.h"
-#include "model/rng.h"
+#include "base/rng.h"
 #include "tests/choco_sim.h"
 
 static float *randvec(mm_rng *r, size_t n, double scale, double offset)

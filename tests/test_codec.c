@@ -17,7 +17,7 @@
 #include "gossip/codec.h"
 #include "gossip/codec_internal.h"
 #include "gossip/wire.h"
-#include "model/rng.h"
+#include "base/rng.h"
 
 static const char *all_specs[] = {"fp32", "bf16", "int8", "int8:32", "int8:4096", "sign",
                                   "sign:8", "sign:256", "topk:0.01", "topk:0.5", "topk:1", "randk:0.01",
