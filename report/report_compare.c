@@ -76,6 +76,15 @@ static void end_text(const mm_report *r, const mm__rep_finals *f, char *buf, siz
 
 #define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
+/* The codec column: "-" for plain D-PSGD, else "CODEC g=GAMMA". */
+static void codec_text(const mm_report *r, char *buf, size_t len)
+{
+    if (!r->compress[0])
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%s g=%g", r->compress, r->gamma);
+}
+
 /* The name and topology columns are as wide as their longest entry (at
  * least the header's), so long topology paths do not push the figures out
  * of line. */
@@ -91,9 +100,12 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
         if (lt > wtopo)
             wtopo = lt;
     }
-    fprintf(out, "%-*s %-*s %5s %7s %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname, "run", wtopo,
-            "topology", "peers", "rounds", "acc", "val_loss", "consensus", "how", "MB/peer",
-            "wall_s", "end", "refused");
+    bool any_codec = false;
+    for (int k = 0; k < n; k++)
+        any_codec |= runs[k]->compress[0] != 0;
+    fprintf(out, "%-*s %-*s %5s %7s%s %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname, "run",
+            wtopo, "topology", "peers", "rounds", any_codec ? "  codec          " : "", "acc",
+            "val_loss", "consensus", "how", "MB/peer", "wall_s", "end", "refused");
     bool bad = false;
     for (int k = 0; k < n; k++) {
         mm__rep_finals f;
@@ -106,14 +118,21 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
         else
             snprintf(ref, sizeof ref, "0");
         bad |= f.n_refused || f.n_isolated;
-        fprintf(out, "%-*s %-*s %5d %7lld %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname, name,
-                wtopo, runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
-                (long long)(f.last_round + 1), N("%.4f", f.acc), N("%.4f", f.vloss),
+        char codec[96] = "";
+        if (any_codec) {
+            char c[80];
+            codec_text(runs[k], c, sizeof c);
+            snprintf(codec, sizeof codec, "  %-15s", c);
+        }
+        fprintf(out, "%-*s %-*s %5d %7lld%s %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname,
+                name, wtopo, runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
+                (long long)(f.last_round + 1), codec, N("%.4f", f.acc), N("%.4f", f.vloss),
                 N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall), end,
                 ref);
     }
     fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer; "
-                 "end = how its peers ended; refused = connections refused, commonest reason)\n");
+                 "end = how its peers ended; refused = connections refused, commonest reason%s)\n",
+            any_codec ? "; codec = --compress and its --consensus-step, - plain D-PSGD" : "");
     if (bad)
         fprintf(out, "A run with refused or isolated peers did not gossip as configured: its "
                      "figures are not a comparison of topologies (murmur report RUN_DIR says why)\n");
@@ -126,7 +145,7 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         return -1;
     fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
                "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,peers_done,"
-               "peers_refused,peers_isolated,refused,top_refusal\n");
+               "peers_refused,peers_isolated,refused,top_refusal,compress,consensus_step\n");
     for (int k = 0; k < n; k++) {
         mm__rep_finals fi;
         mm__report_finals(runs[k], &fi);
@@ -145,8 +164,11 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         fprintf(f, ",%s", fi.method);
         mm__report_csv_num(f, "%.1f", fi.sent_peer);
         mm__report_csv_num(f, "%.3f", fi.wall);
-        fprintf(f, ",%d,%d,%d,%.0f,%s\n", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
+        fprintf(f, ",%d,%d,%d,%.0f,%s,", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
                 fi.top);
+        mm__report_csv_str(f, runs[k]->compress);
+        mm__report_csv_num(f, "%.9g", runs[k]->compress[0] ? runs[k]->gamma : NAN);
+        fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;
 }
