@@ -32,6 +32,18 @@ final_consensus() {
 }
 small() { [ -n "$1" ] && awk -v x="$1" 'BEGIN { exit !(x + 0 < 1e-3) }'; }
 
+# --- 0. refused at start: over the memory budget, another algorithm -------
+st=0
+"$MURMUR" node --id 0 --topology "$T/ring.topo" --plaintext --no-train --vector-len 1000000 \
+    --compress int8 --choco-memory-mb 10 --run-dir "$T/mem" > "$T/mem.out" 2>&1 || st=$?
+[ $st -eq 2 ] || fail "memory: exit $st, not 2"
+grep -q "needs 14.3 MiB for its public copies (2 in-neighbours + its own" "$T/mem.out" ||
+    fail "memory: the refusal does not name the figure: $(cat "$T/mem.out")"
+st=0
+"$MURMUR" node --id 0 --topology "$T/ring.topo" --plaintext --no-train --vector-len 1000 \
+    --compress topk:0.1 --algo pushsum --run-dir "$T/mem" > "$T/algo.out" 2>&1 || st=$?
+[ $st -eq 2 ] && grep -q "dpsgd only" "$T/algo.out" || fail "pushsum with --compress: exit $st"
+
 # --- 1. SIGKILL and --resume (int8, a tiny model) -------------------------
 tiny_data "$T/data"
 port=$(free_ports 4)
