@@ -19,7 +19,8 @@ test-sanitize: deps
 # The peer itself under the sanitizers: the node's end-to-end tests run
 # against build-san/murmur (a sanitizer report makes a peer exit non-zero,
 # which fails the test).
-SAN_E2E = node_gossip_rate node_ring_train node_kill_resume node_async_straggler node_wrong_model
+SAN_E2E = node_gossip_rate node_ring_train node_kill_resume node_async_straggler node_wrong_model \
+          node_choco
 .PHONY: test-sanitize-node
 test-sanitize: test-sanitize-node
 test-sanitize-node: deps
