@@ -221,6 +221,20 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
     return failed ? -1 : 0;
 }
 
+/* A comparison's gnuplot script: the terminal, and the PNG (named without
+ * its directory: gnuplot runs in the script's). NULL if it cannot be made. */
+static FILE *gp_begin(const char *gp, const char *png, int w, int h)
+{
+    FILE *f = fopen(gp, "w");
+    if (!f)
+        return NULL;
+    char pngbase[4200];
+    snprintf(pngbase, sizeof pngbase, "%s", png);
+    mm__report_gp_terminal(f, w, h);
+    fprintf(f, "set output '%s'\n", basename(pngbase));
+    return f;
+}
+
 /* The group of a run for the bytes plot: its name without a trailing
  * "-sSEED", so that the seeds of one setting share a colour. */
 static int run_group(mm_report *const *runs, int k, char (*names)[256])
@@ -259,8 +273,8 @@ static int compare_bytes_plot(mm_report *const *runs, int n, const char *stem, F
         fprintf(f, "# run %d: %s\n# MB_sent_per_peer acc_mean round\n", k, runs[k]->dir);
         for (size_t i = 0; i < runs[k]->n_rows; i++) {
             const mm_rep_row *w = &runs[k]->rows[i];
-            if (isnan(w->acc_mean) || isnan(w->sent_peer))
-                continue;
+            if (isnan(w->acc_mean) || !(w->sent_peer > 0) || w->round == 0)
+                continue; /* (round 0: nothing exchanged yet, the HELLOs' bytes only) */
             mm__report_dat_num(f, w->sent_peer / 1e6);
             mm__report_dat_num(f, w->acc_mean);
             fprintf(f, " %lld\n", (long long)w->round);
@@ -271,17 +285,14 @@ static int compare_bytes_plot(mm_report *const *runs, int n, const char *stem, F
     fclose(f);
     if (!points)
         return 0; /* pure gossip: no accuracy to set against the bytes */
-    f = fopen(gp, "w");
+    f = gp_begin(gp, png, 900, 600);
     if (!f)
         return -1;
-    char datbase[4200], pngbase[4200];
+    char datbase[4200];
     snprintf(datbase, sizeof datbase, "%s", dat);
-    snprintf(pngbase, sizeof pngbase, "%s", png);
-    mm__report_gp_terminal(f, 900, 600);
-    fprintf(f, "set output '%s'\nset title 'accuracy against bytes sent (one colour per setting)'\n"
-               "set grid\nset key outside right\nset logscale x\n"
-               "set xlabel 'MB sent per peer (cumulative)'\nset ylabel 'validation accuracy (mean)'\n",
-            basename(pngbase));
+    fprintf(f, "set title 'accuracy against bytes sent (one colour per setting)'\n"
+               "set grid\nset key outside right\nset logscale x\nset format x '%%g'\n"
+               "set xlabel 'MB sent per peer (cumulative)'\nset ylabel 'validation accuracy (mean)'\n");
     fprintf(f, "plot ");
     char (*names)[256] = calloc((size_t)n, sizeof *names);
     if (!names) {
@@ -341,16 +352,13 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
         fputs("\n\n", f); /* gnuplot data blocks: 'index k' */
     }
     fclose(f);
-    f = fopen(gp, "w");
+    f = gp_begin(gp, png, 900, 900);
     if (!f)
         return -1;
-    char datbase[4200], pngbase[4200];
+    char datbase[4200];
     snprintf(datbase, sizeof datbase, "%s", dat);
-    snprintf(pngbase, sizeof pngbase, "%s", png);
-    mm__report_gp_terminal(f, 900, 900);
-    fprintf(f, "set output '%s'\nset multiplot layout 2,1 title 'consensus distance and accuracy by run'\n"
-               "set grid\nset key outside right\nset xlabel 'round'\n",
-            basename(pngbase));
+    fprintf(f, "set multiplot layout 2,1 title 'consensus distance and accuracy by run'\n"
+               "set grid\nset key outside right\nset xlabel 'round'\n");
     const char *db = basename(datbase);
     for (int panel = 0; panel < 2; panel++) {
         if (panel == 0) {
