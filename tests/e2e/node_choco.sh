@@ -89,6 +89,8 @@ for pause in 1 3; do # past the round timeout (0.3 s); then past the peer timeou
     wait_for sh -c "[ \$(awk -v f=$m1 'NR > f && /\"ev\":\"round\"/ && /\"nbrs\":\\[[0-9,]*2[],]/ { c++ } END { print c + 0 }' '$run/node-1/metrics.jsonl') -ge 30 ]" ||
         fail "stop: peer 1 did not mix with peer 2 again after a pause of $pause s"
 done
+# enough rounds for topk:0.1 at gamma 0.2 to reach 1e-3 whatever the load
+wait_for at_least "$run" 1 2000 || fail "stop: peer 1 did not reach round 2000"
 missing=$(grep -c '"missing":\[[0-9,]*2' "$run/node-1/metrics.jsonl" || true)
 [ "$missing" -gt 0 ] || fail "stop: peer 1 never missed the stopped peer"
 kill -TERM "$p0" "$p1" "$p2" "$p3"
