@@ -122,7 +122,7 @@ static void mix_speed(uint64_t n, const float *a, const float *b, float *x, doub
     for (int t = 0; t < 3; t++) {
         memcpy(x, a, n * sizeof *x);
         double t0 = now_s();
-        mm_mix_round(x, b, n, 1.0, 1.0 / 3, in, 2, 0, 0);
+        mm_mix_round(x, b, n, 1.0, 1.0 / 3, in, 2, 0, 1.0, 0);
         double t1 = now_s();
         mm_choco_mix(x, b, n, 1.0 / 3, in, 2, 1.0);
         double t2 = now_s();

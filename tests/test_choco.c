@@ -51,7 +51,7 @@ static void mix_is_mm_mix_round(void **state)
                     a[k] = (mm_mix_input){.x = k == missing ? NULL : y[k], .weight = w, .w = 1};
                     b[k] = a[k];
                 }
-                mm_mix_round(x, s, n, 1.0, self, a, n_in, 0, 0);
+                mm_mix_round(x, s, n, 1.0, self, a, n_in, 0, 1.0, 0);
                 assert_int_equal(mm_choco_mix(x2, s, n, self, b, n_in, 1.0), 0);
                 assert_memory_equal(x, x2, n * sizeof *x);
                 for (int k = 0; k < n_in; k++) {
@@ -150,7 +150,7 @@ static void fp32_gamma1_is_dpsgd(void **state)
             mm_mix_input pa[2] = {{.x = snap[l], .weight = w, .w = 1},
                                   {.x = drop ? NULL : snap[rt], .weight = w, .w = 1}};
             mm_mix_input pb[2] = {{.x = cl[i], .weight = w}, {.x = drop ? NULL : cr[i], .weight = w}};
-            mm_mix_round(a[i], snap[i], P, 1.0, w, pa, 2, 0, 0);
+            mm_mix_round(a[i], snap[i], P, 1.0, w, pa, 2, 0, 1.0, 0);
             mm_choco_mix(b[i], own[i], P, w, pb, 2, 1.0);
         }
     }
