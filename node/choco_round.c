@@ -212,9 +212,12 @@ int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *
         mm__peer_view pv;
         mm__mbox_peer(mb, p, &pv);
         /* It holds x_hat_i as before this q only if it got the previous
-         * encode's frame, on this connection, with nothing lost since. */
+         * encode's frame, on this connection, with nothing lost since. A
+         * previous frame still pending (the peer not up, or the loop not
+         * there yet) would be replaced by this one, and lost. */
         bool holds = ch->synced[p] && ch->sent_seq[p] + 1 == ch->seq &&
-                     ch->sent_ups[p] == pv.ups && ch->sent_lost[p] == pv.lost;
+                     ch->sent_ups[p] == pv.ups && ch->sent_lost[p] == pv.lost &&
+                     !pv.send_pending;
         mm_wire_vec meta = {.weight = 1.0, .codec = (uint8_t)ch->spec.kind, .copy_crc = crc,
                             .count = ch->P};
         if (holds) {
