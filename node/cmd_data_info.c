@@ -91,7 +91,7 @@ int cmd_data_info(int argc, char **argv)
             (!strcmp(shared[i].name, "partition") || !strcmp(shared[i].name, "seed") ||
              !strcmp(shared[i].name, "data")))
             table[k++] = shared[i];
-    table[k] = (mm_opt){MM_OPT_END};
+    table[k] = (mm_opt){.kind = MM_OPT_END};
     help_table = table;
     int first;
     int r = mm_opt_parse("data-info", argc, argv, table, &first, usage);

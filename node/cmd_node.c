@@ -136,7 +136,7 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
     n += mm_replica_opts(&c->train, g, t + n);
     for (size_t i = 0; i < sizeof gossip / sizeof gossip[0]; i++)
         t[n++] = gossip[i];
-    t[n] = (mm_opt){MM_OPT_END};
+    t[n] = (mm_opt){.kind = MM_OPT_END};
     return t;
 }
 

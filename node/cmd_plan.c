@@ -157,7 +157,7 @@ static int parse(int argc, char **argv, plan_args *a)
         MM_OPT(MM_OPT_DOUBLE, "seconds", "S", &a->seconds, 0.1, 600, "how long --link-to sends"),
         MM_OPT(MM_OPT_DOUBLE, "timeout", "S", &a->timeout, 0.1, 3600,
                "how long --link-server waits"),
-        {MM_OPT_END},
+        {.kind = MM_OPT_END},
     };
     help_table = t;
     int first;

@@ -82,7 +82,7 @@ static const mm_opt *train_table(train_args *a)
     int n = mm_replica_opts(&a->rc, &a->given, t);
     for (size_t i = 0; i < sizeof run / sizeof run[0]; i++)
         t[n++] = run[i];
-    t[n] = (mm_opt){MM_OPT_END};
+    t[n] = (mm_opt){.kind = MM_OPT_END};
     return t;
 }
 
