@@ -127,20 +127,21 @@ int mm_read_file(const char *path, char **out, size_t *len, size_t limit, char *
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
         return -1;
     }
-    size_t cap = 1 << 16, n = 0;
+    /* Read at most limit + 1 bytes: one byte past the limit proves the
+     * file too large, exactly, whatever the limit. */
+    size_t cap = limit < (1u << 16) ? limit + 1 : (size_t)1 << 16, n = 0;
     char *p = malloc(cap + 1);
     while (p) {
-        size_t got = fread(p + n, 1, cap - n, f);
-        n += got;
+        n += fread(p + n, 1, cap - n, f);
         if (n < cap)
             break;
-        if (cap >= limit) {
+        if (n > limit) {
             free(p);
             fclose(f);
             snprintf(err, errlen, "%s: larger than %zu bytes", path, limit);
             return -1;
         }
-        cap *= 2;
+        cap = cap > limit / 2 ? limit + 1 : cap * 2;
         char *q = realloc(p, cap + 1);
         if (!q)
             free(p);

@@ -206,24 +206,69 @@ out:
     return rc;
 }
 
-int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, char *err, size_t errlen)
+/* Torus: rows x cols, each peer linked to its right and lower neighbour
+ * (wrapping); a 2-wide side would add an edge twice, hence add_once. */
+static int gen_torus(mm_topo_spec *s, const mm_gen_opts *o, char *extra, size_t extralen,
+                     char *err, size_t errlen)
 {
-    memset(s, 0, sizeof *s);
-    int n = o->n;
-    uint32_t un = (uint32_t)n;
-    if (n < 2 || n > MM_TOPO_MAX_PEERS)
-        return mm__topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);
-    s->n = n;
-    s->directed = o->directed;
-    s->weights = o->weights_set ? o->weights : o->directed ? MM_W_UNIFORM : MM_W_METROPOLIS;
-    snprintf(s->kind, sizeof s->kind, "%s", kind);
-    if (o->directed && strcmp(kind, "exp"))
-        return mm__topo_err(err, errlen, "gen", 0, "--directed applies to kind exp only");
-    const char *wname = s->weights == MM_W_METROPOLIS ? "Metropolis-Hastings weights"
-                        : s->directed ? "uniform column-stochastic weights (push-sum)"
-                                      : "uniform weights 1/(degree+1)";
+    int n = s->n, rows = o->rows;
+    if (rows <= 0)
+        for (rows = (int)sqrt((double)n); rows > 1 && n % rows; rows--)
+            ;
+    if (rows < 2 || n % rows || n / rows < 2)
+        return mm__topo_err(err, errlen, "gen torus", 0, "n = %d is not rows x cols with both >= 2%s",
+                            n, o->rows ? " for the --rows given" : " (prime n?)");
+    int cols = n / rows, rc = 0;
+    snprintf(extra, extralen, ", %d x %d", rows, cols);
+    adjset a;
+    if (adjset_init(&a, n, 4) < 0) {
+        adjset_free(&a);
+        return mm__topo_err(err, errlen, "gen torus", 0, "out of memory");
+    }
+    for (int r = 0; r < rows && !rc; r++)
+        for (int c = 0; c < cols && !rc; c++) {
+            uint32_t i = (uint32_t)(r * cols + c);
+            rc = add_once(s, i, (uint32_t)(r * cols + (c + 1) % cols), a.adj, a.deg, 4);
+            if (!rc)
+                rc = add_once(s, i, (uint32_t)(((r + 1) % rows) * cols + c), a.adj, a.deg, 4);
+        }
+    adjset_free(&a);
+    return rc < 0 ? mm__topo_err(err, errlen, "gen", 0, "out of memory") : 0;
+}
+
+/* Exponential graph: i -> i + 2^k (mod n); undirected, an edge met from
+ * both ends (n a power of two) is added once. */
+static int gen_exp(mm_topo_spec *s, bool directed, char *err, size_t errlen)
+{
+    uint32_t un = (uint32_t)s->n;
     int rc = 0;
-    char extra[96] = "";
+    if (directed) {
+        for (uint32_t i = 0; i < un && !rc; i++)
+            for (uint64_t h = 1; h < un && !rc; h <<= 1)
+                rc = add(s, i, (uint32_t)((i + h) % un));
+    } else {
+        int maxdeg = 2 * 21;
+        adjset a;
+        if (adjset_init(&a, s->n, maxdeg) < 0) {
+            adjset_free(&a);
+            return mm__topo_err(err, errlen, "gen exp", 0, "out of memory");
+        }
+        for (uint32_t i = 0; i < un && !rc; i++)
+            for (uint64_t h = 1; h < un && !rc; h <<= 1)
+                rc = add_once(s, i, (uint32_t)((i + h) % un), a.adj, a.deg, maxdeg);
+        adjset_free(&a);
+    }
+    return rc < 0 ? mm__topo_err(err, errlen, "gen", 0, "out of memory") : 0;
+}
+
+/* The kinds written out as an edge list. 0 done, 1 not such a kind, -1
+ * with the reason in err. extra gets the kind's parameters for the
+ * comment (", 4 x 4", ", d = 3, seed 1"). */
+static int gen_static(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, char *extra,
+                      size_t extralen, char *err, size_t errlen)
+{
+    int n = s->n, rc = 0;
+    uint32_t un = (uint32_t)n;
     if (!strcmp(kind, "ring")) {
         if (n < 3)
             return mm__topo_err(err, errlen, "gen ring", 0, "a ring needs n >= 3 (n = 2 is a chain)");
@@ -240,46 +285,31 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
             for (uint32_t j = i + 1; j < un && !rc; j++)
                 rc = add(s, i, j);
     } else if (!strcmp(kind, "torus")) {
-        int rows = o->rows;
-        if (rows <= 0)
-            for (rows = (int)sqrt((double)n); rows > 1 && n % rows; rows--)
-                ;
-        if (rows < 2 || n % rows || n / rows < 2)
-            return mm__topo_err(err, errlen, "gen torus", 0, "n = %d is not rows x cols with both >= 2%s",
-                               n, o->rows ? " for the --rows given" : " (prime n?)");
-        int cols = n / rows;
-        snprintf(extra, sizeof extra, ", %d x %d", rows, cols);
-        adjset a;
-        if (adjset_init(&a, n, 4) < 0) {
-            adjset_free(&a);
-            return mm__topo_err(err, errlen, "gen torus", 0, "out of memory");
-        }
-        for (int r = 0; r < rows && !rc; r++)
-            for (int c = 0; c < cols && !rc; c++) {
-                uint32_t i = (uint32_t)(r * cols + c);
-                rc = add_once(s, i, (uint32_t)(r * cols + (c + 1) % cols), a.adj, a.deg, 4);
-                if (!rc)
-                    rc = add_once(s, i, (uint32_t)(((r + 1) % rows) * cols + c), a.adj, a.deg, 4);
-            }
-        adjset_free(&a);
+        return gen_torus(s, o, extra, extralen, err, errlen);
     } else if (!strcmp(kind, "exp")) {
-        if (o->directed) {
-            for (uint32_t i = 0; i < un && !rc; i++)
-                for (uint64_t h = 1; h < un && !rc; h <<= 1)
-                    rc = add(s, i, (uint32_t)((i + h) % un));
-        } else {
-            int maxdeg = 2 * 21;
-            adjset a;
-            if (adjset_init(&a, n, maxdeg) < 0) {
-                adjset_free(&a);
-                return mm__topo_err(err, errlen, "gen exp", 0, "out of memory");
-            }
-            for (uint32_t i = 0; i < un && !rc; i++)
-                for (uint64_t h = 1; h < un && !rc; h <<= 1)
-                    rc = add_once(s, i, (uint32_t)((i + h) % un), a.adj, a.deg, maxdeg);
-            adjset_free(&a);
-        }
-    } else if (!strcmp(kind, "one-peer-exp")) {
+        return gen_exp(s, o->directed, err, errlen);
+    } else if (!strcmp(kind, "regular")) {
+        int d = o->degree ? o->degree : 3 + (n * 3) % 2; /* d = 3 needs n even */
+        if (!o->degree && d >= n)
+            d = n - 1;
+        snprintf(extra, extralen, ", d = %d, seed %" PRIu64, d, o->seed);
+        return gen_regular(s, n, d, o->seed, err, errlen) < 0 ? -1 : 0;
+    } else if (!strcmp(kind, "er")) {
+        double p = o->p > 0 ? o->p : fmin(1.0, 2.0 * log((double)n) / n);
+        snprintf(extra, extralen, ", p = %.4g, seed %" PRIu64, p, o->seed);
+        return gen_er(s, n, p, o->seed, err, errlen) < 0 ? -1 : 0;
+    } else {
+        return 1;
+    }
+    return rc < 0 ? mm__topo_err(err, errlen, "gen", 0, "out of memory") : 0;
+}
+
+/* The time-varying kinds: only the schedule and its parameters. 0 done,
+ * 1 not such a kind. */
+static int gen_schedule(const char *kind, const mm_gen_opts *o, mm_topo_spec *s)
+{
+    int n = s->n;
+    if (!strcmp(kind, "one-peer-exp")) {
         s->schedule = MM_SCHED_ONE_PEER_EXP;
     } else if (!strcmp(kind, "random-matching")) {
         s->schedule = MM_SCHED_RANDOM_MATCHING;
@@ -298,87 +328,112 @@ int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, ch
         if (!o->fanout) /* the exponential graph's fan-out */
             s->fanout = mm_ceil_log2(n) < n - 1 ? mm_ceil_log2(n) : n - 1;
         s->seed = o->seed;
-    } else if (!strcmp(kind, "regular")) {
-        int d = o->degree ? o->degree : 3 + (n * 3) % 2; /* d = 3 needs n even */
-        if (!o->degree && d >= n)
-            d = n - 1;
-        snprintf(extra, sizeof extra, ", d = %d, seed %" PRIu64, d, o->seed);
-        rc = gen_regular(s, n, d, o->seed, err, errlen);
-        if (rc < 0)
-            goto fail;
-    } else if (!strcmp(kind, "er")) {
-        double p = o->p > 0 ? o->p : fmin(1.0, 2.0 * log((double)n) / n);
-        snprintf(extra, sizeof extra, ", p = %.4g, seed %" PRIu64, p, o->seed);
-        rc = gen_er(s, n, p, o->seed, err, errlen);
-        if (rc < 0)
-            goto fail;
     } else {
+        return 1;
+    }
+    return 0;
+}
+
+/* Options given for a kind they do not apply to, and a schedule's
+ * parameters, checked now so that the message names the option. */
+static int check_gen_options(const mm_gen_opts *o, const mm_topo_spec *s, char *err, size_t errlen)
+{
+    if ((o->group && s->schedule != MM_SCHED_ALT_EXP_RING) ||
+        (o->fanout && s->schedule != MM_SCHED_EPIDEMIC))
+        return mm__topo_err(err, errlen, "gen", 0, "%s applies to kind %s only",
+                            o->group ? "--group" : "-s", o->group ? "alt-exp-ring" : "epidemic");
+    if (s->schedule != MM_SCHED_NONE && (o->weights_set || o->write_weights))
+        return mm__topo_err(err, errlen, "gen", 0, "%s: a schedule fixes its weights",
+                            o->write_weights ? "--write-weights" : "--weights");
+    if (s->schedule != MM_SCHED_NONE && s->schedule != MM_SCHED_ONE_PEER_EXP &&
+        s->schedule != MM_SCHED_RANDOM_MATCHING) {
+        char why[256];
+        mm_topology *t = mm_topo_build(s, "gen", why, sizeof why);
+        if (!t)
+            return mm__topo_err(err, errlen, "gen", 0, "%s", why + strlen("gen: "));
+        mm_topo_free(t);
+    }
+    return 0;
+}
+
+/* The comment at the top of the written file: what the graph is, in words. */
+static void describe(const char *kind, mm_topo_spec *s, const char *extra)
+{
+    int n = s->n;
+    char *c = s->comment;
+    size_t len = sizeof s->comment;
+    switch (s->schedule) {
+    case MM_SCHED_LOCAL:
+        snprintf(c, len,
+                 "%s, %d peers: no communication at all, every peer trains alone (W = I);\n"
+                 "the baseline against which gossip is measured", kind, n);
+        break;
+    case MM_SCHED_ALT_EXP_RING: {
+        int g = s->group > 1 ? s->group : 1;
+        snprintf(c, len,
+                 "%s, %d peers in %d hosts of %d: Decent-DP's alternating exponential ring;\n"
+                 "rounds 2i, 2i+1 average inside each host and across hosts h, h XOR 2^i,\n"
+                 "half of the host pairs in each order; exact average after %d rounds",
+                 kind, n, n / g, g, 2 * mm_ceil_log2(n / g));
+        break;
+    }
+    case MM_SCHED_BASE:
+        snprintf(c, len,
+                 "%s, %d peers: Base-(k+1) graph with k = %d (Takezawa et al. 2023):\n"
+                 "at most k neighbours per round, exact average after every period", kind, n, s->degree);
+        break;
+    case MM_SCHED_EPIDEMIC:
+        snprintf(c, len,
+                 "%s, %d peers: Epidemic Learning (EL-Local): every round each peer sends to s = %d\n"
+                 "others drawn from (seed, round); receivers average their own vector and what came",
+                 kind, n, s->fanout);
+        break;
+    case MM_SCHED_ONE_PEER_EXP:
+        snprintf(c, len,
+                 "%s, %d peers: round t, peer i sends to i+2^k and receives from i-2^k (mod n),\n"
+                 "k = t mod ceil(log2 n); W = 1/2 self + 1/2 received: doubly stochastic, not symmetric",
+                 kind, n);
+        break;
+    case MM_SCHED_RANDOM_MATCHING:
+        snprintf(c, len,
+                 "%s, %d peers: a random perfect matching every round, drawn from (seed, round);\n"
+                 "partners average 1/2-1/2%s", kind, n, n % 2 ? "; n is odd, so one peer sits out each round" : "");
+        break;
+    default: {
+        const char *wname = s->weights == MM_W_METROPOLIS ? "Metropolis-Hastings weights"
+                            : s->directed ? "uniform column-stochastic weights (push-sum)"
+                                          : "uniform weights 1/(degree+1)";
+        snprintf(c, len, "%s, %d peers%s, %s graph, %s", kind, n, extra,
+                 s->directed ? "directed" : "undirected", wname);
+    }
+    }
+}
+
+int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    int n = o->n;
+    if (n < 2 || n > MM_TOPO_MAX_PEERS)
+        return mm__topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);
+    s->n = n;
+    s->directed = o->directed;
+    s->weights = o->weights_set ? o->weights : o->directed ? MM_W_UNIFORM : MM_W_METROPOLIS;
+    snprintf(s->kind, sizeof s->kind, "%s", kind);
+    if (o->directed && strcmp(kind, "exp"))
+        return mm__topo_err(err, errlen, "gen", 0, "--directed applies to kind exp only");
+    char extra[96] = "";
+    int rc = gen_static(kind, o, s, extra, sizeof extra, err, errlen);
+    if (rc == 1 && gen_schedule(kind, o, s) == 1) {
         char list[256] = "";
         for (int k = 0; mm_topo_kinds[k]; k++)
             snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? ", " : "", mm_topo_kinds[k]);
         return mm__topo_err(err, errlen, "gen", 0, "unknown kind '%s' (expected one of: %s)", kind, list);
     }
-    if (rc < 0) {
-        mm__topo_err(err, errlen, "gen", 0, "out of memory");
+    if (rc < 0 || check_gen_options(o, s, err, errlen) < 0)
         goto fail;
-    }
-    if ((o->group && s->schedule != MM_SCHED_ALT_EXP_RING) ||
-        (o->fanout && s->schedule != MM_SCHED_EPIDEMIC)) {
-        mm__topo_err(err, errlen, "gen", 0, "%s applies to kind %s only", o->group ? "--group" : "-s",
-                    o->group ? "alt-exp-ring" : "epidemic");
+    describe(kind, s, extra);
+    if (s->schedule == MM_SCHED_NONE && o->write_weights && write_weights(s, err, errlen) < 0)
         goto fail;
-    }
-    if (s->schedule != MM_SCHED_NONE && (o->weights_set || o->write_weights)) {
-        mm__topo_err(err, errlen, "gen", 0, "%s: a schedule fixes its weights",
-                    o->write_weights ? "--write-weights" : "--weights");
-        goto fail;
-    }
-    if (s->schedule != MM_SCHED_NONE && s->schedule != MM_SCHED_ONE_PEER_EXP &&
-        s->schedule != MM_SCHED_RANDOM_MATCHING) {
-        /* validate the parameters now, so the message names the option */
-        char why[256];
-        mm_topology *t = mm_topo_build(s, "gen", why, sizeof why);
-        if (!t) {
-            mm__topo_err(err, errlen, "gen", 0, "%s", why + strlen("gen: "));
-            goto fail;
-        }
-        mm_topo_free(t);
-    }
-    if (s->schedule == MM_SCHED_LOCAL) {
-        snprintf(s->comment, sizeof s->comment,
-                 "%s, %d peers: no communication at all, every peer trains alone (W = I);\n"
-                 "the baseline against which gossip is measured", kind, n);
-    } else if (s->schedule == MM_SCHED_ALT_EXP_RING) {
-        int g = s->group > 1 ? s->group : 1;
-        snprintf(s->comment, sizeof s->comment,
-                 "%s, %d peers in %d hosts of %d: Decent-DP's alternating exponential ring;\n"
-                 "rounds 2i, 2i+1 average inside each host and across hosts h, h XOR 2^i,\n"
-                 "half of the host pairs in each order; exact average after %d rounds",
-                 kind, n, n / g, g, 2 * mm_ceil_log2(n / g));
-    } else if (s->schedule == MM_SCHED_BASE) {
-        snprintf(s->comment, sizeof s->comment,
-                 "%s, %d peers: Base-(k+1) graph with k = %d (Takezawa et al. 2023):\n"
-                 "at most k neighbours per round, exact average after every period", kind, n, s->degree);
-    } else if (s->schedule == MM_SCHED_EPIDEMIC) {
-        snprintf(s->comment, sizeof s->comment,
-                 "%s, %d peers: Epidemic Learning (EL-Local): every round each peer sends to s = %d\n"
-                 "others drawn from (seed, round); receivers average their own vector and what came",
-                 kind, n, s->fanout);
-    } else if (s->schedule == MM_SCHED_ONE_PEER_EXP) {
-        snprintf(s->comment, sizeof s->comment,
-                 "%s, %d peers: round t, peer i sends to i+2^k and receives from i-2^k (mod n),\n"
-                 "k = t mod ceil(log2 n); W = 1/2 self + 1/2 received: doubly stochastic, not symmetric",
-                 kind, n);
-    } else if (s->schedule == MM_SCHED_RANDOM_MATCHING) {
-        snprintf(s->comment, sizeof s->comment,
-                 "%s, %d peers: a random perfect matching every round, drawn from (seed, round);\n"
-                 "partners average 1/2-1/2%s", kind, n, n % 2 ? "; n is odd, so one peer sits out each round" : "");
-    } else {
-        snprintf(s->comment, sizeof s->comment, "%s, %d peers%s, %s graph, %s", kind, n, extra,
-                 s->directed ? "directed" : "undirected", wname);
-        if (o->write_weights && write_weights(s, err, errlen) < 0)
-            goto fail;
-    }
     return 0;
 fail:
     mm_topo_spec_free(s);

@@ -311,24 +311,11 @@ typedef struct {
     double w;
 } arc;
 
-static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const char *name,
-                                 char *err, size_t errlen)
+/* The weighted arcs of the edge list (two per undirected edge), from the
+ * degrees and the weight rule. arcs holds 2 * n_edges (undirected) or
+ * n_edges entries; outdeg and indeg are zeroed n-arrays. */
+static void weigh_arcs(const mm_topo_spec *s, arc *arcs, int *outdeg, int *indeg)
 {
-    size_t n = (size_t)s->n;
-    size_t na = s->directed ? s->n_edges : 2 * s->n_edges;
-    int *outdeg = calloc(n, sizeof *outdeg), *indeg = calloc(n, sizeof *indeg);
-    arc *arcs = malloc((na ? na : 1) * sizeof *arcs);
-    double *colsum = calloc(n, sizeof *colsum), *rowsum = calloc(n, sizeof *rowsum);
-    t->in_off = calloc(n + 1, sizeof *t->in_off);
-    t->out_off = calloc(n + 1, sizeof *t->out_off);
-    t->in_nb = malloc((na ? na : 1) * sizeof *t->in_nb);
-    t->out_nb = malloc((na ? na : 1) * sizeof *t->out_nb);
-    t->self_w = calloc(n, sizeof *t->self_w);
-    if (!outdeg || !indeg || !arcs || !colsum || !rowsum || !t->in_off || !t->out_off ||
-        !t->in_nb || !t->out_nb || !t->self_w) {
-        mm__topo_err(err, errlen, name, 0, "out of memory");
-        goto fail;
-    }
     for (size_t i = 0; i < s->n_edges; i++) {
         const mm_edge *e = &s->edges[i];
         outdeg[e->u]++;
@@ -362,42 +349,47 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
         if (!s->directed)
             arcs[k++] = (arc){e->v, e->u, wvu};
     }
-    for (size_t i = 0; i < na; i++) {
-        rowsum[arcs[i].to] += arcs[i].w;
-        colsum[arcs[i].from] += arcs[i].w;
-        t->in_off[arcs[i].to + 1]++;
-        t->out_off[arcs[i].from + 1]++;
-    }
-    /* Self weights: the rest of each row (undirected: rows are what a
-     * peer computes with) or column (directed: what a sender keeps). */
+}
+
+/* Self weights: the rest of each row (undirected: rows are what a peer
+ * computes with) or column (directed: what a sender keeps); a given self
+ * weight must make its row or column sum to 1. sum[i] is that row's or
+ * column's sum of arc weights. */
+static int self_weights(const mm_topo_spec *s, const double *sum, double *self_w, const char *name,
+                        char *err, size_t errlen)
+{
     const char *what = s->directed ? "column" : "row";
     const char *sum_of = s->directed ? "its out-edge weights" : "its edge weights";
-    for (size_t i = 0; i < n; i++) {
-        double sum = s->directed ? colsum[i] : rowsum[i];
+    for (size_t i = 0; i < (size_t)s->n; i++) {
         bool given = s->weights == MM_W_EXPLICIT && s->self_w && !isnan(s->self_w[i]);
         if (given) {
             double sw = s->self_w[i];
             int line = s->self_line ? s->self_line[i] : 0;
-            if (sw < 0 || !isfinite(sw)) {
-                mm__topo_err(err, errlen, name, line, "self %zu: weight %g is negative", i, sw);
-                goto fail;
-            }
-            if (fabs(sw + sum - 1) > SUM_TOL) {
-                mm__topo_err(err, errlen, name, line,
-                            "%s %zu of W: self weight %g + %s %g = %.9g, must sum to 1",
-                            what, i, sw, sum_of, sum, sw + sum);
-                goto fail;
-            }
-            t->self_w[i] = sw;
+            if (sw < 0 || !isfinite(sw))
+                return mm__topo_err(err, errlen, name, line, "self %zu: weight %g is negative", i, sw);
+            if (fabs(sw + sum[i] - 1) > SUM_TOL)
+                return mm__topo_err(err, errlen, name, line,
+                                    "%s %zu of W: self weight %g + %s %g = %.9g, must sum to 1",
+                                    what, i, sw, sum_of, sum[i], sw + sum[i]);
+            self_w[i] = sw;
         } else {
-            if (sum > 1 + SUM_TOL) {
-                mm__topo_err(err, errlen, name, 0,
-                            "%s %zu of W: %s sum to %.9g > 1, leaving no room for a "
-                            "self weight (must sum to 1)", what, i, sum_of, sum);
-                goto fail;
-            }
-            t->self_w[i] = sum > 1 ? 0 : 1 - sum;
+            if (sum[i] > 1 + SUM_TOL)
+                return mm__topo_err(err, errlen, name, 0,
+                                    "%s %zu of W: %s sum to %.9g > 1, leaving no room for a "
+                                    "self weight (must sum to 1)", what, i, sum_of, sum[i]);
+            self_w[i] = sum[i] > 1 ? 0 : 1 - sum[i];
         }
+    }
+    return 0;
+}
+
+/* The in- and out-neighbour lists (CSR: offsets, then neighbours sorted by
+ * id) and the largest degree. The offsets arrays are zeroed n + 1. */
+static void build_csr(mm_topology *t, size_t n, const arc *arcs, size_t na)
+{
+    for (size_t i = 0; i < na; i++) {
+        t->in_off[arcs[i].to + 1]++;
+        t->out_off[arcs[i].from + 1]++;
     }
     for (size_t i = 0; i < n; i++) {
         t->in_off[i + 1] += t->in_off[i];
@@ -424,20 +416,42 @@ static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const ch
         if ((int)(b - a) > t->max_degree)
             t->max_degree = (int)(b - a);
     }
+}
+
+static mm_topology *build_static(const mm_topo_spec *s, mm_topology *t, const char *name,
+                                 char *err, size_t errlen)
+{
+    size_t n = (size_t)s->n;
+    size_t na = s->directed ? s->n_edges : 2 * s->n_edges;
+    int *outdeg = calloc(n, sizeof *outdeg), *indeg = calloc(n, sizeof *indeg);
+    arc *arcs = malloc((na ? na : 1) * sizeof *arcs);
+    double *sum = calloc(n, sizeof *sum);
+    t->in_off = calloc(n + 1, sizeof *t->in_off);
+    t->out_off = calloc(n + 1, sizeof *t->out_off);
+    t->in_nb = malloc((na ? na : 1) * sizeof *t->in_nb);
+    t->out_nb = malloc((na ? na : 1) * sizeof *t->out_nb);
+    t->self_w = calloc(n, sizeof *t->self_w);
+    int rc = 0;
+    if (!outdeg || !indeg || !arcs || !sum || !t->in_off || !t->out_off || !t->in_nb ||
+        !t->out_nb || !t->self_w) {
+        rc = mm__topo_err(err, errlen, name, 0, "out of memory");
+    } else {
+        weigh_arcs(s, arcs, outdeg, indeg);
+        for (size_t i = 0; i < na; i++) /* rows (undirected) or columns (directed) */
+            sum[s->directed ? arcs[i].from : arcs[i].to] += arcs[i].w;
+        rc = self_weights(s, sum, t->self_w, name, err, errlen);
+        if (rc == 0)
+            build_csr(t, n, arcs, na);
+    }
     free(outdeg);
     free(indeg);
     free(arcs);
-    free(colsum);
-    free(rowsum);
+    free(sum);
+    if (rc < 0) {
+        mm_topo_free(t);
+        return NULL;
+    }
     return t;
-fail:
-    free(outdeg);
-    free(indeg);
-    free(arcs);
-    free(colsum);
-    free(rowsum);
-    mm_topo_free(t);
-    return NULL;
 }
 
 uint64_t mm__topo_window(const mm_topology *t)

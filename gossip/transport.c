@@ -547,6 +547,142 @@ static void on_handle_closed(uv_handle_t *h)
 
 #define DEFAULT(x, v) do { if (!(x)) (x) = (v); } while (0)
 
+/* Checks a configuration and fills in the defaults of the fields left 0. */
+static int config_defaults(mm_transport_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->n_peers == 0 || cfg->self_id >= cfg->n_peers || !cfg->addrs) {
+        snprintf(err, errlen, "self id %u is not among %u peers (or no addresses)",
+                 cfg->self_id, cfg->n_peers);
+        return -1;
+    }
+    if (cfg->vec_len == 0 || cfg->vec_len > MM_WIRE_MAX_VEC_LEN) {
+        snprintf(err, errlen, "vector length %llu out of range [1, %llu]",
+                 (unsigned long long)cfg->vec_len, (unsigned long long)MM_WIRE_MAX_VEC_LEN);
+        return -1;
+    }
+    DEFAULT(cfg->connect_timeout_ms, 5000);
+    DEFAULT(cfg->heartbeat_ms, 1000);
+    DEFAULT(cfg->peer_timeout_ms, 10000);
+    DEFAULT(cfg->idle_ms, 60000);
+    DEFAULT(cfg->backoff_min_ms, 100);
+    DEFAULT(cfg->backoff_max_ms, 5000);
+    DEFAULT(cfg->frame_timeout_ms, 30000);
+    DEFAULT(cfg->round_window, 1000);
+    DEFAULT(cfg->algo, MM_WIRE_ALGO_DPSGD);
+    DEFAULT(cfg->codec, MM_WIRE_CODEC_FP32);
+    DEFAULT(cfg->max_body, 4 * cfg->vec_len);
+    /* Every other peer of a cluster launched on one host may dial at once. */
+    DEFAULT(cfg->max_conns_per_addr, cfg->n_peers > 16 ? cfg->n_peers : 16);
+    DEFAULT(cfg->max_pending_conns, mm_transport_default_max_pending(cfg->n_peers));
+    /* A quiet but healthy peer must ping well within the other's timeout. */
+    if (cfg->heartbeat_ms > cfg->peer_timeout_ms / 3)
+        cfg->heartbeat_ms = cfg->peer_timeout_ms / 3 ? cfg->peer_timeout_ms / 3 : 1;
+    if (cfg->backoff_max_ms < cfg->backoff_min_ms)
+        cfg->backoff_max_ms = cfg->backoff_min_ms;
+    return 0;
+}
+
+/* Parses every peer's address (and the listen address, which defaults to
+ * our own entry), and remembers the IPs of the peers that dial us. */
+static int resolve_addrs(mm_transport *t, const mm_transport_config *cfg,
+                         struct sockaddr_storage *listen_ss, char *err, size_t errlen)
+{
+    for (uint32_t i = 0; i < cfg->n_peers; i++) {
+        peer *p = &t->peers[i];
+        p->id = i;
+        p->backoff = cfg->backoff_min_ms;
+        if (i == cfg->self_id && cfg->listen_addr)
+            continue;
+        if (!cfg->addrs[i]) {
+            snprintf(err, errlen, "no address for peer %u", i);
+            return -1;
+        }
+        if (parse_addr(cfg->addrs[i], &p->addr, err, errlen) != 0)
+            return -1;
+        p->addr_ok = true;
+        if (i < cfg->self_id) { /* a peer that dials us: remember its address */
+            char ip[INET6_ADDRSTRLEN];
+            int port;
+            sockname(&p->addr, ip, sizeof ip, &port);
+            if (!is_dialer_ip(t, ip))
+                snprintf(t->dialer_ips[t->n_dialer_ips++], INET6_ADDRSTRLEN, "%s", plain_ip(ip));
+        }
+    }
+    if (cfg->listen_addr)
+        return parse_addr(cfg->listen_addr, listen_ss, err, errlen) != 0 ? -1 : 0;
+    *listen_ss = t->peers[cfg->self_id].addr;
+    return 0;
+}
+
+static int start_listening(mm_transport *t, const struct sockaddr_storage *listen_ss, char *err,
+                           size_t errlen)
+{
+    uv_tcp_init(t->loop, &t->listener);
+    t->listener.data = t;
+    t->handles++;
+    int r = uv_tcp_bind(&t->listener, (const struct sockaddr *)listen_ss, 0);
+    if (r == 0)
+        r = uv_listen((uv_stream_t *)&t->listener, 128, on_connection);
+    if (!r)
+        return 0;
+    char ip[INET6_ADDRSTRLEN];
+    int port;
+    sockname(listen_ss, ip, sizeof ip, &port);
+    snprintf(err, errlen, "cannot listen on %s:%d: %s", ip, port, uv_strerror(r));
+    if (r == UV_EADDRINUSE)
+        mm_ports_explain_in_use(port, err, errlen);
+    /* The handle exists: close it and let the loop finish it. */
+    t->shutting_down = true;
+    uv_close((uv_handle_t *)&t->listener, NULL);
+    t->handles--;
+    uv_run(t->loop, UV_RUN_NOWAIT);
+    return -1;
+}
+
+/* The CRC idle handle and the tick timer, at a quarter of the shortest
+ * deadline it serves (between 5 and 250 ms). */
+static void start_timers(mm_transport *t)
+{
+    const mm_transport_config *cfg = &t->cfg;
+    uv_idle_init(t->loop, &t->crc_idle);
+    t->crc_idle.data = t;
+    t->handles++;
+    uv_timer_init(t->loop, &t->tick);
+    t->tick.data = t;
+    t->handles++;
+    uint32_t iv = cfg->heartbeat_ms;
+    if (cfg->backoff_min_ms < iv) iv = cfg->backoff_min_ms;
+    if (cfg->frame_timeout_ms < iv) iv = cfg->frame_timeout_ms;
+    if (cfg->connect_timeout_ms < iv) iv = cfg->connect_timeout_ms;
+    iv /= 4;
+    iv = iv < 5 ? 5 : iv > 250 ? 250 : iv;
+    uv_timer_start(&t->tick, tick, iv, iv);
+}
+
+/* The negotiated codec other than fp32, to check every body in it
+ * (mm__tr_vector); its largest body must fit max_body. */
+static int make_codec(mm_transport *t, char *err, size_t errlen)
+{
+    const mm_transport_config *cfg = &t->cfg;
+    if (cfg->codec == MM_WIRE_CODEC_FP32)
+        return 0;
+    mm_codec_spec spec = {.kind = (mm_codec_kind)cfg->codec, .block = cfg->codec_block,
+                          .frac = cfg->codec_frac};
+    char cerr[200];
+    t->codec = mm_codec_new(&spec, cfg->vec_len, cerr, sizeof cerr);
+    if (!t->codec) {
+        snprintf(err, errlen, "codec %u: %s", cfg->codec, cerr);
+        return -1;
+    }
+    uint64_t largest = mm_codec_max_len(&spec, cfg->vec_len);
+    if (largest > cfg->max_body) {
+        snprintf(err, errlen, "max_body %llu is below the codec's largest body %llu",
+                 (unsigned long long)cfg->max_body, (unsigned long long)largest);
+        return -1;
+    }
+    return 0;
+}
+
 mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_in,
                                const mm_transport_callbacks *cb, char *err, size_t errlen)
 {
@@ -557,79 +693,24 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     struct sigaction sa;
     if (sigaction(SIGPIPE, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
         signal(SIGPIPE, SIG_IGN);
-    if (cfg.n_peers == 0 || cfg.self_id >= cfg.n_peers || !cfg.addrs) {
-        snprintf(err, errlen, "self id %u is not among %u peers (or no addresses)",
-                 cfg.self_id, cfg.n_peers);
+    if (config_defaults(&cfg, err, errlen) < 0)
         return NULL;
-    }
-    if (cfg.vec_len == 0 || cfg.vec_len > MM_WIRE_MAX_VEC_LEN) {
-        snprintf(err, errlen, "vector length %llu out of range [1, %llu]",
-                 (unsigned long long)cfg.vec_len, (unsigned long long)MM_WIRE_MAX_VEC_LEN);
-        return NULL;
-    }
-    DEFAULT(cfg.connect_timeout_ms, 5000);
-    DEFAULT(cfg.heartbeat_ms, 1000);
-    DEFAULT(cfg.peer_timeout_ms, 10000);
-    DEFAULT(cfg.idle_ms, 60000);
-    DEFAULT(cfg.backoff_min_ms, 100);
-    DEFAULT(cfg.backoff_max_ms, 5000);
-    DEFAULT(cfg.frame_timeout_ms, 30000);
-    DEFAULT(cfg.round_window, 1000);
-    DEFAULT(cfg.algo, MM_WIRE_ALGO_DPSGD);
-    DEFAULT(cfg.codec, MM_WIRE_CODEC_FP32);
-    DEFAULT(cfg.max_body, 4 * cfg.vec_len);
-    /* Every other peer of a cluster launched on one host may dial at once. */
-    DEFAULT(cfg.max_conns_per_addr, cfg.n_peers > 16 ? cfg.n_peers : 16);
-    DEFAULT(cfg.max_pending_conns, mm_transport_default_max_pending(cfg.n_peers));
-    /* A quiet but healthy peer must ping well within the other's timeout. */
-    if (cfg.heartbeat_ms > cfg.peer_timeout_ms / 3)
-        cfg.heartbeat_ms = cfg.peer_timeout_ms / 3 ? cfg.peer_timeout_ms / 3 : 1;
-    if (cfg.backoff_max_ms < cfg.backoff_min_ms)
-        cfg.backoff_max_ms = cfg.backoff_min_ms;
 
     mm_transport *t = calloc(1, sizeof *t);
-    if (!t || !(t->peers = calloc(cfg.n_peers, sizeof *t->peers))) {
-        free(t);
+    if (t) {
+        t->peers = calloc(cfg.n_peers, sizeof *t->peers);
+        t->dialer_ips = calloc(cfg.self_id ? cfg.self_id : 1, sizeof *t->dialer_ips);
+    }
+    if (!t || !t->peers || !t->dialer_ips) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        goto fail;
     }
     t->loop = loop;
     t->cb = *cb;
-    t->dialer_ips = calloc(cfg.self_id ? cfg.self_id : 1, sizeof *t->dialer_ips);
-    if (!t->dialer_ips) {
-        free(t->peers);
-        free(t);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
     t->rng = 0x9E3779B97F4A7C15ULL ^ ((uint64_t)cfg.self_id << 32) ^ uv_hrtime();
     struct sockaddr_storage listen_ss;
-    for (uint32_t i = 0; i < cfg.n_peers; i++) {
-        peer *p = &t->peers[i];
-        p->id = i;
-        p->backoff = cfg.backoff_min_ms;
-        if (i == cfg.self_id && cfg.listen_addr)
-            continue;
-        if (!cfg.addrs[i] || parse_addr(cfg.addrs[i], &p->addr, err, errlen) != 0) {
-            if (!cfg.addrs[i])
-                snprintf(err, errlen, "no address for peer %u", i);
-            goto fail;
-        }
-        p->addr_ok = true;
-        if (i < cfg.self_id) { /* a peer that dials us: remember its address */
-            char ip[INET6_ADDRSTRLEN];
-            int port;
-            sockname(&p->addr, ip, sizeof ip, &port);
-            if (!is_dialer_ip(t, ip))
-                snprintf(t->dialer_ips[t->n_dialer_ips++], INET6_ADDRSTRLEN, "%s", plain_ip(ip));
-        }
-    }
-    if (cfg.listen_addr) {
-        if (parse_addr(cfg.listen_addr, &listen_ss, err, errlen) != 0)
-            goto fail;
-    } else {
-        listen_ss = t->peers[cfg.self_id].addr;
-    }
+    if (resolve_addrs(t, &cfg, &listen_ss, err, errlen) < 0)
+        goto fail;
     cfg.addrs = NULL; /* not kept: the caller's strings may go away */
     cfg.listen_addr = NULL;
     t->cfg = cfg;
@@ -643,56 +724,12 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
             goto fail;
     }
     t->cfg.ca_file = t->cfg.cert_file = t->cfg.key_file = NULL;
-    if (cfg.codec != MM_WIRE_CODEC_FP32) {
-        mm_codec_spec spec = {.kind = (mm_codec_kind)cfg.codec, .block = cfg.codec_block,
-                              .frac = cfg.codec_frac};
-        char cerr[200];
-        t->codec = mm_codec_new(&spec, cfg.vec_len, cerr, sizeof cerr);
-        if (!t->codec) {
-            snprintf(err, errlen, "codec %u: %s", cfg.codec, cerr);
-            goto fail;
-        }
-        if (mm_codec_max_len(&spec, cfg.vec_len) > cfg.max_body) {
-            snprintf(err, errlen, "max_body %llu is below the codec's largest body %llu",
-                     (unsigned long long)cfg.max_body,
-                     (unsigned long long)mm_codec_max_len(&spec, cfg.vec_len));
-            goto fail;
-        }
-    }
-
-    uv_tcp_init(loop, &t->listener);
-    t->listener.data = t;
-    t->handles++;
-    int r = uv_tcp_bind(&t->listener, (const struct sockaddr *)&listen_ss, 0);
-    if (r == 0)
-        r = uv_listen((uv_stream_t *)&t->listener, 128, on_connection);
-    if (r) {
-        char ip[INET6_ADDRSTRLEN];
-        int port;
-        sockname(&listen_ss, ip, sizeof ip, &port);
-        snprintf(err, errlen, "cannot listen on %s:%d: %s", ip, port, uv_strerror(r));
-        if (r == UV_EADDRINUSE)
-            mm_ports_explain_in_use(port, err, errlen);
-        /* The handle exists: close it and let the loop finish it. */
-        t->shutting_down = true;
-        uv_close((uv_handle_t *)&t->listener, NULL);
-        t->handles--;
-        uv_run(loop, UV_RUN_NOWAIT);
+    if (make_codec(t, err, errlen) < 0)
         goto fail;
-    }
-    uv_idle_init(loop, &t->crc_idle);
-    t->crc_idle.data = t;
-    t->handles++;
-    uv_timer_init(loop, &t->tick);
-    t->tick.data = t;
-    t->handles++;
-    uint32_t iv = cfg.heartbeat_ms;
-    if (cfg.backoff_min_ms < iv) iv = cfg.backoff_min_ms;
-    if (cfg.frame_timeout_ms < iv) iv = cfg.frame_timeout_ms;
-    if (cfg.connect_timeout_ms < iv) iv = cfg.connect_timeout_ms;
-    iv /= 4;
-    iv = iv < 5 ? 5 : iv > 250 ? 250 : iv;
-    uv_timer_start(&t->tick, tick, iv, iv);
+
+    if (start_listening(t, &listen_ss, err, errlen) < 0)
+        goto fail;
+    start_timers(t);
     mm_info("transport: peer %u of %u listening, %llu floats per vector, %s, crc32c %s, "
             "at most %u unauthenticated connections from other than peers' addresses "
             "(%u per address)", cfg.self_id, cfg.n_peers, (unsigned long long)cfg.vec_len,
@@ -701,11 +738,13 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
             cfg.max_conns_per_addr);
     return t;
 fail:
-    mm_codec_free(t->codec);
-    if (t->ctx)
-        SSL_CTX_free(t->ctx);
-    free(t->dialer_ips);
-    free(t->peers);
+    if (t) {
+        mm_codec_free(t->codec);
+        if (t->ctx)
+            SSL_CTX_free(t->ctx);
+        free(t->dialer_ips);
+        free(t->peers);
+    }
     free(t);
     return NULL;
 }

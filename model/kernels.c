@@ -4,6 +4,7 @@
  * multiversioned (model/hot.h). */
 #include "model/kernels.h"
 
+#include <assert.h>
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
@@ -152,6 +153,7 @@ static void fill_rows(float *restrict out, const float *restrict bias,
 void mm_matmul_forward(float *out, const float *inp, const float *w, const float *bias,
                        const float *res, int N, int C, int OC)
 {
+    assert(N > 0 && C > 0 && OC > 0);
     float beta = 0.0f;
     if (bias || res) {
         fill_rows(out, bias, res, N, OC);
@@ -174,6 +176,7 @@ static void colsum_add(float *restrict db, const float *restrict d, int N, int O
 void mm_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout,
                         const float *inp, const float *w, int N, int C, int OC)
 {
+    assert(N > 0 && C > 0 && OC > 0);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC,
                 1.0f, dout, OC, w, C, 0.0f, dinp, C);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N,
@@ -251,6 +254,7 @@ static void causal_softmax(float *restrict s, int T)
 void mm_attention_forward(float *out, float *att, const float *qkv,
                           int B, int T, int C, int NH)
 {
+    assert(NH > 0 && C % NH == 0 && B > 0 && T > 0); /* whole heads */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++)
@@ -291,6 +295,7 @@ static void softmax_backward(float *restrict dp, const float *restrict p, int T)
 void mm_attention_backward(float *dqkv, float *scratch, const float *dout,
                            const float *att, const float *qkv, int B, int T, int C, int NH)
 {
+    assert(NH > 0 && C % NH == 0 && B > 0 && T > 0); /* whole heads */
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     for (int b = 0; b < B; b++)

@@ -2,6 +2,7 @@
  * and forward/backward as a sequence of kernels (model/kernels.c). */
 #include "model/model.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +292,7 @@ float mm_model_forward(mm_model *m, const uint8_t *tokens, int B, int T)
         return NAN;
     if ((!m->acts || m->B != B || m->T != T) && alloc_acts(m, B, T) != 0)
         return NAN;
+    assert(m->B == B && m->T == T);
     struct mm_acts *a = m->acts;
     const mm_tensors *p = &m->p;
     int L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head, N = B * T;
@@ -328,6 +330,8 @@ void mm_model_backward(mm_model *m)
     struct mm_acts *a = m->acts;
     if (!a || !a->tokens)
         return;
+    /* the activations are those of the last forward, for its B x T */
+    assert(m->B >= 1 && m->T >= 1 && m->T <= m->cfg.n_ctx);
     const mm_tensors *p = &m->p;
     const mm_tensors *g = &m->g;
     int B = m->B, T = m->T, L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head;

@@ -20,44 +20,12 @@
 #define MAX_SOURCE_BYTES ((size_t)64 << 20)
 #define MAX_TEXT_BYTES ((size_t)256 << 20)
 
-static const char *ferror_or_size(size_t limit)
-{
-    static char msg[64];
-    snprintf(msg, sizeof msg, "read error, or larger than %zu MiB", limit >> 20);
-    return msg;
-}
-
+/* A whole input file, at most limit bytes (base/fs.c), or NULL with the
+ * reason in err. */
 static char *read_all(const char *path, size_t *len, size_t limit, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *p = malloc(cap + 1);
-    for (;;) {
-        if (!p)
-            break;
-        n += fread(p + n, 1, cap - n, f);
-        if (n < cap || cap >= limit)
-            break;
-        cap *= 2;
-        char *q = realloc(p, cap + 1);
-        if (!q)
-            free(p);
-        p = q;
-    }
-    int bad = ferror(f) || (p && n == cap);
-    fclose(f);
-    if (!p || bad) {
-        snprintf(err, errlen, "%s: %s", path, !p ? "out of memory" : ferror_or_size(limit));
-        free(p);
-        return NULL;
-    }
-    p[n] = '\0';
-    *len = n;
-    return p;
+    char *p;
+    return mm_read_file(path, &p, len, limit, err, errlen) == 0 ? p : NULL;
 }
 
 static int prepare(const char *src, const char *dst, const char *note)

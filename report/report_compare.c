@@ -85,27 +85,50 @@ static void codec_text(const mm_report *r, char *buf, size_t len)
         snprintf(buf, len, "%s g=%g", r->compress, r->gamma);
 }
 
+/* The refused column: "0", or the count and the commonest reason. */
+static void refused_text(const mm__rep_finals *f, char *buf, size_t len)
+{
+    if (f->refused > 0)
+        snprintf(buf, len, "%.0f %s", f->refused, f->top);
+    else
+        snprintf(buf, len, "0");
+}
+
 /* The name and topology columns are as wide as their longest entry (at
  * least the header's), so long topology paths do not push the figures out
  * of line. */
 void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
 {
-    int wname = 20, wtopo = 22;
+    int wname = 20, wtopo = 22, wref = 7;
     for (int k = 0; k < n; k++) {
-        char name[256];
+        char name[256], ref[48];
         mm__report_run_name(runs[k], name, sizeof name);
         int ln = (int)strlen(name), lt = runs[k]->topology[0] ? (int)strlen(runs[k]->topology) : 1;
         if (ln > wname)
             wname = ln;
         if (lt > wtopo)
             wtopo = lt;
+        mm__rep_finals f;
+        mm__report_finals(runs[k], &f);
+        refused_text(&f, ref, sizeof ref);
+        if ((int)strlen(ref) > wref)
+            wref = (int)strlen(ref);
     }
     bool any_codec = false;
-    for (int k = 0; k < n; k++)
+    int wcodec = 5;
+    for (int k = 0; k < n; k++) {
+        char c[80];
+        codec_text(runs[k], c, sizeof c);
         any_codec |= runs[k]->compress[0] != 0;
-    fprintf(out, "%-*s %-*s %5s %7s%s %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname, "run",
-            wtopo, "topology", "peers", "rounds", any_codec ? "  codec          " : "", "acc",
-            "val_loss", "consensus", "how", "MB/peer", "wall_s", "end", "refused");
+        if ((int)strlen(c) > wcodec)
+            wcodec = (int)strlen(c);
+    }
+    char codec_head[96] = "";
+    if (any_codec)
+        snprintf(codec_head, sizeof codec_head, "  %-*s", wcodec, "codec");
+    fprintf(out, "%-*s %-*s %5s %7s%s %8s %8s %11s %-6s %10s %9s  %-11s %-*s\n", wname, "run",
+            wtopo, "topology", "peers", "rounds", codec_head, "acc", "val_loss", "consensus",
+            "how", "MB/peer", "wall_s", "end", wref, "refused");
     bool bad = false;
     for (int k = 0; k < n; k++) {
         mm__rep_finals f;
@@ -113,22 +136,19 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
         char name[256], end[32], ref[48];
         mm__report_run_name(runs[k], name, sizeof name);
         end_text(runs[k], &f, end, sizeof end);
-        if (f.refused > 0)
-            snprintf(ref, sizeof ref, "%.0f %s", f.refused, f.top);
-        else
-            snprintf(ref, sizeof ref, "0");
+        refused_text(&f, ref, sizeof ref);
         bad |= f.n_refused || f.n_isolated;
         char codec[96] = "";
         if (any_codec) {
             char c[80];
             codec_text(runs[k], c, sizeof c);
-            snprintf(codec, sizeof codec, "  %-15s", c);
+            snprintf(codec, sizeof codec, "  %-*s", wcodec, c);
         }
-        fprintf(out, "%-*s %-*s %5d %7lld%s %8s %8s %11s %-6s %10s %9s  %-11s %s\n", wname,
+        fprintf(out, "%-*s %-*s %5d %7lld%s %8s %8s %11s %-6s %10s %9s  %-11s %-*s\n", wname,
                 name, wtopo, runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
                 (long long)(f.last_round + 1), codec, N("%.4f", f.acc), N("%.4f", f.vloss),
                 N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall), end,
-                ref);
+                wref, ref);
     }
     fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer; "
                  "end = how its peers ended; refused = connections refused, commonest reason%s)\n",

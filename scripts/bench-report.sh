@@ -8,6 +8,10 @@
 # median CPU time, MB/s of CPU, the ratio to cat and the peak RSS, and draws
 # $BUILD/bench-report.png when gnuplot is there.
 set -eu
+case "${1:-}" in
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    ?*) echo "bench-report: no arguments (settings come from the environment; --help)" >&2; exit 2 ;;
+esac
 BUILD=${BUILD:-build}
 RUNS=${BENCH_RUNS:-32x5000 32x20000 256x2000x8}
 TRIALS=${BENCH_TRIALS:-3}

@@ -5,7 +5,8 @@
 # there as root, the way a new user would. The chroot gets its own /proc,
 # /sys, /dev and /run, and is a mount point of its own so `ip netns` works.
 #   scripts/fresh-debian.sh [-d DIR] [TARGET ...]    (default: demo test)
-# Needs root and the Debian archive (apt-get); DIR is kept for a rerun
+# Needs root and the Debian archive (apt-get): the mirror is the one this
+# machine's own apt sources name for bookworm. DIR is kept for a rerun
 # (delete it for a really fresh machine). A machine whose egress goes
 # through its own CA (/usr/local/share/ca-certificates) passes that CA and
 # /etc/npmrc on, as its fresh machines have them too.
@@ -21,11 +22,32 @@ fi
 [ "$(id -u)" = 0 ] || { echo "fresh-debian: needs root (debootstrap, chroot, mounts)" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 
+# The Debian mirror this machine's own apt uses for bookworm (deb822
+# .sources files, then one-line .list files): nothing is written into the
+# repository, so a machine behind its own mirror or snapshot uses that.
+host_mirror() {
+    for f in /etc/apt/sources.list.d/*.sources; do
+        [ -f "$f" ] || continue
+        awk 'function flush() { if (deb && suite && uri != "") { print uri; exit } deb = suite = 0; uri = "" }
+             /^[ \t]*$/ { flush(); next }
+             /^Types:/ { for (i = 2; i <= NF; i++) if ($i == "deb") deb = 1 }
+             /^URIs:/ { uri = $2 }
+             /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") suite = 1 }
+             END { flush() }' "$f"
+    done
+    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+        [ -f "$f" ] || continue
+        awk '$1 == "deb" { u = ($2 ~ /^\[/) ? $3 : $2; s = ($2 ~ /^\[/) ? $4 : $3
+                            if (s == "bookworm") { print u; exit } }' "$f"
+    done
+}
 command -v debootstrap >/dev/null 2>&1 || apt-get install -y debootstrap >/dev/null
 if [ ! -f "$dir/etc/debian_version" ]; then
-    echo "fresh-debian: debootstrap bookworm (minbase + build-essential git pkg-config) into $dir"
+    mirror=$(host_mirror | head -1)
+    [ -n "$mirror" ] || { echo "fresh-debian: no 'deb ... bookworm' source in /etc/apt/sources.list{,.d/}: which Debian mirror?" >&2; exit 2; }
+    echo "fresh-debian: debootstrap bookworm from $mirror (this machine's apt source; minbase + build-essential git pkg-config) into $dir"
     debootstrap --variant=minbase --include=build-essential,git,pkg-config,ca-certificates \
-        bookworm "$dir" http://deb.debian.org/debian >"$dir.debootstrap.log" 2>&1 ||
+        bookworm "$dir" "$mirror" >"$dir.debootstrap.log" 2>&1 ||
         { echo "fresh-debian: debootstrap failed, see $dir.debootstrap.log" >&2; exit 1; }
 fi
 if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then

@@ -10,7 +10,8 @@ for f in "$ROOT"/scripts/*.sh; do
     [ "$(wc -l < "$T/want")" -ge 3 ] || fail "$(basename "$f"): a header of $(wc -l < "$T/want") lines says too little"
     for opt in --help -h; do
         st=0
-        sh "$f" $opt > "$T/got" 2> "$T/err" || st=$?
+        # bounded: a script that ignores --help would run its real job
+        timeout 20 sh "$f" $opt > "$T/got" 2> "$T/err" || st=$?
         [ $st -eq 0 ] || fail "$(basename "$f") $opt: exit $st ($(head -c 200 "$T/err"))"
         cmp -s "$T/want" "$T/got" || { diff "$T/want" "$T/got" >&2; fail "$(basename "$f") $opt is not its whole header"; }
     done
