@@ -6,6 +6,7 @@
 # (- : some seed did not get there in time, x : some seed diverged).
 #   scripts/plot-choco-sweep.sh [CSV [PNG]]
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 csv=${1:-build/choco-sweep.csv}
 png=${2:-${csv%.csv}.png}
 [ -r "$csv" ] || { echo "plot-choco-sweep: no $csv (run make choco-sweep)" >&2; exit 2; }
