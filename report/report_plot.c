@@ -235,6 +235,17 @@ static FILE *gp_begin(const char *gp, const char *png, int w, int h)
     return f;
 }
 
+/* Runs a comparison's gnuplot script and says where its PNG went. */
+static int gp_run(const char *gp, const char *png, FILE *out)
+{
+    int rc = mm__report_gnuplot(gp);
+    if (rc == 0)
+        fprintf(out, "plot: %s\n", png);
+    else if (rc < 0)
+        fprintf(stderr, "murmur report: gnuplot failed on %s\n", gp);
+    return rc;
+}
+
 /* The group of a run for the bytes plot: its name without a trailing
  * "-sSEED", so that the seeds of one setting share a colour. */
 static int run_group(mm_report *const *runs, int k, char (*names)[256])
@@ -313,12 +324,7 @@ static int compare_bytes_plot(mm_report *const *runs, int n, const char *stem, F
     free(names);
     fputc('\n', f);
     fclose(f);
-    int rc = mm__report_gnuplot(gp);
-    if (rc == 0)
-        fprintf(out, "plot: %s\n", png);
-    else if (rc < 0)
-        fprintf(stderr, "murmur report: gnuplot failed on %s\n", gp);
-    return rc;
+    return gp_run(gp, png, out);
 }
 
 int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out)
@@ -385,11 +391,7 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
     }
     fprintf(f, "unset multiplot\n");
     fclose(f);
-    int rc = mm__report_gnuplot(gp);
-    if (rc == 0)
-        fprintf(out, "plot: %s\n", png);
-    else if (rc < 0)
-        fprintf(stderr, "murmur report: gnuplot failed on %s\n", gp);
+    int rc = gp_run(gp, png, out);
     int rb = compare_bytes_plot(runs, n, stem, out);
     return rc < 0 || rb < 0 ? -1 : rc;
 }
