@@ -63,11 +63,33 @@ void mm__conn_force_close(conn *c)
         uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
+/* A graceful close lingers: after our FIN, whatever the peer still sends is
+ * read and thrown away until it closes too (EOF or an error), or the tick
+ * closes it after MM_CLOSE_GRACE_MS. Closing a socket with unread bytes in
+ * it makes the kernel answer with a RST and drop what we sent that the
+ * peer has not received yet: on a slow link the last frames, already
+ * reported sent (an all-reduce's last chunks; docs/protocol.md 4). */
+static void linger_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    static _Thread_local char sink[16384]; /* read to be dropped */
+    buf->base = sink;
+    buf->len = sizeof sink;
+}
+
+static void linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    if (nread < 0 && !uv_is_closing((uv_handle_t *)s))
+        uv_close((uv_handle_t *)s, on_closed);
+}
+
 static void on_shutdown(uv_shutdown_t *req, int status)
 {
     conn *c = req->data;
-    if (!uv_is_closing((uv_handle_t *)&c->tcp))
-        uv_close((uv_handle_t *)&c->tcp, on_closed);
+    if (uv_is_closing((uv_handle_t *)&c->tcp))
+        return;
+    if (status == 0 && uv_read_start(stream(c), linger_alloc, linger_read) == 0)
+        return;
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
 static void free_item(out_item *it)

@@ -26,7 +26,13 @@ static uint32_t jitter(mm_transport *t, uint32_t ms)
     return ms / 2 + (uint32_t)(t->rng % (ms + 1));
 }
 
-static int parse_addr(const char *s, struct sockaddr_storage *out, char *err, size_t errlen)
+/* host:port or [v6]:port into out. A name with addresses of both families
+ * gives the first of family `prefer` (AF_UNSPEC: the resolver's first):
+ * a peer that listens on 0.0.0.0 is reached over IPv4 even where its name
+ * resolves to ::1 first (a minimal Debian without /etc/hosts does that for
+ * localhost). */
+static int parse_addr(const char *s, int prefer, struct sockaddr_storage *out, char *err,
+                      size_t errlen)
 {
     char host[256], port[16];
     const char *colon = strrchr(s, ':');
@@ -52,7 +58,13 @@ static int parse_addr(const char *s, struct sockaddr_storage *out, char *err, si
         snprintf(err, errlen, "address \"%s\": %s", s, gai_strerror(r));
         return -1;
     }
-    memcpy(out, res->ai_addr, res->ai_addrlen);
+    const struct addrinfo *pick = res;
+    for (const struct addrinfo *a = res; prefer != AF_UNSPEC && a; a = a->ai_next)
+        if (a->ai_family == prefer) {
+            pick = a;
+            break;
+        }
+    memcpy(out, pick->ai_addr, pick->ai_addrlen);
     freeaddrinfo(res);
     return 0;
 }
@@ -587,6 +599,15 @@ static int config_defaults(mm_transport_config *cfg, char *err, size_t errlen)
 static int resolve_addrs(mm_transport *t, const mm_transport_config *cfg,
                          struct sockaddr_storage *listen_ss, char *err, size_t errlen)
 {
+    /* Told to listen on an address of one family (say 0.0.0.0), we expect
+     * the others to listen on that family too: their names resolve to it
+     * first. */
+    int prefer = AF_UNSPEC;
+    if (cfg->listen_addr) {
+        if (parse_addr(cfg->listen_addr, AF_UNSPEC, listen_ss, err, errlen) != 0)
+            return -1;
+        prefer = listen_ss->ss_family;
+    }
     for (uint32_t i = 0; i < cfg->n_peers; i++) {
         peer *p = &t->peers[i];
         p->id = i;
@@ -597,7 +618,7 @@ static int resolve_addrs(mm_transport *t, const mm_transport_config *cfg,
             snprintf(err, errlen, "no address for peer %u", i);
             return -1;
         }
-        if (parse_addr(cfg->addrs[i], &p->addr, err, errlen) != 0)
+        if (parse_addr(cfg->addrs[i], prefer, &p->addr, err, errlen) != 0)
             return -1;
         p->addr_ok = true;
         if (i < cfg->self_id) { /* a peer that dials us: remember its address */
@@ -608,9 +629,8 @@ static int resolve_addrs(mm_transport *t, const mm_transport_config *cfg,
                 snprintf(t->dialer_ips[t->n_dialer_ips++], INET6_ADDRSTRLEN, "%s", plain_ip(ip));
         }
     }
-    if (cfg->listen_addr)
-        return parse_addr(cfg->listen_addr, listen_ss, err, errlen) != 0 ? -1 : 0;
-    *listen_ss = t->peers[cfg->self_id].addr;
+    if (!cfg->listen_addr)
+        *listen_ss = t->peers[cfg->self_id].addr;
     return 0;
 }
 

@@ -15,7 +15,7 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
     int a = mm_algo_parse(arg);
     if (a < 0) {
-        snprintf(err, errlen, "is dpsgd, async or pushsum, not '%s'", arg);
+        snprintf(err, errlen, "is dpsgd, async, pushsum or allreduce, not '%s'", arg);
         return -1;
     }
     *(mm_algo *)dst = (mm_algo)a;
@@ -23,6 +23,16 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 }
 
 static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_algo *)dst); }
+
+static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
+{
+    char why[200];
+    if (mm_plan_parse_jitter(arg, dst, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    return 0;
+}
 
 static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 {
@@ -72,8 +82,13 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
     };
     const mm_opt gossip[] = {
         MM_OPT_HEAD("Gossip:"),
-        MM_OPT(MM_OPT_CUSTOM, "algo", "A", &c->algo, 0, 0, "dpsgd | async | pushsum",
+        MM_OPT(MM_OPT_CUSTOM, "algo", "A", &c->algo, 0, 0,
+               "dpsgd | async | pushsum | allreduce (a ring all-reduce in id order: "
+               "the topology gives only the number of peers)",
                .parse = parse_algo, .show = show_algo),
+        MM_OPT(MM_OPT_LONG, "allreduce-chunk", "N", &c->allreduce_chunk, 1, (double)(1L << 30),
+               "allreduce: floats per chunk (default 65536, 256 KiB); the same on every peer",
+               .hide_default = true),
         MM_OPT(MM_OPT_LONG, "rounds", "N", &c->rounds, 0, BIG, "rounds to run"),
         MM_OPT(MM_OPT_INT, "local-steps", "H", &c->local_steps, 1, 100000,
                "optimizer steps between averagings"),
@@ -125,6 +140,14 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "progress line every N rounds"),
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),
         MM_OPT_HEAD("Testing only:"),
+        MM_OPT(MM_OPT_CUSTOM, "compute-jitter", "J", &c->jitter, 0, 0,
+               "add a random delay after every local step (slept, to study stragglers): none, "
+               "uniform:A (U(0, A) seconds) or longtail:P:S (S seconds with probability P), "
+               "as murmur plan --jitter; drawn from --jitter-seed", .parse = parse_jitter,
+               .hide_default = true),
+        MM_OPT(MM_OPT_U64, "jitter-seed", "S", &c->jitter_seed, 0, 9007199254740992.0,
+               "seed of the --compute-jitter delays (default: from --seed), each peer its own "
+               "stream", .given = &c->jitter_seed_given, .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
                "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
                "push-sum weight X)", .parse = parse_poison,

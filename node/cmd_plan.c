@@ -73,6 +73,7 @@ static int parse(int argc, char **argv, plan_args *a)
 {
     memset(a, 0, sizeof *a);
     mm_plan_in_defaults(&a->in);
+    a->in.payload_share = MM_PLAN_PAYLOAD_SHARE; /* used with --links only */
     a->cfg = mm_model_config_default();
     a->batch = 16;
     a->threads = 1;
@@ -135,6 +136,14 @@ static int parse(int argc, char **argv, plan_args *a)
         MM_OPT(MM_OPT_CUSTOM, "loop-rate", "RATE", &a->in.loop_bps, 0, 0,
                "without --links: each peer's own link (default: measured by --calibrate, "
                "else unlimited)", .given = &a->have_loop, .parse = parse_rate),
+        MM_OPT(MM_OPT_DOUBLE, "payload-share", "F", &a->in.payload_share, 0.01, 1,
+               "with --links: the share of a shaped rate that carries the vector (default "
+               "1448/1514 = 0.956: TCP/IPv4 headers in Ethernet frames, as tc counts them)",
+               .hide_default = true),
+        MM_OPT(MM_OPT_DOUBLE, "tcp-share", "F", &a->in.tcp_share, 0.01, 1,
+               "with --links: the share of a shaped link that 2 or more TCP flows use "
+               "together (default 1; this lab's tbf links: see docs/runtime.md)",
+               .hide_default = true),
         MM_OPT(MM_OPT_DOUBLE, "latency", "S", &a->in.latency_s, 0, 1e3,
                "one-way seconds added to every message"),
         MM_OPT(MM_OPT_DOUBLE, "mix-rate", "F", &a->in.mix_fps, 1, 1e15,
@@ -246,6 +255,9 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
                in->links.groups, in->links.per, in->links.intra / 1e6, in->links.inter / 1e6);
     else
         printf("links        one group: each peer's link %.2f MB/s (0 = unlimited)", in->loop_bps / 1e6);
+    if (in->links.groups)
+        printf("; payload %.3f of the rate, TCP flows sharing a link %.3f of it",
+               in->payload_share, in->tcp_share > 0 ? in->tcp_share : 1);
     printf("; latency %g ms\n", in->latency_s * 1e3);
     printf("compute      step %.3f ms (sd %.3f ms)%s, jitter %s\n", in->step_s * 1e3,
            in->step_sd * 1e3, a->cores && in->n > a->cores ? " sharing the cores" : "",
@@ -286,6 +298,8 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed);
     if (a->placement)
         printf(",\"placement\":\"%s\"", a->placement);
+    printf(",\"payload_share\":%.6g,\"tcp_share\":%.6g", in->links.groups ? in->payload_share : 1,
+           in->tcp_share > 0 ? in->tcp_share : 1);
     if (k->done)
         printf(",");
     print_calib(a, k, true);

@@ -1,6 +1,7 @@
 /* murmur report: a run directory's metrics -> table, CSV and plots; also
  * the one-line progress view the launcher polls, and the comparison of
  * several runs, and the aggregation of a sweep. The work is in report/. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +14,10 @@
 static void usage(FILE *out)
 {
     fprintf(out,
-            "usage: murmur report RUN_DIR [--csv FILE] [--plots DIR] [--no-plots]\n"
+            "usage: murmur report RUN_DIR [--csv FILE] [--plots DIR] [--no-plots] [--target-loss L]\n"
             "       murmur report --progress RUN_DIR [--stale SEC]\n"
             "       murmur report --compare RUN_DIR... [--csv FILE] [--plot FILE.png] [--no-plots]\n"
+            "                     [--target-loss L]\n"
             "       murmur report --sweep SWEEP_DIR [--csv FILE] [--plots DIR] [--no-plots]\n\n"
             "Merges the peers' node-K/metrics.jsonl of a run (docs/metrics.md). For each\n"
             "evaluation round: consensus distance (exact from snapshots when every peer\n"
@@ -32,6 +34,11 @@ static void usage(FILE *out)
             "  --compare       several runs: final accuracy, consensus distance, bytes per\n"
             "                  peer and wall time per run, and one PNG (default compare.png)\n"
             "                  overlaying consensus distance and accuracy vs round\n"
+            "  --target-loss L time to target: the first evaluation round at which the\n"
+            "                  mean validation loss over the peers is <= L, and its wall\n"
+            "                  time (the slowest peer's); with --compare a column of the\n"
+            "                  table and of the CSV, by default for the largest final\n"
+            "                  val_loss of the runs compared (a loss every run reached)\n"
             "  --sweep         a sweep of scripts/sweep.sh (docs/sweep.md): per setting, mean,\n"
             "                  sd and number of seeds of final accuracy, validation loss,\n"
             "                  consensus distance (final and mean over the run), bytes per\n"
@@ -72,7 +79,8 @@ static int progress(const char *dir, double stale)
     return rc;
 }
 
-static int compare(char **dirs, int n, const char *csv, const char *png, bool plots)
+static int compare(char **dirs, int n, const char *csv, const char *png, bool plots,
+                   double target)
 {
     mm_report **runs = calloc((size_t)n, sizeof *runs);
     int loaded = 0, rc = 0;
@@ -96,8 +104,10 @@ static int compare(char **dirs, int n, const char *csv, const char *png, bool pl
         return 1;
     }
     printf("\n");
-    mm_report_compare_table(runs, loaded, stdout);
-    if (mm_report_compare_csv(runs, loaded, csv) != 0) {
+    if (isnan(target))
+        target = mm_report_common_target(runs, loaded);
+    mm_report_compare_table(runs, loaded, target, stdout);
+    if (mm_report_compare_csv(runs, loaded, target, csv) != 0) {
         fprintf(stderr, "murmur report: cannot write %s\n", csv);
         rc = 1;
     } else {
@@ -176,7 +186,7 @@ int cmd_report(int argc, char **argv)
 {
     const char *csv = NULL, *plots_dir = NULL, *png = NULL;
     bool plots = true, prog = false, cmp = false, swp = false;
-    double stale = 30;
+    double stale = 30, target = NAN;
     char **dirs = calloc((size_t)argc, sizeof *dirs);
     int n_dirs = 0;
     if (!dirs)
@@ -201,6 +211,13 @@ int cmd_report(int argc, char **argv)
             prog = true;
         } else if (!strcmp(a, "--compare")) {
             cmp = true;
+        } else if (!strcmp(a, "--target-loss") && has_val) {
+            char *end;
+            target = strtod(argv[++i], &end);
+            if (*end || !(target > 0) || !isfinite(target)) {
+                fprintf(stderr, "murmur report: --target-loss wants a positive validation loss\n");
+                goto out;
+            }
         } else if (!strcmp(a, "--sweep")) {
             swp = true;
         } else if (!strcmp(a, "--stale") && has_val) {
@@ -235,7 +252,8 @@ int cmd_report(int argc, char **argv)
         goto out;
     }
     if (cmp) {
-        rc = compare(dirs, n_dirs, csv ? csv : "compare.csv", png ? png : "compare.png", plots);
+        rc = compare(dirs, n_dirs, csv ? csv : "compare.csv", png ? png : "compare.png", plots,
+                     target);
         goto out;
     }
 
@@ -250,6 +268,15 @@ int cmd_report(int argc, char **argv)
     rc = 0;
     mm_report_print_table(&r, stdout);
     printf("\n");
+    if (!isnan(target)) {
+        double tt;
+        int64_t rt = mm_report_time_to_loss(&r, target, &tt);
+        if (rt >= 0)
+            printf("time to val_loss <= %.4f (mean over peers): %.1f s, at round %lld\n", target,
+                   tt, (long long)rt);
+        else
+            printf("time to val_loss <= %.4f (mean over peers): not reached\n", target);
+    }
     char path[4096];
     if (!csv) {
         snprintf(path, sizeof path, "%s/report.csv", dirs[0]);

@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,6 +47,8 @@ struct mm__mbox {
     mm__cmd *pending;               /* [n]: a send waiting for the peer to be up */
     bool *has_pending;              /* [n] */
     uint64_t skipped;
+    bool defer_busy;                /* keep a send to a busy peer pending (synchronous rounds) */
+    uint64_t deferred;              /* sends that waited for the previous one to a peer */
 
     mm__cmd queue[MM__MBOX_QUEUE];
     int q_len;
@@ -54,6 +57,10 @@ struct mm__mbox {
     int want_n;
     bool want_dirty;
     bool finished;
+
+    mm__ar_view ar;                 /* --algo allreduce */
+    double ar_started;
+    uint64_t ar_progress;
 
     mm__refusals **refusals;        /* [n + 1], each allocated at its first refusal;
                                      * [n]: peer unknown */
@@ -282,17 +289,21 @@ void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
     pthread_mutex_unlock(&mb->mu);
 }
 
-uint64_t mm__mbox_generation(mm__mbox *mb)
+/* One counter of the mailbox, read under its mutex. */
+static uint64_t read_locked(mm__mbox *mb, const uint64_t *field)
 {
     pthread_mutex_lock(&mb->mu);
-    uint64_t g = mb->gen;
+    uint64_t v = *field;
     pthread_mutex_unlock(&mb->mu);
-    return g;
+    return v;
 }
 
-void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
+uint64_t mm__mbox_generation(mm__mbox *mb) { return read_locked(mb, &mb->gen); }
+
+/* pthread_cond_timedwait counts in CLOCK_REALTIME: a mm_time_now()
+ * deadline converted. */
+static struct timespec realtime_of(double deadline)
 {
-    /* pthread_cond_timedwait counts in CLOCK_REALTIME: convert. */
     struct timespec now_real, ts;
     clock_gettime(CLOCK_REALTIME, &now_real);
     double wait = deadline - mm_time_now();
@@ -301,6 +312,12 @@ void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
     double t = (double)now_real.tv_sec + (double)now_real.tv_nsec * 1e-9 + wait;
     ts.tv_sec = (time_t)t;
     ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    return ts;
+}
+
+void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
+{
+    struct timespec ts = realtime_of(deadline);
     pthread_mutex_lock(&mb->mu);
     while (mb->gen == gen && atomic_load(&mb->signals) == 0)
         if (pthread_cond_timedwait(&mb->cv, &mb->mu, &ts) != 0)
@@ -313,9 +330,7 @@ bool mm__mbox_stopping(mm__mbox *mb) { return atomic_load(&mb->signals) > 0; }
 void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
 {
     if (fresh) {
-        pthread_mutex_lock(&mb->mu);
-        uint64_t sg = mb->stats_gen;
-        pthread_mutex_unlock(&mb->mu);
+        uint64_t sg = read_locked(mb, &mb->stats_gen);
         uv_async_send(mb->wake);
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts); /* the condition variable's clock */
@@ -331,6 +346,15 @@ void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
     pthread_mutex_unlock(&mb->mu);
 }
 
+void mm__mbox_defer_busy(mm__mbox *mb, bool on)
+{
+    pthread_mutex_lock(&mb->mu);
+    mb->defer_busy = on;
+    pthread_mutex_unlock(&mb->mu);
+}
+
+uint64_t mm__mbox_deferred_sends(mm__mbox *mb) { return read_locked(mb, &mb->deferred); }
+
 void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out)
 {
     uint32_t i = peer < mb->n ? peer : mb->n;
@@ -342,13 +366,7 @@ void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out)
     pthread_mutex_unlock(&mb->mu);
 }
 
-uint64_t mm__mbox_skipped_sends(mm__mbox *mb)
-{
-    pthread_mutex_lock(&mb->mu);
-    uint64_t s = mb->skipped;
-    pthread_mutex_unlock(&mb->mu);
-    return s;
-}
+uint64_t mm__mbox_skipped_sends(mm__mbox *mb) { return read_locked(mb, &mb->skipped); }
 
 void mm__mbox_finish(mm__mbox *mb)
 {
@@ -358,7 +376,70 @@ void mm__mbox_finish(mm__mbox *mb)
     uv_async_send(mb->wake);
 }
 
+void mm__mbox_allreduce(mm__mbox *mb, uint64_t exchange, const float *in, float *out)
+{
+    mm__cmd c = {.kind = MM__CMD_ALLREDUCE, .exchange = exchange, .in = in, .out = out};
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->ar.state != MM__AR_RUNNING);
+    mb->ar.state = MM__AR_RUNNING;
+    mb->ar.err[0] = 0;
+    mb->ar_started = mb->ar.last_progress = mm_time_now();
+    post(mb, &c);
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+void mm__mbox_allreduce_abort(mm__mbox *mb, const char *why)
+{
+    mm__cmd c = {.kind = MM__CMD_AR_ABORT};
+    snprintf(c.why, sizeof c.why, "%s", why);
+    pthread_mutex_lock(&mb->mu);
+    post(mb, &c);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
+}
+
+void mm__mbox_allreduce_view(mm__mbox *mb, mm__ar_view *out)
+{
+    pthread_mutex_lock(&mb->mu);
+    *out = mb->ar;
+    pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_allreduce_wait(mm__mbox *mb, double deadline)
+{
+    struct timespec ts = realtime_of(deadline);
+    pthread_mutex_lock(&mb->mu);
+    while (mb->ar.state == MM__AR_RUNNING)
+        if (pthread_cond_timedwait(&mb->cv, &mb->mu, &ts) != 0)
+            break;
+    pthread_mutex_unlock(&mb->mu);
+}
+
 /* ---- loop thread ---------------------------------------------------------- */
+
+void mm__mbox_allreduce_progress(mm__mbox *mb, uint64_t progress)
+{
+    pthread_mutex_lock(&mb->mu);
+    if (progress != mb->ar_progress) {
+        mb->ar_progress = progress;
+        mb->ar.last_progress = mm_time_now();
+    }
+    pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_allreduce_end(mm__mbox *mb, bool ok, const char *err)
+{
+    pthread_mutex_lock(&mb->mu);
+    if (mb->ar.state == MM__AR_RUNNING) {
+        mb->ar.state = ok ? MM__AR_DONE : MM__AR_FAILED;
+        mb->ar.seconds = mm_time_now() - mb->ar_started;
+        snprintf(mb->ar.err, sizeof mb->ar.err, "%s", ok ? "" : err);
+        changed(mb);
+    }
+    pthread_mutex_unlock(&mb->mu);
+}
 
 void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len)
@@ -474,6 +555,14 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
     }
     bool current = mb->buf_exchange[c->buf] == (int64_t)c->exchange;
     bool busy = mb->inflight[c->peer];
+    if (current && busy && mb->defer_busy) {
+        /* synchronous rounds: the neighbour waits for this very vector, so
+         * it goes out the moment the previous one is through
+         * (mm__mbox_sent), instead of being skipped */
+        mb->deferred++;
+        pthread_mutex_unlock(&mb->mu);
+        return NULL;
+    }
     if (!current || busy) {
         drop_pending(mb, c->peer); /* (counted lost) */
         if (busy)

@@ -68,7 +68,7 @@ typedef struct {
     bool id_clash;           /* two processes claimed one id, on either side */
 } mm__refusals;
 
-typedef enum { MM__CMD_SEND, MM__CMD_RELEASE } mm__cmd_kind;
+typedef enum { MM__CMD_SEND, MM__CMD_RELEASE, MM__CMD_ALLREDUCE, MM__CMD_AR_ABORT } mm__cmd_kind;
 
 typedef struct {
     mm__cmd_kind kind;
@@ -77,7 +77,19 @@ typedef struct {
     int buf;
     mm_wire_vec meta;        /* SEND: the vector header */
     size_t off, len;         /* SEND: the bytes of the buffer to send */
+    const float *in;         /* ALLREDUCE: the vector to average ... */
+    float *out;              /* ... and where the average goes (may be in) */
+    char why[96];            /* AR_ABORT: the reason */
 } mm__cmd;
+
+/* --algo allreduce: what the training thread sees of the ring. */
+typedef enum { MM__AR_IDLE, MM__AR_RUNNING, MM__AR_DONE, MM__AR_FAILED } mm__ar_state;
+typedef struct {
+    mm__ar_state state;
+    double last_progress;    /* mm_time_now() of the last chunk in or out (or the start) */
+    double seconds;          /* the last all-reduce, start to end, on the loop thread */
+    char err[768];           /* FAILED: why, naming the peer and the step */
+} mm__ar_view;
 
 typedef struct mm__mbox mm__mbox;
 
@@ -125,8 +137,31 @@ void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh);
 void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out);
 /* Sends skipped because the peer had not taken the previous one. */
 uint64_t mm__mbox_skipped_sends(mm__mbox *mb);
+/* Synchronous rounds (dpsgd, pushsum): a send to a peer whose previous
+ * send is still in flight stays pending and goes out when that one is
+ * through, instead of being skipped (the neighbour waits for exactly this
+ * vector; skipping it made the neighbour wait for the next one to learn we
+ * had moved on). Off (async): skipped, the next round sends a fresher one.
+ * Either way one send per peer is in flight and one pending at most. */
+void mm__mbox_defer_busy(mm__mbox *mb, bool on);
+/* Sends that waited for the previous send to their peer (defer_busy). */
+uint64_t mm__mbox_deferred_sends(mm__mbox *mb);
 /* The training thread is done: the loop says goodbye and closes. */
 void mm__mbox_finish(mm__mbox *mb);
+
+/* --algo allreduce. Starts averaging `in` into `out` (len floats; out may
+ * be in) for exchange e on the loop thread: both are the loop's until the
+ * all-reduce ends (DONE or FAILED): the training thread must neither
+ * write `in` nor touch `out` meanwhile. */
+void mm__mbox_allreduce(mm__mbox *mb, uint64_t exchange, const float *in, float *out);
+/* Asks the loop to fail the running all-reduce (a timeout): it ends
+ * FAILED with why and where the ring stood. */
+void mm__mbox_allreduce_abort(mm__mbox *mb, const char *why);
+void mm__mbox_allreduce_view(mm__mbox *mb, mm__ar_view *out);
+/* Sleeps until the all-reduce is no longer RUNNING or until deadline (a
+ * mm_time_now() time). Signals do not cut it short: the round is
+ * finished, as docs/node.md says, or fails. */
+void mm__mbox_allreduce_wait(mm__mbox *mb, double deadline);
 
 /* ---- loop thread ---- */
 
@@ -137,6 +172,11 @@ void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_w
 void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok);
 /* Returns the state it had before. */
 mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state st);
+/* The all-reduce moved (progress: its counter); no one is woken, the
+ * training thread reads it when its deadline comes. */
+void mm__mbox_allreduce_progress(mm__mbox *mb, uint64_t progress);
+/* It ended; err says why when !ok. Wakes the training thread. */
+void mm__mbox_allreduce_end(mm__mbox *mb, bool ok, const char *err);
 /* A connection was refused or a dial failed (the transport's on_refused):
  * kept for the training thread, which looks when it judges whether it is
  * isolated. A known peer not up yet that was refused for a configuration

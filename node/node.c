@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "gossip/allreduce.h"
 #include "gossip/ports.h"
 #include "node/blas_env.h"
 #include "gossip/tls.h"
@@ -25,6 +27,7 @@ const char *mm_algo_name(mm_algo a)
     switch (a) {
     case MM_ALGO_ASYNC: return "async";
     case MM_ALGO_PUSHSUM: return "pushsum";
+    case MM_ALGO_ALLREDUCE: return "allreduce";
     default: return "dpsgd";
     }
 }
@@ -34,6 +37,7 @@ int mm_algo_parse(const char *s)
     if (!strcmp(s, "dpsgd")) return MM_ALGO_DPSGD;
     if (!strcmp(s, "async")) return MM_ALGO_ASYNC;
     if (!strcmp(s, "pushsum")) return MM_ALGO_PUSHSUM;
+    if (!strcmp(s, "allreduce")) return MM_ALGO_ALLREDUCE;
     return -1;
 }
 
@@ -71,6 +75,7 @@ typedef struct {
     uv_async_t wake;
     uv_signal_t sigint, sigterm;
     mm_transport *transport;
+    mm_allreduce *ar;               /* --algo allreduce: the ring, on this thread */
     mm__mbox *mb;
     mm__trainer *trainer;
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
@@ -87,6 +92,28 @@ static void try_send(node *nd, const mm__cmd *c)
     mm_transport_set_round(nd->transport, c->exchange);
     if (mm_transport_send_vec(nd->transport, c->peer, c->exchange, &c->meta, buf, c->len) != 0)
         mm__mbox_unclaim(nd->mb, c); /* refused after all: keep it for when it is up */
+}
+
+/* ---- all-reduce (loop thread) --------------------------------------------- */
+
+static void on_allreduce_done(void *ud, mm_ar_state st, const char *err)
+{
+    node *nd = ud;
+    mm__mbox_allreduce_end(nd->mb, st == MM_AR_DONE, err);
+}
+
+/* The training thread lends in and out (docs/node.md, "All-reduce") until
+ * mm__mbox_allreduce_end gives them back. */
+static void allreduce_start(node *nd, const mm__cmd *c)
+{
+    if (mm_allreduce_start(nd->ar, c->exchange, c->in, c->out) != 0)
+        mm__mbox_allreduce_end(nd->mb, false, "all-reduce failed: started while one was running");
+}
+
+static void close_wake(void *ud)
+{
+    node *nd = ud;
+    uv_close((uv_handle_t *)&nd->wake, NULL);
 }
 
 static void on_transport_closed(void *ud)
@@ -108,10 +135,15 @@ static void on_wake(uv_async_t *h)
     if (want_n >= 0)
         mm_transport_want(nd->transport, nd->want, want_n);
     for (int i = 0; i < n; i++) {
-        if (nd->cmds[i].kind == MM__CMD_RELEASE)
-            mm_transport_release(nd->transport, nd->cmds[i].peer);
+        const mm__cmd *c = &nd->cmds[i];
+        if (c->kind == MM__CMD_RELEASE)
+            mm_transport_release(nd->transport, c->peer);
+        else if (c->kind == MM__CMD_ALLREDUCE)
+            allreduce_start(nd, c);
+        else if (c->kind == MM__CMD_AR_ABORT)
+            mm_allreduce_abort(nd->ar, c->why);
         else
-            try_send(nd, &nd->cmds[i]);
+            try_send(nd, c);
     }
     if (finished) {
         mm_info("saying goodbye to neighbours");
@@ -125,16 +157,28 @@ static void on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_
                       const void *body, size_t body_len)
 {
     node *nd = ud;
+    if (nd->ar) {
+        mm_allreduce_on_vector(nd->ar, peer, exchange, meta, body, body_len);
+        mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
+        return;
+    }
     mm__mbox_deliver(nd->mb, peer, exchange, meta, body, body_len);
 }
 
 static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
 {
     node *nd = ud;
-    (void)exchange;
+    if (nd->ar) {
+        mm_allreduce_on_sent(nd->ar, peer, exchange, ok);
+        mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
+        return;
+    }
     mm__mbox_sent(nd->mb, peer, ok);
     if (!ok)
         mm_debug("send to peer %u did not complete", peer);
+    mm__cmd c; /* a send deferred behind this one (mm__mbox_defer_busy) */
+    if (mm__mbox_pending(nd->mb, peer, &c))
+        try_send(nd, &c);
 }
 
 static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
@@ -146,6 +190,8 @@ static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
                                                : MM__PEER_DOWN;
     if (mm__mbox_peer_changed(nd->mb, peer, st) != st)
         mm_info("peer %u is %s", peer, names[state]);
+    if (nd->ar)
+        mm_allreduce_on_peer(nd->ar, peer, state);
     mm__cmd c;
     if (state == MM_PEER_UP && mm__mbox_pending(nd->mb, peer, &c))
         try_send(nd, &c);
@@ -197,11 +243,21 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
     tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
-    tc->algo = c->algo == MM_ALGO_PUSHSUM ? MM_WIRE_ALGO_PUSHSUM
-               : c->algo == MM_ALGO_ASYNC ? MM_WIRE_ALGO_ASYNC
-                                          : MM_WIRE_ALGO_DPSGD;
-    mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
-                      &tc->max_body);
+    tc->algo = c->algo == MM_ALGO_PUSHSUM     ? MM_WIRE_ALGO_PUSHSUM
+               : c->algo == MM_ALGO_ASYNC     ? MM_WIRE_ALGO_ASYNC
+               : c->algo == MM_ALGO_ALLREDUCE ? MM_WIRE_ALGO_ALLREDUCE
+                                              : MM_WIRE_ALGO_DPSGD;
+    /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
+     * no more than a chunk in a receive buffer */
+    if (c->algo == MM_ALGO_ALLREDUCE) {
+        uint64_t chunk = c->allreduce_chunk > 0 ? (uint64_t)c->allreduce_chunk
+                                                : MM_ALLREDUCE_CHUNK_DEFAULT;
+        tc->allow_chunks = true;
+        tc->max_body = 4 * (chunk < tc->vec_len ? chunk : tc->vec_len);
+    }
+    if (c->algo != MM_ALGO_ALLREDUCE)
+        mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
+                          &tc->max_body);
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
@@ -342,6 +398,7 @@ int mm_node_run(const mm_node_config *c)
         uv_close((uv_handle_t *)&nd->wake, NULL);
         goto out;
     }
+    mm__mbox_defer_busy(nd->mb, c->algo == MM_ALGO_DPSGD || c->algo == MM_ALGO_PUSHSUM);
     mm_transport_config tc;
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
@@ -351,6 +408,18 @@ int mm_node_run(const mm_node_config *c)
         mm_error("%s", err);
         uv_close((uv_handle_t *)&nd->wake, NULL);
         goto out;
+    }
+    if (c->algo == MM_ALGO_ALLREDUCE) {
+        mm_allreduce_config ac = {.t = nd->transport, .self = nd->id, .n = nd->n,
+                                  .len = mm__trainer_vec_len(nd->trainer),
+                                  .chunk = (uint64_t)c->allreduce_chunk,
+                                  .done = on_allreduce_done, .ud = nd};
+        if (!(nd->ar = mm_allreduce_new(&ac, err, sizeof err))) {
+            mm_error("%s", err);
+            mm_transport_shutdown(nd->transport, close_wake, nd);
+            uv_run(&nd->loop, UV_RUN_DEFAULT);
+            goto out;
+        }
     }
     uv_signal_init(&nd->loop, &nd->sigint);
     uv_signal_init(&nd->loop, &nd->sigterm);
@@ -375,6 +444,7 @@ int mm_node_run(const mm_node_config *c)
     status = mm__trainer_status(nd->trainer);
 
 out:
+    mm_allreduce_free(nd->ar);
     if (nd->transport)
         mm_transport_free(nd->transport);
     if (loop_ready) {

@@ -8,9 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "node/plan.h"
 #include "node/replica.h"
 
-typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM } mm_algo;
+typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM, MM_ALGO_ALLREDUCE } mm_algo;
 
 typedef struct {
     /* who and where */
@@ -42,6 +43,12 @@ typedef struct {
     const char *compress;          /* codec spec: fp32, bf16, int8[:B], sign[:B], topk:F, randk:F */
     double consensus_step;         /* gamma; 0: the codec's default */
     long choco_memory_mb;          /* refuse public copies and buffers above this */
+    long allreduce_chunk;          /* allreduce: floats per chunk (0: the default) */
+
+    /* testing: a seeded random delay added to every local step */
+    mm_plan_jitter jitter;
+    uint64_t jitter_seed;
+    bool jitter_seed_given;
 
     /* metrics and checkpoints */
     int eval_every, eval_windows;

@@ -169,9 +169,10 @@ void mm_plan_in_defaults(mm_plan_in *in)
 static double capacity(const mm_plan_in *in, size_t r)
 {
     size_t n = (size_t)in->n;
+    double ps = in->payload_share > 0 ? in->payload_share : 1;
     if (r < 2 * n)
-        return in->links.groups ? in->links.intra : in->loop_bps;
-    return in->links.inter;
+        return in->links.groups ? in->links.intra * ps : in->loop_bps;
+    return in->links.inter * ps;
 }
 
 static int group_of(const mm_plan_in *in, uint32_t peer)
@@ -215,6 +216,8 @@ int mm_plan_flow_times(const mm_plan_in *in, const mm_plan_flow *f, size_t nf, d
         double worst = 0;
         for (int i = 0; i < m; i++) {
             double cap = capacity(in, r[i]);
+            if (count[r[i]] >= 2 && in->links.groups && in->tcp_share > 0)
+                cap *= in->tcp_share; /* flows sharing a shaped link */
             if (cap > 0 && count[r[i]] / cap > worst) {
                 worst = count[r[i]] / cap;
                 best = kind[i];

@@ -37,7 +37,7 @@ int mm_plan_parse_placement(const char *s, int n, int *out, char *err, size_t er
 /* One RATE in bytes/s; -1 when malformed. */
 double mm_plan_parse_rate(const char *s);
 
-/* Added delay per optimizer step (the node's --compute-jitter, to come):
+/* Added delay per optimizer step (the node's --compute-jitter, docs/node.md):
  * none; uniform:A (U(0, A) seconds); longtail:P:S (S seconds with
  * probability P, else 0). */
 typedef enum { MM_JITTER_NONE, MM_JITTER_UNIFORM, MM_JITTER_LONGTAIL } mm_jitter_kind;
@@ -69,13 +69,28 @@ typedef struct {
     mm_plan_links links;      /* groups == 0: every peer's link at `loop_bps` */
     double loop_bps;          /* without a profile: each peer's own rate (0: unlimited) */
     double latency_s;         /* added to every message (one way) */
+    /* With a profile: the share of a link's rate (as tc shapes it, frames
+     * and headers) that carries the vector. 0 or 1: all of it. For TCP over
+     * IPv4 and Ethernet with timestamps, MM_PLAN_PAYLOAD_SHARE. Not applied
+     * to loop_bps (a measured payload rate). */
+    double payload_share;
+    /* The share of a link's rate that two or more TCP flows crossing it
+     * use together, when they also cross other shaped links (TCP does not
+     * share coupled bottlenecks max-min fairly, docs/runtime.md). 0 or 1:
+     * all of it. */
+    double tcp_share;
     double mix_fps;           /* floats/s of one mixing pass; 0: mixing is free */
     int rounds;               /* simulated rounds (after `warmup` more) */
     int warmup;
     uint64_t seed;
 } mm_plan_in;
 
-/* Defaults: H = G = 1, 4 bytes per float, 400 rounds after 50, seed 1. */
+/* 1448 bytes of TCP payload in a 1514-byte Ethernet frame (MTU 1500, IPv4,
+ * TCP with timestamps): what tc's rate carries of a vector. */
+#define MM_PLAN_PAYLOAD_SHARE (1448.0 / 1514.0)
+
+/* Defaults: H = G = 1, 4 bytes per float, 400 rounds after 50, seed 1,
+ * payload and TCP shares 1 (the ideal fluid links). */
 void mm_plan_in_defaults(mm_plan_in *in);
 
 typedef struct {

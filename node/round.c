@@ -18,12 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/metrics.h"
 #include "base/peak_rss.h"
+#include "base/rng.h"
 #include "base/sha256.h"
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
@@ -79,6 +81,11 @@ struct mm__trainer {
 
     double t_start, start_deadline;
     double t_compute, t_comm, t_wait;
+    double t_jitter;                /* --compute-jitter: delay drawn so far (seconds) */
+    mm_rng jitter_rng;
+    double t_allreduce;             /* allreduce: the loop's time in all-reduces so far */
+    float *ar_out;                  /* allreduce while training: the average lands here */
+    char ar_error[768];             /* allreduce: why the run ended, "" if it did not fail */
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
@@ -171,11 +178,14 @@ static int resume(mm__trainer *t, char *err, size_t errlen)
     return 0;
 }
 
+/* Whether local steps change x (otherwise a round only averages). */
+static bool trains(const mm__trainer *t) { return !t->cfg->no_train && t->have_model; }
+
 static int alloc_round(mm__trainer *t)
 {
     int maxdeg = mm_topo_max_degree(t->topo);
-    if (maxdeg < 1)
-        maxdeg = 1;
+    if (maxdeg < 2)
+        maxdeg = 2; /* all-reduce: its two ring neighbours, whatever the graph */
     t->in_buf = calloc((size_t)maxdeg * 2, sizeof *t->in_buf);
     t->out_buf = calloc((size_t)maxdeg * 2, sizeof *t->out_buf);
     t->mix_in = calloc((size_t)maxdeg, sizeof *t->mix_in);
@@ -197,6 +207,9 @@ static int alloc_round(mm__trainer *t)
         for (uint32_t p = 0; p < t->n; p++)
             t->latest_exchange[p] = -1;
     }
+    if (t->cfg->algo == MM_ALGO_ALLREDUCE && trains(t) &&
+        !(t->ar_out = malloc(t->P * sizeof(float))))
+        return -1;
     t->v.in = t->in_buf;
     t->v.out = t->out_buf;
     t->next.in = t->in_buf + maxdeg;
@@ -218,6 +231,10 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
     t->topo = topo;
     t->w = 1.0;
     t->metrics.fd = -1;
+    /* --compute-jitter draws from its own stream per peer: the same delays
+     * for the same seed, whatever the timing */
+    uint64_t js = c->jitter_seed_given ? c->jitter_seed : c->train.seed ^ 0x6a69747465720000ULL;
+    mm_rng_seed(&t->jitter_rng, js ^ (0x9e3779b97f4a7c15ULL * (id + 1)));
     snprintf(t->dir, sizeof t->dir, "%s", dir);
     if (load_replica(t, err, errlen) != 0 || (c->resume && resume(t, err, errlen) != 0))
         goto fail;
@@ -263,6 +280,7 @@ void mm__trainer_free(mm__trainer *t)
     free(t->dist);
     free(t->ids);
     free(t->sketch);
+    free(t->ar_out);
     mm__iso_free(t->iso);
     mm__choco_free(t->choco);
     free(t);
@@ -499,19 +517,48 @@ static void release_used(mm__trainer *t)
             mm__mbox_release(t->mb, t->v.in[k].peer);
 }
 
+/* --compute-jitter (testing): a delay drawn from the peer's own seeded
+ * stream after every local step, as `murmur plan --jitter` models it:
+ * U(0, A), or S with probability P. Slept, not computed: it stands for a
+ * slower machine without taking a core from the other peers. */
+static void jitter_delay(mm__trainer *t)
+{
+    const mm_plan_jitter *j = &t->cfg->jitter;
+    double u = mm_rng_uniform(&t->jitter_rng), d = 0;
+    if (j->kind == MM_JITTER_UNIFORM)
+        d = j->a * u;
+    else if (j->kind == MM_JITTER_LONGTAIL)
+        d = u < j->p ? j->a : 0;
+    t->t_jitter += d;
+    if (d <= 0)
+        return;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double end = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + d;
+    ts.tv_sec = (time_t)end;
+    ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ; /* sleep on to the same end */
+}
+
 /* The round's H local steps, all of them even when a signal came: the
  * round is finished (docs/node.md, Faults), so its metrics line always has
  * a loss and a resumed run never finds half a round's steps. */
 static void compute(mm__trainer *t)
 {
     const mm_node_config *c = t->cfg;
-    if (c->no_train || !t->have_model)
+    bool jitter = c->jitter.kind != MM_JITTER_NONE;
+    if (!trains(t) && !jitter)
         return;
     for (int h = 0; h < c->local_steps; h++) {
-        float loss = mm_replica_step(&t->rep, NULL);
-        t->step++;
-        t->loss_sum += loss;
-        t->loss_n++;
+        if (trains(t)) {
+            float loss = mm_replica_step(&t->rep, NULL);
+            t->step++;
+            t->loss_sum += loss;
+            t->loss_n++;
+        }
+        if (jitter)
+            jitter_delay(t);
     }
 }
 
@@ -578,6 +625,106 @@ static int exchange(mm__trainer *t, uint64_t e, bool with_compute)
     t->t_wait += (t1 - t0) + (t4 - t3);
     t->t_comm += (t2 - t1) + (t5 - t4);
     t->t_compute += t3 - t2;
+    return 0;
+}
+
+/* ---- all-reduce ------------------------------------------------------------ */
+
+/* The ring's neighbours as this round's view, for the round line (nbrs). */
+static void allreduce_view(mm__trainer *t)
+{
+    t->v.n_in = t->v.n_out = 0;
+    if (t->n < 2)
+        return;
+    uint32_t left = (t->id + t->n - 1) % t->n, right = (t->id + 1) % t->n;
+    t->v.in[t->v.n_in++] = (mm_neighbour){.peer = left};
+    if (right != left)
+        t->v.in[t->v.n_in++] = (mm_neighbour){.peer = right};
+    for (int k = 0; k < t->v.n_in; k++) {
+        t->status[k] = IN_READY;
+        t->dist[k] = NAN;
+    }
+}
+
+/* Waits for the all-reduce to end. It fails on its own when a ring
+ * neighbour goes down or leaves; here it is failed when it has made no
+ * progress (no chunk in or out) for --round-timeout since the later of
+ * its last progress and the end of our compute (while a neighbour has
+ * never been up, --start-timeout from the start instead). */
+static void allreduce_wait(mm__trainer *t, double compute_end, mm__ar_view *v)
+{
+    bool aborted = false;
+    double timeout = t->cfg->round_timeout_ms / 1000.0;
+    for (;;) {
+        mm__mbox_allreduce_view(t->mb, v);
+        if (v->state != MM__AR_RUNNING)
+            return;
+        double from = v->last_progress > compute_end ? v->last_progress : compute_end;
+        double deadline = from + timeout;
+        for (int k = 0; k < t->v.n_in; k++) {
+            mm__peer_view pv;
+            mm__mbox_peer(t->mb, t->v.in[k].peer, &pv);
+            if (!pv.ever_up && t->start_deadline > deadline)
+                deadline = t->start_deadline;
+        }
+        if (aborted)
+            deadline = mm_time_now() + 1; /* the loop answers at once */
+        else if (mm_time_now() >= deadline) {
+            char why[96];
+            snprintf(why, sizeof why, "no progress for %.1f s (--round-timeout)",
+                     mm_time_now() - from);
+            mm__mbox_allreduce_abort(t->mb, why);
+            aborted = true;
+            continue;
+        }
+        mm__mbox_allreduce_wait(t->mb, deadline);
+    }
+}
+
+/* One round of --algo allreduce (docs/node.md, "All-reduce"): the ring
+ * averages x_t on the loop thread while this thread computes the local
+ * steps, then x <- avg(x_t) + (x - x_t). Without training nothing changes
+ * x meanwhile, so x itself is averaged in place (no copies). Returns 0, or
+ * -2 when the all-reduce failed (t->ar_error says why). */
+static int allreduce_round(mm__trainer *t)
+{
+    double t0 = mm_time_now();
+    allreduce_view(t);
+    mm__iso_round(t->iso, &t->v);
+    set_phase(t, PH_SNAPSHOT);
+    const float *s = t->x;
+    float *out = t->x;
+    if (trains(t)) {
+        int b = mm__mbox_acquire(t->mb); /* never held: nothing else sends */
+        float *snap = mm__mbox_buf(t->mb, b < 0 ? 0 : b);
+        memcpy(snap, t->x, t->P * sizeof(float));
+        s = snap;
+        out = t->ar_out;
+    }
+    mm__mbox_allreduce(t->mb, (uint64_t)t->round, s, out);
+    double t1 = mm_time_now();
+    set_phase(t, PH_COMPUTE);
+    compute(t);
+    double t2 = mm_time_now();
+    set_phase(t, PH_WAIT);
+    mm__ar_view v;
+    allreduce_wait(t, t2, &v);
+    double t3 = mm_time_now();
+    set_phase(t, PH_MIX);
+    if (v.state != MM__AR_DONE) {
+        snprintf(t->ar_error, sizeof t->ar_error, "%s", v.err[0] ? v.err : "all-reduce failed");
+        return -2;
+    }
+    t->t_allreduce += v.seconds;
+    if (out != t->x) /* x = avg(x_t) + (x - x_t) */
+        for (size_t k = 0; k < t->P; k++)
+            t->x[k] = out[k] + (t->x[k] - s[k]);
+    double t4 = mm_time_now();
+    for (int k = 0; k < t->v.n_in; k++) /* the average holds every peer's vector */
+        mm__iso_mixed(t->iso, t->v.in[k].peer, t4);
+    t->t_comm += (t1 - t0) + (t4 - t3);
+    t->t_compute += t2 - t1;
+    t->t_wait += t3 - t2;
     return 0;
 }
 
@@ -666,6 +813,10 @@ static void log_round(mm__trainer *t, double loss, float lr)
     mm_metrics_num(m, "t_compute", t->t_compute);
     mm_metrics_num(m, "t_comm", t->t_comm);
     mm_metrics_num(m, "t_wait", t->t_wait);
+    if (t->cfg->jitter.kind != MM_JITTER_NONE)
+        mm_metrics_num(m, "t_jitter", t->t_jitter);
+    if (t->cfg->algo == MM_ALGO_ALLREDUCE)
+        mm_metrics_num(m, "t_allreduce", t->t_allreduce);
     mm_metrics_ids(m, "nbrs", ids, present);
     mm_metrics_ids(m, "missing", miss, missing);
     mm_metrics_obj_begin(m, "dist");
@@ -758,7 +909,7 @@ static void write_isolated(mm__trainer *t)
     mm_metrics_end(m);
 }
 
-/* reason: why it stopped (done, signal, nonfinite). A peer that stopped
+/* reason: why it stopped (done, signal, nonfinite, allreduce). A peer that stopped
  * on its own or on a signal but could not mix (isolation.h) ends `refused`
  * or `isolated` instead, with status 3 or 4 unless an error already set 1. */
 static void write_end(mm__trainer *t, const char *reason)
@@ -766,8 +917,9 @@ static void write_end(mm__trainer *t, const char *reason)
     long peak_kib = mm_peak_rss_kib();
     mm_metrics *m = &t->metrics;
     double now = mm_time_now();
-    mm__iso_verdict v = strcmp(reason, "nonfinite") ? mm__iso_verdict_at(t->iso, t->mb, now)
-                                                    : MM__ISO_OK;
+    /* nonfinite and allreduce are errors of their own: no verdict over them */
+    bool judged = !strcmp(reason, "done") || !strcmp(reason, "signal");
+    mm__iso_verdict v = judged ? mm__iso_verdict_at(t->iso, t->mb, now) : MM__ISO_OK;
     metrics_head(t, "end");
     if (v != MM__ISO_OK) {
         mm_metrics_str(m, "reason", v == MM__ISO_REFUSED ? "refused" : "isolated");
@@ -775,8 +927,11 @@ static void write_end(mm__trainer *t, const char *reason)
     } else {
         mm_metrics_str(m, "reason", reason);
     }
+    if (t->ar_error[0])
+        mm_metrics_str(m, "error", t->ar_error);
     mm_metrics_int(m, "max_rss_kb", peak_kib);
     mm_metrics_int(m, "skipped_sends", (long long)mm__mbox_skipped_sends(t->mb));
+    mm_metrics_int(m, "deferred_sends", (long long)mm__mbox_deferred_sends(t->mb));
     mm_metrics_int(m, "stale_dropped", (long long)t->stale_dropped);
     mm_metrics_int(m, "mix_refused", (long long)t->mix_refused);
     if (t->choco) {
@@ -801,10 +956,20 @@ static void write_end(mm__trainer *t, const char *reason)
 /* ---- the thread ------------------------------------------------------------ */
 
 /* One round: neighbours, G exchanges, its metrics line. -1 when stopping
- * (the round is abandoned), 1 when the round was skipped by fast-forward. */
+ * (the round is abandoned), 1 when the round was skipped by fast-forward,
+ * -2 when an all-reduce failed (the run ends). */
 static int run_round(mm__trainer *t)
 {
     const mm_node_config *c = t->cfg;
+    if (c->algo == MM_ALGO_ALLREDUCE) {
+        t->loss_sum = 0;
+        t->loss_n = 0;
+        float lr = t->have_model ? mm_adamw_lr(&c->train.adamw, t->rep.opt.step) : 0;
+        int r = allreduce_round(t);
+        if (r == 0)
+            log_round(t, t->loss_n ? t->loss_sum / t->loss_n : NAN, lr);
+        return r;
+    }
     if (c->algo != MM_ALGO_ASYNC) {
         long r = fast_forward(t, t->round);
         if (r != t->round) {
@@ -846,6 +1011,17 @@ void mm__trainer_run(mm__trainer *t, mm__mbox *mb)
             break;
         }
         int r = run_round(t);
+        if (r == -2) {
+            /* Synchronous: a peer that is gone ends the run for everyone.
+             * x holds an unaveraged round: no checkpoint of it (the last
+             * one is kept), and an exit status that says so, unless this
+             * peer was being stopped anyway. */
+            mm_error("round %ld: %s; stopping, the last checkpoint is kept", t->round,
+                     t->ar_error);
+            if (!stopping(t))
+                t->exit_status = 1;
+            break;
+        }
         if (r < 0)
             break; /* stopping: this round is abandoned */
         if (r > 0)
@@ -875,11 +1051,12 @@ void mm__trainer_run(mm__trainer *t, mm__mbox *mb)
     }
     set_phase(t, PH_IDLE);
 
-    if (!params_lost && c->eval_every > 0 && t->round % c->eval_every != 0)
+    bool ar_failed = t->ar_error[0] != 0;
+    if (!params_lost && !ar_failed && c->eval_every > 0 && t->round % c->eval_every != 0)
         evaluate(t);
-    if (!params_lost && save_checkpoint(t) != 0)
+    if (!params_lost && !ar_failed && save_checkpoint(t) != 0)
         checkpoint_failed = true;
-    write_end(t, params_lost ? "nonfinite" : stopping(t) ? "signal" : "done");
+    write_end(t, params_lost ? "nonfinite" : ar_failed ? "allreduce" : stopping(t) ? "signal" : "done");
     if (checkpoint_failed && !t->exit_status)
         t->exit_status = 1;
     mm__mbox_finish(mb);

@@ -138,8 +138,19 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out);
 const char *mm_report_refusal_words(const char *name);
 
 /* Several runs side by side: table, CSV and one PNG. */
-void mm_report_compare_table(mm_report *const *runs, int n, FILE *out);
-int mm_report_compare_csv(mm_report *const *runs, int n, const char *path);
+/* Time to a validation loss: the first evaluation row whose val_loss,
+ * mean over the peers, is at most target. Returns its round and puts in
+ * *wall its wall time (the slowest peer's time at that round, as the
+ * row's `wall`), or returns -1 with *wall NaN when no row reaches it (or
+ * target is NaN). */
+int64_t mm_report_time_to_loss(const mm_report *r, double target, double *wall);
+/* The default target of a comparison: the largest final val_loss of the
+ * runs, a loss every run reached (NaN when none has one). */
+double mm_report_common_target(mm_report *const *runs, int n);
+/* The comparison table and CSV; target: the loss for the time-to-target
+ * columns (NaN: none). */
+void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE *out);
+int mm_report_compare_csv(mm_report *const *runs, int n, double target, const char *path);
 int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out);
 
 #endif

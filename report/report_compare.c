@@ -85,6 +85,33 @@ static void codec_text(const mm_report *r, char *buf, size_t len)
         snprintf(buf, len, "%s g=%g", r->compress, r->gamma);
 }
 
+int64_t mm_report_time_to_loss(const mm_report *r, double target, double *wall)
+{
+    *wall = NAN;
+    if (isnan(target))
+        return -1;
+    for (size_t i = 0; i < r->n_rows; i++) {
+        const mm_rep_row *w = &r->rows[i];
+        if (!isnan(w->vloss_mean) && w->vloss_mean <= target) {
+            *wall = w->wall;
+            return w->round;
+        }
+    }
+    return -1;
+}
+
+double mm_report_common_target(mm_report *const *runs, int n)
+{
+    double t = NAN;
+    for (int k = 0; k < n; k++) {
+        mm__rep_finals f;
+        mm__report_finals(runs[k], &f);
+        if (!isnan(f.vloss) && !(t >= f.vloss))
+            t = f.vloss;
+    }
+    return t;
+}
+
 /* The refused column: "0", or the count and the commonest reason. */
 static void refused_text(const mm__rep_finals *f, char *buf, size_t len)
 {
@@ -94,23 +121,23 @@ static void refused_text(const mm__rep_finals *f, char *buf, size_t len)
         snprintf(buf, len, "0");
 }
 
-/* The name and topology columns are as wide as their longest entry (at
- * least the header's), so long topology paths do not push the figures out
- * of line. */
-void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
+/* The name, topology and refused columns are as wide as their longest
+ * entry (at least the header's), so long topology paths do not push the
+ * figures out of line and every line of the table is as long. */
+void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE *out)
 {
     int wname = 20, wtopo = 22, wref = 7;
     for (int k = 0; k < n; k++) {
         char name[256], ref[48];
+        mm__rep_finals f;
+        mm__report_finals(runs[k], &f);
         mm__report_run_name(runs[k], name, sizeof name);
+        refused_text(&f, ref, sizeof ref);
         int ln = (int)strlen(name), lt = runs[k]->topology[0] ? (int)strlen(runs[k]->topology) : 1;
         if (ln > wname)
             wname = ln;
         if (lt > wtopo)
             wtopo = lt;
-        mm__rep_finals f;
-        mm__report_finals(runs[k], &f);
-        refused_text(&f, ref, sizeof ref);
         if ((int)strlen(ref) > wref)
             wref = (int)strlen(ref);
     }
@@ -126,14 +153,15 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
     char codec_head[96] = "";
     if (any_codec)
         snprintf(codec_head, sizeof codec_head, "  %-*s", wcodec, "codec");
-    fprintf(out, "%-*s %-*s %5s %7s%s %8s %8s %11s %-6s %10s %9s  %-11s %-*s\n", wname, "run",
-            wtopo, "topology", "peers", "rounds", codec_head, "acc", "val_loss", "consensus",
-            "how", "MB/peer", "wall_s", "end", wref, "refused");
+    fprintf(out, "%-*s %-*s %5s %7s%s %8s %8s %11s %-6s %10s %9s %9s %9s  %-11s %-*s\n", wname,
+            "run", wtopo, "topology", "peers", "rounds", codec_head, "acc", "val_loss",
+            "consensus", "how", "MB/peer", "wall_s", "r_target", "t_target", "end", wref,
+            "refused");
     bool bad = false;
     for (int k = 0; k < n; k++) {
         mm__rep_finals f;
         mm__report_finals(runs[k], &f);
-        char name[256], end[32], ref[48];
+        char name[256], end[32], ref[48], rt[24] = "-";
         mm__report_run_name(runs[k], name, sizeof name);
         end_text(runs[k], &f, end, sizeof end);
         refused_text(&f, ref, sizeof ref);
@@ -144,28 +172,36 @@ void mm_report_compare_table(mm_report *const *runs, int n, FILE *out)
             codec_text(runs[k], c, sizeof c);
             snprintf(codec, sizeof codec, "  %-*s", wcodec, c);
         }
-        fprintf(out, "%-*s %-*s %5d %7lld%s %8s %8s %11s %-6s %10s %9s  %-11s %-*s\n", wname,
-                name, wtopo, runs[k]->topology[0] ? runs[k]->topology : "?", runs[k]->n_peers,
-                (long long)(f.last_round + 1), codec, N("%.4f", f.acc), N("%.4f", f.vloss),
-                N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6), N("%.1f", f.wall), end,
-                wref, ref);
+        double tt;
+        int64_t r = mm_report_time_to_loss(runs[k], target, &tt);
+        if (r >= 0)
+            snprintf(rt, sizeof rt, "%lld", (long long)r);
+        fprintf(out, "%-*s %-*s %5d %7lld%s %8s %8s %11s %-6s %10s %9s %9s %9s  %-11s %-*s\n",
+                wname, name, wtopo, runs[k]->topology[0] ? runs[k]->topology : "?",
+                runs[k]->n_peers, (long long)(f.last_round + 1), codec, N("%.4f", f.acc),
+                N("%.4f", f.vloss), N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6),
+                N("%.1f", f.wall), rt, N("%.1f", tt), end, wref, ref);
     }
     fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer; "
                  "end = how its peers ended; refused = connections refused, commonest reason%s)\n",
             any_codec ? "; codec = --compress and its --consensus-step, - plain D-PSGD" : "");
+    fprintf(out, "(r_target, t_target = the first evaluation round, and its wall time in s, at "
+                 "which the mean val_loss over the peers was <= %s; - when never)\n",
+            N("%.4f", target));
     if (bad)
         fprintf(out, "A run with refused or isolated peers did not gossip as configured: its "
                      "figures are not a comparison of topologies (murmur report RUN_DIR says why)\n");
 }
 
-int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
+int mm_report_compare_csv(mm_report *const *runs, int n, double target, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
     fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
                "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,peers_done,"
-               "peers_refused,peers_isolated,refused,top_refusal,compress,consensus_step\n");
+               "peers_refused,peers_isolated,refused,top_refusal,target_loss,round_to_target,"
+               "time_to_target_s,compress,consensus_step\n");
     for (int k = 0; k < n; k++) {
         mm__rep_finals fi;
         mm__report_finals(runs[k], &fi);
@@ -184,8 +220,17 @@ int mm_report_compare_csv(mm_report *const *runs, int n, const char *path)
         fprintf(f, ",%s", fi.method);
         mm__report_csv_num(f, "%.1f", fi.sent_peer);
         mm__report_csv_num(f, "%.3f", fi.wall);
-        fprintf(f, ",%d,%d,%d,%.0f,%s,", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
+        fprintf(f, ",%d,%d,%d,%.0f,%s", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
                 fi.top);
+        double tt;
+        int64_t rt = mm_report_time_to_loss(runs[k], target, &tt);
+        mm__report_csv_num(f, "%.9g", target);
+        if (rt >= 0)
+            fprintf(f, ",%lld", (long long)rt);
+        else
+            fputc(',', f);
+        mm__report_csv_num(f, "%.3f", tt);
+        fputc(',', f);
         mm__report_csv_str(f, runs[k]->compress);
         mm__report_csv_num(f, "%.9g", runs[k]->compress[0] ? runs[k]->gamma : NAN);
         fputc('\n', f);

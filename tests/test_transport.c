@@ -563,10 +563,5 @@ int main(void)
         cmocka_unit_test(ephemeral_port_in_use),
         cmocka_unit_test(free_ports_distinct),
     };
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0)
-        rc = rc ? rc : 1;
-    return rc;
+    return tn_done(cmocka_run_group_tests(tests, NULL, NULL), dir);
 }

@@ -195,6 +195,17 @@ static inline const char *tn_certs(const char *dir, int n)
     return dir;
 }
 
+/* The end of a test program: removes the temporary directory dir and
+ * returns the tests' status rc, or 1 when they passed but dir stayed. */
+static inline int tn_done(int rc, const char *dir)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0 && rc == 0)
+        rc = 1;
+    return rc;
+}
+
 static inline mm_transport_config tn_config(tn_cluster *cl, uint32_t id, const char *certdir)
 {
     static mm_tls_files files[TN_MAX];

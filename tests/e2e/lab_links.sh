@@ -9,20 +9,9 @@
 # shaped is a failure.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/pkgs.sh"
-lab="$ROOT/scripts/netns-lab.sh"
-need_pkgs iproute2 || { echo "skip: iproute2 missing and not root to install it"; exit 0; }
-# a tag of this run only: "lk" and 4 random digits, not already a lab here
-for _ in 1 2 3 4 5; do
-    tag="lk$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 10000 ))"
-    ip netns list 2>/dev/null | grep -q "^$tag-" || break
-done
+. "$ROOT/tests/e2e/lib/lab.sh"
 intra=200mbit; inter=50mbit
-E2E_CLEANUP='sh "$lab" down "$tag" 2>/dev/null'
-if ! sh "$lab" up "$tag" 4 --profile "2x2:intra=$intra,inter=$inter" 2> "$T/up.err"; then
-    [ "$(id -u)" = 0 ] && { cat "$T/up.err" >&2; fail "scripts/netns-lab.sh up $tag 4 --profile failed as root"; }
-    echo "skip: network namespaces not permitted (not root): $(head -1 "$T/up.err")"
-    exit 0
-fi
+lab_up lk 4 --profile "2x2:intra=$intra,inter=$inter"
 export MURMUR_NO_BLAS_FIX=1
 port=$(free_ports 1)
 want_intra=$(sh "$lab" profile "2x2:intra=$intra,inter=$inter" | awk '{ print $6 }')

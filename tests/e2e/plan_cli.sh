@@ -6,7 +6,7 @@ export MURMUR_NO_BLAS_FIX=1
 "$MURMUR" plan --help > "$T/help" || fail "murmur plan --help failed"
 grep -q -- "--links GxP" "$T/help" || fail "the help names no --links"
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
-ex="--vector-len 250000 --step-time 0.05 --links 2x2:intra=100mbps,inter=10mbps"
+ex="--vector-len 250000 --step-time 0.05 --links 2x2:intra=100mbps,inter=10mbps --payload-share 1"
 jnum() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
 near() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a - b < 1e-6 && b - a < 1e-6) }'; }
 

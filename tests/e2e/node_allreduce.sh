@@ -1,0 +1,71 @@
+# --algo allreduce on a pure-gossip vector (--no-train --vector-len): for
+# n = 3, 4, 7 and 8 peers, after round 0 every peer holds the same floats,
+# bit for bit (snapshot r1), and they are the average of the n initial
+# vectors (the r0 snapshots) to float rounding: within 1e-6 of the largest
+# |x| of that float (od prints 8 significant digits; test_allreduce checks
+# the engine to (n+1) float epsilons). A length n does not divide and a
+# small --allreduce-chunk make many chunks per segment, and the round after
+# checks the ring keeps going.
+. "$(dirname "$0")/lib.sh"
+len=1001
+for n in 3 4 7 8; do
+    "$MURMUR" topo gen ring -n "$n" > "$T/ring$n.topo" 2>/dev/null
+    port=$(free_ports "$n")
+    run="$T/run$n"; pids=""
+    k=0
+    while [ "$k" -lt "$n" ]; do
+        MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring$n.topo" --base-port "$port" \
+            --plaintext --algo allreduce --allreduce-chunk 37 --no-train --vector-len $len \
+            --rounds 2 --snapshot-every 1 --eval-every 0 --log-every 0 --run-dir "$run" \
+            > "$T/p$n.$k.out" 2>&1 &
+        pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
+        k=$((k + 1))
+    done
+    wait_all $pids || { cat "$T/p$n.0.out" >&2; fail "n=$n: a peer failed"; }
+    floats() { od -An -v -tf4 -j32 -N$((4 * len)) "$run/node-$1/snap/r0000000$2.bin" | tr -s ' ' '\n' | grep -v '^$'; }
+    bits() { od -An -v -tx4 -j32 -N$((4 * len)) "$run/node-$1/snap/r0000000$2.bin"; }
+    k=0; : > "$T/r0.$n"
+    while [ "$k" -lt "$n" ]; do
+        floats $k 0 > "$T/f$k"
+        for r in 1 2; do
+            bits $k $r | cmp -s - "$T/bits$r.$n" 2>/dev/null ||
+                { [ "$k" = 0 ] && bits 0 $r > "$T/bits$r.$n"; } ||
+                fail "n=$n: peer $k's r$r differs from peer 0's"
+        done
+        k=$((k + 1))
+    done
+    k=1; cp "$T/f0" "$T/cols"
+    while [ "$k" -lt "$n" ]; do paste "$T/cols" "$T/f$k" > "$T/cols2"; mv "$T/cols2" "$T/cols"; k=$((k + 1)); done
+    floats 0 1 > "$T/avg"
+    worst=$(paste "$T/cols" "$T/avg" | awk -v n="$n" '
+        { s = 0; a = 0; for (i = 1; i <= n; i++) { s += $i; v = $i < 0 ? -$i : $i; if (v > a) a = v }
+          d = $(n + 1) - s / n; if (d < 0) d = -d; if (d / (a + 1e-30) > w) w = d / (a + 1e-30); c++ }
+        END { if (c != '"$len"') print "lines:" c; else printf "%.3g\n", w }')
+    note "n=$n: r1 and r2 bit-identical on all $n peers; r1 vs mean(r0): largest relative error $worst"
+    awk -v w="$worst" 'BEGIN { exit !(w + 0 == w && w < 1e-6) }' || fail "n=$n: r1 is not the average of the r0 ($worst)"
+    grep -q '"t_allreduce"' "$run/node-0/metrics.jsonl" || fail "n=$n: no t_allreduce in the round lines"
+done
+echo "ok: allreduce gives the exact average on n = 3, 4, 7, 8 peers"
+
+# Isolation (docs/node.md, "Isolation and refused neighbours") sees an
+# all-reduce as mixing with both ring neighbours every round: peer 0's end
+# line counts 16 exchanges mixed for peers 1 and 2, and a run longer than
+# the isolation limit (max(--start-timeout, --peer-timeout +
+# --round-timeout): 2 s here) ends `done`, exit 0.
+n=3; port=$(free_ports $n); run="$T/long"; pids=""; k=0
+while [ "$k" -lt "$n" ]; do
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring3.topo" --base-port "$port" \
+        --plaintext --algo allreduce --no-train --vector-len $len --rounds 16 \
+        --compute-jitter uniform:0.4 --jitter-seed 1 --start-timeout 1000 --peer-timeout 1000 \
+        --round-timeout 1000 --eval-every 0 --log-every 0 --run-dir "$run" > "$T/long.$k.out" 2>&1 &
+    pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
+    k=$((k + 1))
+done
+wait_all $pids || { cat "$T/long.0.out" >&2; fail "a 3-peer all-reduce run longer than the isolation limit failed"; }
+secs=$(jfield "$run/node-0/metrics.jsonl" end time)
+end=$(grep '"ev":"end"' "$run/node-0/metrics.jsonl")
+note "a ${secs} s all-reduce run, isolation limit 2 s: $(echo "$end" | grep -o '"reason":"[a-z]*"') $(echo "$end" | grep -o '"mixed":{[^}]*}')"
+echo "$end" | grep -q '"reason":"done"' || fail "the long run did not end done"
+echo "$end" | grep -q '"mixed":{"1":16,"2":16}' || fail "peer 0 did not count its 16 all-reduces as mixing with peers 1 and 2"
+awk -v s="$secs" 'BEGIN { exit !(s > 2) }' || fail "the long run took only $secs s: not longer than the limit"
+echo "ok: an all-reduce mixes with the ring neighbours every round, and a long run is not isolated"

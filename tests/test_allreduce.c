@@ -1,0 +1,241 @@
+/* The ring all-reduce (gossip/allreduce.c) over real transports on
+ * loopback: n = 2, 3, 4, 7 and 8 peers average vectors whose length n does
+ * not divide, in many small chunks (so the pipeline and the gather's
+ * wait-before-overwrite are exercised), several rounds back to back, out
+ * of place and in place, plaintext and TLS. Every peer must end with the
+ * same floats, bit for bit, and each must be the exact average to float
+ * rounding: within (n + 1) float epsilons of the double-precision mean,
+ * scaled by the largest |x|. Also: a vector shorter than n (empty
+ * segments), and a neighbour that leaves mid-way fails the all-reduce on
+ * both sides with an error naming it and the step. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <float.h>
+#include <math.h>
+
+#include "gossip/allreduce.h"
+#include "tests/tnet.h"
+
+static const char *certdir;
+
+typedef struct {
+    tn_cluster *cl;
+    uint32_t id;
+    mm_allreduce *ar;
+    int done, failed;
+    char err[512];
+} ar_node;
+
+static ar_node nodes[TN_MAX];
+
+static void on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                      const void *body, size_t len)
+{
+    ar_node *a = ud;
+    mm_allreduce_on_vector(a->ar, peer, round, meta, body, len);
+}
+static void on_sent(void *ud, uint32_t peer, uint64_t round, bool ok)
+{
+    ar_node *a = ud;
+    mm_allreduce_on_sent(a->ar, peer, round, ok);
+}
+static void on_peer(void *ud, uint32_t peer, mm_peer_state st)
+{
+    ar_node *a = ud;
+    mm_allreduce_on_peer(a->ar, peer, st);
+}
+static void on_done(void *ud, mm_ar_state st, const char *err)
+{
+    ar_node *a = ud;
+    if (st == MM_AR_DONE)
+        a->done++;
+    else {
+        a->failed++;
+        snprintf(a->err, sizeof a->err, "%s", err);
+    }
+}
+
+typedef struct { uint32_t n; int want; } count_arg;
+static bool all_ended(tn_cluster *cl, void *arg)
+{
+    count_arg *c = arg;
+    for (uint32_t i = 0; i < c->n; i++)
+        if (nodes[i].done + nodes[i].failed < c->want)
+            return false;
+    return true;
+}
+
+static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chunk, bool tls)
+{
+    tn_init(cl, n, len);
+    for (uint32_t i = 0; i < n; i++) {
+        mm_transport_config cfg = tn_config(cl, i, tls ? certdir : NULL);
+        cfg.algo = MM_WIRE_ALGO_ALLREDUCE;
+        cfg.allow_chunks = true;
+        cfg.weight_rule = MM_WEIGHT_ONE;
+        nodes[i] = (ar_node){.cl = cl, .id = i};
+        mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
+                                     .ud = &nodes[i]};
+        char err[256] = "";
+        cl->node[i].t = mm_transport_new(&cl->loop, &cfg, &cb, err, sizeof err);
+        assert_non_null(cl->node[i].t);
+        mm_allreduce_config ac = {.t = cl->node[i].t, .self = i, .n = n, .len = len,
+                                  .chunk = chunk, .done = on_done, .ud = &nodes[i]};
+        nodes[i].ar = mm_allreduce_new(&ac, err, sizeof err);
+        assert_non_null(nodes[i].ar);
+    }
+}
+
+static void stop_cluster(tn_cluster *cl, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        mm_allreduce_free(nodes[i].ar);
+    assert_int_equal(tn_destroy(cl), 0);
+}
+
+static void fill(float *v, uint64_t len, uint32_t id, int round)
+{
+    uint64_t x = 0x9E3779B97F4A7C15ULL * (id + 1) + (uint64_t)round * 0xD1B54A32D192ED03ULL;
+    for (uint64_t k = 0; k < len; k++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        /* magnitudes from 1e-3 to 1e3, both signs */
+        double u = (double)(x >> 11) / 9007199254740992.0;
+        v[k] = (float)((u - 0.5) * pow(10.0, (double)(x % 7) - 3.0));
+    }
+}
+
+/* n peers, `rounds` all-reduces in a row; each checked. */
+static void run(uint32_t n, uint64_t len, uint64_t chunk, bool in_place, bool tls, int rounds)
+{
+    tn_cluster *cl = calloc(1, sizeof *cl);
+    start_cluster(cl, n, len, chunk, tls);
+    float *in[TN_MAX], *out[TN_MAX];
+    double *mean = malloc(8 * len), *amax = malloc(8 * len);
+    for (uint32_t i = 0; i < n; i++) {
+        in[i] = malloc(4 * len);
+        out[i] = in_place ? in[i] : malloc(4 * len);
+    }
+    for (int r = 0; r < rounds; r++) {
+        for (uint64_t k = 0; k < len; k++)
+            mean[k] = amax[k] = 0;
+        for (uint32_t i = 0; i < n; i++) {
+            fill(in[i], len, i, r);
+            for (uint64_t k = 0; k < len; k++) {
+                mean[k] += in[i][k] / (double)n;
+                amax[k] = fmax(amax[k], fabs(in[i][k]));
+            }
+        }
+        /* start in a scrambled order: a peer's left neighbour may be
+         * ahead of it (its chunks wait, lent) or behind */
+        for (uint32_t s = 0; s < n; s++) {
+            uint32_t i = (s * 5 + (uint32_t)r) % n;
+            if (n % 5 == 0)
+                i = s;
+            assert_int_equal(mm_allreduce_start(nodes[i].ar, (uint64_t)r + 1, in[i], out[i]), 0);
+            tn_run_for(cl, 1);
+        }
+        count_arg c = {n, r + 1};
+        assert_true(tn_pump(cl, all_ended, &c, 20000));
+        for (uint32_t i = 0; i < n; i++) {
+            if (nodes[i].failed)
+                fail_msg("peer %u: %s", i, nodes[i].err);
+            assert_int_equal(nodes[i].done, r + 1);
+            assert_int_equal(mm_allreduce_state(nodes[i].ar), MM_AR_DONE);
+            assert_memory_equal(out[i], out[0], 4 * len); /* every peer the same floats */
+        }
+        double worst = 0;
+        for (uint64_t k = 0; k < len; k++) {
+            double e = fabs((double)out[0][k] - mean[k]) / (amax[k] > 0 ? amax[k] : 1);
+            worst = fmax(worst, e);
+        }
+        if (worst > (n + 1) * (double)FLT_EPSILON)
+            fail_msg("n %u: worst relative error %.3g > (n+1) eps", n, worst);
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        free(in[i]);
+        if (!in_place)
+            free(out[i]);
+    }
+    free(mean);
+    free(amax);
+    stop_cluster(cl, n);
+    free(cl);
+}
+
+static void n2(void **s) { (void)s; run(2, 1001, 37, false, false, 3); }
+static void n3(void **s) { (void)s; run(3, 1000, 17, false, false, 3); }
+static void n4(void **s) { (void)s; run(4, 4099, 64, false, false, 3); }
+static void n7(void **s) { (void)s; run(7, 3001, 29, false, false, 3); }
+static void n8(void **s) { (void)s; run(8, 100003, 1024, false, false, 2); }
+static void n4_in_place(void **s) { (void)s; run(4, 4099, 13, true, false, 3); }
+static void n7_in_place(void **s) { (void)s; run(7, 700, 3, true, false, 2); }
+static void n3_tls(void **s) { (void)s; run(3, 20000, 512, false, true, 2); }
+static void shorter_than_n(void **s) { (void)s; run(7, 4, 1, false, false, 2); }
+static void one_chunk_per_segment(void **s) { (void)s; run(4, 4000, 1 << 20, true, false, 2); }
+
+static bool neighbours_failed(tn_cluster *cl, void *arg)
+{
+    return nodes[1].failed && nodes[3].failed;
+}
+
+/* Peer 2 of 4 stops mid-way (its transport says goodbye): its neighbours'
+ * all-reduces fail with errors naming it and the step; nothing hangs. */
+static void neighbour_leaves(void **s)
+{
+    (void)s;
+    uint32_t n = 4;
+    uint64_t len = 1 << 20;
+    tn_cluster *cl = calloc(1, sizeof *cl);
+    start_cluster(cl, n, len, 4096, false);
+    float *v[TN_MAX];
+    for (uint32_t i = 0; i < n; i++) {
+        v[i] = malloc(4 * len);
+        fill(v[i], len, i, 0);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (i != 2)
+            assert_int_equal(mm_allreduce_start(nodes[i].ar, 1, v[i], v[i]), 0);
+    uint32_t nb2[2] = {1, 3}; /* peer 2 connects but never starts */
+    mm_transport_want(cl->node[2].t, nb2, 2);
+    tn_run_for(cl, 300); /* everyone connected; 0, 1 and 3 send what they can */
+    int closed = 0;
+    mm_transport_shutdown(cl->node[2].t, tn_closed, &closed);
+    assert_true(tn_pump(cl, neighbours_failed, NULL, 5000));
+    /* peer 1 sends to 2 and peer 3 receives from 2: both name it (peer 0
+     * waits on 3; in murmur node, 3 leaving on its failure ends it too) */
+    assert_int_equal(nodes[1].failed, 1);
+    assert_non_null(strstr(nodes[1].err, "peer 2 left"));
+    assert_non_null(strstr(nodes[1].err, "step 3 of 6")); /* 0 passed on 3's chunks */
+    assert_int_equal(nodes[3].failed, 1);
+    assert_non_null(strstr(nodes[3].err, "peer 2 left"));
+    assert_non_null(strstr(nodes[3].err, "step 1 of 6 (reduce-scatter 1 of 3): waiting for peer 2's chunk 1 of 64"));
+    for (int i = 0; i < 100 && !closed; i++)
+        tn_run_for(cl, 10);
+    mm_transport_free(cl->node[2].t);
+    cl->node[2].t = NULL;
+    for (uint32_t i = 0; i < n; i++)
+        free(v[i]);
+    stop_cluster(cl, n);
+    free(cl);
+}
+
+int main(void)
+{
+    mm_log_set_level(getenv("AR_DEBUG") ? MM_LOG_DEBUG : MM_LOG_WARN);
+    char dir[] = "/tmp/murmur-test-ar-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    certdir = tn_certs(dir, TN_MAX);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(n2), cmocka_unit_test(n3), cmocka_unit_test(n4),
+        cmocka_unit_test(n7), cmocka_unit_test(n8), cmocka_unit_test(n4_in_place),
+        cmocka_unit_test(n7_in_place), cmocka_unit_test(n3_tls),
+        cmocka_unit_test(shorter_than_n), cmocka_unit_test(one_chunk_per_segment),
+        cmocka_unit_test(neighbour_leaves),
+    };
+    return tn_done(cmocka_run_group_tests(tests, NULL, NULL), dir);
+}
