@@ -200,8 +200,8 @@ int mm_report_compare_csv(mm_report *const *runs, int n, double target, const ch
         return -1;
     fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
                "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,peers_done,"
-               "peers_refused,peers_isolated,refused,top_refusal,target_loss,round_to_target,"
-               "time_to_target_s,compress,consensus_step\n");
+               "peers_refused,peers_isolated,refused,top_refusal,compress,consensus_step,"
+               "target_loss,round_to_target,time_to_target_s\n");
     for (int k = 0; k < n; k++) {
         mm__rep_finals fi;
         mm__report_finals(runs[k], &fi);
@@ -222,6 +222,9 @@ int mm_report_compare_csv(mm_report *const *runs, int n, double target, const ch
         mm__report_csv_num(f, "%.3f", fi.wall);
         fprintf(f, ",%d,%d,%d,%.0f,%s", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
                 fi.top);
+        fputc(',', f);
+        mm__report_csv_str(f, runs[k]->compress);
+        mm__report_csv_num(f, "%.9g", runs[k]->compress[0] ? runs[k]->gamma : NAN);
         double tt;
         int64_t rt = mm_report_time_to_loss(runs[k], target, &tt);
         mm__report_csv_num(f, "%.9g", target);
@@ -230,9 +233,6 @@ int mm_report_compare_csv(mm_report *const *runs, int n, double target, const ch
         else
             fputc(',', f);
         mm__report_csv_num(f, "%.3f", tt);
-        fputc(',', f);
-        mm__report_csv_str(f, runs[k]->compress);
-        mm__report_csv_num(f, "%.9g", runs[k]->compress[0] ? runs[k]->gamma : NAN);
         fputc('\n', f);
     }
     return fclose(f) == 0 ? 0 : -1;
