@@ -1,13 +1,19 @@
-# make fuzz        libFuzzer on the frame decoder for FUZZ_SECONDS (default 600)
-# make fuzz-short  the same for 60 s (what CI runs)
-# Needs clang with compiler-rt (libFuzzer). The corpus lives in build-fuzz/.
+# make fuzz        libFuzzer on the frame decoder and on every codec decoder,
+#                  FUZZ_SECONDS each (default 600)
+# make fuzz-short  the same for 60 s each (what CI runs)
+# Needs clang with compiler-rt (libFuzzer). The corpora live in build-fuzz/
+# (corpus/ for the frame decoder, corpus-codec/ for the codecs).
 FUZZ_DIR     = build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_SRC     = tests/fuzz_wire.c gossip/wire.c gossip/crc32c.c
-FUZZ_CFLAGS  = -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra
+FUZZ_CODEC_SRC = tests/fuzz_codec.c gossip/codec.c gossip/codec_dense.c gossip/codec_sparse.c \
+                 gossip/wire.c gossip/crc32c.c
+FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h gossip/wire.h
+FUZZ_CFLAGS  = -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra -ffp-contract=off
 
 .PHONY: fuzz fuzz-short fuzz-build
-fuzz-build: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/corpus/.seeded
+fuzz-build: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/corpus/.seeded \
+            $(FUZZ_DIR)/fuzz_codec $(FUZZ_DIR)/corpus-codec/.seeded
 
 $(FUZZ_DIR)/fuzz_wire: $(FUZZ_SRC) gossip/wire.h
 	@$(call ensure_pkgs,clang libclang-rt-14-dev)
@@ -19,9 +25,21 @@ $(FUZZ_DIR)/corpus/.seeded: $(FUZZ_SRC) gossip/wire.h
 	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen $(FUZZ_SRC) -lm
 	$(FUZZ_DIR)/seedgen $(FUZZ_DIR)/corpus && touch $@
 
+$(FUZZ_DIR)/fuzz_codec: $(FUZZ_CODEC_SRC) $(FUZZ_CODEC_HDR)
+	@$(call ensure_pkgs,clang libclang-rt-14-dev)
+	@mkdir -p $(FUZZ_DIR)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_CODEC_SRC) -lm
+
+$(FUZZ_DIR)/corpus-codec/.seeded: $(FUZZ_CODEC_SRC) $(FUZZ_CODEC_HDR)
+	@mkdir -p $(FUZZ_DIR)/corpus-codec
+	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen-codec $(FUZZ_CODEC_SRC) -lm
+	$(FUZZ_DIR)/seedgen-codec $(FUZZ_DIR)/corpus-codec && touch $@
+
 fuzz: fuzz-build
 	$(FUZZ_DIR)/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus
+	$(FUZZ_DIR)/fuzz_codec -max_total_time=$(FUZZ_SECONDS) -max_len=12000 \
+	    -artifact_prefix=$(FUZZ_DIR)/codec- $(FUZZ_DIR)/corpus-codec
 
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=60

@@ -126,6 +126,17 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_DOUBLE, "clip-pull", "X", &c->clip_pull, 0, INFINITY,
                "bound each neighbour's pull: ||x_j - x_i|| clipped to X (0 off)",
                .hide_default = true),
+        MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
+        MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
+               "send CHOCO's compressed differences: fp32 | bf16 | int8[:B] | sign[:B] | "
+               "topk:F | randk:F (every peer the same; default off: plain D-PSGD)",
+               .hide_default = true),
+        MM_OPT(MM_OPT_DOUBLE, "consensus-step", "GAMMA", &c->consensus_step, 0, 1,
+               "CHOCO's gamma in (0, 1]; default per codec: 1 for fp32, bf16, int8, sign; "
+               "2F for topk:F, F for randk:F", .hide_default = true),
+        MM_OPT(MM_OPT_LONG, "choco-memory-mb", "MB", &c->choco_memory_mb, 1, 1L << 30,
+               "refuse to start when the public copies (one vector per in-neighbour and "
+               "one's own) and buffers would take more"),
         MM_OPT_HEAD("Metrics and checkpoints (docs/metrics.md):"),
         MM_OPT(MM_OPT_INT, "eval-every", "E", &c->eval_every, 0, INT_MAX,
                "evaluate and sketch every E rounds, 0 = off"),
@@ -166,7 +177,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
     return t;
 }
 
-/* The three ways to set a round's exchanges exclude each other. */
+/* The three ways to set a round's exchanges exclude each other (and the
+ * adaptive one excludes --compress). */
 static int check_consensus(const mm_node_config *c, const node_flags *f)
 {
     const char *why = NULL;
@@ -179,6 +191,9 @@ static int check_consensus(const mm_node_config *c, const node_flags *f)
         why = "--consensus-target needs --algo dpsgd (neighbours agree on every exchange)";
     else if (f->max_gossip_steps && !(c->consensus_target > 0))
         why = "--max-gossip-steps bounds --consensus-target, which is not given";
+    else if (c->consensus_target > 0 && c->compress)
+        why = "--consensus-target and --compress do not combine yet (consensus control "
+              "drops edges for an exchange, which would leave CHOCO's public copies behind)";
     if (why)
         fprintf(stderr, "murmur node: %s\n", why);
     return why ? -1 : 0;
@@ -246,6 +261,10 @@ int cmd_node(int argc, char **argv)
     }
     if (c.vector_len > 0 && !c.no_train) {
         fprintf(stderr, "murmur node: --vector-len gossips a plain vector: it needs --no-train\n");
+        return 2;
+    }
+    if (c.consensus_step > 0 && !c.compress) {
+        fprintf(stderr, "murmur node: --consensus-step is CHOCO's gamma: it needs --compress\n");
         return 2;
     }
     if (c.no_train)

@@ -20,6 +20,7 @@ typedef struct {
     mm_wire_vec meta;    /* its vector header */
     const void *body;
     size_t body_len;
+    uint64_t ups;        /* the peer's ups when it was delivered */
 } inbox_slot;
 
 struct mm__mbox {
@@ -35,6 +36,8 @@ struct mm__mbox {
     inbox_slot *inbox;              /* [n] */
     mm__peer_state *state;          /* [n] */
     bool *ever_up;                  /* [n] */
+    uint64_t *ups;                  /* [n]: times the peer came up */
+    uint64_t *lost;                 /* [n]: sends to it dropped or failed */
 
     void *buf[MM__MBOX_BUFS];       /* snapshot buffers (8-byte aligned) */
     int refs[MM__MBOX_BUFS];        /* sends (pending or in flight) still reading it */
@@ -85,6 +88,8 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     mb->inbox = calloc(n, sizeof *mb->inbox);
     mb->state = calloc(n, sizeof *mb->state);
     mb->ever_up = calloc(n, sizeof *mb->ever_up);
+    mb->ups = calloc(n, sizeof *mb->ups);
+    mb->lost = calloc(n, sizeof *mb->lost);
     mb->inflight = calloc(n, sizeof *mb->inflight);
     mb->inflight_buf = calloc(n, sizeof *mb->inflight_buf);
     mb->pending = calloc(n, sizeof *mb->pending);
@@ -92,7 +97,7 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     mb->want = calloc(n, sizeof *mb->want);
     mb->wanted = calloc(n, sizeof *mb->wanted);
     mb->refusals = calloc((size_t)n + 1, sizeof *mb->refusals);
-    bool ok = mb->inbox && mb->state && mb->ever_up && mb->inflight && mb->inflight_buf &&
+    bool ok = mb->inbox && mb->state && mb->ever_up && mb->ups && mb->lost && mb->inflight && mb->inflight_buf &&
               mb->pending && mb->has_pending && mb->want && mb->wanted && mb->refusals;
     for (int b = 0; b < MM__MBOX_BUFS; b++) {
         mb->buf_exchange[b] = -1;
@@ -114,6 +119,8 @@ void mm__mbox_free(mm__mbox *mb)
     free(mb->inbox);
     free(mb->state);
     free(mb->ever_up);
+    free(mb->ups);
+    free(mb->lost);
     free(mb->inflight);
     free(mb->inflight_buf);
     free(mb->pending);
@@ -136,6 +143,7 @@ static void drop_pending(mm__mbox *mb, uint32_t peer)
 {
     if (mb->has_pending[peer]) {
         mb->has_pending[peer] = false;
+        mb->lost[peer]++;
         assert(mb->refs[mb->pending[peer].buf] > 0);
         mb->refs[mb->pending[peer].buf]--;
         changed(mb);
@@ -226,9 +234,15 @@ void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange)
 void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
                    const mm_wire_vec *meta, size_t len)
 {
-    assert(len <= mb->buf_bytes);
+    mm__mbox_send_at(mb, peer, exchange, b, 0, meta, len);
+}
+
+void mm__mbox_send_at(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b, size_t off,
+                      const mm_wire_vec *meta, size_t len)
+{
+    assert(off % 8 == 0 && off <= mb->buf_bytes && len <= mb->buf_bytes - off);
     mm__cmd c = {.kind = MM__CMD_SEND, .peer = peer, .exchange = exchange, .buf = b,
-                 .meta = *meta, .len = len};
+                 .meta = *meta, .off = off, .len = len};
     pthread_mutex_lock(&mb->mu);
     assert(mb->buf_exchange[b] == (int64_t)exchange);
     /* Registered here, on the training thread, so that the round's wait
@@ -268,6 +282,9 @@ void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
         .body_len = s->present ? s->body_len : 0,
         .send_pending = mb->has_pending[peer],
         .pending_exchange = mb->pending[peer].exchange,
+        .ups = mb->ups[peer],
+        .lost = mb->lost[peer],
+        .vector_ups = s->ups,
     };
     pthread_mutex_unlock(&mb->mu);
 }
@@ -429,14 +446,16 @@ void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_w
 {
     pthread_mutex_lock(&mb->mu);
     mb->inbox[peer] = (inbox_slot){.present = true, .exchange = exchange, .meta = *meta,
-                                   .body = body, .body_len = body_len};
+                                   .body = body, .body_len = body_len, .ups = mb->ups[peer]};
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
 }
 
-void mm__mbox_sent(mm__mbox *mb, uint32_t peer)
+void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok)
 {
     pthread_mutex_lock(&mb->mu);
+    if (!ok)
+        mb->lost[peer]++;
     if (mb->inflight[peer]) {
         mb->inflight[peer] = false;
         assert(mb->refs[mb->inflight_buf[peer]] > 0);
@@ -451,8 +470,10 @@ mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state
     pthread_mutex_lock(&mb->mu);
     mm__peer_state old = mb->state[peer];
     mb->state[peer] = st;
-    if (st == MM__PEER_UP)
+    if (st == MM__PEER_UP) {
         mb->ever_up[peer] = true;
+        mb->ups[peer]++; /* every new connection, also one that replaced a live one */
+    }
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
     return old;
@@ -543,7 +564,7 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
         return NULL;
     }
     if (!current || busy) {
-        drop_pending(mb, c->peer);
+        drop_pending(mb, c->peer); /* (counted lost) */
         if (busy)
             mb->skipped++;
         pthread_mutex_unlock(&mb->mu);
@@ -557,7 +578,7 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
     mb->inflight[c->peer] = true;
     mb->inflight_buf[c->peer] = c->buf;
     changed(mb);
-    const void *buf = mb->buf[c->buf];
+    const void *buf = (const char *)mb->buf[c->buf] + c->off;
     pthread_mutex_unlock(&mb->mu);
     return buf;
 }

@@ -50,6 +50,11 @@ typedef struct {
     size_t body_len;
     bool send_pending;       /* our send to it waits for it to come up */
     uint64_t pending_exchange;
+    /* For compressed gossip (node/choco_round.c), which must know whether
+     * every frame since a RESET reached the peer: */
+    uint64_t ups;            /* times its connection came up (a new connection) */
+    uint64_t lost;           /* sends to it dropped or failed (never written whole) */
+    uint64_t vector_ups;     /* ups when the waiting vector was delivered */
 } mm__peer_view;
 
 /* What the transport said about a peer's refused connections and failed
@@ -71,7 +76,7 @@ typedef struct {
     uint64_t exchange;
     int buf;
     mm_wire_vec meta;        /* SEND: the vector header */
-    size_t len;              /* SEND: bytes of the buffer to send */
+    size_t off, len;         /* SEND: the bytes of the buffer to send */
     const float *in;         /* ALLREDUCE: the vector to average ... */
     float *out;              /* ... and where the average goes (may be in) */
     char why[96];            /* AR_ABORT: the reason */
@@ -111,6 +116,10 @@ void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange);
  * skipped, not queued). */
 void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
                    const mm_wire_vec *meta, size_t len);
+/* The same for bytes off .. off+len-1 of buffer b (off a multiple of 8):
+ * compressed gossip puts a payload and a RESET body in one buffer. */
+void mm__mbox_send_at(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b, size_t off,
+                      const mm_wire_vec *meta, size_t len);
 /* Give peer's received vector back to the transport (reading resumes). */
 void mm__mbox_release(mm__mbox *mb, uint32_t peer);
 void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *out);
@@ -159,7 +168,8 @@ void mm__mbox_allreduce_wait(mm__mbox *mb, double deadline);
 /* Transport callbacks, forwarded. */
 void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len);
-void mm__mbox_sent(mm__mbox *mb, uint32_t peer);
+/* ok false: the send failed (counted in the peer's lost). */
+void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok);
 /* Returns the state it had before. */
 mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state st);
 /* The all-reduce moved (progress: its counter); no one is woken, the

@@ -17,6 +17,7 @@
 #include "gossip/ports.h"
 #include "node/blas_env.h"
 #include "gossip/tls.h"
+#include "node/choco_round.h"
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
@@ -58,6 +59,7 @@ void mm_node_config_defaults(mm_node_config *c)
     c->peer_timeout_ms = 10000;
     c->start_timeout_ms = 30000;
     c->staleness = 8;
+    c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
     c->eval_every = 20;
     c->eval_windows = 64;
     c->checkpoint_every = 50;
@@ -172,7 +174,7 @@ static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
         mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
         return;
     }
-    mm__mbox_sent(nd->mb, peer);
+    mm__mbox_sent(nd->mb, peer, ok);
     if (!ok)
         mm_debug("send to peer %u did not complete", peer);
     mm__cmd c; /* a send deferred behind this one (mm__mbox_defer_busy) */
@@ -254,6 +256,9 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
         tc->allow_chunks = true;
         tc->max_body = 4 * (chunk < tc->vec_len ? chunk : tc->vec_len);
     }
+    if (c->algo != MM_ALGO_ALLREDUCE)
+        mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
+                          &tc->max_body);
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
@@ -377,6 +382,8 @@ int mm_node_run(const mm_node_config *c)
     nd->want = calloc(nd->n, sizeof *nd->want);
     if (!nd->trainer || !nd->want) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
+        if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
+            status = 2; /* a --compress configuration refused (choco_round.c) */
         goto out;
     }
 
@@ -385,7 +392,7 @@ int mm_node_run(const mm_node_config *c)
     loop_ready = true;
     uv_async_init(&nd->loop, &nd->wake, on_wake);
     nd->wake.data = nd;
-    nd->mb = mm__mbox_new(nd->n, 4 * mm__trainer_vec_len(nd->trainer), &nd->wake);
+    nd->mb = mm__mbox_new(nd->n, mm__trainer_buf_bytes(nd->trainer), &nd->wake);
     if (!nd->mb) {
         mm_error("out of memory for %u peers and %zu parameters", nd->n,
                  mm__trainer_vec_len(nd->trainer));

@@ -26,6 +26,11 @@ void mm__trainer_free(mm__trainer *t);
  * (docs/protocol.md, HELLO). */
 size_t mm__trainer_vec_len(const mm__trainer *t);
 void mm__trainer_fingerprint(const mm__trainer *t, uint8_t fp[32]);
+/* The mailbox's buffer size, and the codec the HELLO names (fp32 and 0s
+ * without --compress) with the largest VECTOR body. */
+size_t mm__trainer_buf_bytes(const mm__trainer *t);
+void mm__trainer_codec(const mm__trainer *t, uint8_t *codec, uint32_t *block, double *frac,
+                       uint64_t *max_body);
 
 /* The training thread's body: every round until done or stopped, then the
  * end line and the final checkpoint; ends with mm__mbox_finish(mb). Its

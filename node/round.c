@@ -31,6 +31,7 @@
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
+#include "node/choco_round.h"
 #include "node/isolation.h"
 #include "node/node_int.h"
 #include "node/replica.h"
@@ -106,6 +107,7 @@ struct mm__trainer {
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
+    mm__choco *choco;               /* --compress: CHOCO-SGD's public copies (choco_round.h) */
     int exit_status;
 };
 
@@ -315,6 +317,8 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
     snprintf(t->dir, sizeof t->dir, "%s", dir);
     if (load_replica(t, err, errlen) != 0 || (c->resume && resume(t, err, errlen) != 0))
         goto fail;
+    if (c->compress && !(t->choco = mm__choco_new(c, topo, id, t->x, t->P, err, errlen)))
+        goto fail;
     t->iso = mm__iso_new(t->n, id, mm__iso_limit(c->start_timeout_ms, c->peer_timeout_ms,
                                                   c->round_timeout_ms));
     if (alloc_round(t) != 0 || !t->iso) {
@@ -366,10 +370,29 @@ void mm__trainer_free(mm__trainer *t)
     free(t->cc_ratio);
     free(t->ar_out);
     mm__iso_free(t->iso);
+    mm__choco_free(t->choco);
     free(t);
 }
 
 size_t mm__trainer_vec_len(const mm__trainer *t) { return t->P; }
+
+size_t mm__trainer_buf_bytes(const mm__trainer *t)
+{
+    return t->choco ? mm__choco_buf_bytes(t->choco) : 4 * t->P;
+}
+
+void mm__trainer_codec(const mm__trainer *t, uint8_t *codec, uint32_t *block, double *frac,
+                       uint64_t *max_body)
+{
+    if (t->choco) {
+        mm__choco_wire(t->choco, codec, block, frac, max_body);
+        return;
+    }
+    *codec = MM_WIRE_CODEC_FP32;
+    *block = 0;
+    *frac = 0;
+    *max_body = 4 * (uint64_t)t->P;
+}
 
 void mm_vector_fingerprint(size_t P, uint8_t out[32])
 {
@@ -468,7 +491,17 @@ static void wait_sync(mm__trainer *t, uint64_t e)
             uint32_t p = t->v.in[k].peer;
             mm__peer_view pv;
             mm__mbox_peer(t->mb, p, &pv);
-            if (pv.has_vector && pv.exchange == e) {
+            if (pv.has_vector && pv.exchange == e && t->choco) {
+                /* applied to its copy; mixed only when the copy is valid */
+                if (mm__choco_take(t->choco, p, &pv)) {
+                    t->status[k] = IN_READY;
+                    t->vec[k] = mm__choco_copy(t->choco, p);
+                    t->wk[k] = 1.0;
+                } else {
+                    t->status[k] = IN_MISSING;
+                    mm__mbox_release(t->mb, p);
+                }
+            } else if (pv.has_vector && pv.exchange == e) {
                 t->status[k] = IN_READY;
                 t->vec[k] = pv.body; /* fp32: the whole vector (the wire checked its length) */
                 t->wk[k] = pv.meta.weight;
@@ -479,6 +512,8 @@ static void wait_sync(mm__trainer *t, uint64_t e)
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
                          (unsigned long long)e, p, (unsigned long long)pv.exchange);
             } else if (pv.has_vector) {
+                if (t->choco) /* a copy must see every q, in order, mixed or not */
+                    mm__choco_take(t->choco, p, &pv);
                 mm__mbox_release(t->mb, p); /* from a round we gave up on */
                 t->stale_dropped++;
                 released = true;
@@ -543,6 +578,12 @@ static void mix(mm__trainer *t, const float *s)
         t->mix_in[k] = (mm_mix_input){.x = ready ? t->vec[k] : NULL,
                                       .weight = t->v.in[k].weight,
                                       .w = ready ? t->wk[k] : 1.0};
+    }
+    if (t->choco) {
+        mm__choco_mix(t->choco, t->x, t->v.self_weight, t->mix_in, t->v.n_in);
+        for (int k = 0; k < t->v.n_in; k++)
+            t->dist[k] = t->mix_in[k].dist;
+        return;
     }
     t->w = mm_mix_round(t->x, s, t->P, t->w, t->v.self_weight, t->mix_in, t->v.n_in,
                         t->cfg->algo == MM_ALGO_PUSHSUM, (double)t->n, t->cfg->clip_pull);
@@ -611,9 +652,34 @@ static void compute(mm__trainer *t)
     }
 }
 
+/* Snapshot s = w x into buffer b and send it to this round's
+ * out-neighbours (with consensus control, those on[] names; more sets MORE
+ * in the vector header); or, with --compress, CHOCO's q (or a RESET). 0,
+ * or -1 when the parameters cannot be encoded (NaN/Inf). */
+static int send_snapshot(mm__trainer *t, int b, uint64_t e, bool more)
+{
+    if (t->choco) { /* (--compress is refused with --consensus-target) */
+        char err[300];
+        if (mm__choco_send(t->choco, t->mb, b, e, t->x, &t->v, err, sizeof err) == 0)
+            return 0;
+        mm_error("%s", err);
+        return -1;
+    }
+    float *s = mm__mbox_buf(t->mb, b);
+    mm_mix_scale_copy(s, (float)t->w, t->x, t->P);
+    mm__mbox_publish(t->mb, b, e);
+    mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P,
+                        .flags = more ? MM_VEC_MORE : 0, .aux = t->adaptive ? t->cc.a : 0};
+    for (int k = 0; k < t->v.n_out; k++)
+        if (!t->adaptive || t->on[k]) /* adaptive: out[k] is in[k] (undirected_view) */
+            mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
+    return 0;
+}
+
 /* One exchange: snapshot, send, (compute), wait, mix, with the neighbours
  * on[] names (all but where consensus control dropped an edge); more sets
- * MORE in what we send. Returns -1 when stopping before anything was sent. */
+ * MORE in what we send. Returns -1 when stopping before anything was sent,
+ * or when the parameters cannot be encoded (exit status 1). */
 static int exchange(mm__trainer *t, uint64_t e, bool with_compute, bool more)
 {
     double t0 = mm_time_now();
@@ -625,13 +691,11 @@ static int exchange(mm__trainer *t, uint64_t e, bool with_compute, bool more)
     }
     double t1 = mm_time_now();
     float *s = mm__mbox_buf(t->mb, b);
-    mm_mix_scale_copy(s, (float)t->w, t->x, t->P);
-    mm__mbox_publish(t->mb, b, e);
-    mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P,
-                        .flags = more ? MM_VEC_MORE : 0, .aux = t->adaptive ? t->cc.a : 0};
-    for (int k = 0; k < t->v.n_out; k++)
-        if (!t->adaptive || t->on[k]) /* adaptive: out[k] is in[k] (undirected_view) */
-            mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
+    if (send_snapshot(t, b, e, more) != 0) {
+        set_phase(t, PH_IDLE);
+        t->exit_status = 1;
+        return -1;
+    }
     double t2 = mm_time_now();
     set_phase(t, PH_COMPUTE);
     if (with_compute)
@@ -942,6 +1006,12 @@ static void write_start(mm__trainer *t)
         mm_metrics_num(m, "consensus_target", c->consensus_target);
         mm_metrics_int(m, "max_gossip_steps", c->max_gossip_steps);
     }
+    if (t->choco) {
+        mm_metrics_str(m, "compress", mm__choco_spec(t->choco));
+        mm_metrics_num(m, "consensus_step", mm__choco_gamma(t->choco));
+        mm_metrics_int(m, "choco_bytes", (long long)mm__choco_bytes(t->choco));
+        mm_metrics_int(m, "choco_in_peers", mm__choco_in_peers(t->choco));
+    }
     if (t->have_model) {
         /* what it takes to evaluate a snapshot offline (murmur report) */
         mm_metrics_int(m, "layers", c->train.model.n_layer);
@@ -993,6 +1063,14 @@ static void write_end(mm__trainer *t, const char *reason)
     mm_metrics_int(m, "deferred_sends", (long long)mm__mbox_deferred_sends(t->mb));
     mm_metrics_int(m, "stale_dropped", (long long)t->stale_dropped);
     mm_metrics_int(m, "mix_refused", (long long)t->mix_refused);
+    if (t->choco) {
+        mm__choco_stats cs;
+        mm__choco_get_stats(t->choco, &cs);
+        mm_metrics_int(m, "resets_sent", (long long)cs.resets_sent);
+        mm_metrics_int(m, "resets_recv", (long long)cs.resets_recv);
+        mm_metrics_int(m, "copies_ignored", (long long)cs.ignored);
+        mm_metrics_int(m, "copies_diverged", (long long)cs.diverged);
+    }
     write_refusals(t, m);
     mm__iso_fields(t->iso, t->mb, m, v, -1);
     mm_metrics_end(m);

@@ -45,6 +45,8 @@ typedef struct {
     int n_peers, sketch_dim;
     uint64_t sketch_seed;
     char topology[128], algo[32];
+    char compress[48];    /* --compress codec spec, "" without */
+    double gamma;         /* its --consensus-step (NaN without) */
     mm_rep_round *rounds; /* sorted by round, one per round */
     size_t n_rounds;
     mm_rep_eval *evals;   /* sorted by round, one per round */
@@ -96,6 +98,8 @@ typedef struct {
     int n_expected;         /* max(n_peers, declared n_peers) */
     int64_t params;
     char topology[128], algo[32];
+    char compress[48];      /* --compress of its peers ("" plain D-PSGD) */
+    double gamma;           /* their --consensus-step, NaN without */
     mm_rep_row *rows;
     size_t n_rows;
     size_t warnings;

@@ -78,6 +78,15 @@ static void end_text(const mm_report *r, const mm__rep_finals *f, char *buf, siz
 
 #define N(f, v) mm__report_num((char[32]){0}, 32, f, v)
 
+/* The codec column: "-" for plain D-PSGD, else "CODEC g=GAMMA". */
+static void codec_text(const mm_report *r, char *buf, size_t len)
+{
+    if (!r->compress[0])
+        snprintf(buf, len, "-");
+    else
+        snprintf(buf, len, "%s g=%g", r->compress, r->gamma);
+}
+
 int64_t mm_report_time_to_loss(const mm_report *r, double target, double *wall)
 {
     *wall = NAN;
@@ -134,9 +143,22 @@ void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE 
         if ((int)strlen(ref) > wref)
             wref = (int)strlen(ref);
     }
-    fprintf(out, "%-*s %-*s %5s %7s %8s %8s %11s %-6s %10s %9s %6s %9s %9s  %-11s %-*s\n",
-            wname, "run", wtopo, "topology", "peers", "rounds", "acc", "val_loss", "consensus",
-            "how", "MB/peer", "wall_s", "G", "r_target", "t_target", "end", wref, "refused");
+    bool any_codec = false;
+    int wcodec = 5;
+    for (int k = 0; k < n; k++) {
+        char c[80];
+        codec_text(runs[k], c, sizeof c);
+        any_codec |= runs[k]->compress[0] != 0;
+        if ((int)strlen(c) > wcodec)
+            wcodec = (int)strlen(c);
+    }
+    char codec_head[96] = "";
+    if (any_codec)
+        snprintf(codec_head, sizeof codec_head, "  %-*s", wcodec, "codec");
+    fprintf(out, "%-*s %-*s %5s %7s%s %8s %8s %11s %-6s %10s %9s %6s %9s %9s  %-11s %-*s\n",
+            wname, "run", wtopo, "topology", "peers", "rounds", codec_head, "acc", "val_loss",
+            "consensus", "how", "MB/peer", "wall_s", "G", "r_target", "t_target", "end", wref,
+            "refused");
     bool bad = false;
     for (int k = 0; k < n; k++) {
         mm__rep_finals f;
@@ -146,19 +168,26 @@ void mm_report_compare_table(mm_report *const *runs, int n, double target, FILE 
         end_text(runs[k], &f, end, sizeof end);
         refused_text(&f, ref, sizeof ref);
         bad |= f.n_refused || f.n_isolated;
+        char codec[96] = "";
+        if (any_codec) {
+            char c[80];
+            codec_text(runs[k], c, sizeof c);
+            snprintf(codec, sizeof codec, "  %-*s", wcodec, c);
+        }
         double tt;
         int64_t r = mm_report_time_to_loss(runs[k], target, &tt);
         if (r >= 0)
             snprintf(rt, sizeof rt, "%lld", (long long)r);
-        fprintf(out, "%-*s %-*s %5d %7lld %8s %8s %11s %-6s %10s %9s %6s %9s %9s  %-11s %-*s\n",
+        fprintf(out, "%-*s %-*s %5d %7lld%s %8s %8s %11s %-6s %10s %9s %6s %9s %9s  %-11s %-*s\n",
                 wname, name, wtopo, runs[k]->topology[0] ? runs[k]->topology : "?",
-                runs[k]->n_peers, (long long)(f.last_round + 1), N("%.4f", f.acc),
+                runs[k]->n_peers, (long long)(f.last_round + 1), codec, N("%.4f", f.acc),
                 N("%.4f", f.vloss), N("%.4e", f.xi), f.method, N("%.3f", f.sent_peer / 1e6),
                 N("%.1f", f.wall), N("%.2f", f.exchanges), rt, N("%.1f", tt), end, wref, ref);
     }
     fprintf(out, "(final = the last evaluation round of each run; MB/peer = bytes sent per peer; "
                  "G = averaging exchanges per round, mean over the run; end = how its peers ended; "
-                 "refused = connections refused, commonest reason)\n");
+                 "refused = connections refused, commonest reason%s)\n",
+            any_codec ? "; codec = --compress and its --consensus-step, - plain D-PSGD" : "");
     fprintf(out, "(r_target, t_target = the first evaluation round, and its wall time in s, at "
                  "which the mean val_loss over the peers was <= %s; - when never)\n",
             N("%.4f", target));
@@ -173,9 +202,9 @@ int mm_report_compare_csv(mm_report *const *runs, int n, double target, const ch
     if (!f)
         return -1;
     fprintf(f, "run,dir,topology,peers,rounds,eval_round,final_acc,final_val_loss,"
-               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,exchanges_per_round,peers_done,"
-               "peers_refused,peers_isolated,refused,top_refusal,target_loss,round_to_target,"
-               "time_to_target_s\n");
+               "final_consensus,consensus_method,bytes_sent_per_peer,wall_s,exchanges_per_round,"
+               "peers_done,peers_refused,peers_isolated,refused,top_refusal,compress,"
+               "consensus_step,target_loss,round_to_target,time_to_target_s\n");
     for (int k = 0; k < n; k++) {
         mm__rep_finals fi;
         mm__report_finals(runs[k], &fi);
@@ -197,6 +226,9 @@ int mm_report_compare_csv(mm_report *const *runs, int n, double target, const ch
         mm__report_csv_num(f, "%.4f", fi.exchanges);
         fprintf(f, ",%d,%d,%d,%.0f,%s", fi.n_done, fi.n_refused, fi.n_isolated, fi.refused,
                 fi.top);
+        fputc(',', f);
+        mm__report_csv_str(f, runs[k]->compress);
+        mm__report_csv_num(f, "%.9g", runs[k]->compress[0] ? runs[k]->gamma : NAN);
         double tt;
         int64_t rt = mm_report_time_to_loss(runs[k], target, &tt);
         mm__report_csv_num(f, "%.9g", target);

@@ -295,6 +295,9 @@ static void on_start(loader *L, const mm_json_obj *o)
         p->sketch_seed = u;
     copy_str(p->topology, sizeof p->topology, mm_json_str(o, "topology"));
     copy_str(p->algo, sizeof p->algo, mm_json_str(o, "algo"));
+    copy_str(p->compress, sizeof p->compress, mm_json_str(o, "compress"));
+    if (!mm_json_num(o, "consensus_step", &p->gamma))
+        p->gamma = NAN;
 }
 
 /* A round line. -1 when out of memory (reading stops there). */
@@ -563,6 +566,8 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             r->params = p->params;
             copy_str(r->topology, sizeof r->topology, p->topology);
             copy_str(r->algo, sizeof r->algo, p->algo);
+            copy_str(r->compress, sizeof r->compress, p->compress);
+            r->gamma = p->gamma;
         } else if (p->n_starts && p->params != r->params) {
             mm__report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,
                            (long long)p->params, r->peers[0].id, (long long)r->params);

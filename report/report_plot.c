@@ -221,6 +221,112 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
     return failed ? -1 : 0;
 }
 
+/* A comparison's gnuplot script: the terminal, and the PNG (named without
+ * its directory: gnuplot runs in the script's). NULL if it cannot be made. */
+static FILE *gp_begin(const char *gp, const char *png, int w, int h)
+{
+    FILE *f = fopen(gp, "w");
+    if (!f)
+        return NULL;
+    char pngbase[4200];
+    snprintf(pngbase, sizeof pngbase, "%s", png);
+    mm__report_gp_terminal(f, w, h);
+    fprintf(f, "set output '%s'\n", basename(pngbase));
+    return f;
+}
+
+/* Runs a comparison's gnuplot script and says where its PNG went. */
+static int gp_run(const char *gp, const char *png, FILE *out)
+{
+    int rc = mm__report_gnuplot(gp);
+    if (rc == 0)
+        fprintf(out, "plot: %s\n", png);
+    else if (rc < 0)
+        fprintf(stderr, "murmur report: gnuplot failed on %s\n", gp);
+    return rc;
+}
+
+/* The group of a run for the bytes plot: its name without a trailing
+ * "-sSEED", so that the seeds of one setting share a colour. */
+static int run_group(mm_report *const *runs, int k, char (*names)[256])
+{
+    mm__report_run_name(runs[k], names[k], sizeof names[k]);
+    char *s = strrchr(names[k], '-');
+    if (s && s[1] == 's' && s[2] && strspn(s + 2, "0123456789") == strlen(s + 2))
+        *s = 0;
+    for (int j = 0; j < k; j++)
+        if (!strcmp(names[j], names[k]))
+            return run_group(runs, j, names);
+    int g = 0;
+    for (int j = 0; j < k; j++) {
+        bool first = true;
+        for (int i = 0; i < j; i++)
+            first &= strcmp(names[i], names[j]) != 0;
+        g += first;
+    }
+    return g;
+}
+
+/* STEM-bytes.png: mean validation accuracy against megabytes sent per peer
+ * (log scale), one colour per setting (the seeds of a setting, runs named
+ * NAME-sSEED, share it): what compression buys (docs/compression.md). */
+static int compare_bytes_plot(mm_report *const *runs, int n, const char *stem, FILE *out)
+{
+    char dat[4200], gp[4200], png[4200];
+    snprintf(dat, sizeof dat, "%s-bytes.dat", stem);
+    snprintf(gp, sizeof gp, "%s-bytes.gp", stem);
+    snprintf(png, sizeof png, "%s-bytes.png", stem);
+    FILE *f = fopen(dat, "w");
+    if (!f)
+        return -1;
+    int points = 0;
+    for (int k = 0; k < n; k++) {
+        fprintf(f, "# run %d: %s\n# MB_sent_per_peer acc_mean round\n", k, runs[k]->dir);
+        for (size_t i = 0; i < runs[k]->n_rows; i++) {
+            const mm_rep_row *w = &runs[k]->rows[i];
+            if (isnan(w->acc_mean) || !(w->sent_peer > 0) || w->round == 0)
+                continue; /* (round 0: nothing exchanged yet, the HELLOs' bytes only) */
+            mm__report_dat_num(f, w->sent_peer / 1e6);
+            mm__report_dat_num(f, w->acc_mean);
+            fprintf(f, " %lld\n", (long long)w->round);
+            points++;
+        }
+        fputs("\n\n", f);
+    }
+    fclose(f);
+    if (!points)
+        return 0; /* pure gossip: no accuracy to set against the bytes */
+    f = gp_begin(gp, png, 900, 600);
+    if (!f)
+        return -1;
+    char datbase[4200];
+    snprintf(datbase, sizeof datbase, "%s", dat);
+    fprintf(f, "set title 'accuracy against bytes sent (one colour per setting)'\n"
+               "set grid\nset key outside right\nset logscale x\nset format x '%%g'\n"
+               "set xlabel 'MB sent per peer (cumulative)'\nset ylabel 'validation accuracy (mean)'\n");
+    fprintf(f, "plot ");
+    char (*names)[256] = calloc((size_t)n, sizeof *names);
+    if (!names) {
+        fclose(f);
+        return -1;
+    }
+    for (int k = 0; k < n; k++) {
+        int g = run_group(runs, k, names);
+        int seed = 0; /* dash the second seed of a setting, and so on */
+        for (int j = 0; j < k; j++)
+            seed += !strcmp(names[j], names[k]);
+        char name[256];
+        mm__report_run_name(runs[k], name, sizeof name);
+        fprintf(f, "%s'%s' index %d using 1:2 with linespoints pt %d ps 0.6 lw 2 dt %d lc %d title ",
+                k ? ", \\\n     " : "", basename(datbase), k, 7 + seed % 3, 1 + seed % 4, g + 1);
+        mm__report_gp_title(f, name);
+    }
+    free(names);
+    fputc('\n', f);
+    fclose(f);
+    return gp_run(gp, png, out);
+}
+
 int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE *out)
 {
     if (!on_path("gnuplot")) {
@@ -252,16 +358,13 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
         fputs("\n\n", f); /* gnuplot data blocks: 'index k' */
     }
     fclose(f);
-    f = fopen(gp, "w");
+    f = gp_begin(gp, png, 900, 900);
     if (!f)
         return -1;
-    char datbase[4200], pngbase[4200];
+    char datbase[4200];
     snprintf(datbase, sizeof datbase, "%s", dat);
-    snprintf(pngbase, sizeof pngbase, "%s", png);
-    mm__report_gp_terminal(f, 900, 900);
-    fprintf(f, "set output '%s'\nset multiplot layout 2,1 title 'consensus distance and accuracy by run'\n"
-               "set grid\nset key outside right\nset xlabel 'round'\n",
-            basename(pngbase));
+    fprintf(f, "set multiplot layout 2,1 title 'consensus distance and accuracy by run'\n"
+               "set grid\nset key outside right\nset xlabel 'round'\n");
     const char *db = basename(datbase);
     for (int panel = 0; panel < 2; panel++) {
         if (panel == 0) {
@@ -288,10 +391,7 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
     }
     fprintf(f, "unset multiplot\n");
     fclose(f);
-    int rc = mm__report_gnuplot(gp);
-    if (rc == 0)
-        fprintf(out, "plot: %s\n", png);
-    else if (rc < 0)
-        fprintf(stderr, "murmur report: gnuplot failed on %s\n", gp);
-    return rc;
+    int rc = gp_run(gp, png, out);
+    int rb = compare_bytes_plot(runs, n, stem, out);
+    return rc < 0 || rb < 0 ? -1 : rc;
 }

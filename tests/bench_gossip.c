@@ -2,15 +2,19 @@
  * peer on its own libuv loop in its own thread, plaintext and TLS, next to a
  * raw TCP baseline measured in the same run (two threads copying with
  * blocking send/recv over loopback). Also measures the checksum (CRC32C)
- * so its cost can be set against the transfer. Prints figures and ratios;
- * it asserts nothing about speed.
+ * so its cost can be set against the transfer, and the codecs: per-core
+ * speed, bytes per float, parameters per second over TLS against fp32
+ * (tests/bench_codec.c). Prints figures and ratios; it asserts nothing
+ * about speed.
  *   bench_gossip CERTDIR [MB_PER_TRIAL [CSV]]   (default 256 MB per trial)
  * Environment: BENCH_TRIALS (best of, default 3), BENCH_SIZE_MB (one size),
- * BENCH_ONLY=plain|tls (one transport, for profiling), BENCH_VERBOSE. */
+ * BENCH_ONLY=plain|tls|codecs (one part, for profiling), BENCH_VERBOSE,
+ * BENCH_CODECS (list, or none), BENCH_CODEC_FLOATS (vector lengths). */
 #include "base/log.h"
 #include "gossip/tls.h"
 #include "gossip/transport.h"
 #include "gossip/wire.h"
+#include "tests/bench_codec.h"
 
 #include <arpa/inet.h>
 #include <openssl/evp.h>
@@ -413,8 +417,8 @@ static void *side_main(void *arg)
     return NULL;
 }
 
-static double transport_run(const char *certdir, bool plaintext, size_t size, size_t reps,
-                            int *bad, double *cpu)
+double bench_transport_run(const char *certdir, bool plaintext, size_t size, size_t reps,
+                           int *bad, double *cpu)
 {
     bench *b = calloc(1, sizeof *b);
     b->certdir = certdir;
@@ -525,9 +529,12 @@ int main(int argc, char **argv)
         n_sizes = 1;
     }
     /* BENCH_ONLY=plain|tls: profile one transport alone (raw still runs for
-     * the ratios; the others, the OpenSSL loop and the bound print 0) */
+     * the ratios; the others, the OpenSSL loop and the bound print 0);
+     * BENCH_ONLY=codecs: the codec section alone */
     const char *only = getenv("BENCH_ONLY");
     bool do_plain = !only || !strcmp(only, "plain"), do_tls = !only || !strcmp(only, "tls");
+    if (only && !strcmp(only, "codecs"))
+        n_sizes = 0;
     printf("\nthroughput in GB/s, one direction, peer 0 -> peer 1, best of %d trials\n"
            "  raw:   two threads copying with blocking send/recv (the baseline)\n"
            "  ossl:  two threads, blocking SSL_write/SSL_read, same certificates and suite\n"
@@ -550,12 +557,12 @@ int main(int argc, char **argv)
             raw = max2(raw, raw_run(size, reps, &c, sides));
             c_raw = min2(c_raw, c);
             if (do_plain) {
-                plain = max2(plain, transport_run(argv[1], true, size, reps, &bad, &c));
+                plain = max2(plain, bench_transport_run(argv[1], true, size, reps, &bad, &c));
                 c_plain = min2(c_plain, c);
                 failures += bad;
             }
             if (do_tls) {
-                tls = max2(tls, transport_run(argv[1], false, size, reps, &bad, &c));
+                tls = max2(tls, bench_transport_run(argv[1], false, size, reps, &bad, &c));
                 c_tls = min2(c_tls, c);
                 failures += bad;
                 if (only)
@@ -584,11 +591,50 @@ int main(int argc, char **argv)
                     bound / 1e9, c_raw, do_plain ? c_plain : 0, do_tls ? c_tls : 0);
         fflush(stdout);
     }
-    printf("\ntargets: plaintext >= 70%% of raw, TLS >= 50%% of raw "
-           "(one direction, loopback, this machine's cores shared with everything else)\n");
+    if (n_sizes)
+        printf("\ntargets: plaintext >= 70%% of raw, TLS >= 50%% of raw "
+               "(one direction, loopback, this machine's cores shared with everything else)\n");
     if (csv) {
         fclose(csv);
         printf("figures written to %s\n", argv[3]);
+    }
+
+    /* The codecs (tests/bench_codec.c). BENCH_CODECS=list (or "none"),
+     * BENCH_CODEC_FLOATS=list of vector lengths in floats. Their CSV goes
+     * next to the transport's: X.csv -> X-codecs.csv. */
+    const char *codecs = getenv("BENCH_CODECS");
+    if (!codecs)
+        codecs = "fp32,bf16,int8,sign:32,sign:256,topk:0.01,topk:0.001,randk:0.01";
+    if (!strcmp(codecs, "none") || (only && strcmp(only, "codecs")))
+        return failures ? 1 : 0;
+    uint64_t floats[8] = {1u << 20, 16u << 20};
+    int n_floats = 2;
+    const char *fl = getenv("BENCH_CODEC_FLOATS");
+    if (fl && *fl) {
+        char tmp[256];
+        snprintf(tmp, sizeof tmp, "%s", fl);
+        n_floats = 0;
+        for (char *t = strtok(tmp, ","); t && n_floats < 8; t = strtok(NULL, ","))
+            if (strtoull(t, NULL, 10) > 0)
+                floats[n_floats++] = strtoull(t, NULL, 10);
+    }
+    FILE *ccsv = NULL;
+    char cpath[1024];
+    if (argc > 3) {
+        size_t l = strlen(argv[3]);
+        if (l > 4 && !strcmp(argv[3] + l - 4, ".csv"))
+            snprintf(cpath, sizeof cpath, "%.*s-codecs.csv", (int)(l - 4), argv[3]);
+        else
+            snprintf(cpath, sizeof cpath, "%s-codecs", argv[3]);
+        if (!(ccsv = fopen(cpath, "w"))) {
+            perror(cpath);
+            return 2;
+        }
+    }
+    failures += bench_codecs(argv[1], codecs, floats, n_floats, per_case, trials, ccsv);
+    if (ccsv) {
+        fclose(ccsv);
+        printf("figures written to %s\n", cpath);
     }
     return failures ? 1 : 0;
 }

@@ -1,0 +1,132 @@
+/* CHOCO-Gossip's round as pure functions (gossip/choco.h). Encoding and
+ * copy updates are the codec's (gossip/codec.c); what is here is the
+ * consensus step, fused over all neighbours in one pass over x, with the
+ * coefficients of mm_mix_round so that fp32 with gamma = 1 is D-PSGD bit
+ * for bit. Built with -ffp-contract=off (mk/codec.mk): x += c * y must stay
+ * a multiply and an add, as in gossip/mix.c. */
+#include "gossip/choco.h"
+
+#include <math.h>
+
+#include "gossip/codec_internal.h"
+#include "gossip/wire.h"
+
+/* Floats per block of the consensus step: x's block (16 KB) stays in L1
+ * while every copy streams past it once. A multiple of gossip/mix.c's
+ * block, though nothing depends on that. */
+#define MIX_BLOCK 4096
+
+mm_codec_err mm_choco_encode(mm_codec *c, const float *x, float *x_hat_self, uint64_t key,
+                             uint8_t *out, size_t cap, size_t *len, uint32_t *crc,
+                             char *why, size_t whylen)
+{
+    return mm_codec_encode(c, x, x_hat_self, key, out, cap, len, crc, why, whylen);
+}
+
+mm_codec_err mm_choco_receive(const mm_codec *c, const uint8_t *q, size_t len, float *x_hat_j,
+                              uint32_t *crc, char *why, size_t whylen)
+{
+    return mm_codec_apply(c, q, len, x_hat_j, crc, why, whylen);
+}
+
+uint32_t mm_choco_crc(const float *copy, size_t n)
+{
+    return mm_crc32c(0, copy, n * sizeof *copy);
+}
+
+MM_CODEC_HOT static void axpy_block(float *restrict x, float a, const float *restrict y,
+                                    size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        x[i] += a * y[i];
+}
+
+/* x += a * y, and returns sum (y - s)^2 (16 lanes, then double). */
+MM_CODEC_HOT static double axpy_dist_block(float *restrict x, float a, const float *restrict y,
+                                           const float *restrict s, size_t len)
+{
+    float acc[16] = {0};
+    size_t i = 0;
+    for (; i + 16 <= len; i += 16)
+        for (int l = 0; l < 16; l++) {
+            float d = y[i + l] - s[i + l];
+            acc[l] += d * d;
+            x[i + l] += a * y[i + l];
+        }
+    for (; i < len; i++) {
+        float d = y[i] - s[i];
+        acc[0] += d * d;
+        x[i] += a * y[i];
+    }
+    double total = 0;
+    for (int l = 0; l < 16; l++)
+        total += acc[l];
+    return total;
+}
+
+int mm_choco_mix(float *x, const float *x_hat_self, size_t n, double self_weight,
+                 mm_mix_input *in, int n_in, double gamma)
+{
+    if (!(gamma > 0 && gamma <= 1))
+        return -1;
+    /* W' = (1 - gamma) I + gamma W, then mm_mix_round's arithmetic with
+     * w = 1 everywhere: with gamma = 1 every double below is computed by
+     * the same operations in the same order as there. */
+    double self = self_weight;
+    if (gamma != 1.0)
+        for (int k = 0; k < n_in; k++)
+            self += (1.0 - gamma) * in[k].weight;
+    for (int k = 0; k < n_in; k++) {
+        in[k].dist = NAN;
+        if (!in[k].x)
+            self += gamma * in[k].weight; /* a missing copy's weight goes back to self */
+    }
+    double w_new = self * 1.0;
+    for (int k = 0; k < n_in; k++)
+        if (in[k].x)
+            w_new += gamma * in[k].weight * 1.0;
+    if (!(w_new > 1e-30))
+        return 0; /* nothing to mix with */
+    float coef_self = (float)((self * 1.0 + 0.0) / 1.0 / w_new - 1.0 / 1.0);
+    for (int k = 0; k < n_in; k++)
+        if (in[k].x)
+            in[k].dist = 0;
+    for (size_t base = 0; base < n; base += MIX_BLOCK) {
+        size_t len = n - base < MIX_BLOCK ? n - base : MIX_BLOCK;
+        axpy_block(x + base, coef_self, x_hat_self + base, len);
+        for (int k = 0; k < n_in; k++)
+            if (in[k].x)
+                in[k].dist += axpy_dist_block(x + base, (float)(gamma * in[k].weight / w_new),
+                                              in[k].x + base, x_hat_self + base, len);
+    }
+    for (int k = 0; k < n_in; k++)
+        if (in[k].x)
+            in[k].dist = sqrt(in[k].dist);
+    return 0;
+}
+
+double mm_choco_default_gamma(const mm_codec_spec *spec)
+{
+    /* docs/compression.md, "Consensus against gamma": about half the
+     * smallest gamma that diverged on rings of 8, 16 and 32 */
+    switch (spec->kind) {
+    case MM_CODEC_FP32:
+    case MM_CODEC_BF16:
+    case MM_CODEC_INT8:
+        return 1.0;
+    case MM_CODEC_SIGN:
+        return spec->block <= 32 ? 1.0 : spec->block <= 64 ? 0.3 : 0.1;
+    case MM_CODEC_TOPK:
+        return spec->frac >= 0.5 ? 1.0 : 2 * spec->frac;
+    case MM_CODEC_RANDK:
+        return spec->frac;
+    }
+    return 1.0;
+}
+
+uint64_t mm_choco_state_bytes(const mm_codec *c, int in_degree)
+{
+    uint64_t deg = in_degree > 0 ? (uint64_t)in_degree : 0;
+    return (1 + deg) * mm_codec_n(c) * sizeof(float) +
+           (1 + deg) * (uint64_t)mm_codec_max_bytes(c) + mm_codec_workspace_bytes(c);
+}
