@@ -173,6 +173,7 @@ void mm__conn_refuse(conn *c, uint64_t *counter, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     mm_warn("refused %s: %s", c->from, msg);
+    c->we_refused = true;
     if (counter)
         (*counter)++;
     mm__tr_refusal(c->t, c, code_of(c->t, counter), false, msg);

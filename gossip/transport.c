@@ -237,8 +237,20 @@ void mm__tr_conn_closed(mm_transport *t, conn *c)
             t->st.conns_closed++;
             p->reported_down = true;
             p->want_since = now;
+            /* A peer we refused for what it sent is redialled ever more
+             * slowly (min << strikes, at most backoff_max), not every
+             * 100 ms: hammering it gains nothing, and a fast redial can
+             * reach it before it has read our REFUSE, so that it counts a
+             * replaced live connection towards an id clash. */
+            uint32_t wait = t->cfg.backoff_min_ms;
+            if (c->was_up && c->we_refused) {
+                if (p->strikes < 16)
+                    p->strikes++;
+                uint64_t w = (uint64_t)t->cfg.backoff_min_ms << p->strikes;
+                wait = w > t->cfg.backoff_max_ms ? t->cfg.backoff_max_ms : (uint32_t)w;
+            }
             if (c->dialer)
-                p->next_dial = now + jitter(t, t->cfg.backoff_min_ms);
+                p->next_dial = now + jitter(t, wait);
             if (!t->shutting_down && t->cb.on_peer)
                 t->cb.on_peer(t->cb.ud, p->id, c->got_bye ? MM_PEER_BYE : MM_PEER_DOWN);
         }
@@ -279,6 +291,7 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
         return mm__conn_refuse(c, &t->st.bad_codec, "%s body from peer %u refused: %s",
                                mm_codec_kind_name(meta->codec), (unsigned)c->peer, why);
     peer *p = &t->peers[c->peer];
+    p->strikes = 0; /* it sends what we accept again */
     p->lent = true;
     p->last_used = mm_now_ms(t);
     mm__conn_pause(c);

@@ -76,7 +76,7 @@ struct conn {
     int64_t cert_id;         /* id named by the TLS certificate, else -1 */
     int64_t claimed;         /* id a HELLO (or a plaintext header on TLS) claimed, else -1 */
     conn_state st;
-    bool reading, paused, got_bye, was_up;
+    bool reading, paused, got_bye, was_up, we_refused;
     bool leaving;            /* goodbye under way: BYE queued, close when sent */
     bool sniffed;            /* TLS: the first bytes were looked at (not plaintext murmur) */
     bool from_peer;          /* accepted from the address of a lower-id peer */
@@ -116,6 +116,10 @@ typedef struct {
     bool wanted, lent, reported_down;
     uint64_t want_since, next_dial, last_used;
     uint32_t backoff;
+    /* Up connections of this peer we refused for what it sent (a weight,
+     * a value, a body) since it last delivered a vector: each doubles the
+     * wait before we dial it again (transport.c, mm__tr_conn_closed). */
+    uint32_t strikes;
     uint8_t *rxbuf;          /* 8 + 4*vec_len bytes, allocated once */
     /* Two peers claiming this id (transport.c, mm__tr_id_clash): replacements
      * of a live connection since replace_since, and until when the id is
