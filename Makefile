@@ -42,7 +42,7 @@ LIB_OBJ  = $(ROOMS:%=$(BUILD)/room-%.o)
 TEST_SRC = $(wildcard tests/test_*.c)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test unit-tests e2e-tests data demo clean bench-model bench-gossip fuzz
+.PHONY: all deps test build-tests unit-tests e2e-tests data demo clean bench-model bench-gossip fuzz
 
 all: deps murmur
 
@@ -98,6 +98,10 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LINK)
 # --- tests -------------------------------------------------------------------
 test: deps check-layers murmur $(TEST_BIN)
 	@BUILD=$(BUILD) sh tests/run-tests.sh
+
+# Everything `make test` runs, built (CI builds it with -j2 first, after
+# `make deps`: the objects do not wait for deps, so -j2 wants deps done).
+build-tests: murmur $(TEST_BIN)
 
 clean:
 	rm -rf $(BUILD) murmur
