@@ -1,6 +1,6 @@
 # make fuzz        libFuzzer on the frame decoder and on every codec decoder,
 #                  FUZZ_SECONDS each (default 600)
-# make fuzz-short  the same for 30 s each (what CI runs)
+# make fuzz-short  the same for 20 s each (what CI runs)
 # Needs clang with compiler-rt (libFuzzer). The corpora live in build-fuzz/
 # (corpus/ for the frame decoder, corpus-codec/ for the codecs).
 FUZZ_DIR     = build-fuzz
@@ -42,4 +42,4 @@ fuzz: fuzz-build
 	    -artifact_prefix=$(FUZZ_DIR)/codec- $(FUZZ_DIR)/corpus-codec
 
 fuzz-short:
-	$(MAKE) fuzz FUZZ_SECONDS=30
+	$(MAKE) fuzz FUZZ_SECONDS=20
