@@ -38,7 +38,7 @@ fi
 train >"$tmp/fixed.log"
 fixed=$(kernel_of "$tmp/fixed.log")
 if [ -n "$expect" ]; then
-    grep -q "re-execut with OPENBLAS_CORETYPE=$expect" "$tmp/fixed.log" ||
+    grep -q "re-executed with OPENBLAS_CORETYPE=$expect" "$tmp/fixed.log" ||
         { echo "FAIL: no re-exec line for $expect"; cat "$tmp/fixed.log"; exit 1; }
     [ "$(grep -c "re-execut" "$tmp/fixed.log")" -eq 1 ] || { echo "FAIL: re-exec loop"; exit 1; }
     [ "$fixed" = "$expect" ] || { echo "FAIL: kernel $fixed after the fix, wanted $expect"; exit 1; }
