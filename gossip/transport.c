@@ -828,26 +828,10 @@ int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t round,
     peer *p = &t->peers[peer_id];
     mm_wire_vec m = *meta;
     uint8_t *owned = NULL;
-    const char *poison = t->cfg.test_poison;
     const void *out = body;
-    if (poison && !strncmp(poison, "weight=", 7)) {
-        /* the vector as it is, with a push-sum weight it does not have */
-        m.weight = strtod(poison + 7, NULL);
-    } else if (poison && m.codec == MM_WIRE_CODEC_FP32) {
-        owned = malloc(body_len);
-        if (!owned)
-            return -1;
-        float *o = (float *)owned;
-        memcpy(o, body, body_len);
-        if (!strcmp(poison, "huge")) {
-            /* finite, so the wire lets it through: an absurd norm is for
-             * the receiver's --clip-pull to bound, not for the transport */
-            for (uint64_t i = 0; i < m.count; i++)
-                o[i] = o[i] * MM_POISON_HUGE_SCALE + MM_POISON_HUGE_SCALE;
-        } else {
-            o[m.count / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
-        }
-        out = o;
+    if (mm__tr_poison(t, &m, &out, &body_len, &owned) != 0) {
+        free(owned);
+        return -1;
     }
     uint8_t vh[MM_WIRE_VEC_HDR];
     mm_wire_put_vec(vh, &m);

@@ -127,6 +127,10 @@ typedef struct {
     /* Allow vectors that describe part of the vector (offset, count):
      * all-reduce's chunks. Off: whole vectors only. */
     bool allow_chunks;
+    /* Compressed gossip (murmur node --compress): RESET frames carry a
+     * public copy (docs/protocol.md 6.10). Off: a RESET flag is refused
+     * (bad_type). */
+    bool copies;
 
     /* TLS 1.3 with mutual authentication, unless plaintext is set. */
     bool plaintext;

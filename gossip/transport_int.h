@@ -209,4 +209,10 @@ void mm__tr_crc_remove(mm_transport *t, out_item *it);
 void mm__tr_refusal(mm_transport *t, const conn *c, mm_refusal_code code, bool by_peer,
                     const char *text);
 
+/* Test-only (cfg.test_poison, gossip/poison.c): the vector header, body
+ * and length of an outgoing vector made wrong as the kind says; *owned is
+ * a buffer to free with the frame (or NULL). -1: out of memory. */
+int mm__tr_poison(mm_transport *t, mm_wire_vec *m, const void **body, size_t *len,
+                  uint8_t **owned);
+
 #endif

@@ -249,11 +249,18 @@ bool mm__choco_take(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
     char why[200];
     uint32_t crc = 0;
     if (pv->meta.flags & MM_VEC_RESET) {
+        if (pv->meta.codec != MM_WIRE_CODEC_FP32 || pv->body_len != 4 * ch->P) {
+            /* (the wire refuses these: never read past the body received) */
+            mm_error("peer %u's RESET is %zu bytes of codec %u, not %zu of fp32: ignored", p,
+                     pv->body_len, pv->meta.codec, 4 * ch->P);
+            ch->valid[p] = false;
+            return false;
+        }
         if (!ch->copy[p] && !(ch->copy[p] = malloc(4 * ch->P))) {
             mm_error("out of memory for peer %u's public copy", p);
             return false;
         }
-        memcpy(ch->copy[p], pv->body, 4 * ch->P); /* (the wire checked: finite, 4P bytes) */
+        memcpy(ch->copy[p], pv->body, 4 * ch->P); /* (the wire checked: fp32, finite) */
         crc = mm_choco_crc(ch->copy[p], ch->P);
         ch->st.resets_recv++;
         ch->copy_ups[p] = pv->vector_ups;

@@ -259,6 +259,7 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
+    tc->copies = c->compress != NULL;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
