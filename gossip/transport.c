@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -141,6 +142,20 @@ void mm__tr_refusal(mm_transport *t, const conn *c, mm_refusal_code code, bool b
         t->cb.on_refused(t->cb.ud, &r);
 }
 
+/* Whether the other end of c has closed its side: a FIN (or an error)
+ * is in the socket, read or not. A peer that redials has closed the
+ * connection its new one replaces, even when we have not read that far
+ * (we were not reading it: its vector lent, our process stopped); a
+ * second process with its id has not. */
+static bool hung_up(conn *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) != 0)
+        return true;
+    struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 bool mm__tr_id_clash(mm_transport *t, conn *c, uint32_t id)
 {
     peer *p = &t->peers[id];
@@ -153,7 +168,7 @@ bool mm__tr_id_clash(mm_transport *t, conn *c, uint32_t id)
         return true;
     }
     conn *old = p->conn;
-    if (c->dialer || !old || old == c || old->st != C_UP || old->leaving)
+    if (c->dialer || !old || old == c || old->st != C_UP || old->leaving || hung_up(old))
         return false;
     /* A live connection of this peer is about to be replaced: a restart
      * whose old connection we have not seen die does that once; two

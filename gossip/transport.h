@@ -100,6 +100,7 @@ typedef struct {
 } mm_transport_callbacks;
 
 #define MM_POISON_HUGE_SCALE 1000.0f
+#define MM_ROUND_WINDOW_NONE UINT64_MAX
 
 typedef struct {
     uint32_t self_id;
@@ -144,7 +145,8 @@ typedef struct {
     uint32_t backoff_min_ms, backoff_max_ms; /* reconnect (default 100, 5000) */
     uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000, +1 ms per KiB of payload) */
 
-    /* Rounds accepted are within [current - window, current + window]. */
+    /* Rounds accepted are within [current - window, current + window];
+     * MM_ROUND_WINDOW_NONE: any (murmur node's async). */
     uint64_t round_window;          /* default 1000 */
     uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
     /* Unauthenticated conns from all addresses that are not a lower-id

@@ -260,6 +260,11 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
     tc->copies = c->compress != NULL;
+    /* async: a neighbour far ahead or behind is a straggler, and what it
+     * sends is copied out at once (one copy per neighbour whatever its
+     * round): no window (docs/protocol.md, "Rounds") */
+    if (c->algo == MM_ALGO_ASYNC)
+        tc->round_window = MM_ROUND_WINDOW_NONE;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
