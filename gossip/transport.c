@@ -291,6 +291,10 @@ void mm__tr_conn_closed(mm_transport *t, conn *c)
 void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
                const uint8_t *body, size_t body_len)
 {
+    if (t->senders && !t->senders[c->peer])
+        return mm__conn_refuse(c, &t->st.not_neighbour, "vector from peer %u, which is no "
+                               "in-neighbour of peer %u in any round of the topology",
+                               (unsigned)c->peer, t->cfg.self_id);
     uint64_t w = t->cfg.round_window, cur = t->round;
     uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
     if (h->round < lo || h->round > hi)
@@ -759,6 +763,14 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     struct sockaddr_storage listen_ss;
     if (resolve_addrs(t, &cfg, &listen_ss, err, errlen) < 0)
         goto fail;
+    if (cfg.senders) {
+        if (!(t->senders = malloc(cfg.n_peers * sizeof *t->senders))) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        memcpy(t->senders, cfg.senders, cfg.n_peers * sizeof *t->senders);
+    }
+    cfg.senders = NULL; /* (kept in t->senders) */
     cfg.addrs = NULL; /* not kept: the caller's strings may go away */
     cfg.listen_addr = NULL;
     t->cfg = cfg;
@@ -791,6 +803,7 @@ fail:
         if (t->ctx)
             SSL_CTX_free(t->ctx);
         free(t->dialer_ips);
+        free(t->senders);
         free(t->peers);
     }
     free(t);
@@ -900,6 +913,7 @@ void mm_transport_free(mm_transport *t)
         free(t->peers[i].rxbuf);
     free(t->peers);
     free(t->dialer_ips);
+    free(t->senders);
     if (t->ctx)
         SSL_CTX_free(t->ctx);
     mm_codec_free(t->codec);

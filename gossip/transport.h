@@ -132,6 +132,12 @@ typedef struct {
      * public copy (docs/protocol.md 6.10). Off: a RESET flag is refused
      * (bad_type). */
     bool copies;
+    /* The peers that may send us vectors (n_peers entries, copied), e.g.
+     * the in-neighbours of every round of the topology; NULL: any peer. A
+     * VECTOR from another is refused and counted (not_neighbour): the node
+     * would never take it, and a vector not taken would hold that peer's
+     * connection unread for the whole run. */
+    const bool *senders;
 
     /* TLS 1.3 with mutual authentication, unless plaintext is set. */
     bool plaintext;
@@ -236,6 +242,7 @@ typedef struct {
     uint64_t pending_refused; /* over max_pending_conns, or an accept() error libuv reported */
     uint64_t bad_codec;       /* a body in another codec, or one its codec refuses */
     uint64_t bad_config;      /* a HELLO naming another algorithm or codec */
+    uint64_t not_neighbour;   /* a VECTOR from a peer not among cfg.senders */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;

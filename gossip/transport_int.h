@@ -159,6 +159,8 @@ struct mm_transport {
     /* The negotiated codec other than fp32: every body in it is checked
      * (mm_codec_check) before on_vector lends it; NULL for fp32. */
     mm_codec *codec;
+    /* [n_peers]: the peers whose vectors we take (cfg.senders); NULL: any */
+    bool *senders;
 };
 
 uint64_t mm_now_ms(mm_transport *t);

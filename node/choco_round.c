@@ -46,31 +46,10 @@ struct mm__choco {
 /* In-neighbours over the topology's schedule: one copy each. */
 static int count_in_peers(const mm_topology *topo, uint32_t id, uint32_t n)
 {
-    int period = mm_topo_period(topo);
-    if (period <= 0)
-        return (int)n - 1; /* random schedules: anyone, eventually */
-    int deg = mm_topo_max_degree(topo);
-    mm_neighbour *in = calloc((size_t)(deg > 0 ? deg : 1), sizeof *in);
-    mm_neighbour *out = calloc((size_t)(deg > 0 ? deg : 1), sizeof *out);
-    bool *seen = calloc(n, sizeof *seen);
-    int count = 0;
-    if (in && out && seen)
-        for (int r = 0; r < period; r++) {
-            mm_round_view v = {.in = in, .out = out};
-            if (mm_topo_round(topo, id, (uint64_t)r, &v) != 0)
-                break;
-            for (int k = 0; k < v.n_in; k++)
-                if (!seen[v.in[k].peer]) {
-                    seen[v.in[k].peer] = true;
-                    count++;
-                }
-        }
-    else
-        count = (int)n - 1;
-    free(in);
-    free(out);
-    free(seen);
-    return count;
+    bool *senders = calloc(n, sizeof *senders);
+    int count = senders ? mm_topo_senders(topo, id, senders) : -1;
+    free(senders);
+    return count >= 0 ? count : (int)n - 1; /* random schedules: anyone, eventually */
 }
 
 mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,

@@ -231,8 +231,22 @@ static void log_removed_temp(const char *path)
 
 /* The transport's configuration for this peer. The TLS file names live in
  * tls (which must outlive the transport's creation). */
-static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
-                            mm_transport_config *tc, char *err, size_t errlen)
+/* The peers whose vectors this peer takes, into senders[n]: its
+ * in-neighbours over the schedule, or for the all-reduce the ring's
+ * previous peer. False: any (a schedule that never repeats). */
+static bool senders_of(const node *nd, const mm_topology *topo, bool *senders)
+{
+    if (nd->cfg->algo == MM_ALGO_ALLREDUCE) {
+        memset(senders, 0, nd->n * sizeof *senders);
+        senders[(nd->id + nd->n - 1) % nd->n] = true;
+        return true;
+    }
+    return mm_topo_senders(topo, nd->id, senders) >= 0;
+}
+
+static int transport_config(const node *nd, const mm_topology *topo, char **addrs,
+                            mm_tls_files *tls, bool *senders, mm_transport_config *tc,
+                            char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     memset(tc, 0, sizeof *tc);
@@ -260,6 +274,7 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
     tc->copies = c->compress != NULL;
+    tc->senders = senders_of(nd, topo, senders) ? senders : NULL;
     /* async: a neighbour far ahead or behind is a straggler, and what it
      * sends is copied out at once (one copy per neighbour whatever its
      * round): no window (docs/protocol.md, "Rounds") */
@@ -410,12 +425,15 @@ int mm_node_run(const mm_node_config *c)
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                  .on_refused = on_refused, .ud = nd};
-    if (transport_config(nd, addrs, &tls, &tc, err, sizeof err) != 0 ||
+    bool *senders = calloc(nd->n, sizeof *senders);
+    if (!senders || transport_config(nd, topo, addrs, &tls, senders, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {
-        mm_error("%s", err);
+        mm_error("%s", senders ? err : "out of memory");
+        free(senders);
         uv_close((uv_handle_t *)&nd->wake, NULL);
         goto out;
     }
+    free(senders); /* (the transport keeps its copy) */
     if (c->algo == MM_ALGO_ALLREDUCE) {
         mm_allreduce_config ac = {.t = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),

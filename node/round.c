@@ -967,6 +967,7 @@ static void write_refusals(mm__trainer *t, mm_metrics *m)
         {"flood_refused", st.flood_refused}, {"id_clash", st.id_clash},
         {"tls_mismatch", st.tls_mismatch}, {"pending_refused", st.pending_refused},
         {"bad_codec", st.bad_codec}, {"bad_config", st.bad_config},
+        {"not_neighbour", st.not_neighbour},
     };
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)

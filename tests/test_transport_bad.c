@@ -760,6 +760,46 @@ static bool victim_ups(tn_cluster *cl, void *arg)
     return cl->node[VICTIM].up[ATT_ID] >= *(int *)arg;
 }
 
+/* The victim takes vectors from its honest neighbour only (cfg.senders:
+ * its in-neighbours over the topology), the honest peer from the victim. */
+static const bool not_attacker[3] = {[HONEST] = true, [VICTIM] = true};
+static void senders_honest(mm_transport_config *c) { c->senders = not_attacker; }
+
+/* A valid VECTOR from a member of the cluster that is no in-neighbour
+ * (issue 27, fault 3): refused, counted as not_neighbour, the connection
+ * closed, never lent to the owner (which would never take it, and the
+ * connection would stay unread for the whole run); its HELLO is accepted
+ * (it is a peer of the cluster), and the honest neighbour still gets
+ * through. With every peer allowed (senders NULL, as before) the same
+ * vector is delivered. */
+static void vector_from_non_neighbour(void **s)
+{
+    (void)s;
+    uint8_t *v = att_vector(1.0f);
+    fixture *f = setup_cluster(false, senders_honest);
+    uint64_t before = stat_at(f, OFF(not_neighbour)), got = f->cl.node[VICTIM].recv_count[ATT_ID];
+    int fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    att_frame(fd, MM_WIRE_VECTOR, ATT_ID, f->round, v, MM_WIRE_VEC_HDR + 4 * VLEN);
+    expect_refused(f, fd, OFF(not_neighbour), before);
+    assert_true(refusal_says(f, "no in-neighbour of peer 2"));
+    assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], got);
+    teardown_cluster(f);
+    f = setup_cluster(false, NULL);
+    fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    att_frame(fd, MM_WIRE_VECTOR, ATT_ID, f->round, v, MM_WIRE_VEC_HDR + 4 * VLEN);
+    int one = 1;
+    assert_true(tn_pump(&f->cl, victim_ups, &one, 5000));
+    tn_run_for(&f->cl, 200);
+    assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], 1);
+    assert_int_equal(stat_at(f, OFF(not_neighbour)), 0);
+    f->cl.node[VICTIM].bad_content = 0; /* (its vector is not the harness's pattern) */
+    teardown_cluster(f);
+    free(v);
+}
+
+
 /* One peer that redials (issue 27, fault 5): it closed its side of each
  * connection (FIN) before dialling again, but the victim, holding that
  * peer's last vector (not reading: a busy or SIGSTOPped node), has not
@@ -1211,6 +1251,7 @@ int main(void)
         cmocka_unit_test(reconnect_replaces),
         cmocka_unit_test(two_peers_one_id),
         cmocka_unit_test(redial_is_not_a_clash),
+        cmocka_unit_test(vector_from_non_neighbour),
         cmocka_unit_test(poisoned_peer),
         cmocka_unit_test(tls_claims_other_id),
         cmocka_unit_test(tls_no_cert),
