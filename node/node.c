@@ -18,6 +18,8 @@
 #include "node/blas_env.h"
 #include "gossip/tls.h"
 #include "node/choco_round.h"
+#include "node/exporter.h"
+#include "node/http.h"
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
@@ -79,6 +81,7 @@ typedef struct {
     mm_allreduce *ar;               /* --algo allreduce: the ring, on this thread */
     mm__mbox *mb;
     mm__trainer *trainer;
+    mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
     mm__cmd cmds[MM__MBOX_QUEUE];
 } node;
@@ -358,6 +361,24 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     return 0;
 }
 
+/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h). */
+static int start_exporter(node *nd, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    char *token = NULL;
+    if (c->metrics_token_file && !(token = mm_http_read_token(c->metrics_token_file, err, errlen)))
+        return -1;
+    char why[PATH_MAX + 256];
+    nd->exporter = mm__exporter_start(c->metrics_addr, token, nd->n, why, sizeof why);
+    free(token);
+    if (!nd->exporter) {
+        snprintf(err, errlen, "--metrics-addr: %s", why);
+        return -1;
+    }
+    mm__trainer_set_exporter(nd->trainer, nd->exporter);
+    return 0;
+}
+
 int mm_node_run(const mm_node_config *c)
 {
     char err[PATH_MAX + 512] = "", dir[PATH_MAX];
@@ -384,6 +405,12 @@ int mm_node_run(const mm_node_config *c)
         mm_error("%s", nd->trainer ? "out of memory" : err);
         if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
             status = 2; /* a --compress configuration refused (choco_round.c) */
+        goto out;
+    }
+
+    if (c->metrics_addr && start_exporter(nd, err, sizeof err) != 0) {
+        mm_error("%s", err);
+        fprintf(stderr, "murmur node: %s\n", err);
         goto out;
     }
 
@@ -445,6 +472,7 @@ int mm_node_run(const mm_node_config *c)
     status = mm__trainer_status(nd->trainer);
 
 out:
+    mm__exporter_stop(nd->exporter);
     mm_allreduce_free(nd->ar);
     if (nd->transport)
         mm_transport_free(nd->transport);

@@ -65,6 +65,8 @@ typedef struct {
     uint64_t sketch_seed;
     bool resume;
     int log_every;
+    const char *metrics_addr;      /* HOST:PORT of the Prometheus endpoint, or NULL (off) */
+    const char *metrics_token_file; /* its bearer token, or NULL */
 
     const char *test_poison;       /* test-only: "nan", "inf", "huge" */
 } mm_node_config;

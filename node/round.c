@@ -32,6 +32,7 @@
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
 #include "node/choco_round.h"
+#include "node/exporter.h"
 #include "node/isolation.h"
 #include "node/node_int.h"
 #include "node/replica.h"
@@ -108,6 +109,8 @@ struct mm__trainer {
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
     mm__choco *choco;               /* --compress: CHOCO-SGD's public copies (choco_round.h) */
+    mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
+    mm__live live;
     int exit_status;
 };
 
@@ -410,6 +413,8 @@ void mm__trainer_fingerprint(const mm__trainer *t, uint8_t fp[32])
 }
 
 int mm__trainer_status(const mm__trainer *t) { return t->exit_status; }
+
+void mm__trainer_set_exporter(mm__trainer *t, mm__exporter *e) { t->exporter = e; }
 
 /* ---- one round ------------------------------------------------------------- */
 
@@ -856,6 +861,10 @@ static void evaluate(mm__trainer *t)
     mm_metrics_num(m, "norm", sqrt(mm_mix_norm2(t->x, t->P)));
     mm_metrics_floats(m, "sketch", t->sketch, c->sketch_dim);
     mm_metrics_end(m);
+    t->live.have_eval = true;
+    t->live.eval_round = t->round;
+    t->live.val_loss = loss;
+    t->live.val_acc = acc;
     if (t->have_model)
         mm_info("eval round %ld: val loss %.4f, %.3f bits/byte, next-byte accuracy %.2f%%",
                 t->round, loss, loss / log(2.0), 100 * acc);
@@ -884,6 +893,62 @@ static int save_checkpoint(mm__trainer *t)
         return -1;
     }
     return 0;
+}
+
+/* --metrics-addr: the state a scrape shows, after each round and at the end
+ * (node/exporter.h); st NULL keeps the last round's counters. The
+ * evaluation's fields are set by evaluate(). */
+static void publish_live(mm__trainer *t, double loss, double lr, const mm_transport_stats *st,
+                         bool ended)
+{
+    if (!t->exporter)
+        return;
+    mm__live *l = &t->live;
+    l->peer = t->id;
+    l->n_peers = t->n;
+    l->algo = mm_algo_name(t->cfg->algo);
+    l->topology = t->cfg->topology;
+    l->codec = t->choco ? mm__choco_spec(t->choco) : NULL;
+    l->round = t->round + (ended ? 0 : 1);
+    l->steps = t->step;
+    l->exchanges = t->exchanges;
+    if (!ended) {
+        l->loss = loss;
+        l->lr = lr;
+    }
+    l->t_compute = t->t_compute;
+    l->t_comm = t->t_comm;
+    l->t_wait = t->t_wait;
+    l->have_xi = t->adaptive;
+    l->xi_est = t->adaptive ? mm_cc_estimate(&t->cc) : NAN;
+    l->n_nbrs = t->v.n_in < MM__LIVE_MAX_NBRS ? t->v.n_in : MM__LIVE_MAX_NBRS;
+    for (int k = 0; k < l->n_nbrs; k++) {
+        mm__live_nbr *nb = &l->nbr[k];
+        mm__peer_view pv;
+        mm__refusals rf;
+        nb->id = t->v.in[k].peer;
+        nb->present = t->status0[k] == IN_READY;
+        nb->dist = nb->present ? t->dist0[k] : NAN;
+        mm__mbox_peer(t->mb, nb->id, &pv);
+        nb->link = (mm__link_state)pv.state;
+        mm__mbox_refusals(t->mb, nb->id, &rf);
+        nb->refused = rf.config;
+    }
+    if (st) /* the round line's copy: a scrape's bytes match its line */
+        l->st = *st;
+    l->stale_dropped = t->stale_dropped;
+    l->mix_refused = t->mix_refused;
+    l->skipped_sends = mm__mbox_skipped_sends(t->mb);
+    l->deferred_sends = mm__mbox_deferred_sends(t->mb);
+    const mm_node_config *c = t->cfg;
+    l->alone_s = mm__iso_alone(t->iso, mm_time_now());
+    l->isolated = l->alone_s > mm__iso_limit(c->start_timeout_ms, c->peer_timeout_ms,
+                                             c->round_timeout_ms);
+    l->choco = t->choco != NULL;
+    if (t->choco)
+        mm__choco_get_stats(t->choco, &l->cs);
+    l->ended = ended;
+    mm__exporter_publish(t->exporter, l);
 }
 
 static void log_round(mm__trainer *t, double loss, float lr)
@@ -937,6 +1002,7 @@ static void log_round(mm__trainer *t, double loss, float lr)
     if (t->cfg->algo == MM_ALGO_PUSHSUM)
         mm_metrics_num(m, "w", t->w);
     mm_metrics_end(m);
+    publish_live(t, loss, lr, &st, false);
 
     char cc[96] = "";
     if (t->adaptive)
@@ -1074,6 +1140,7 @@ static void write_end(mm__trainer *t, const char *reason)
     write_refusals(t, m);
     mm__iso_fields(t->iso, t->mb, m, v, -1);
     mm_metrics_end(m);
+    publish_live(t, NAN, NAN, NULL, true);
     mm__iso_log_verdict(t->iso, t->mb, v, now);
     if (v != MM__ISO_OK && !t->exit_status)
         t->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;
