@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "base/log.h"
+#include "base/text.h"
 #include "node/exporter.h"
 #include "node/http.h"
 
@@ -32,74 +33,41 @@ struct mm__exporter {
     uint64_t *mixed, *missing; /* [n_peers]: rounds a neighbour was / was not mixed */
 };
 
-/* ---- a growing text buffer -------------------------------------------------- */
-
-typedef struct {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} text;
-
-static void put(text *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        size_t room = t->cap - t->len;
-        int n = t->p ? vsnprintf(t->p + t->len, room, fmt, ap) : -1;
-        va_end(ap);
-        if (n >= 0 && (size_t)n < room) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? 2 * t->cap : 16384;
-        while (n >= 0 && cap - t->len <= (size_t)n)
-            cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->oom = true;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
-    }
-}
-
 /* A label value: backslash, double quote and newline escaped. */
-static void put_label(text *t, const char *v)
+static void put_label(mm_text *t, const char *v)
 {
     for (; v && *v; v++) {
         if (*v == '\\' || *v == '"')
-            put(t, "\\%c", *v);
+            mm_text_put(t, "\\%c", *v);
         else if (*v == '\n')
-            put(t, "\\n");
+            mm_text_put(t, "\\n");
         else
-            put(t, "%c", *v);
+            mm_text_put(t, "%c", *v);
     }
 }
 
-static void family(text *t, const char *name, const char *type, const char *help)
+static void family(mm_text *t, const char *name, const char *type, const char *help)
 {
-    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    mm_text_put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-static void put_num(text *t, double v)
+static void put_num(mm_text *t, double v)
 {
     if (isnan(v))
-        put(t, "NaN\n");
+        mm_text_put(t, "NaN\n");
     else if (isinf(v))
-        put(t, v > 0 ? "+Inf\n" : "-Inf\n");
+        mm_text_put(t, v > 0 ? "+Inf\n" : "-Inf\n");
     else
-        put(t, "%.17g\n", v);
+        mm_text_put(t, "%.17g\n", v);
 }
 
-static void sample(text *t, const char *name, double v)
+static void sample(mm_text *t, const char *name, double v)
 {
-    put(t, "%s ", name);
+    mm_text_put(t, "%s ", name);
     put_num(t, v);
 }
 
-static void one(text *t, const char *name, const char *type, const char *help, double v)
+static void one(mm_text *t, const char *name, const char *type, const char *help, double v)
 {
     family(t, name, type, help);
     sample(t, name, v);
@@ -107,17 +75,17 @@ static void one(text *t, const char *name, const char *type, const char *help, d
 
 /* ---- the families ------------------------------------------------------------ */
 
-static void put_training(text *t, const mm__live *l)
+static void put_training(mm_text *t, const mm__live *l)
 {
     family(t, "murmur_peer_info", "gauge", "This peer: its id, the number of peers, the "
            "algorithm, the topology file and the codec (always 1).");
-    put(t, "murmur_peer_info{peer=\"%u\",n_peers=\"%u\",algo=\"", l->peer, l->n_peers);
+    mm_text_put(t, "murmur_peer_info{peer=\"%u\",n_peers=\"%u\",algo=\"", l->peer, l->n_peers);
     put_label(t, l->algo);
-    put(t, "\",topology=\"");
+    mm_text_put(t, "\",topology=\"");
     put_label(t, l->topology);
-    put(t, "\",codec=\"");
+    mm_text_put(t, "\",codec=\"");
     put_label(t, l->codec ? l->codec : "none");
-    put(t, "\"} 1\n");
+    mm_text_put(t, "\"} 1\n");
     one(t, "murmur_round", "gauge", "Gossip rounds completed.", (double)l->round);
     one(t, "murmur_optimizer_steps_total", "counter", "Optimizer steps applied.",
         (double)l->steps);
@@ -170,45 +138,45 @@ static const char *link_name(mm__link_state s)
     return names[s];
 }
 
-static void put_neighbours(const mm__exporter *e, text *t, const mm__live *l)
+static void put_neighbours(const mm__exporter *e, mm_text *t, const mm__live *l)
 {
     family(t, "murmur_neighbour_distance", "gauge",
            "||x_i - x_j|| to each in-neighbour mixed in the last round's first exchange.");
     for (int k = 0; k < l->n_nbrs; k++)
         if (l->nbr[k].present && isfinite(l->nbr[k].dist)) {
-            put(t, "murmur_neighbour_distance{neighbour=\"%u\"} ", l->nbr[k].id);
+            mm_text_put(t, "murmur_neighbour_distance{neighbour=\"%u\"} ", l->nbr[k].id);
             put_num(t, l->nbr[k].dist);
         }
     family(t, "murmur_neighbour_mixed", "gauge",
            "1 when the in-neighbour's vector was mixed in the last round's first exchange.");
     for (int k = 0; k < l->n_nbrs; k++)
-        put(t, "murmur_neighbour_mixed{neighbour=\"%u\"} %d\n", l->nbr[k].id,
+        mm_text_put(t, "murmur_neighbour_mixed{neighbour=\"%u\"} %d\n", l->nbr[k].id,
             l->nbr[k].present ? 1 : 0);
     family(t, "murmur_neighbour_link", "gauge", "The link to each in-neighbour of the last "
            "round: 1 for its state (connecting, up, down, gone, unknown), else absent.");
     for (int k = 0; k < l->n_nbrs; k++)
-        put(t, "murmur_neighbour_link{neighbour=\"%u\",state=\"%s\"} 1\n", l->nbr[k].id,
+        mm_text_put(t, "murmur_neighbour_link{neighbour=\"%u\",state=\"%s\"} 1\n", l->nbr[k].id,
             link_name(l->nbr[k].link));
     family(t, "murmur_neighbour_refused", "gauge",
            "1 when the in-neighbour was refused for a configuration that differs.");
     for (int k = 0; k < l->n_nbrs; k++)
-        put(t, "murmur_neighbour_refused{neighbour=\"%u\"} %d\n", l->nbr[k].id,
+        mm_text_put(t, "murmur_neighbour_refused{neighbour=\"%u\"} %d\n", l->nbr[k].id,
             l->nbr[k].refused ? 1 : 0);
     family(t, "murmur_neighbour_mixed_rounds_total", "counter",
            "Rounds in which the neighbour's vector was mixed (first exchange).");
     for (uint32_t j = 0; j < e->n_peers; j++)
         if (e->mixed[j] || e->missing[j])
-            put(t, "murmur_neighbour_mixed_rounds_total{neighbour=\"%u\"} %llu\n", j,
+            mm_text_put(t, "murmur_neighbour_mixed_rounds_total{neighbour=\"%u\"} %llu\n", j,
                 (unsigned long long)e->mixed[j]);
     family(t, "murmur_neighbour_missing_rounds_total", "counter",
            "Rounds in which the neighbour was expected and missing (timed out, down, ahead).");
     for (uint32_t j = 0; j < e->n_peers; j++)
         if (e->mixed[j] || e->missing[j])
-            put(t, "murmur_neighbour_missing_rounds_total{neighbour=\"%u\"} %llu\n", j,
+            mm_text_put(t, "murmur_neighbour_missing_rounds_total{neighbour=\"%u\"} %llu\n", j,
                 (unsigned long long)e->missing[j]);
 }
 
-static void put_transport(text *t, const mm__live *l)
+static void put_transport(mm_text *t, const mm__live *l)
 {
     const mm_transport_stats *s = &l->st;
     one(t, "murmur_sent_bytes_total", "counter", "Bytes the transport wrote to neighbours.",
@@ -231,12 +199,12 @@ static void put_transport(text *t, const mm__live *l)
            "Connections and frames the transport refused, by reason (docs/metrics.md, the "
            "end line's counters; docs/protocol.md, Refusals).");
 #define MM__EXP_REFUSAL(f)                                                                   \
-    put(t, "murmur_transport_refused_total{reason=\"" #f "\"} %llu\n", (unsigned long long)s->f);
+    mm_text_put(t, "murmur_transport_refused_total{reason=\"" #f "\"} %llu\n", (unsigned long long)s->f);
     MM__EXP_REFUSALS(MM__EXP_REFUSAL)
 #undef MM__EXP_REFUSAL
 }
 
-static void put_choco(text *t, const mm__live *l)
+static void put_choco(mm_text *t, const mm__live *l)
 {
     if (!l->choco)
         return;
@@ -252,7 +220,7 @@ static void put_choco(text *t, const mm__live *l)
         (double)l->cs.diverged);
 }
 
-static void put_http(text *t, mm_http_server *h)
+static void put_http(mm_text *t, mm_http_server *h)
 {
     mm_http_counts c;
     mm_http_get_counts(h, &c);
@@ -261,7 +229,7 @@ static void put_http(text *t, mm_http_server *h)
     family(t, "murmur_http_refused_total", "counter",
            "Requests and connections this endpoint refused or cut off, by reason.");
 #define MM__EXP_HTTP(name, what)                                                             \
-    put(t, "murmur_http_refused_total{reason=\"" #name "\"} %llu\n", (unsigned long long)c.name);
+    mm_text_put(t, "murmur_http_refused_total{reason=\"" #name "\"} %llu\n", (unsigned long long)c.name);
     MM_HTTP_COUNTERS(MM__EXP_HTTP)
 #undef MM__EXP_HTTP
 }
@@ -271,18 +239,18 @@ static void route(void *ud, const char *path, mm_http_reply *r)
     mm__exporter *e = ud;
     if (strcmp(path, "/metrics") != 0)
         return;
-    text t = {0};
+    mm_text t = {0};
     pthread_mutex_lock(&e->mu);
     bool have = e->have_live;
     mm__live l = e->live;
     double updated = e->updated;
-    text nb = {0};
+    mm_text nb = {0};
     if (have)
         put_neighbours(e, &nb, &l);
     pthread_mutex_unlock(&e->mu);
     if (have) {
         put_training(&t, &l);
-        put(&t, "%.*s", (int)nb.len, nb.p ? nb.p : "");
+        mm_text_put(&t, "%.*s", (int)nb.len, nb.p ? nb.p : "");
         put_transport(&t, &l);
         put_choco(&t, &l);
         one(&t, "murmur_last_update_timestamp_seconds", "gauge",
