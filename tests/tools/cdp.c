@@ -163,7 +163,7 @@ static char *eval(const char *expr)
     snprintf(wrapped, sizeof wrapped, "(() => { try { return String(%s); } catch (e) { return 'error: ' + e; } })()", expr);
     json_escape(wrapped, esc, sizeof esc);
     snprintf(params, sizeof params, "{\"expression\":\"%s\",\"returnByValue\":true}", esc);
-    char *m = call("Runtime.evaluate", params, true, 20);
+    char *m = call("Runtime.evaluate", params, true, 60);
     char *v = string_field(m, "value");
     free(m);
     return v ? v : strdup("");
