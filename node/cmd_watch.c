@@ -359,6 +359,7 @@ int cmd_watch(int argc, char **argv)
     w.stopping = true;
     pthread_cond_broadcast(&w.cv);
     pthread_mutex_unlock(&w.mu);
+    mm_http_print_counts(srv, stderr, "murmur watch");
     mm_http_stop(srv);
     free(w.json);
     for (size_t i = 0; i < N_ASSETS; i++)

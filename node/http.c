@@ -524,3 +524,15 @@ char *mm_http_read_token(const char *path, char *err, size_t errlen)
     }
     return strdup(line);
 }
+
+void mm_http_print_counts(mm_http_server *s, FILE *out, const char *who)
+{
+    mm_http_counts c;
+    mm_http_get_counts(s, &c);
+    fprintf(out, "%s: %llu requests answered; refused or cut:", who,
+            (unsigned long long)c.requests);
+#define MM_HTTP_PRINT(name, what) fprintf(out, " " #name " %llu", (unsigned long long)c.name);
+    MM_HTTP_COUNTERS(MM_HTTP_PRINT)
+#undef MM_HTTP_PRINT
+    fprintf(out, "\n");
+}

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 /* Refusals and cuts, by reason; names as the metrics export them. */
@@ -73,6 +74,8 @@ mm_http_server *mm_http_start(const mm_http_config *c, mm_http_route route, void
 /* Stops: closes every connection (streams see their end) and joins. */
 void mm_http_stop(mm_http_server *s);
 void mm_http_get_counts(mm_http_server *s, mm_http_counts *out);
+/* One line: "WHO: N requests answered; refused or cut: method N path N ...". */
+void mm_http_print_counts(mm_http_server *s, FILE *out, const char *who);
 /* The port it listens on (useful with port 0). */
 int mm_http_port(const mm_http_server *s);
 /* Whether addr (HOST:PORT) names a loopback host. */

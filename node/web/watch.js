@@ -208,6 +208,9 @@ function drawRun(doc) {
 function drawSweep(doc) {
   const done = doc.runs.filter((r) => r.status === "done").length;
   $("round").textContent = done + "/" + doc.runs.length; $("round").dataset.round = done;
+  $("round-label").textContent = "runs done";
+  $("acc-label").textContent = "best accuracy";
+  $("xi-label").textContent = "its mean Ξ";
   $("facts").textContent = "sweep · " + doc.settings.length + " settings · axes: " + (doc.axes.join(", ") || "topology");
   const best = doc.settings.filter((s) => s.acc[2] > 0).sort((a, b) => b.acc[0] - a.acc[0])[0];
   $("acc").textContent = best ? pct(best.acc[0]) : "–";
@@ -219,9 +222,21 @@ function drawSweep(doc) {
       xMin: s.xi_avg[0] - sd(s.xi_avg[1]), xMax: s.xi_avg[0] + sd(s.xi_avg[1]),
       yMin: s.acc[0] - sd(s.acc[1]), yMax: s.acc[0] + sd(s.acc[1]) }] : [],
   }));
-  setData("chart-sweep", { type: "scatter", data: { datasets: [] }, plugins: [errorBars],
+  const sweepChart = chart("chart-sweep", { type: "scatter", data: { datasets: [] }, plugins: [errorBars],
     options: { parsing: false, scales: axes("mean consensus distance Ξ over the run (log)", "final accuracy", "linear", "logarithmic"),
-      plugins: { legend: { position: "bottom" } } } }, ds);
+      plugins: { legend: { position: "bottom" } } } });
+  // the axes hold the error bars too, with a margin
+  const pts = ds.flatMap((d) => d.data);
+  if (pts.length) {
+    const lo = Math.min(...pts.map((p) => p.yMin)), hi = Math.max(...pts.map((p) => p.yMax));
+    const pad = Math.max(0.02, 0.1 * (hi - lo));
+    sweepChart.options.scales.y.min = Math.max(0, lo - pad);
+    sweepChart.options.scales.y.max = Math.min(1, hi + pad);
+    const xl = Math.min(...pts.map((p) => p.xMin > 0 ? p.xMin : p.x)), xh = Math.max(...pts.map((p) => p.xMax));
+    sweepChart.options.scales.x.min = xl / 1.5;
+    sweepChart.options.scales.x.max = xh * 1.5;
+  }
+  setData("chart-sweep", null, ds);
 
   const seeds = [...new Set(doc.runs.map((r) => r.seed))].sort((a, b) => a - b);
   const grid = $("grid");
