@@ -908,8 +908,11 @@ static void log_round(mm__trainer *t, double loss, float lr)
     metrics_head(t, "round");
     mm_metrics_num(m, "loss", loss);
     mm_metrics_num(m, "lr", lr);
-    mm_metrics_int(m, "bytes_sent", (long long)st.bytes_sent);
-    mm_metrics_int(m, "bytes_recv", (long long)st.bytes_recv);
+#define MM_X(field, line, explanation) \
+    if (line == MM_CTR_ROUND)          \
+        mm_metrics_int(m, #field, (long long)st.field);
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
     mm_metrics_num(m, "t_compute", t->t_compute);
     mm_metrics_num(m, "t_comm", t->t_comm);
     mm_metrics_num(m, "t_wait", t->t_wait);
@@ -951,31 +954,26 @@ static void log_round(mm__trainer *t, double loss, float lr)
 }
 
 /* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
- * that a test or an operator can compare it with what was sent. */
+ * that a test or an operator can compare it with what was sent: the end
+ * line's counters of gossip/counters.h, then their sum, then the refusals. */
 static void write_refusals(mm__trainer *t, mm_metrics *m)
 {
     mm_transport_stats st;
     mm__mbox_stats(t->mb, &st, true);
-    const struct { const char *name; uint64_t v; } f[] = {
-        {"bad_magic", st.bad_magic}, {"bad_version", st.bad_version},
-        {"bad_type", st.bad_type}, {"bad_length", st.bad_length},
-        {"bad_checksum", st.bad_checksum}, {"bad_fingerprint", st.bad_fingerprint},
-        {"bad_round", st.bad_round}, {"bad_values", st.bad_values},
-        {"bad_weight", st.bad_weight},
-        {"bad_identity", st.bad_identity}, {"bad_tls", st.bad_tls},
-        {"frame_timeouts", st.frame_timeouts}, {"peer_timeouts", st.peer_timeouts},
-        {"flood_refused", st.flood_refused}, {"id_clash", st.id_clash},
-        {"tls_mismatch", st.tls_mismatch}, {"pending_refused", st.pending_refused},
-        {"bad_codec", st.bad_codec}, {"bad_config", st.bad_config},
-    };
     uint64_t total = 0;
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        total += f[i].v;
-    mm_metrics_int(m, "conns_accepted", (long long)st.conns_accepted);
-    mm_metrics_int(m, "tls_queued_peak", (long long)st.tls_queued_peak);
+#define MM_X(field, line, explanation) \
+    if (line == MM_CTR_REFUSED)        \
+        total += st.field;             \
+    else if (line == MM_CTR_END)       \
+        mm_metrics_int(m, #field, (long long)st.field);
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
     mm_metrics_int(m, "refused", (long long)total);
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-        mm_metrics_int(m, f[i].name, (long long)f[i].v);
+#define MM_X(field, line, explanation) \
+    if (line == MM_CTR_REFUSED)        \
+        mm_metrics_int(m, #field, (long long)st.field);
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
 }
 
 static void write_start(mm__trainer *t)

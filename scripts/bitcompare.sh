@@ -18,7 +18,8 @@
 # What is hashed: every snapshot file (snap/rNNNNNNNN.bin) and the
 # checkpoint, byte for byte; every `eval` line and every `round` line with
 # the fields that measure time or bytes on the wire removed (time, t_*,
-# bytes_sent, bytes_recv: they vary from run to run of the same binary).
+# bytes_sent, bytes_recv: they vary from run to run of the same binary);
+# of the end line only its keys, in order.
 # The synchronous algorithms wait for every neighbour (long timeouts, no
 # fault), so two runs of one binary agree bit for bit. async does not wait:
 # which copy of a neighbour it mixes depends on timing, so its digests are
@@ -101,6 +102,9 @@ digest() {
                 ev=$(printf '%s' "$line" | sed -E 's/.*"ev":"([a-z]+)".*"round":([0-9]+).*/\1-r\2/')
                 echo "$1 peer$k $ev $(printf '%s' "$line" | sha256sum | cut -c1-16)"
             done
+        # the end line: its keys in order (its values measure the run)
+        grep '"ev":"end"' "$d/metrics.jsonl" | sed -E 's/:("[^"]*"|[^,{}]*|\{[^}]*\})//g' |
+            echo "$1 peer$k end-keys $(sha256sum | cut -c1-16)"
     done
 }
 
