@@ -13,6 +13,7 @@
  * flags, reserved bits, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
+#include "gossip/algo.h"
 #include "gossip/wire.h"
 
 #include <math.h>
