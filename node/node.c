@@ -17,7 +17,7 @@
 #include "gossip/ports.h"
 #include "node/blas_env.h"
 #include "gossip/tls.h"
-#include "node/choco_round.h"
+#include "node/algo_choco.h"
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
@@ -361,7 +361,7 @@ int mm_node_run(const mm_node_config *c)
     if (!nd->trainer || !nd->want) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
         if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress configuration refused (choco_round.c) */
+            status = 2; /* a --compress configuration refused (algo_choco.c) */
         goto out;
     }
 

@@ -31,7 +31,7 @@
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
-#include "node/choco_round.h"
+#include "node/algo_choco.h"
 #include "node/isolation.h"
 #include "node/node_int.h"
 #include "node/replica.h"
@@ -107,7 +107,7 @@ struct mm__trainer {
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
-    mm__choco *choco;               /* --compress: CHOCO-SGD's public copies (choco_round.h) */
+    mm__choco *choco;               /* --compress: CHOCO-SGD's public copies (algo_choco.h) */
     int exit_status;
 };
 

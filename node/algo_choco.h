@@ -18,8 +18,8 @@
  * this exchange is mixed; the others count as missing.
  *
  * Internal to node/ (mm__). */
-#ifndef MURMUR_CHOCO_ROUND_H
-#define MURMUR_CHOCO_ROUND_H
+#ifndef MURMUR_ALGO_CHOCO_H
+#define MURMUR_ALGO_CHOCO_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
-/* node/choco_round.h: CHOCO-SGD in the peer's round, and the rules that
+/* node/algo_choco.h: CHOCO-SGD in the peer's round, and the rules that
  * keep every public copy equal to its owner's (or out of the mix until a
  * RESET makes it so). The arithmetic is gossip/choco.c's. */
-#include "node/choco_round.h"
+#include "node/algo_choco.h"
 
 #include <inttypes.h>
 #include <math.h>
