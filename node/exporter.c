@@ -13,14 +13,7 @@
 #include "base/text.h"
 #include "node/exporter.h"
 #include "node/http.h"
-
-/* The transport's counters that count refusals, by reason, and the others
- * (mm_transport_stats): field, metric. */
-#define MM__EXP_REFUSALS(X)                                                                  \
-    X(bad_magic) X(bad_version) X(bad_type) X(bad_length) X(bad_checksum)                    \
-    X(bad_fingerprint) X(bad_round) X(bad_values) X(bad_weight) X(bad_identity) X(bad_tls)   \
-    X(frame_timeouts) X(peer_timeouts) X(flood_refused) X(id_clash) X(tls_mismatch)          \
-    X(pending_refused) X(bad_codec) X(bad_config)
+#include "gossip/counters.h"
 
 struct mm__exporter {
     mm_http_server *http;
@@ -176,32 +169,46 @@ static void put_neighbours(const mm__exporter *e, mm_text *t, const mm__live *l)
                 (unsigned long long)e->missing[j]);
 }
 
+/* The transport's counters, from their one table (gossip/counters.h): the
+ * refusals as murmur_transport_refused_total{reason="FIELD"}, the others as
+ * murmur_transport_FIELD_total, with two naming rules for units: bytes_X is
+ * murmur_transport_X_bytes_total, and a _peak (bytes) is a gauge,
+ * murmur_transport_FIELD_bytes. */
+static void put_counter(mm_text *t, const char *field, const char *help, uint64_t v)
+{
+    char name[128];
+    const char *type = "counter";
+    size_t n = strlen(field);
+    if (!strncmp(field, "bytes_", 6)) {
+        snprintf(name, sizeof name, "murmur_transport_%s_bytes_total", field + 6);
+    } else if (n > 5 && !strcmp(field + n - 5, "_peak")) {
+        snprintf(name, sizeof name, "murmur_transport_%s_bytes", field);
+        type = "gauge";
+    } else {
+        snprintf(name, sizeof name, "murmur_transport_%s_total", field);
+    }
+    char h[300];
+    snprintf(h, sizeof h, "The transport's %s: %s.", field, help);
+    one(t, name, type, h, (double)v);
+}
+
 static void put_transport(mm_text *t, const mm__live *l)
 {
     const mm_transport_stats *s = &l->st;
-    one(t, "murmur_sent_bytes_total", "counter", "Bytes the transport wrote to neighbours.",
-        (double)s->bytes_sent);
-    one(t, "murmur_received_bytes_total", "counter", "Bytes the transport read from peers.",
-        (double)s->bytes_recv);
-    one(t, "murmur_vectors_sent_total", "counter", "Vectors sent.", (double)s->vectors_sent);
-    one(t, "murmur_vectors_received_total", "counter", "Vectors received.",
-        (double)s->vectors_recv);
-    one(t, "murmur_connections_accepted_total", "counter", "Incoming connections.",
-        (double)s->conns_accepted);
-    one(t, "murmur_connections_dialed_total", "counter", "Outgoing connections dialled.",
-        (double)s->conns_dialed);
-    one(t, "murmur_connections_closed_total", "counter", "Connections closed.",
-        (double)s->conns_closed);
-    one(t, "murmur_tls_queued_peak_bytes", "gauge",
-        "The most ciphertext one TLS connection held waiting for its socket.",
-        (double)s->tls_queued_peak);
+#define MM_X(field, line, explanation)                                                       \
+    if (line != MM_CTR_REFUSED)                                                               \
+        put_counter(t, #field, explanation, s->field);
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
     family(t, "murmur_transport_refused_total", "counter",
-           "Connections and frames the transport refused, by reason (docs/metrics.md, the "
-           "end line's counters; docs/protocol.md, Refusals).");
-#define MM__EXP_REFUSAL(f)                                                                   \
-    mm_text_put(t, "murmur_transport_refused_total{reason=\"" #f "\"} %llu\n", (unsigned long long)s->f);
-    MM__EXP_REFUSALS(MM__EXP_REFUSAL)
-#undef MM__EXP_REFUSAL
+           "Connections and frames the transport refused, by reason (gossip/counters.h; "
+           "docs/protocol.md, Refusals).");
+#define MM_X(field, line, explanation)                                                       \
+    if (line == MM_CTR_REFUSED)                                                               \
+        mm_text_put(t, "murmur_transport_refused_total{reason=\"" #field "\"} %llu\n",          \
+                    (unsigned long long)s->field);
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
 }
 
 static void put_choco(mm_text *t, const mm__live *l)

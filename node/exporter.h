@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "gossip/transport.h"
-#include "node/choco_round.h"
+#include "node/algo_choco.h"
 
 /* Neighbours listed per peer (in-neighbours of the current round). */
 #define MM__LIVE_MAX_NBRS 64

@@ -1,7 +1,7 @@
 # A real Prometheus (Debian's package, started here on loopback with a
 # config written here) scrapes 4 training peers' --metrics-addr endpoints
 # every 250 ms during a run. Through Prometheus's HTTP API: every peer's
-# murmur_round increases, and every scrape's murmur_sent_bytes_total is
+# murmur_round increases, and every scrape's murmur_transport_sent_bytes_total is
 # exactly the bytes_sent of the peer's own metrics.jsonl round line of that
 # round (both come from one copy of the peer's state), the last one among
 # the run's last rounds (a peer stops serving when it exits, which can be
@@ -60,7 +60,7 @@ query() {
     jq -r '.data.result[] | .metric.node as $k | .values[] | "\($k) \(.[0]) \(.[1])"' "$T/q.json"
 }
 query murmur_round > "$T/rounds.txt"
-query murmur_sent_bytes_total > "$T/bytes.txt"
+query murmur_transport_sent_bytes_total > "$T/bytes.txt"
 k=0
 while [ $k -lt $n ]; do
     awk -v k=$k '$1 == k { n++; if (n == 1) first = $3; if ($3 < last) down++; last = $3 }
@@ -80,7 +80,7 @@ while [ $k -lt $n ]; do
         END { printf "  peer %d: %d scrapes match metrics.jsonl; the last: round %d, %s bytes (metrics.jsonl %s)\n", k, n, lastR, lastB, sent[last]
               exit !(n >= 4 && !bad && lastR >= last - 8) }' \
         "$T/lines$k.txt" "$T/rounds.txt" "$T/bytes.txt" ||
-        fail "peer $k: Prometheus's murmur_sent_bytes_total differs from metrics.jsonl"
+        fail "peer $k: Prometheus's murmur_transport_sent_bytes_total differs from metrics.jsonl"
     k=$((k + 1))
 done
 # the training metrics made it too
