@@ -165,7 +165,7 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "progress line every N rounds"),
         MM_OPT(MM_OPT_STR, "metrics-addr", "HOST:PORT", &c->metrics_addr, 0, 0,
                "serve Prometheus metrics at http://HOST:PORT/metrics (off by default; "
-               "127.0.0.1:PORT for this machine only)", .hide_default = true),
+               "127.0.0.1:PORT for this machine only; PORT+ adds the peer's id)", .hide_default = true),
         MM_OPT(MM_OPT_STR, "metrics-token-file", "FILE", &c->metrics_token_file, 0, 0,
                "the endpoint asks for 'Authorization: Bearer TOKEN', TOKEN the file's first "
                "line", .hide_default = true),

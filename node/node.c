@@ -346,8 +346,23 @@ static int start_exporter(node *nd, char *err, size_t errlen)
     char *token = NULL;
     if (c->metrics_token_file && !(token = mm_http_read_token(c->metrics_token_file, err, errlen)))
         return -1;
+    /* HOST:P+ is port P + this peer's id: one flag for every peer of a machine */
+    char addr[300];
+    size_t len = strlen(c->metrics_addr);
+    snprintf(addr, sizeof addr, "%s", c->metrics_addr);
+    if (len > 1 && len < sizeof addr && addr[len - 1] == '+') {
+        addr[len - 1] = '\0';
+        char *colon = strrchr(addr, ':');
+        long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+        if (!colon || port <= 0 || port + nd->id > 65535) {
+            snprintf(err, errlen, "--metrics-addr %s: HOST:PORT+ wants a port", c->metrics_addr);
+            free(token);
+            return -1;
+        }
+        snprintf(colon + 1, sizeof addr - (size_t)(colon + 1 - addr), "%ld", port + nd->id);
+    }
     char why[PATH_MAX + 256];
-    nd->exporter = mm__exporter_start(c->metrics_addr, token, nd->n, why, sizeof why);
+    nd->exporter = mm__exporter_start(addr, token, nd->n, why, sizeof why);
     free(token);
     if (!nd->exporter) {
         snprintf(err, errlen, "--metrics-addr: %s", why);

@@ -8,6 +8,8 @@
 # clean stop, and peer 0's compute time per round stays within the other
 # peers' (they were not attacked).
 . "$(dirname "$0")/lib.sh"
+. "$ROOT/tests/e2e/lib/pkgs.sh"
+need_pkgs curl || { echo "skip: curl missing and not root to install it"; exit 0; }
 export MURMUR MURMUR_NO_BLAS_FIX=1 RUNS="$T/runs"
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n 4 > "$T/ring-4.topo" 2>/dev/null
@@ -67,6 +69,24 @@ note "$line"
 echo "$line" | awk '{ for (i = 1; i < NF; i++) v[$i] = $(i + 1) }
     END { exit !(v["method"] >= 2 && v["path"] >= 2 && v["body"] >= 1 && v["conn_limit"] >= 900 && v["slow"] >= 1 && v["malformed"] >= 3) }' ||
     fail "murmur watch did not count every refusal"
+
+# a bearer token: refused without it, answered with it, counted
+printf 'secret-token-0123456789\n' > "$T/token"
+bg "$MURMUR" watch "$RUNS/h" --addr "127.0.0.1:$wport" --token-file "$T/token" > "$T/watch3.out" 2>&1
+watch=$(lastpid)
+i=0
+until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$wport/state.json")" = 401 ]; do
+    i=$((i + 1)); [ $i -lt 100 ] || { cat "$T/watch3.out" >&2; fail "murmur watch --token-file did not answer 401 without the token"; }
+    sleep 0.1
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer wrong-token-0123456789' "http://127.0.0.1:$wport/state.json")" = 401 ] ||
+    fail "a wrong token was accepted"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer secret-token-0123456789' "http://127.0.0.1:$wport/state.json")" = 200 ] ||
+    fail "the right token was refused"
+kill -TERM "$watch"
+wait "$watch" 2>/dev/null || true
+tail -1 "$T/watch3.out" | grep -q ' auth [2-9]' || { tail -1 "$T/watch3.out" >&2; fail "refusals for the token not counted"; }
+note "bearer token: 401 without or with a wrong one, 200 with it ($(tail -1 "$T/watch3.out" | grep -o 'auth [0-9]*'))"
 
 # the run: stopped cleanly, and peer 0's own work per round like the others'
 kill -TERM "$ring" 2>/dev/null || true

@@ -8,7 +8,7 @@
 # between two scrapes: ~3 rounds of 75 ms each).
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/pkgs.sh"
-need_pkgs prometheus jq || { echo "skip: prometheus or jq missing and not root to install them"; exit 0; }
+need_pkgs prometheus jq curl || { echo "skip: prometheus, jq or curl missing and not root to install them"; exit 0; }
 n=4
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n $n > "$T/ring.topo" 2>/dev/null

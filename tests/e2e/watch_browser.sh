@@ -11,7 +11,7 @@
 # `WATCH_SHOTS=DIR make test` keeps them.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/pkgs.sh"
-need_pkgs chromium-headless-shell || { echo "skip: chromium-headless-shell missing and not root to install it"; exit 0; }
+need_pkgs chromium-headless-shell curl || { echo "skip: chromium-headless-shell or curl missing and not root to install it"; exit 0; }
 CDP=${CDP:-$ROOT/${BUILD:-build}/tests/tools/cdp}
 [ -x "$CDP" ] || fail "$CDP missing (make test builds it)"
 shots=${WATCH_SHOTS:-$T/shots}
