@@ -60,6 +60,8 @@ void mm_node_config_defaults(mm_node_config *c)
     c->start_timeout_ms = 30000;
     c->staleness = 8;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
+    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
+    c->outer_memory_mb = 2048;
     c->eval_every = 20;
     c->eval_windows = 64;
     c->checkpoint_every = 50;

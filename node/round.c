@@ -34,6 +34,7 @@
 #include "node/choco_round.h"
 #include "node/isolation.h"
 #include "node/node_int.h"
+#include "node/outer_round.h"
 #include "node/replica.h"
 #include "report/snapshot.h"
 
@@ -108,6 +109,8 @@ struct mm__trainer {
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
     mm__choco *choco;               /* --compress: CHOCO-SGD's public copies (choco_round.h) */
+    mm__outer *outer;               /* --outer: the outer optimizer's state (outer_round.h) */
+    float outer_mu;                 /* ... the momentum of this round's outer step */
     int exit_status;
 };
 
@@ -174,8 +177,11 @@ static int resume(mm__trainer *t, char *err, size_t errlen)
         snprintf(err, errlen, "--resume needs a model (not --vector-len)");
         return -1;
     }
-    mm_ckpt_state st;
-    if (mm_replica_load(&t->rep, path, &st, err, errlen) != 0)
+    mm_ckpt_state st = {0};
+    if (t->outer)
+        mm__outer_ckpt(t->outer, &st); /* where its state goes */
+    if (mm_replica_load(&t->rep, path, &st, err, errlen) != 0 ||
+        (t->outer && mm__outer_resumed(t->outer, &st, path, err, errlen) != 0))
         return -1;
     if (st.peer_id != (int32_t)t->id) {
         snprintf(err, errlen, "%s belongs to peer %d, not %u", path, st.peer_id, t->id);
@@ -315,7 +321,11 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
     uint64_t js = c->jitter_seed_given ? c->jitter_seed : c->train.seed ^ 0x6a69747465720000ULL;
     mm_rng_seed(&t->jitter_rng, js ^ (0x9e3779b97f4a7c15ULL * (id + 1)));
     snprintf(t->dir, sizeof t->dir, "%s", dir);
-    if (load_replica(t, err, errlen) != 0 || (c->resume && resume(t, err, errlen) != 0))
+    if (load_replica(t, err, errlen) != 0)
+        goto fail;
+    if (c->outer && !(t->outer = mm__outer_new(c, t->x, t->P, err, errlen)))
+        goto fail;
+    if (c->resume && resume(t, err, errlen) != 0)
         goto fail;
     if (c->compress && !(t->choco = mm__choco_new(c, topo, id, t->x, t->P, err, errlen)))
         goto fail;
@@ -371,6 +381,7 @@ void mm__trainer_free(mm__trainer *t)
     free(t->ar_out);
     mm__iso_free(t->iso);
     mm__choco_free(t->choco);
+    mm__outer_free(t->outer);
     free(t);
 }
 
@@ -585,8 +596,14 @@ static void mix(mm__trainer *t, const float *s)
             t->dist[k] = t->mix_in[k].dist;
         return;
     }
+    if (t->outer) {
+        t->outer_mu = mm__outer_next_momentum(t->outer);
+        mm__outer_before_mix(t->outer, t->x, s);
+    }
     t->w = mm_mix_round(t->x, s, t->P, t->w, t->v.self_weight, t->mix_in, t->v.n_in,
                         t->cfg->algo == MM_ALGO_PUSHSUM, (double)t->n, t->cfg->clip_pull);
+    if (t->outer)
+        mm__outer_after_mix(t->outer, t->x);
     for (int k = 0; k < t->v.n_in; k++) {
         t->dist[k] = t->mix_in[k].dist;
         if (t->mix_in[k].refused) { /* the transport's rule let it through: count it */
@@ -650,6 +667,20 @@ static void compute(mm__trainer *t)
         if (jitter)
             jitter_delay(t);
     }
+}
+
+/* --outer without --outer-overlap: the round's local steps run before its
+ * vector is sent (DiLoCo), not while it travels. */
+static bool steps_before_send(const mm__trainer *t)
+{
+    return t->outer && !mm__outer_overlap(t->outer);
+}
+
+static void compute_timed(mm__trainer *t)
+{
+    double t0 = mm_time_now();
+    compute(t);
+    t->t_compute += mm_time_now() - t0;
 }
 
 /* Snapshot s = w x into buffer b and send it to this round's
@@ -788,6 +819,9 @@ static int allreduce_round(mm__trainer *t)
     double t0 = mm_time_now();
     allreduce_view(t);
     mm__iso_round(t->iso, &t->v);
+    bool steps_first = steps_before_send(t);
+    if (steps_first)
+        compute_timed(t);
     set_phase(t, PH_SNAPSHOT);
     const float *s = t->x;
     float *out = t->x;
@@ -801,7 +835,8 @@ static int allreduce_round(mm__trainer *t)
     mm__mbox_allreduce(t->mb, (uint64_t)t->round, s, out);
     double t1 = mm_time_now();
     set_phase(t, PH_COMPUTE);
-    compute(t);
+    if (!steps_first)
+        compute(t);
     double t2 = mm_time_now();
     set_phase(t, PH_WAIT);
     mm__ar_view v;
@@ -813,9 +848,15 @@ static int allreduce_round(mm__trainer *t)
         return -2;
     }
     t->t_allreduce += v.seconds;
+    if (t->outer) {
+        t->outer_mu = mm__outer_next_momentum(t->outer);
+        mm__outer_before_mix(t->outer, t->x, s);
+    }
     if (out != t->x) /* x = avg(x_t) + (x - x_t) */
         for (size_t k = 0; k < t->P; k++)
             t->x[k] = out[k] + (t->x[k] - s[k]);
+    if (t->outer)
+        mm__outer_after_mix(t->outer, t->x);
     double t4 = mm_time_now();
     for (int k = 0; k < t->v.n_in; k++) /* the average holds every peer's vector */
         mm__iso_mixed(t->iso, t->v.in[k].peer, t4);
@@ -879,6 +920,8 @@ static int save_checkpoint(mm__trainer *t)
         .step = t->step, .round = t->round, .peer_id = (int32_t)t->id,
         .n_peers = (int32_t)t->n, .pushsum_weight = t->w, .seed = t->cfg->train.seed,
     };
+    if (t->outer)
+        mm__outer_ckpt(t->outer, &st);
     if (mm_replica_save(&t->rep, path, st, err, sizeof err) != 0) {
         mm_error("checkpoint not written (the previous one is intact): %s", err);
         return -1;
@@ -936,6 +979,8 @@ static void log_round(mm__trainer *t, double loss, float lr)
     }
     if (t->cfg->algo == MM_ALGO_PUSHSUM)
         mm_metrics_num(m, "w", t->w);
+    if (t->outer) /* the momentum of the outer step this round took */
+        mm_metrics_num(m, "outer_mu", t->outer_mu);
     mm_metrics_end(m);
 
     char cc[96] = "";
@@ -1006,6 +1051,22 @@ static void write_start(mm__trainer *t)
         mm_metrics_num(m, "consensus_target", c->consensus_target);
         mm_metrics_int(m, "max_gossip_steps", c->max_gossip_steps);
     }
+    if (t->outer) {
+        const mm_outer_config *o = &c->outer_cfg;
+        char decay[48];
+        mm_outer_decay_spec(o, decay, sizeof decay);
+        mm_metrics_str(m, "outer", "nesterov");
+        mm_metrics_num(m, "outer_lr", o->lr);
+        mm_metrics_num(m, "outer_momentum", o->momentum);
+        mm_metrics_int(m, "outer_momentum_warmup", o->warmup);
+        mm_metrics_str(m, "outer_momentum_decay", decay);
+        mm_metrics_int(m, "outer_overlap", c->outer_overlap);
+        mm_metrics_int(m, "outer_vectors", 3);
+        mm_metrics_int(m, "outer_bytes", (long long)mm__outer_bytes(t->outer));
+        mm_metrics_int(m, "outer_step", mm__outer_steps(t->outer));
+    }
+    if (c->train.adamw.accum_steps > 1)
+        mm_metrics_int(m, "adam_accum", c->train.adamw.accum_steps);
     if (t->choco) {
         mm_metrics_str(m, "compress", mm__choco_spec(t->choco));
         mm_metrics_num(m, "consensus_step", mm__choco_gamma(t->choco));
@@ -1175,9 +1236,13 @@ static int run_round(mm__trainer *t)
         t->n_ex[k] = 0;
     }
     t->exchanges = 0;
+    bool steps_first = steps_before_send(t);
+    if (steps_first)
+        compute_timed(t);
     for (int g = 0; g < G; g++) {
         bool more = t->adaptive && g + 1 < G && !stopping(t);
-        if (exchange(t, (uint64_t)t->round * t->stride + (uint64_t)g, g == 0, more) != 0)
+        if (exchange(t, (uint64_t)t->round * t->stride + (uint64_t)g, g == 0 && !steps_first,
+                     more) != 0)
             return -1;
         t->exchanges++;
         for (int k = 0; k < t->v.n_in; k++)
