@@ -384,8 +384,9 @@ int mm_node_run(const mm_node_config *c)
     nd->want = calloc(nd->n, sizeof *nd->want);
     if (!nd->trainer || !nd->want) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
-        if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress configuration refused (choco_round.c) */
+        if (!nd->trainer && (c->compress || c->outer) && strncmp(err, "--", 2) == 0)
+            status = 2; /* a --compress or --outer configuration refused (choco_round.c,
+                         * outer_round.c) */
         goto out;
     }
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sha256.h"
+
 struct mm__outer {
     mm_outer_config cfg;
     bool overlap;
@@ -20,9 +22,10 @@ mm__outer *mm__outer_new(const mm_node_config *c, const float *x, size_t P, char
     uint64_t bytes = 3 * (uint64_t)P * sizeof(float);
     uint64_t budget = (uint64_t)c->outer_memory_mb << 20;
     if (bytes > budget) {
-        snprintf(err, errlen, "the outer optimizer's state (3 vectors of %zu floats: outer "
-                 "parameters, momentum, local progress) takes %.1f MB, over "
-                 "--outer-memory-mb %ld", P, (double)bytes / 1e6, c->outer_memory_mb);
+        snprintf(err, errlen, "--outer-memory-mb %ld: the outer optimizer's state (3 vectors "
+                 "of %zu floats: outer parameters, momentum, local progress) takes %.1f MB, "
+                 "over the budget of %.1f MB", c->outer_memory_mb, P, (double)bytes / 1e6,
+                 (double)budget / 1e6);
         return NULL;
     }
     mm__outer *o = calloc(1, sizeof *o);
@@ -75,6 +78,17 @@ void mm__outer_after_mix(mm__outer *o, float *x)
 }
 
 long mm__outer_steps(const mm__outer *o) { return o->step; }
+
+void mm__outer_digest(const mm__outer *o, char hex[65])
+{
+    mm_sha256_ctx c;
+    uint8_t d[MM_SHA256_LEN];
+    mm_sha256_init(&c);
+    mm_sha256_update(&c, o->o, o->P * sizeof(float));
+    mm_sha256_update(&c, o->m, o->P * sizeof(float));
+    mm_sha256_final(&c, d);
+    mm_sha256_hex(d, hex);
+}
 
 size_t mm__outer_bytes(const mm__outer *o) { return 3 * o->P * sizeof(float); }
 

@@ -42,6 +42,10 @@ void mm__outer_after_mix(mm__outer *o, float *x);
 /* The momentum the next outer step will use, and the steps taken. */
 float mm__outer_next_momentum(const mm__outer *o);
 long mm__outer_steps(const mm__outer *o);
+/* Lower-case hex SHA-256 of the outer parameters followed by the outer
+ * momentum, as the checkpoint's outer block stores them (docs/formats.md):
+ * the start line reports it, so a resume can be checked against the file. */
+void mm__outer_digest(const mm__outer *o, char hex[65]);
 /* Bytes of the outer state (3 vectors). */
 size_t mm__outer_bytes(const mm__outer *o);
 

@@ -1064,6 +1064,9 @@ static void write_start(mm__trainer *t)
         mm_metrics_int(m, "outer_vectors", 3);
         mm_metrics_int(m, "outer_bytes", (long long)mm__outer_bytes(t->outer));
         mm_metrics_int(m, "outer_step", mm__outer_steps(t->outer));
+        char digest[65];
+        mm__outer_digest(t->outer, digest);
+        mm_metrics_str(m, "outer_sha256", digest);
     }
     if (c->train.adamw.accum_steps > 1)
         mm_metrics_int(m, "adam_accum", c->train.adamw.accum_steps);
