@@ -8,6 +8,7 @@
 #  3. a stop and --resume at round 4 gives the same parameters at round 8 as
 #     an uninterrupted run (the outer parameters, momentum and step are in
 #     the checkpoint: resuming without them would differ);
+#     and the same for --adam-accum stopped in the middle of an accumulation;
 #  4. flags: clear refusals naming the flag, exit 2.
 . "$(dirname "$0")/lib.sh"
 tiny_data "$T/data"
@@ -86,6 +87,22 @@ MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 0 --topology "$T/ring.topo" --plaintext
     --outer nesterov > "$T/plain.resume" 2>&1 && fail "an outer run resumed a checkpoint without outer state"
 grep -q "holds no outer optimizer state" "$T/plain.resume" || { cat "$T/plain.resume" >&2; fail "no clear refusal of the old checkpoint"; }
 echo "ok: stop at round 4 and --resume gives round 8 bit for bit; a checkpoint without outer state is refused"
+
+# Decentralized Adam (--adam-accum K, Decent-DP's AccumAdamW): the same
+# stop-and-resume check with the checkpoint taken in the middle of an
+# accumulation (round 3, K = 4 steps of H = 1), so the accumulator must
+# come back from the file (format version 2).
+flat="--lr 3e-3 --min-lr 3e-3 --warmup 0 --adam-accum 4"
+run4 da-whole 6 $flat --checkpoint-every 3
+rm -rf "$T/da-halves"; run4 da-halves 3 $flat --checkpoint-every 3
+ver=$(od -An -tu4 -j8 -N4 "$T/da-halves/node-0/checkpoint.bin" | tr -d ' ')
+[ "$ver" = 2 ] || fail "an --adam-accum checkpoint is format version $ver, not 2"
+run4 da-halves 6 $flat --checkpoint-every 3 --resume
+same_snaps da-whole da-halves 6
+grep -q '"adam_accum":4' "$T/da-whole/node-0/metrics.jsonl" || fail "no adam_accum in the start line"
+run4 da-plain 6 --lr 3e-3 --min-lr 3e-3 --warmup 0
+cmp -s "$(snap da-whole 0 6)" "$(snap da-plain 0 6)" && fail "--adam-accum 4 changed nothing"
+echo "ok: --adam-accum 4: stop mid-accumulation and --resume gives round 6 bit for bit"
 
 # 4. refused flags
 refused() { # refused EXPECT FLAGS...
