@@ -22,12 +22,13 @@
 #   OUT/loss-mb.png  val loss against MB sent per peer, one line per method
 #                    (log x; a method that sends nothing is a level line)
 #
-# PLAN_COMMON: flags given to every `murmur plan` (the link profile, the
+# BASELINES: labels separated by ';' to pair with, one table each (default
+# the first method). PLAN_COMMON: flags given to every `murmur plan` (the link profile, the
 # model and its step time). MURMUR: the binary (default ./murmur). POSIX sh,
 # awk, gnuplot (without gnuplot no PNG).
 set -eu
-case ${1:-} in -h|--help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
-[ $# -eq 2 ] || { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+case ${1:-} in -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+[ $# -eq 2 ] || { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 out=$1; methods=$2
 MURMUR=${MURMUR:-./murmur}
 PLAN_COMMON=${PLAN_COMMON:-}
@@ -37,6 +38,7 @@ mkdir -p "$out"
 trim() { printf '%s' "$1" | sed 's/^[ 	]*//; s/[ 	]*$//'; }
 grep -v '^[ 	]*#' "$methods" | grep -v '^[ 	]*$' | while IFS='|' read -r label dir setting plan; do
     label=$(trim "$label"); dir=$(trim "$dir"); setting=$(trim "$setting"); plan=$(trim "$plan")
+    case $label in *,*|*\'*) echo "outer-figures: a label may hold no comma or quote: '$label'" >&2; exit 2 ;; esac
     [ -f "$dir/sweep-runs.csv" ] || { echo "outer-figures: $dir/sweep-runs.csv missing" >&2; exit 1; }
     # the runs of this setting: seed, val_loss, acc, consensus_final, bytes (sweep-runs.csv,
     # whose strings are quoted: the setting is field 2, quoted, without commas here)
@@ -89,7 +91,7 @@ while IFS= read -r l; do grep -F "$l," "$out/curves.body" | awk -F, -v l="$l" '$
 rm -f "$out/curves.csv.tmp" "$out/curves.body"
 
 # the table, and the paired differences with the first method
-awk -F, -v labels="$out/labels" -v planf="$out/plan.tmp" '
+awk -F, -v labels="$out/labels" -v planf="$out/plan.tmp" -v baselines="${BASELINES:-}" '
     function mean(a, n,    i, s) { s = 0; for (i = 1; i <= n; i++) s += a[i]; return n ? s / n : 0 }
     function sd(a, n,    i, m, s) { if (n < 2) return 0; m = mean(a, n); s = 0; for (i = 1; i <= n; i++) s += (a[i] - m)^2; return sqrt(s / (n - 1)) }
     BEGIN {
@@ -98,7 +100,6 @@ awk -F, -v labels="$out/labels" -v planf="$out/plan.tmp" '
     }
     NR > 1 { loss[$1, $2] = $3; acc[$1, $2] = $4; xi[$1, $2] = $5; mb[$1, $2] = $6; seeds[$1] = seeds[$1] " " $2; has[$1, $2] = 1 }
     END {
-        base = order[1]
         print "| method | seeds | val loss | accuracy | Xi final | MB sent / peer | round (plan) | 400 steps (plan) |"
         print "| --- | --- | --- | --- | --- | --- | --- | --- |"
         for (o = 1; o <= nl; o++) {
@@ -109,19 +110,25 @@ awk -F, -v labels="$out/labels" -v planf="$out/plan.tmp" '
             printf "| %s | %s | %.3f ± %.3f | %.4f ± %.4f | %.3g ± %.2g | %.0f | %s | %s |\n", m, substr(seeds[m], 2),
                    mean(L, n), sd(L, n), mean(A, n), sd(A, n), mean(X, n), sd(X, n), mean(B, n), rtime, run
         }
-        print ""
-        printf "Paired by seed with **%s** (method minus baseline, over the seeds both have): ", base
-        print "mean ± sample sd of the difference, and in how many seeds the method is better (lower loss, higher accuracy)."
-        print ""
-        print "| method | seeds paired | Δ val loss | lower in | Δ accuracy | higher in |"
-        print "| --- | --- | --- | --- | --- | --- |"
-        for (o = 2; o <= nl; o++) {
-            m = order[o]; n = split(seeds[m], s, " "); k = 0; lw = 0; hi = 0
-            for (i = 1; i <= n; i++) if (has[base, s[i]]) {
-                k++; DL[k] = loss[m, s[i]] - loss[base, s[i]]; DA[k] = acc[m, s[i]] - acc[base, s[i]]
-                lw += DL[k] < 0; hi += DA[k] > 0 }
-            printf "| %s | %d | %+.3f ± %.3f | %d of %d | %+.4f ± %.4f | %d of %d |\n", m, k, mean(DL, k), sd(DL, k), lw, k,
-                   mean(DA, k), sd(DA, k), hi, k
+        nb = split(baselines, bl, ";")
+        if (nb == 0 || baselines == "") { nb = 1; bl[1] = order[1] }
+        for (q = 1; q <= nb; q++) {
+            base = bl[q]
+            print ""
+            printf "Paired by seed with **%s** (method minus baseline, over the seeds both have): ", base
+            print "mean ± sample sd of the difference, and in how many seeds the method is better (lower loss, higher accuracy)."
+            print ""
+            print "| method | seeds paired | Δ val loss | lower in | Δ accuracy | higher in |"
+            print "| --- | --- | --- | --- | --- | --- |"
+            for (o = 1; o <= nl; o++) {
+                m = order[o]; if (m == base) continue
+                n = split(seeds[m], s, " "); k = 0; lw = 0; hi = 0
+                for (i = 1; i <= n; i++) if (has[base, s[i]]) {
+                    k++; DL[k] = loss[m, s[i]] - loss[base, s[i]]; DA[k] = acc[m, s[i]] - acc[base, s[i]]
+                    lw += DL[k] < 0; hi += DA[k] > 0 }
+                printf "| %s | %d | %+.3f ± %.3f | %d of %d | %+.4f ± %.4f | %d of %d |\n", m, k, mean(DL, k), sd(DL, k), lw, k,
+                       mean(DA, k), sd(DA, k), hi, k
+            }
         }
     }' "$out/runs.csv" > "$out/outer.md"
 rm -f "$out/plan.tmp"
