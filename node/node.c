@@ -43,6 +43,8 @@ void mm_node_config_defaults(mm_node_config *c)
     c->start_timeout_ms = 30000;
     c->staleness = 8;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
+    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
+    c->outer_memory_mb = 2048;
     c->eval_every = 20;
     c->eval_windows = 64;
     c->checkpoint_every = 50;
@@ -396,8 +398,9 @@ int mm_node_run(const mm_node_config *c)
     nd->want = calloc(nd->n, sizeof *nd->want);
     if (!nd->trainer || !nd->want) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
-        if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress configuration refused (algo_choco.c) */
+        if (!nd->trainer && (c->compress || c->outer) && strncmp(err, "--", 2) == 0)
+            status = 2; /* a --compress or --outer configuration refused (algo_choco.c,
+                         * algo_outer.c) */
         goto out;
     }
 

@@ -193,6 +193,8 @@ void mm__lines_start(mm__trainer *tr)
     mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
     mm_metrics_int(m, "resumed_round", tr->round);
     mm_metrics_int(m, "local_steps", c->local_steps);
+    if (c->train.adamw.accum_steps > 1) /* --adam-accum: Decent-DP's AccumAdamW */
+        mm_metrics_int(m, "adam_accum", c->train.adamw.accum_steps);
     mm_metrics_int(m, "gossip_steps", c->gossip_steps);
     mm_metrics_int(m, "exchange_stride", (long long)tr->stride);
     mm__cc_fields(tr, m, MM__LINE_START);

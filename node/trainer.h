@@ -60,6 +60,7 @@ typedef struct mm__trainer {
     const mm_node_config *cfg;
     const mm__algo *algo;           /* chosen once, from cfg->algo and --compress */
     void *algo_state;               /* the algorithm's own (its start() sets it) */
+    struct mm__outer *outer;        /* --outer: the outer optimizer's state (algo_outer.h) */
     uint32_t id, n;
     const mm_topology *topo;
     char dir[PATH_MAX];             /* run_dir/node-K */
