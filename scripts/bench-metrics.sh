@@ -10,6 +10,8 @@
 #   farm-bench -n 5 --timeout 900 -- sh scripts/bench-metrics.sh scrape /tmp/b.txt \
 #       --vs 'sh scripts/bench-metrics.sh plain /tmp/b.txt'
 set -eu
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+[ $# -ge 2 ] || { echo "usage: $0 scrape|plain OUT [ROUNDS]" >&2; exit 2; }
 mode=$1; out=$2; rounds=${3:-300}
 here=$(cd "$(dirname "$0")" && pwd)
 MURMUR=${MURMUR:-$here/../murmur}
