@@ -14,7 +14,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "gossip/wire.h"
+#include "net/wire.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>

@@ -1,7 +1,7 @@
 /* The arithmetic of averaging: blocked loops over flat float vectors, and
  * one round's update with its weight rules (gossip/mix.h). */
 #include "gossip/mix.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -47,7 +47,7 @@ typedef struct {
  * de-biasing by w absorbs the loss. With clip_pull > 0 a neighbour farther
  * than clip_pull is pulled in only to that distance.
  *
- * Weights (the rule of gossip/wire.h, checked again here whatever the
+ * Weights (the rule of net/wire.h, checked again here whatever the
  * transport did): outside push-sum every w_k must be exactly 1; with
  * push-sum it must lie in [MM_PUSHSUM_W_MIN, w_max] (w_max: the number of
  * peers). A neighbour whose w_k breaks the rule is refused (in[k].refused

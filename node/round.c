@@ -24,7 +24,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 #include "node/algo.h"
 #include "node/trainer.h"
 

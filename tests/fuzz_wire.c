@@ -1,4 +1,4 @@
-/* libFuzzer target for the frame decoder (gossip/wire.c).
+/* libFuzzer target for the frame decoder (net/wire.c).
  * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
  * checks behind them; bit 1: a TLS connection, where the payload CRC field
  * is 0 and not computed; bits 2..7: how the stream is split into reads),
@@ -13,8 +13,8 @@
  * flags, reserved bits, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
-#include "gossip/algo.h"
-#include "gossip/wire.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdio.h>

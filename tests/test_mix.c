@@ -12,7 +12,7 @@
 
 #include "gossip/mix.h"
 #include "base/rng.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 
 static float *randvec(mm_rng *r, size_t n, double scale, double offset)
 {

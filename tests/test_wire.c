@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gossip/algo.h"
-#include "gossip/wire.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 static void crc_known_values(void **s)
 {

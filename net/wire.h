@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/crc32c.h"
+
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
 #define MM_WIRE_VERSION 3
 #define MM_WIRE_HDR_LEN 40
@@ -46,7 +48,7 @@ typedef struct {
     uint8_t fingerprint[32];
     uint64_t vec_len;
     uint32_t target;    /* the id the sender believes it talks to */
-    uint8_t algo;       /* mm_algo (gossip/algo.h): peers must run the same one */
+    uint8_t algo;       /* mm_algo (net/algo.h): peers must run the same one */
     uint8_t codec;      /* MM_WIRE_CODEC_FP32, ... */
     uint32_t codec_block;  /* int8, sign: floats per scale; else 0 */
     double codec_frac;     /* topk, randk: the fraction sent; else 0 */
@@ -108,10 +110,7 @@ typedef enum {
 
 const char *mm_wire_err_name(mm_wire_err e);
 
-/* CRC32C (Castagnoli): SSE4.2 when the CPU has it, else slice-by-8 tables. */
-uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
-bool mm_crc32c_is_hw(void);
-uint32_t mm_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+/* CRC32C: base/crc32c.h (mm_crc32c). */
 
 void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h);
 void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h);

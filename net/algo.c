@@ -1,5 +1,5 @@
-/* The names of the algorithms (the table in gossip/algo.h). */
-#include "gossip/algo.h"
+/* The names of the algorithms (the table in net/algo.h). */
+#include "net/algo.h"
 
 #include <stddef.h>
 #include <string.h>

@@ -2,10 +2,10 @@
  * id), reconnect back-off with jitter, heartbeats, silence and frame
  * timeouts, idle closing, and the public API. One periodic timer drives all
  * deadlines, so no per-connection timer handles have to be managed. */
-#include "gossip/transport_int.h"
+#include "net/transport_int.h"
 #include "base/log.h"
-#include "gossip/ports.h"
-#include "gossip/tls.h"
+#include "net/ports.h"
+#include "net/tls.h"
 
 #include <math.h>
 #include <netdb.h>

@@ -1,4 +1,4 @@
-/* The averaging algorithms, written once (like gossip/counters.h):
+/* The averaging algorithms, written once (like net/counters.h):
  *
  *   MM_ALGOS(X)   X(NAME, code, name)
  *     NAME   the enumerator MM_ALGO_<NAME>

@@ -1,7 +1,7 @@
 /* Frame headers, HELLO payloads and the incremental frame decoder. Every
  * field is checked before it is used; lengths are exact per type, so a
  * length never decides an allocation. */
-#include "gossip/wire.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -6,8 +6,8 @@
 #include <assert.h>
 
 #include "gossip/codec.h"
-#include "gossip/transport.h"
-#include "gossip/wire.h"
+#include "net/transport.h"
+#include "net/wire.h"
 
 #include <openssl/ssl.h>
 #include <sys/socket.h>

@@ -13,7 +13,7 @@
  *     explanation  what one count is, for people (a metrics endpoint's HELP)
  *
  *   MM_REFUSAL_CODES(X)        X(CODE, name, config, words)
- *     CODE         mm_refusal_code MM_REFUSAL_<CODE> (gossip/transport.h)
+ *     CODE         mm_refusal_code MM_REFUSAL_<CODE> (net/transport.h)
  *     name         its name in a verdict ("refusals" of an end or isolated
  *                  line); the name of the counter it is counted in when it
  *                  has one
