@@ -23,9 +23,6 @@ void mm_mix_scale_copy(float *dst, float a, const float *x, size_t n);
 /* sum_k x[k]^2, in double. */
 double mm_mix_norm2(const float *x, size_t n);
 
-/* 1 if every value is finite, else 0. */
-int mm_mix_all_finite(const float *x, size_t n);
-
 /* One neighbour's contribution to a round of mixing. */
 typedef struct {
     const float *x;   /* what it sent: w_k * z_k (n floats); NULL when missing */

@@ -5,10 +5,10 @@
 # (corpus/ for the frame decoder, corpus-codec/ for the codecs).
 FUZZ_DIR     = build-fuzz
 FUZZ_SECONDS ?= 600
-FUZZ_SRC     = tests/fuzz_wire.c net/wire.c base/crc32c.c
+FUZZ_SRC     = tests/fuzz_wire.c net/wire.c base/crc32c.c base/finite.c
 FUZZ_CODEC_SRC = tests/fuzz_codec.c gossip/codec.c gossip/codec_dense.c gossip/codec_sparse.c \
-                 net/wire.c base/crc32c.c
-FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h net/wire.h
+                 base/crc32c.c base/finite.c
+FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h base/crc32c.h base/finite.h
 FUZZ_CFLAGS  = -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra -ffp-contract=off
 
 .PHONY: fuzz fuzz-short fuzz-build

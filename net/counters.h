@@ -24,8 +24,8 @@
  * The order of MM_TRANSPORT_COUNTERS is the order of the fields and of the
  * keys in the metrics lines. Both tables need nothing but the preprocessor:
  * any room may include this header. */
-#ifndef MM_GOSSIP_COUNTERS_H
-#define MM_GOSSIP_COUNTERS_H
+#ifndef MM_NET_COUNTERS_H
+#define MM_NET_COUNTERS_H
 
 enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
 

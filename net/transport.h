@@ -114,6 +114,16 @@ typedef struct {
     uint8_t algo, codec;            /* mm_algo (net/algo.h) */
     uint32_t codec_block;
     double codec_frac;
+    /* A body in the negotiated codec other than fp32 is checked whole by
+     * check_body(check_ud, ...) before on_vector lends it (lengths, scales,
+     * values, indices, padding: docs/protocol.md section 6): 0, or -1 with
+     * why; a refused body refuses the connection (bad_codec), its reason
+     * naming codec_name. The transport knows no codec: its owner checks
+     * with the codec's own rules (murmur node: gossip/codec.h). NULL: such
+     * bodies go to on_vector unchecked. */
+    int (*check_body)(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen);
+    void *check_ud;
+    const char *codec_name;
     /* The largest body a VECTOR may carry, in bytes (0: 4 * vec_len, the
      * fp32 vector): the receive buffer is this plus the vector header. */
     uint64_t max_body;

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/crc32c.h"
+#include "net/algo.h"
 
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
 #define MM_WIRE_VERSION 3
@@ -71,29 +72,6 @@ typedef struct {
     uint64_t count;     /* floats it describes (vec_len for a whole vector) */
 } mm_wire_vec;
 
-/* What the f64 weight of a VECTOR may be (docs/protocol.md 3.2). The
- * algorithm decides it; a receiver refuses every other value, so that no
- * neighbour can make the mixing divide by zero, by a negative number, or by
- * a value whose reciprocal a float cannot hold. */
-typedef enum {
-    MM_WEIGHT_FINITE = 0, /* any finite value: the transport alone (tests,
-                           * benchmarks); murmur node always sets one below */
-    MM_WEIGHT_ONE,        /* dpsgd, async: exactly 1.0 */
-    MM_WEIGHT_PUSHSUM,    /* pushsum: MM_PUSHSUM_W_MIN <= w <= n_peers */
-} mm_weight_rule;
-
-/* The smallest push-sum weight on the wire: 2^-30. Its reciprocal (2^30)
- * and w*z for any normal float z of magnitude above 1e-29 stay normal
- * floats; an honest peer whose weight would decay below it is raised back
- * to it (gossip/mix.h). */
-#define MM_PUSHSUM_W_MIN 0x1p-30
-
-/* True when w obeys rule; n_peers is the largest push-sum weight (the mass
- * of the whole cluster: push-sum conserves or loses mass, never creates
- * it). On false, why (when not NULL) says what is wrong. */
-bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
-                       char *why, size_t whylen);
-
 /* Why a frame was refused; each maps to one counter in mm_transport_stats. */
 typedef enum {
     MM_WIRE_OK = 0,
@@ -130,8 +108,6 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
                                uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen);
 
-/* True when every float is finite; else *bad is the first bad index. */
-bool mm_wire_all_finite(const float *v, uint64_t n, uint64_t *bad);
 
 /* Incremental decoder. The owner asks where the next bytes go (want), puts
  * up to that many there, and reports how many (advance). Payloads of HELLO,
