@@ -25,10 +25,10 @@ SANITIZE ?=
 # (make test-sanitize) keeps them.
 ASSERTS  ?= -DNDEBUG
 
-DEB_PKGS = libuv1-dev libssl-dev libopenblas-dev libcmocka-dev
+DEB_PKGS = libuv1-dev libssl-dev libopenblas-dev libcmocka-dev libmicrohttpd-dev libjs-chart.js
 PKGS     = libuv openssl cmocka
-LIBS     = $(shell pkg-config --libs libuv openssl openblas 2>/dev/null || echo -luv -lssl -lcrypto -lopenblas) -lm -lpthread
-PKG_CFLAGS = $(shell pkg-config --cflags libuv openssl openblas 2>/dev/null)
+LIBS     = $(shell pkg-config --libs libuv openssl openblas libmicrohttpd 2>/dev/null || echo -luv -lssl -lcrypto -lopenblas -lmicrohttpd) -lm -lpthread
+PKG_CFLAGS = $(shell pkg-config --cflags libuv openssl openblas libmicrohttpd 2>/dev/null)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ALL_CFLAGS = $(CPPFLAGS) $(ASSERTS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread

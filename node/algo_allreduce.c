@@ -117,7 +117,8 @@ static int round_of_its_own(mm__trainer *tr)
     mm__mbox_allreduce(tr->mb, (uint64_t)tr->round, s, out);
     double t1 = mm_time_now();
     mm__round_phase(tr, PH_COMPUTE);
-    mm__round_compute(tr);
+    if (!tr->algo->steps_first) /* (else round.c ran them before the snapshot) */
+        mm__round_compute(tr);
     double t2 = mm_time_now();
     mm__round_phase(tr, PH_WAIT);
     mm__ar_view v;
@@ -144,6 +145,12 @@ static int round_of_its_own(mm__trainer *tr)
 
 /* ---- metrics, snapshots, checkpoints -------------------------------------- */
 
+
+const float *mm__allreduce_average(const mm__trainer *tr)
+{
+    const allreduce *ar = tr->algo_state;
+    return ar->out;
+}
 
 static void fields(mm__trainer *tr, mm_metrics *m, mm__line where)
 {

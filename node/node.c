@@ -19,6 +19,8 @@
 #include "net/tls.h"
 #include "gossip/codec.h"
 #include "node/algo_choco.h"
+#include "node/exporter.h"
+#include "node/http.h"
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
@@ -42,6 +44,8 @@ void mm_node_config_defaults(mm_node_config *c)
     c->start_timeout_ms = 30000;
     c->staleness = 8;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
+    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
+    c->outer_memory_mb = 2048;
     c->eval_every = 20;
     c->eval_windows = 64;
     c->checkpoint_every = 50;
@@ -62,6 +66,7 @@ typedef struct {
     mm__mbox *mb;
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
+    mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
     mm__cmd cmds[MM__MBOX_QUEUE];
 } node;
@@ -363,6 +368,39 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     return 0;
 }
 
+/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h). */
+static int start_exporter(node *nd, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    char *token = NULL;
+    if (c->metrics_token_file && !(token = mm_http_read_token(c->metrics_token_file, err, errlen)))
+        return -1;
+    /* HOST:P+ is port P + this peer's id: one flag for every peer of a machine */
+    char addr[300];
+    size_t len = strlen(c->metrics_addr);
+    snprintf(addr, sizeof addr, "%s", c->metrics_addr);
+    if (len > 1 && len < sizeof addr && addr[len - 1] == '+') {
+        addr[len - 1] = '\0';
+        char *colon = strrchr(addr, ':');
+        long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+        if (!colon || port <= 0 || port + nd->id > 65535) {
+            snprintf(err, errlen, "--metrics-addr %s: HOST:PORT+ wants a port", c->metrics_addr);
+            free(token);
+            return -1;
+        }
+        snprintf(colon + 1, sizeof addr - (size_t)(colon + 1 - addr), "%ld", port + nd->id);
+    }
+    char why[PATH_MAX + 256];
+    nd->exporter = mm__exporter_start(addr, token, nd->n, why, sizeof why);
+    free(token);
+    if (!nd->exporter) {
+        snprintf(err, errlen, "--metrics-addr: %s", why);
+        return -1;
+    }
+    mm__trainer_set_exporter(nd->trainer, nd->exporter);
+    return 0;
+}
+
 int mm_node_run(const mm_node_config *c)
 {
     char err[PATH_MAX + 512] = "", dir[PATH_MAX];
@@ -387,8 +425,15 @@ int mm_node_run(const mm_node_config *c)
     nd->want = calloc(nd->n, sizeof *nd->want);
     if (!nd->trainer || !nd->want) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
-        if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress configuration refused (algo_choco.c) */
+        if (!nd->trainer && (c->compress || c->outer) && strncmp(err, "--", 2) == 0)
+            status = 2; /* a --compress or --outer configuration refused (algo_choco.c,
+                         * algo_outer.c) */
+        goto out;
+    }
+
+    if (c->metrics_addr && start_exporter(nd, err, sizeof err) != 0) {
+        mm_error("%s", err);
+        fprintf(stderr, "murmur node: %s\n", err);
         goto out;
     }
 
@@ -450,6 +495,7 @@ int mm_node_run(const mm_node_config *c)
     status = mm__trainer_status(nd->trainer);
 
 out:
+    mm__exporter_stop(nd->exporter);
     mm_allreduce_free(nd->ar);
     if (nd->transport)
         mm_transport_free(nd->transport);

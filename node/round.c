@@ -259,7 +259,8 @@ static int exchanges(mm__trainer *tr)
     tr->exchanges = 0;
     for (int g = 0; g < G; g++) {
         bool more = mm__cc_more(tr, g, G);
-        if (exchange(tr, (uint64_t)tr->round * tr->stride + (uint64_t)g, g == 0, more) != 0)
+        if (exchange(tr, (uint64_t)tr->round * tr->stride + (uint64_t)g,
+                     g == 0 && !tr->algo->steps_first, more) != 0)
             return -1;
         tr->exchanges++;
         if (!mm__cc_next(tr, g, more))
@@ -286,6 +287,11 @@ static int run_round(mm__trainer *tr)
     tr->loss_sum = 0;
     tr->loss_n = 0;
     float lr = tr->have_model ? mm_adamw_lr(&c->train.adamw, tr->rep.opt.step) : 0;
+    if (a->steps_first) {
+        double t0 = mm_time_now();
+        mm__round_compute(tr);
+        tr->t_compute += mm_time_now() - t0;
+    }
     if (a->round_begin)
         a->round_begin(tr);
     int r = a->round ? a->round(tr) : exchanges(tr);
