@@ -267,7 +267,8 @@ static int transport_config(node *nd, char **addrs, mm_tls_files *tls,
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
-    if (tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
+    /* (all-reduce leaves codec 0: fp32, the transport's default) */
+    if (tc->codec && tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
         return -1;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
