@@ -53,7 +53,7 @@
  * the round its in-neighbours have all moved on to.
  *
  * ADDING ONE is a file node/algo_NAME.c defining `const mm__algo
- * mm__algo_NAME`, a line in MM_ALGOS (gossip/algo.h) when it has a --algo
+ * mm__algo_NAME`, a line in MM_ALGOS (net/algo.h) when it has a --algo
  * word and a HELLO code of its own, and a case in mm__algo_pick. An outer
  * optimizer (issue 24: H inner steps, the pseudo-gradient, an outer
  * Nesterov step) is not another averaging: it is an entry made at start as
@@ -70,7 +70,7 @@
 #include <stdint.h>
 
 #include "base/metrics.h"
-#include "gossip/algo.h"
+#include "net/algo.h"
 #include "node/node.h"
 
 typedef struct mm__trainer mm__trainer;
@@ -81,7 +81,7 @@ typedef struct mm__trainer mm__trainer;
 typedef enum { MM__LINE_START, MM__LINE_ROUND_TIMES, MM__LINE_ROUND, MM__LINE_END } mm__line;
 
 struct mm__algo {
-    mm_algo id;                     /* its --algo (gossip/algo.h) */
+    mm_algo id;                     /* its --algo (net/algo.h) */
     int (*start)(mm__trainer *tr, char *err, size_t errlen);
     void (*end)(mm__trainer *tr);
     size_t (*buf_bytes)(const mm__trainer *tr);

@@ -1,5 +1,5 @@
 /* Ring all-reduce (node/algo.h, docs/node.md "All-reduce"): a round of its
- * own. The loop thread runs the ring (gossip/allreduce.c) on buffers this
+ * own. The loop thread runs the ring (node/allreduce.c) on buffers this
  * thread lends it for the round, while this thread computes the local
  * steps; then x <- avg(x_t) + (x - x_t). */
 #include <math.h>

@@ -13,7 +13,7 @@
 #include "base/text.h"
 #include "node/exporter.h"
 #include "node/http.h"
-#include "gossip/counters.h"
+#include "net/counters.h"
 
 struct mm__exporter {
     mm_http_server *http;
@@ -169,7 +169,7 @@ static void put_neighbours(const mm__exporter *e, mm_text *t, const mm__live *l)
                 (unsigned long long)e->missing[j]);
 }
 
-/* The transport's counters, from their one table (gossip/counters.h): the
+/* The transport's counters, from their one table (net/counters.h): the
  * refusals as murmur_transport_refused_total{reason="FIELD"}, the others as
  * murmur_transport_FIELD_total, with two naming rules for units: bytes_X is
  * murmur_transport_X_bytes_total, and a _peak (bytes) is a gauge,
@@ -201,7 +201,7 @@ static void put_transport(mm_text *t, const mm__live *l)
     MM_TRANSPORT_COUNTERS(MM_X)
 #undef MM_X
     family(t, "murmur_transport_refused_total", "counter",
-           "Connections and frames the transport refused, by reason (gossip/counters.h; "
+           "Connections and frames the transport refused, by reason (net/counters.h; "
            "docs/protocol.md, Refusals).");
 #define MM_X(field, line, explanation)                                                       \
     if (line == MM_CTR_REFUSED)                                                               \

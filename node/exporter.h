@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gossip/transport.h"
+#include "net/transport.h"
 #include "node/algo_choco.h"
 
 /* Neighbours listed per peer (in-neighbours of the current round). */

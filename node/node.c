@@ -13,10 +13,11 @@
 #include "base/fs.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "gossip/allreduce.h"
-#include "gossip/ports.h"
+#include "node/allreduce.h"
+#include "net/ports.h"
 #include "node/blas_env.h"
-#include "gossip/tls.h"
+#include "net/tls.h"
+#include "gossip/codec.h"
 #include "node/algo_choco.h"
 #include "node/exporter.h"
 #include "node/http.h"
@@ -64,6 +65,7 @@ typedef struct {
     mm_allreduce *ar;               /* --algo allreduce: the ring, on this thread */
     mm__mbox *mb;
     mm__trainer *trainer;
+    mm_codec *body_codec;           /* --compress: checks bodies on this thread */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
     mm__cmd cmds[MM__MBOX_QUEUE];
@@ -215,9 +217,32 @@ static void log_removed_temp(const char *path)
     mm_info("removed %s, left by a writer that died mid-write", path);
 }
 
+/* A body in a codec other than fp32 is checked whole, on the loop thread,
+ * before the transport lends it (docs/protocol.md section 6), with the
+ * codec's own rules: the transport knows no codec. */
+static int check_body(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen)
+{
+    return mm_codec_check(ud, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+}
+
+static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errlen)
+{
+    mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
+                          .frac = tc->codec_frac};
+    char cerr[200];
+    if (!(nd->body_codec = mm_codec_new(&spec, tc->vec_len, cerr, sizeof cerr))) {
+        snprintf(err, errlen, "codec %u: %s", tc->codec, cerr);
+        return -1;
+    }
+    tc->check_body = check_body;
+    tc->check_ud = nd->body_codec;
+    tc->codec_name = mm_codec_kind_name(spec.kind);
+    return 0;
+}
+
 /* The transport's configuration for this peer. The TLS file names live in
  * tls (which must outlive the transport's creation). */
-static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
+static int transport_config(node *nd, char **addrs, mm_tls_files *tls,
                             mm_transport_config *tc, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
@@ -242,6 +267,9 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
+    /* (all-reduce leaves codec 0: fp32, the transport's default) */
+    if (tc->codec && tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
+        return -1;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
@@ -478,6 +506,7 @@ out:
     }
     mm__mbox_free(nd->mb);
     mm__trainer_free(nd->trainer);
+    mm_codec_free(nd->body_codec);
     mm_topo_free(topo);
     mm_peer_addrs_free(addrs, nd->n);
     free(nd->want);

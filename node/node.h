@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "gossip/algo.h"
+#include "net/algo.h"
 #include "gossip/consensus.h"
 #include "model/outer.h"
 #include "node/plan.h"

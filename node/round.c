@@ -22,9 +22,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/finite.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "gossip/wire.h"
 #include "node/algo.h"
 #include "node/trainer.h"
 
@@ -346,7 +346,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
          * a replica is lost: stop before a checkpoint overwrites the last
          * good one and before our vectors are refused by every neighbour. */
         uint64_t bad_at;
-        if (!mm_wire_all_finite(tr->x, tr->P, &bad_at)) {
+        if (!mm_all_finite(tr->x, tr->P, &bad_at)) {
             mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
                      "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
                      "the last checkpoint is kept", tr->round, bad_at, tr->P);

@@ -158,7 +158,7 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
 
 /* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
  * that a test or an operator can compare it with what was sent: the end
- * line's counters of gossip/counters.h, then their sum, then the refusals. */
+ * line's counters of net/counters.h, then their sum, then the refusals. */
 static void write_refusals(mm__trainer *tr, mm_metrics *m)
 {
     mm_transport_stats st;

@@ -12,7 +12,7 @@
 #include "base/log.h"
 #include "base/sha256.h"
 #include "gossip/sketch.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 #include "node/algo.h"
 #include "node/algo_outer.h"
 #include "node/trainer.h"
@@ -81,7 +81,7 @@ static int resume(mm__trainer *tr, char *err, size_t errlen)
     }
     tr->step = st.step;
     tr->round = st.round;
-    /* The weight obeys the wire's rule (gossip/wire.h) or the neighbours
+    /* The weight obeys the wire's rule (net/wire.h) or the neighbours
      * would refuse every vector: 1 outside push-sum (a push-sum checkpoint
      * resumed with dpsgd starts from 1), within [2^-30, n] with it. */
     bool ps = tr->cfg->algo == MM_ALGO_PUSHSUM;

@@ -2,10 +2,10 @@
  * id), reconnect back-off with jitter, heartbeats, silence and frame
  * timeouts, idle closing, and the public API. One periodic timer drives all
  * deadlines, so no per-connection timer handles have to be managed. */
-#include "gossip/transport_int.h"
+#include "net/transport_int.h"
 #include "base/log.h"
-#include "gossip/ports.h"
-#include "gossip/tls.h"
+#include "net/ports.h"
+#include "net/tls.h"
 
 #include <math.h>
 #include <netdb.h>
@@ -283,13 +283,14 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
                            "window [%llu, %llu]", (unsigned long long)h->round,
                            (unsigned long long)lo, (unsigned long long)hi);
     /* A body in the negotiated codec is checked whole before anyone may
-     * apply it: lengths, scales, values, indices, padding (docs/protocol.md
-     * section 6). The wire checked fp32 bodies as they arrived. */
+     * apply it, by the owner's check_body (the transport knows no codec).
+     * The wire checked fp32 bodies as they arrived. */
     char why[200];
-    if (t->codec && meta->codec != MM_WIRE_CODEC_FP32 &&
-        mm_codec_check(t->codec, body, body_len, why, sizeof why) != MM_CODEC_OK)
+    if (t->cfg.check_body && meta->codec != MM_WIRE_CODEC_FP32 &&
+        t->cfg.check_body(t->cfg.check_ud, body, body_len, why, sizeof why) != 0)
         return mm__conn_refuse(c, &t->st.bad_codec, "%s body from peer %u refused: %s",
-                               mm_codec_kind_name(meta->codec), (unsigned)c->peer, why);
+                               t->cfg.codec_name ? t->cfg.codec_name : "codec",
+                               (unsigned)c->peer, why);
     peer *p = &t->peers[c->peer];
     p->strikes = 0; /* it sends what we accept again */
     p->lent = true;
@@ -692,30 +693,6 @@ static void start_timers(mm_transport *t)
     uv_timer_start(&t->tick, tick, iv, iv);
 }
 
-/* The negotiated codec other than fp32, to check every body in it
- * (mm__tr_vector); its largest body must fit max_body. */
-static int make_codec(mm_transport *t, char *err, size_t errlen)
-{
-    const mm_transport_config *cfg = &t->cfg;
-    if (cfg->codec == MM_WIRE_CODEC_FP32)
-        return 0;
-    mm_codec_spec spec = {.kind = (mm_codec_kind)cfg->codec, .block = cfg->codec_block,
-                          .frac = cfg->codec_frac};
-    char cerr[200];
-    t->codec = mm_codec_new(&spec, cfg->vec_len, cerr, sizeof cerr);
-    if (!t->codec) {
-        snprintf(err, errlen, "codec %u: %s", cfg->codec, cerr);
-        return -1;
-    }
-    uint64_t largest = mm_codec_max_len(&spec, cfg->vec_len);
-    if (largest > cfg->max_body) {
-        snprintf(err, errlen, "max_body %llu is below the codec's largest body %llu",
-                 (unsigned long long)cfg->max_body, (unsigned long long)largest);
-        return -1;
-    }
-    return 0;
-}
-
 mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_in,
                                const mm_transport_callbacks *cb, char *err, size_t errlen)
 {
@@ -757,8 +734,6 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
             goto fail;
     }
     t->cfg.ca_file = t->cfg.cert_file = t->cfg.key_file = NULL;
-    if (make_codec(t, err, errlen) < 0)
-        goto fail;
 
     if (start_listening(t, &listen_ss, err, errlen) < 0)
         goto fail;
@@ -772,7 +747,6 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     return t;
 fail:
     if (t) {
-        mm_codec_free(t->codec);
         if (t->ctx)
             SSL_CTX_free(t->ctx);
         free(t->dialer_ips);
@@ -903,7 +877,6 @@ void mm_transport_free(mm_transport *t)
     free(t->dialer_ips);
     if (t->ctx)
         SSL_CTX_free(t->ctx);
-    mm_codec_free(t->codec);
     free(t);
 }
 

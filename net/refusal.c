@@ -1,9 +1,9 @@
 /* Refusal codes: their names, which of them mean a configuration that
- * differs between two peers (both from the table in gossip/counters.h),
+ * differs between two peers (both from the table in net/counters.h),
  * and the code of a REFUSE frame's reason by its documented prefix
  * (docs/protocol.md, "Refusals"). The reasons are the ones conn.c,
  * transport.c and tls.c write. */
-#include "gossip/transport.h"
+#include "net/transport.h"
 
 #include <string.h>
 

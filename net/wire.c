@@ -1,15 +1,13 @@
 /* Frame headers, HELLO payloads and the incremental frame decoder. Every
  * field is checked before it is used; lengths are exact per type, so a
  * length never decides an allocation. */
-#include "gossip/wire.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "base/finite.h"
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
 static void put32(uint8_t *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i)); }
@@ -49,28 +47,6 @@ const char *mm_wire_err_name(mm_wire_err e)
     case MM_WIRE_E_CODEC: return "bad codec";
     }
     return "?";
-}
-
-bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
-                       char *why, size_t whylen)
-{
-    bool ok;
-    switch (rule) {
-    case MM_WEIGHT_ONE: ok = w == 1.0; break;
-    case MM_WEIGHT_PUSHSUM: ok = w >= MM_PUSHSUM_W_MIN && w <= (double)n_peers; break;
-    default: ok = isfinite(w); break;
-    }
-    if (!ok && why) {
-        if (rule == MM_WEIGHT_ONE)
-            snprintf(why, whylen, "weight %.17g, but this peer runs dpsgd or async, where "
-                     "the weight is exactly 1 (is the sender running --algo pushsum?)", w);
-        else if (rule == MM_WEIGHT_PUSHSUM)
-            snprintf(why, whylen, "push-sum weight %.17g is outside [2^-30, %u] (finite, "
-                     "positive, at most the number of peers)", w, n_peers);
-        else
-            snprintf(why, whylen, "weight is not finite");
-    }
-    return ok;
 }
 
 void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h)
@@ -190,46 +166,6 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
         return MM_WIRE_E_LENGTH;
     }
     return MM_WIRE_OK;
-}
-
-/* |x| as bits > 0x7f7fffff means an all-ones exponent: NaN or Inf. With
- * the sign masked off, a signed compare is exact, so plain SSE2 (every
- * x86-64) does four floats per instruction; the scalar loop is the rest. */
-static bool any_nonfinite(const uint32_t *u, uint64_t n)
-{
-    uint64_t k = 0;
-    uint32_t any = 0;
-#if defined(__SSE2__)
-    __m128i acc = _mm_setzero_si128(), lim = _mm_set1_epi32(0x7f7fffff),
-            mask = _mm_set1_epi32(0x7fffffff);
-    for (; k + 16 <= n; k += 16) {
-        __m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)(u + k)), mask);
-        __m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(u + k + 4)), mask);
-        __m128i c = _mm_and_si128(_mm_loadu_si128((const __m128i *)(u + k + 8)), mask);
-        __m128i d = _mm_and_si128(_mm_loadu_si128((const __m128i *)(u + k + 12)), mask);
-        acc = _mm_or_si128(acc, _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi32(a, lim),
-                                                          _mm_cmpgt_epi32(b, lim)),
-                                             _mm_or_si128(_mm_cmpgt_epi32(c, lim),
-                                                          _mm_cmpgt_epi32(d, lim))));
-    }
-    any = (uint32_t)_mm_movemask_epi8(acc);
-#endif
-    for (; k < n; k++)
-        any |= (uint32_t)((u[k] & 0x7fffffffU) > 0x7f7fffffU);
-    return any != 0;
-}
-
-bool mm_wire_all_finite(const float *v, uint64_t n, uint64_t *bad)
-{
-    const uint32_t *u = (const uint32_t *)v;
-    if (!any_nonfinite(u, n))
-        return true;
-    for (uint64_t k = 0; k < n; k++)
-        if ((u[k] & 0x7f800000U) == 0x7f800000U) {
-            if (bad) *bad = k;
-            return false;
-        }
-    return true;
 }
 
 void mm_wire_rx_init(mm_wire_rx *rx)
@@ -365,7 +301,7 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
         if (rx->hdr.type == MM_WIRE_VECTOR && rx->vec_checked &&
             rx->vec.codec == MM_WIRE_CODEC_FP32 && rx->bad_at == UINT64_MAX) {
             uint64_t upto = (rx->got - MM_WIRE_VEC_HDR) / 4, bad;
-            if (!mm_wire_all_finite((const float *)(rx->payload + MM_WIRE_VEC_HDR) + rx->checked,
+            if (!mm_all_finite((const float *)(rx->payload + MM_WIRE_VEC_HDR) + rx->checked,
                                     upto - rx->checked, &bad))
                 rx->bad_at = rx->checked + bad;
             rx->checked = upto;

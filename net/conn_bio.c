@@ -3,7 +3,7 @@
  * straight into pooled chunks that libuv then writes out. Compared with a
  * pair of BIO_s_mem this saves one memcpy per direction and the growing and
  * zeroing of the memory BIO's buffer. */
-#include "gossip/transport_int.h"
+#include "net/transport_int.h"
 
 #include <stdlib.h>
 #include <string.h>

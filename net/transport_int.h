@@ -5,9 +5,8 @@
 
 #include <assert.h>
 
-#include "gossip/codec.h"
-#include "gossip/transport.h"
-#include "gossip/wire.h"
+#include "net/transport.h"
+#include "net/wire.h"
 
 #include <openssl/ssl.h>
 #include <sys/socket.h>
@@ -156,9 +155,6 @@ struct mm_transport {
     char (*dialer_ips)[INET6_ADDRSTRLEN];
     uint32_t n_dialer_ips;
     uint64_t accept_err_logged;  /* when a failed accept() was last logged */
-    /* The negotiated codec other than fp32: every body in it is checked
-     * (mm_codec_check) before on_vector lends it; NULL for fp32. */
-    mm_codec *codec;
 };
 
 uint64_t mm_now_ms(mm_transport *t);

@@ -13,7 +13,7 @@
  *     explanation  what one count is, for people (a metrics endpoint's HELP)
  *
  *   MM_REFUSAL_CODES(X)        X(CODE, name, config, words)
- *     CODE         mm_refusal_code MM_REFUSAL_<CODE> (gossip/transport.h)
+ *     CODE         mm_refusal_code MM_REFUSAL_<CODE> (net/transport.h)
  *     name         its name in a verdict ("refusals" of an end or isolated
  *                  line); the name of the counter it is counted in when it
  *                  has one
@@ -24,8 +24,8 @@
  * The order of MM_TRANSPORT_COUNTERS is the order of the fields and of the
  * keys in the metrics lines. Both tables need nothing but the preprocessor:
  * any room may include this header. */
-#ifndef MM_GOSSIP_COUNTERS_H
-#define MM_GOSSIP_COUNTERS_H
+#ifndef MM_NET_COUNTERS_H
+#define MM_NET_COUNTERS_H
 
 enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
 

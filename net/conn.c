@@ -2,9 +2,9 @@
  * queued in order with back-pressure, TLS through a BIO (conn_bio.c) driven
  * by uv_read and uv_write, and the HELLO exchange. Every refusal is logged
  * with where it came from, counted, and closes only this connection. */
-#include "gossip/transport_int.h"
+#include "net/transport_int.h"
 #include "base/log.h"
-#include "gossip/tls.h"
+#include "net/tls.h"
 
 #include <openssl/err.h>
 #include <stdarg.h>

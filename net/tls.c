@@ -1,7 +1,7 @@
 /* OpenSSL for the transport: the TLS 1.3 context (CA, certificate, key,
  * with the key's permissions and its match with the certificate checked),
  * and the peer id a verified certificate names. */
-#include "gossip/tls.h"
+#include "net/tls.h"
 
 #include <errno.h>
 #include <openssl/err.h>

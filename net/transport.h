@@ -16,9 +16,9 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "gossip/algo.h"
-#include "gossip/counters.h"
-#include "gossip/wire.h"
+#include "net/algo.h"
+#include "net/counters.h"
+#include "net/wire.h"
 
 typedef struct mm_transport mm_transport;
 
@@ -38,7 +38,7 @@ typedef enum {
  * (docs/metrics.md); docs/protocol.md, "Refusals", has the rules. */
 typedef enum {
 #define MM_X(code, name, config, words) MM_REFUSAL_##code,
-    MM_REFUSAL_CODES(MM_X) /* gossip/counters.h: names, which are configuration, words */
+    MM_REFUSAL_CODES(MM_X) /* net/counters.h: names, which are configuration, words */
 #undef MM_X
 } mm_refusal_code;
 
@@ -103,7 +103,7 @@ typedef struct {
     const char *listen_addr;        /* NULL: addrs[self_id] */
     uint8_t fingerprint[32];        /* of the model; must match the peer's */
     uint64_t vec_len;               /* floats per vector; must match */
-    /* What a received vector's weight may be (gossip/wire.h): the node sets
+    /* What a received vector's weight may be (net/wire.h): the node sets
      * it from its algorithm; a vector that breaks it is refused and counted
      * (bad_weight). MM_WEIGHT_FINITE (0) checks only that it is finite. */
     mm_weight_rule weight_rule;
@@ -111,9 +111,19 @@ typedef struct {
      * algorithm (0: dpsgd) and the codec of vector bodies (0: fp32, with
      * codec_block and codec_frac its parameters). A peer that disagrees is
      * refused (bad_config). */
-    uint8_t algo, codec;            /* mm_algo (gossip/algo.h) */
+    uint8_t algo, codec;            /* mm_algo (net/algo.h) */
     uint32_t codec_block;
     double codec_frac;
+    /* A body in the negotiated codec other than fp32 is checked whole by
+     * check_body(check_ud, ...) before on_vector lends it (lengths, scales,
+     * values, indices, padding: docs/protocol.md section 6): 0, or -1 with
+     * why; a refused body refuses the connection (bad_codec), its reason
+     * naming codec_name. The transport knows no codec: its owner checks
+     * with the codec's own rules (murmur node: gossip/codec.h). NULL: such
+     * bodies go to on_vector unchecked. */
+    int (*check_body)(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen);
+    void *check_ud;
+    const char *codec_name;
     /* The largest body a VECTOR may carry, in bytes (0: 4 * vec_len, the
      * fp32 vector): the receive buffer is this plus the vector header. */
     uint64_t max_body;
@@ -211,7 +221,7 @@ void mm_transport_free(mm_transport *t);
 #define MM_TLS_QUEUE_MAX (5u * 1024 * 1024 + 4096)
 
 /* Counters, for metrics and tests: one uint64_t per entry of
- * MM_TRANSPORT_COUNTERS (gossip/counters.h: its metrics key, the line it is
+ * MM_TRANSPORT_COUNTERS (net/counters.h: its metrics key, the line it is
  * written in, what it counts). Refusals are counted by reason. */
 typedef struct {
 #define MM_X(field, line, explanation) uint64_t field;

@@ -3,7 +3,7 @@
  * it runs at several GB/s, far cheaper than the transfer; it is a standard
  * (iSCSI, ext4) with implementations in every language for other peers.
  * The hardware path is chosen once at run time (__builtin_cpu_supports). */
-#include "gossip/wire.h"
+#include "base/crc32c.h"
 
 #include <string.h>
 

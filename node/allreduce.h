@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gossip/transport.h"
+#include "net/transport.h"
 
 typedef struct mm_allreduce mm_allreduce;
 

@@ -1,8 +1,8 @@
-/* gossip/allreduce.h: the ring all-reduce as a state machine driven by the
+/* node/allreduce.h: the ring all-reduce as a state machine driven by the
  * transport's callbacks. Counters, not queues: the schedule is fixed, so
  * the n-th chunk received, the n-th send handed to the transport and the
  * n-th send completed each name one (step, chunk) pair. */
-#include "gossip/allreduce.h"
+#include "node/allreduce.h"
 
 #include <stdarg.h>
 #include <stdio.h>

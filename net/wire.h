@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/crc32c.h"
+#include "net/algo.h"
+
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
 #define MM_WIRE_VERSION 3
 #define MM_WIRE_HDR_LEN 40
@@ -46,7 +49,7 @@ typedef struct {
     uint8_t fingerprint[32];
     uint64_t vec_len;
     uint32_t target;    /* the id the sender believes it talks to */
-    uint8_t algo;       /* mm_algo (gossip/algo.h): peers must run the same one */
+    uint8_t algo;       /* mm_algo (net/algo.h): peers must run the same one */
     uint8_t codec;      /* MM_WIRE_CODEC_FP32, ... */
     uint32_t codec_block;  /* int8, sign: floats per scale; else 0 */
     double codec_frac;     /* topk, randk: the fraction sent; else 0 */
@@ -69,29 +72,6 @@ typedef struct {
     uint64_t count;     /* floats it describes (vec_len for a whole vector) */
 } mm_wire_vec;
 
-/* What the f64 weight of a VECTOR may be (docs/protocol.md 3.2). The
- * algorithm decides it; a receiver refuses every other value, so that no
- * neighbour can make the mixing divide by zero, by a negative number, or by
- * a value whose reciprocal a float cannot hold. */
-typedef enum {
-    MM_WEIGHT_FINITE = 0, /* any finite value: the transport alone (tests,
-                           * benchmarks); murmur node always sets one below */
-    MM_WEIGHT_ONE,        /* dpsgd, async: exactly 1.0 */
-    MM_WEIGHT_PUSHSUM,    /* pushsum: MM_PUSHSUM_W_MIN <= w <= n_peers */
-} mm_weight_rule;
-
-/* The smallest push-sum weight on the wire: 2^-30. Its reciprocal (2^30)
- * and w*z for any normal float z of magnitude above 1e-29 stay normal
- * floats; an honest peer whose weight would decay below it is raised back
- * to it (gossip/mix.h). */
-#define MM_PUSHSUM_W_MIN 0x1p-30
-
-/* True when w obeys rule; n_peers is the largest push-sum weight (the mass
- * of the whole cluster: push-sum conserves or loses mass, never creates
- * it). On false, why (when not NULL) says what is wrong. */
-bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
-                       char *why, size_t whylen);
-
 /* Why a frame was refused; each maps to one counter in mm_transport_stats. */
 typedef enum {
     MM_WIRE_OK = 0,
@@ -108,10 +88,7 @@ typedef enum {
 
 const char *mm_wire_err_name(mm_wire_err e);
 
-/* CRC32C (Castagnoli): SSE4.2 when the CPU has it, else slice-by-8 tables. */
-uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
-bool mm_crc32c_is_hw(void);
-uint32_t mm_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+/* CRC32C: base/crc32c.h (mm_crc32c). */
 
 void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h);
 void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h);
@@ -131,8 +108,6 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
                                uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen);
 
-/* True when every float is finite; else *bad is the first bad index. */
-bool mm_wire_all_finite(const float *v, uint64_t n, uint64_t *bad);
 
 /* Incremental decoder. The owner asks where the next bytes go (want), puts
  * up to that many there, and reports how many (advance). Payloads of HELLO,

@@ -1,6 +1,6 @@
 /* The kernel's ephemeral port range, and what to say when listen ports
- * fall inside it (gossip/ports.h). */
-#include "gossip/ports.h"
+ * fall inside it (net/ports.h). */
+#include "net/ports.h"
 
 #include <stdio.h>
 #include <string.h>
