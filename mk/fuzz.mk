@@ -7,11 +7,11 @@
 # corpus-frame/ for whole frames).
 FUZZ_DIR     = build-fuzz
 FUZZ_SECONDS ?= 600
-FUZZ_SRC     = tests/fuzz_wire.c gossip/wire.c gossip/crc32c.c
+FUZZ_SRC     = tests/fuzz_wire.c net/wire.c base/crc32c.c base/finite.c
 FUZZ_CODEC_SRC = tests/fuzz_codec.c gossip/codec.c gossip/codec_dense.c gossip/codec_sparse.c \
-                 gossip/wire.c gossip/crc32c.c
-FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h gossip/wire.h
-FUZZ_FRAME_SRC = tests/fuzz_frame.c $(filter-out tests/fuzz_codec.c,$(FUZZ_CODEC_SRC))
+                 base/crc32c.c base/finite.c
+FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h base/crc32c.h base/finite.h
+FUZZ_FRAME_SRC = tests/fuzz_frame.c $(filter-out tests/fuzz_codec.c,$(FUZZ_CODEC_SRC)) net/wire.c
 FUZZ_CFLAGS  = -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra -ffp-contract=off
 
 .PHONY: fuzz fuzz-short fuzz-build
@@ -19,12 +19,12 @@ fuzz-build: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/corpus/.seeded \
             $(FUZZ_DIR)/fuzz_codec $(FUZZ_DIR)/corpus-codec/.seeded \
             $(FUZZ_DIR)/fuzz_frame $(FUZZ_DIR)/corpus-frame/.seeded
 
-$(FUZZ_DIR)/fuzz_wire: $(FUZZ_SRC) gossip/wire.h
+$(FUZZ_DIR)/fuzz_wire: $(FUZZ_SRC) net/wire.h
 	@$(call ensure_pkgs,clang libclang-rt-14-dev)
 	@mkdir -p $(FUZZ_DIR)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_SRC) -lm
 
-$(FUZZ_DIR)/corpus/.seeded: $(FUZZ_SRC) gossip/wire.h
+$(FUZZ_DIR)/corpus/.seeded: $(FUZZ_SRC) net/wire.h
 	@mkdir -p $(FUZZ_DIR)/corpus
 	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen $(FUZZ_SRC) -lm
 	$(FUZZ_DIR)/seedgen $(FUZZ_DIR)/corpus && touch $@
@@ -39,12 +39,12 @@ $(FUZZ_DIR)/corpus-codec/.seeded: $(FUZZ_CODEC_SRC) $(FUZZ_CODEC_HDR)
 	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen-codec $(FUZZ_CODEC_SRC) -lm
 	$(FUZZ_DIR)/seedgen-codec $(FUZZ_DIR)/corpus-codec && touch $@
 
-$(FUZZ_DIR)/fuzz_frame: $(FUZZ_FRAME_SRC) $(FUZZ_CODEC_HDR)
+$(FUZZ_DIR)/fuzz_frame: $(FUZZ_FRAME_SRC) $(FUZZ_CODEC_HDR) net/wire.h
 	@$(call ensure_pkgs,clang libclang-rt-14-dev)
 	@mkdir -p $(FUZZ_DIR)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_FRAME_SRC) -lm
 
-$(FUZZ_DIR)/corpus-frame/.seeded: $(FUZZ_FRAME_SRC) $(FUZZ_CODEC_HDR)
+$(FUZZ_DIR)/corpus-frame/.seeded: $(FUZZ_FRAME_SRC) $(FUZZ_CODEC_HDR) net/wire.h
 	@mkdir -p $(FUZZ_DIR)/corpus-frame
 	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen-frame $(FUZZ_FRAME_SRC) -lm
 	$(FUZZ_DIR)/seedgen-frame $(FUZZ_DIR)/corpus-frame && touch $@

@@ -3,7 +3,7 @@
  * flags, offset and count, the payload length and the body, all chosen by
  * the input together (fuzz_wire.c mutates a byte stream, fuzz_codec.c a
  * body alone: neither combines a header field with a body of another
- * codec). The frame goes through the wire decoder (gossip/wire.c) set up
+ * codec). The frame goes through the wire decoder (net/wire.c) set up
  * as the transport sets up a connection (max_body = max(4 n, the codec's
  * largest body), public copies on or off), then through what the
  * transport and the CHOCO receiver do with it: mm_codec_check on a body in
@@ -26,7 +26,7 @@
  * seed corpus (good q's and RESETs of every codec, and the RESET-in-codec
  * frame of issue 27). */
 #include "gossip/codec.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdio.h>

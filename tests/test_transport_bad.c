@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <pthread.h>
 
+#include "node/poison.h"
 #include "tests/tnet.h"
 
 #define VLEN 1000
@@ -112,7 +113,7 @@ static void att_frame(int fd, uint16_t type, uint32_t sender, uint64_t round,
 
 static void att_hello(int fd, uint32_t sender, uint8_t fp, uint64_t vec_len)
 {
-    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                        .codec = MM_WIRE_CODEC_FP32};
     memset(h.fingerprint, fp, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
@@ -399,7 +400,7 @@ static void bad_weights(void **s)
  * reserved field: refused and counted under bad_type. */
 static void hello_reserved(void **s)
 {
-    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                        .codec = MM_WIRE_CODEC_FP32};
     memset(h.fingerprint, 0xAB, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
@@ -420,9 +421,9 @@ static void hello_reserved(void **s)
 static void hello_config_mismatch(void **s)
 {
     static const struct { uint8_t algo, codec; uint32_t block; double frac; const char *says; } c[] = {
-        {MM_WIRE_ALGO_PUSHSUM, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
-        {MM_WIRE_ALGO_DPSGD, 3, 256, 0, "codec differs"},
-        {MM_WIRE_ALGO_DPSGD, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
+        {MM_ALGO_PUSHSUM, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
+        {MM_ALGO_DPSGD, 3, 256, 0, "codec differs"},
+        {MM_ALGO_DPSGD, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = c[i].algo,
@@ -926,7 +927,7 @@ static void config_refusals_named(void **s)
             mm_transport_config c = tn_config(&cl, i, NULL);
             if (i == 1 && k == 0) c.fingerprint[3] ^= 1;
             if (i == 1 && k == 1) c.vec_len = VLEN + 1;
-            if (i == 1 && k == 2) c.algo = MM_WIRE_ALGO_ASYNC;
+            if (i == 1 && k == 2) c.algo = MM_ALGO_ASYNC;
             assert_non_null(tn_start(&cl, i, &c));
         }
         uint32_t one = 1, zero = 0;
@@ -981,7 +982,16 @@ static void config_refusals_named(void **s)
     assert_string_equal(mm_refusal_name(MM_REFUSAL_FINGERPRINT), "bad_fingerprint");
 }
 
-/* A real transport that poisons its vectors (cfg.test_poison). */
+/* A real transport that poisons its vectors (the tamper hook with
+ * node/poison.h, as murmur node --test-poison installs it). */
+static void poison_with(mm_transport_config *c, const char *kind, mm_poison **p)
+{
+    char err[200];
+    assert_non_null(*p = mm_poison_new(kind, NULL, c->vec_len, c->n_peers, err, sizeof err));
+    c->tamper = mm_poison_tamper;
+    c->tamper_ud = *p;
+}
+
 static void poisoned_peer(void **s)
 {
     /* ("huge" is finite: the wire accepts it, see test_transport's poison) */
@@ -990,7 +1000,8 @@ static void poisoned_peer(void **s)
     for (int k = 0; k < 2; k++) {
         fixture *f = setup_cluster(false, NULL);
         mm_transport_config c = tn_config(&f->cl, ATT_ID, NULL);
-        c.test_poison = kinds[k];
+        mm_poison *p;
+        poison_with(&c, kinds[k], &p);
         assert_non_null(tn_start(&f->cl, ATT_ID, &c));
         uint32_t w = VICTIM;
         mm_transport_want(f->cl.node[ATT_ID].t, &w, 1);
@@ -1008,6 +1019,7 @@ static void poisoned_peer(void **s)
         /* let the closing finish before the buffer goes */
         tn_run_for(&f->cl, 50);
         teardown_cluster(f);
+        mm_poison_free(p);
         free(v);
     }
 }
@@ -1018,7 +1030,8 @@ static void poisoned_huge_is_delivered(void **s)
 {
     fixture *f = setup_cluster(false, NULL);
     mm_transport_config c = tn_config(&f->cl, ATT_ID, NULL);
-    c.test_poison = "huge";
+    mm_poison *p;
+    poison_with(&c, "huge", &p);
     assert_non_null(tn_start(&f->cl, ATT_ID, &c));
     uint32_t w = VICTIM;
     mm_transport_want(f->cl.node[ATT_ID].t, &w, 1);
@@ -1034,6 +1047,7 @@ static void poisoned_huge_is_delivered(void **s)
     assert_int_equal(stat_at(f, OFF(bad_values)) + stat_at(f, OFF(bad_length)), bad_before);
     tn_run_for(&f->cl, 50);
     teardown_cluster(f);
+    mm_poison_free(p);
     free(v);
 }
 
@@ -1098,7 +1112,7 @@ static void *tls_attack(void *arg)
         a->handshake_ok = SSL_connect(ssl) == 1;
         if (a->handshake_ok) {
             uint8_t hello[MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN];
-            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                                .codec = MM_WIRE_CODEC_FP32};
             memset(h.fingerprint, 0xAB, 32);
             mm_wire_put_hello(hello + MM_WIRE_HDR_LEN, &h);
