@@ -65,7 +65,7 @@ double mm_clip_radius(mm_clip *c, const double *d, int n);
  * absurd magnitude whose squares overflowed: nothing of it is mixed). */
 static inline double mm_clip_scale(double d, double tau)
 {
-    return d <= tau ? 1.0 : isfinite(d) ? tau / d : 0.0;
+    return !isfinite(d) ? 0.0 : d <= tau ? 1.0 : tau / d;
 }
 
 #endif

@@ -70,6 +70,7 @@ static void radius_is_lower_median(void **state)
     assert_false(mm_clip_on(&off));
     assert_false(mm_clip_on(NULL));
     assert_true(mm_clip_scale(INFINITY, 1.0) == 0 && mm_clip_scale(NAN, 1.0) == 0);
+    assert_true(mm_clip_scale(INFINITY, INFINITY) == 0); /* even before any radius */
     assert_true(mm_clip_scale(4.0, 1.0) == 0.25 && mm_clip_scale(0.5, 1.0) == 1.0);
 }
 
