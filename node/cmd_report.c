@@ -18,7 +18,8 @@ static void usage(FILE *out)
             "       murmur report --progress RUN_DIR [--stale SEC]\n"
             "       murmur report --compare RUN_DIR... [--csv FILE] [--plot FILE.png] [--no-plots]\n"
             "                     [--target-loss L]\n"
-            "       murmur report --sweep SWEEP_DIR [--csv FILE] [--plots DIR] [--no-plots]\n\n"
+            "       murmur report --sweep SWEEP_DIR [--baseline SETTING] [--csv FILE] [--plots DIR]\n"
+            "                     [--no-plots]\n\n"
             "Merges the peers' node-K/metrics.jsonl of a run (docs/metrics.md). For each\n"
             "evaluation round: consensus distance (exact from snapshots when every peer\n"
             "present has one, else estimated from the eval sketches), validation accuracy\n"
@@ -46,7 +47,11 @@ static void usage(FILE *out)
             "                  left out. CSV (default SWEEP_DIR/sweep.csv, and every run in\n"
             "                  sweep-runs.csv beside it) and three plots (default\n"
             "                  SWEEP_DIR/plots): accuracy against consensus distance,\n"
-            "                  bytes sent per peer and wall time\n\n"
+            "                  bytes sent per peer and wall time\n"
+            "  --baseline S    with --sweep: every setting paired seed by seed against\n"
+            "                  setting S (default: the spec's baseline line, if any): mean\n"
+            "                  and sd of the differences over the seeds both finished, a 95 %%\n"
+            "                  Student-t interval, the signs; a table, CSV columns and a plot\n\n"
             "Exit status: 0 ok, 1 no metrics (--sweep: no finished run) or an output\n"
             "failed, 2 usage.\n");
 }
@@ -137,7 +142,8 @@ static void beside(char *buf, size_t len, const char *dir, const char *csv, cons
         snprintf(buf, len, "%s", name);
 }
 
-static int sweep(const char *dir, const char *csv, const char *plots_dir, bool plots)
+static int sweep(const char *dir, const char *baseline, const char *csv, const char *plots_dir,
+                 bool plots)
 {
     mm_sweep s;
     char err[1024];
@@ -145,11 +151,17 @@ static int sweep(const char *dir, const char *csv, const char *plots_dir, bool p
         fprintf(stderr, "murmur report: %s\n", err);
         return 1;
     }
+    if (baseline && mm_sweep_set_baseline(&s, baseline, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur report: %s\n", err);
+        mm_sweep_free(&s);
+        return 2;
+    }
     int rc = 0, done = 0;
     for (int i = 0; i < s.n_settings; i++)
         done += s.settings[i].n_done;
     printf("\n");
     mm_sweep_print_table(&s, stdout);
+    mm_sweep_print_paired(&s, stdout);
     printf("\n");
     char path[4096], runs_csv[4096];
     if (!csv) {
@@ -184,7 +196,7 @@ static int sweep(const char *dir, const char *csv, const char *plots_dir, bool p
 
 int cmd_report(int argc, char **argv)
 {
-    const char *csv = NULL, *plots_dir = NULL, *png = NULL;
+    const char *csv = NULL, *plots_dir = NULL, *png = NULL, *baseline = NULL;
     bool plots = true, prog = false, cmp = false, swp = false;
     double stale = 30, target = NAN;
     char **dirs = calloc((size_t)argc, sizeof *dirs);
@@ -203,6 +215,8 @@ int cmd_report(int argc, char **argv)
             csv = argv[++i];
         } else if (!strcmp(a, "--plots") && has_val) {
             plots_dir = argv[++i];
+        } else if (!strcmp(a, "--baseline") && has_val) {
+            baseline = argv[++i];
         } else if (!strcmp(a, "--plot") && has_val) {
             png = argv[++i];
         } else if (!strcmp(a, "--no-plots")) {
@@ -243,12 +257,17 @@ int cmd_report(int argc, char **argv)
         usage(stderr);
         goto out;
     }
+    if (baseline && !swp) {
+        fprintf(stderr, "murmur report: --baseline goes with --sweep\n\n");
+        usage(stderr);
+        goto out;
+    }
     if (prog) {
         rc = progress(dirs[0], stale);
         goto out;
     }
     if (swp) {
-        rc = sweep(dirs[0], csv, plots_dir, plots);
+        rc = sweep(dirs[0], baseline, csv, plots_dir, plots);
         goto out;
     }
     if (cmp) {

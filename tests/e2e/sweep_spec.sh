@@ -81,6 +81,13 @@ seeds 1"
 refused 2 "topology file $T/push3.topo is a directed .*(--algo async would drift" "seeds 1
 topology $T/push3.topo
 axis --algo pushsum async"
+refused 3 "baseline: 'complete-4' is not one of the settings" "$good
+baseline complete-4"
+refused 4 "'baseline' given twice (first on line 3)" "$good
+baseline ring-4
+baseline ring-4"
+refused 3 "baseline: give one setting's name" "$good
+baseline ring-4 ring-8"
 refused - "no 'seeds' line" "topology $T/ring-4.topo"
 refused - "no 'topology' line" "seeds 1 # a comment"
 
