@@ -289,7 +289,7 @@ static int consensus_init(mm__trainer *t, char *err, size_t errlen)
                  "computed (out of memory, or a single peer)");
         return -1;
     }
-    mm_cc_init(&t->cc, c->consensus_target, c->max_gossip_steps, t->cc_ratio);
+    mm_cc_init(&t->cc, c->consensus_target, 1, c->max_gossip_steps, t->cc_ratio);
     mm_info("consensus control: target %g, 1..%d exchanges a round, R(1) = %.4f, R(%d) = %.4f",
             c->consensus_target, c->max_gossip_steps, t->cc_ratio[0], c->max_gossip_steps,
             t->cc_ratio[c->max_gossip_steps - 1]);
@@ -1166,7 +1166,7 @@ static int run_round(mm__trainer *t)
     int G = c->gossip_schedule.n ? mm_gsched_steps(&c->gossip_schedule, t->round)
             : c->gossip_steps > 0 ? c->gossip_steps : 1;
     if (t->adaptive) {
-        t->want = mm_cc_round(&t->cc, (uint64_t)t->round);
+        t->want = mm_cc_round(&t->cc, (uint64_t)t->round, 1);
         /* (a time-varying graph checked only over a sample of its rounds) */
         G = undirected_view(&t->v) ? t->want : 1;
     }
