@@ -31,6 +31,7 @@
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
+#include "node/cc_skip.h"
 #include "node/choco_round.h"
 #include "node/isolation.h"
 #include "node/node_int.h"
@@ -96,6 +97,11 @@ struct mm__trainer {
     int *n_ex;                      /* exchanges that included in[k] (sent to, waited for) */
     int exchanges, want;            /* this round: exchanges run; adaptive: asked for */
     bool more_warned;
+    /* --min-gossip-steps < 1: edges skip rounds (cc_skip.h) */
+    mm__ccskip *skip;               /* NULL: every edge every round */
+    uint16_t level;                 /* this round's level (mm_cc_level), in its vectors */
+    uint16_t *lvl;                  /* in[k]'s vector of this exchange carried this level */
+    bool cc_fresh;                  /* the last round's first exchange mixed someone */
 
     double t_start, start_deadline;
     double t_compute, t_comm, t_wait;
@@ -219,7 +225,8 @@ static int alloc_round(mm__trainer *t)
     t->status0 = calloc((size_t)maxdeg, sizeof *t->status0);
     t->dist0 = calloc((size_t)maxdeg, sizeof *t->dist0);
     t->n_ex = calloc((size_t)maxdeg, sizeof *t->n_ex);
-    if (!t->in_buf || !t->out_buf || !t->mix_in || !t->status || !t->vec || !t->wk ||
+    t->lvl = calloc((size_t)maxdeg, sizeof *t->lvl);
+    if (!t->lvl || !t->in_buf || !t->out_buf || !t->mix_in || !t->status || !t->vec || !t->wk ||
         !t->dist || !t->ids || !t->sketch || !t->on || !t->more || !t->aux || !t->status0 ||
         !t->dist0 || !t->n_ex)
         return -1;
@@ -289,7 +296,11 @@ static int consensus_init(mm__trainer *t, char *err, size_t errlen)
                  "computed (out of memory, or a single peer)");
         return -1;
     }
-    mm_cc_init(&t->cc, c->consensus_target, 1, c->max_gossip_steps, t->cc_ratio);
+    mm_cc_init(&t->cc, c->consensus_target, c->min_gossip_steps, c->max_gossip_steps, t->cc_ratio);
+    if (c->min_gossip_steps < 1 && !(t->skip = mm__ccskip_new(t->n))) {
+        snprintf(err, errlen, "--min-gossip-steps: out of memory");
+        return -1;
+    }
     mm_info("consensus control: target %g, 1..%d exchanges a round, R(1) = %.4f, R(%d) = %.4f",
             c->consensus_target, c->max_gossip_steps, t->cc_ratio[0], c->max_gossip_steps,
             t->cc_ratio[c->max_gossip_steps - 1]);
@@ -367,6 +378,8 @@ void mm__trainer_free(mm__trainer *t)
     free(t->status0);
     free(t->dist0);
     free(t->n_ex);
+    free(t->lvl);
+    mm__ccskip_free(t->skip);
     free(t->cc_ratio);
     free(t->ar_out);
     mm__iso_free(t->iso);
@@ -507,6 +520,7 @@ static void wait_sync(mm__trainer *t, uint64_t e)
                 t->wk[k] = pv.meta.weight;
                 t->more[k] = (pv.meta.flags & MM_VEC_MORE) != 0;
                 t->aux[k] = pv.meta.aux;
+                t->lvl[k] = pv.meta.level;
             } else if (pv.has_vector && pv.exchange > e) {
                 t->status[k] = IN_MISSING; /* it has moved on without us */
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
@@ -669,7 +683,8 @@ static int send_snapshot(mm__trainer *t, int b, uint64_t e, bool more)
     mm_mix_scale_copy(s, (float)t->w, t->x, t->P);
     mm__mbox_publish(t->mb, b, e);
     mm_wire_vec meta = {.weight = t->w, .codec = MM_WIRE_CODEC_FP32, .count = t->P,
-                        .flags = more ? MM_VEC_MORE : 0, .aux = t->adaptive ? t->cc.a : 0};
+                        .flags = more ? MM_VEC_MORE : 0, .aux = t->adaptive ? t->cc.a : 0,
+                        .level = t->skip ? t->level : 0};
     for (int k = 0; k < t->v.n_out; k++)
         if (!t->adaptive || t->on[k]) /* adaptive: out[k] is in[k] (undirected_view) */
             mm__mbox_send(t->mb, t->v.out[k].peer, e, b, &meta, t->P * sizeof(float));
@@ -901,8 +916,13 @@ static void log_round(mm__trainer *t, double loss, float lr)
             ids[present++] = t->v.in[k].peer;
     uint32_t *miss = ids + present;
     for (int k = 0; k < t->v.n_in; k++)
-        if (t->status0[k] != IN_READY)
+        if (t->status0[k] != IN_READY && t->status0[k] != IN_OFF) /* OFF: skipped, agreed */
             miss[missing++] = t->v.in[k].peer;
+    uint32_t *skipped = miss + missing;
+    int n_skipped = 0;
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status0[k] == IN_OFF)
+            skipped[n_skipped++] = t->v.in[k].peer;
 
     mm_metrics *m = &t->metrics;
     metrics_head(t, "round");
@@ -919,6 +939,8 @@ static void log_round(mm__trainer *t, double loss, float lr)
         mm_metrics_num(m, "t_allreduce", t->t_allreduce);
     mm_metrics_ids(m, "nbrs", ids, present);
     mm_metrics_ids(m, "missing", miss, missing);
+    if (t->skip)
+        mm_metrics_ids(m, "skipped", skipped, n_skipped);
     mm_metrics_obj_begin(m, "dist");
     for (int k = 0; k < t->v.n_in; k++)
         if (t->status0[k] == IN_READY && isfinite(t->dist0[k]))
@@ -1102,6 +1124,39 @@ static double first_exchange(mm__trainer *t)
     return w_in > 0 ? wq * w_all / w_in : NAN;
 }
 
+/* Rounds skipped (--min-gossip-steps < 1), after a round's first exchange:
+ * the levels averaged like the estimate, and each due edge's next round
+ * from both ends' levels (cc_skip.h). */
+static void skip_next(mm__trainer *t)
+{
+    double h = t->cc.gi, mixed = h;
+    bool came = false;
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->status[k] == IN_READY) {
+            mixed += t->v.in[k].weight * (mm_cc_level_value(t->lvl[k]) - h);
+            came = true;
+        }
+    mm_cc_fold_level(&t->cc, mixed);
+    for (int k = 0; k < t->v.n_in; k++)
+        if (t->on[k])
+            mm__ccskip_done(t->skip, t->v.in[k].peer, t->round, t->status[k] == IN_READY,
+                            t->level, t->lvl[k]);
+    t->cc_fresh = came;
+}
+
+/* A round whose every edge skips: the local steps alone. */
+static void train_alone(mm__trainer *t)
+{
+    double t0 = mm_time_now();
+    compute(t);
+    t->t_compute += mm_time_now() - t0;
+    for (int k = 0; k < t->v.n_in; k++) {
+        t->status0[k] = IN_OFF;
+        t->dist0[k] = NAN;
+    }
+    t->cc_fresh = false;
+}
+
 /* Consensus control after an exchange: average the gossiped estimate like
  * the parameters (a missing neighbour's weight to self), and keep for the
  * next exchange only the edges whose both ends said MORE in this one and
@@ -1113,6 +1168,8 @@ static int agree_next(mm__trainer *t, bool first, double q, bool more)
         if (t->status[k] == IN_READY)
             mixed += t->v.in[k].weight * (t->aux[k] - a);
     mm_cc_fold(&t->cc, mixed, q, first);
+    if (first && t->skip)
+        skip_next(t);
     int live = 0;
     for (int k = 0; k < t->v.n_in; k++) {
         t->on[k] = t->on[k] && more && t->status[k] == IN_READY && t->more[k];
@@ -1151,7 +1208,7 @@ static int run_round(mm__trainer *t)
             log_round(t, t->loss_n ? t->loss_sum / t->loss_n : NAN, lr);
         return r;
     }
-    if (c->algo != MM_ALGO_ASYNC) {
+    if (c->algo != MM_ALGO_ASYNC && !t->skip) { /* skipping, neighbours may be rounds ahead */
         long r = fast_forward(t, t->round);
         if (r != t->round) {
             t->round = r;
@@ -1166,15 +1223,22 @@ static int run_round(mm__trainer *t)
     int G = c->gossip_schedule.n ? mm_gsched_steps(&c->gossip_schedule, t->round)
             : c->gossip_steps > 0 ? c->gossip_steps : 1;
     if (t->adaptive) {
-        t->want = mm_cc_round(&t->cc, (uint64_t)t->round, 1);
+        t->want = mm_cc_round(&t->cc, (uint64_t)t->round, !t->skip || t->cc_fresh);
+        t->level = mm_cc_level(&t->cc);
         /* (a time-varying graph checked only over a sample of its rounds) */
         G = undirected_view(&t->v) ? t->want : 1;
     }
+    int due = 0;
     for (int k = 0; k < t->v.n_in; k++) {
-        t->on[k] = true;
+        t->on[k] = !t->skip || mm__ccskip_due(t->skip, t->v.in[k].peer, t->round);
+        due += t->on[k];
         t->n_ex[k] = 0;
     }
     t->exchanges = 0;
+    if (t->skip && !due) {
+        G = 0;
+        train_alone(t);
+    }
     for (int g = 0; g < G; g++) {
         bool more = t->adaptive && g + 1 < G && !stopping(t);
         if (exchange(t, (uint64_t)t->round * t->stride + (uint64_t)g, g == 0, more) != 0)
