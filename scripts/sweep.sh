@@ -116,7 +116,8 @@ spec_err0() { echo "sweep: $spec: $1" >&2; exit 2; }
 
 # The node's flags, from `murmur node --help`: "--name" (takes no value) or
 # "--name ARG" (takes one), one per line.
-node_help=$("$MURMUR" node --help 2>&1 | sed -n 's/^  \(--[a-z0-9-]*\)\( [A-Z][A-Z]*\)\{0,1\}\( .*\)\{0,1\}$/\1\2/p')
+# a flag's value is named in capitals, or like R:G,... (--gossip-steps-schedule)
+node_help=$("$MURMUR" node --help 2>&1 | sed -n 's/^  \(--[a-z0-9-]*\)\( [A-Z][A-Z:,.]*\)\{0,1\}\( .*\)\{0,1\}$/\1\2/p')
 [ -n "$node_help" ] || die "cannot read the node's flags from '$MURMUR node --help'"
 # flag_kind --NAME: "value", "bool" or "unknown".
 flag_kind() {
