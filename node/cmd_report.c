@@ -18,7 +18,7 @@ static void usage(FILE *out)
             "       murmur report --progress RUN_DIR [--stale SEC]\n"
             "       murmur report --compare RUN_DIR... [--csv FILE] [--plot FILE.png] [--no-plots]\n"
             "                     [--target-loss L]\n"
-            "       murmur report --sweep SWEEP_DIR [--baseline SETTING] [--csv FILE] [--plots DIR]\n"
+            "       murmur report --sweep SWEEP_DIR... [--baseline SETTING] [--csv FILE] [--plots DIR]\n"
             "                     [--no-plots]\n\n"
             "Merges the peers' node-K/metrics.jsonl of a run (docs/metrics.md). For each\n"
             "evaluation round: consensus distance (exact from snapshots when every peer\n"
@@ -51,7 +51,10 @@ static void usage(FILE *out)
             "  --baseline S    with --sweep: every setting paired seed by seed against\n"
             "                  setting S (default: the spec's baseline line, if any): mean\n"
             "                  and sd of the differences over the seeds both finished, a 95 %%\n"
-            "                  Student-t interval, the signs; a table, CSV columns and a plot\n\n"
+            "                  Student-t interval, the signs; a table, CSV columns and a plot.\n"
+            "                  Several SWEEP_DIRs: their settings side by side (a name met\n"
+            "                  twice becomes SWEEP:NAME), paired across them; --csv and\n"
+            "                  --plots (or --no-plots) are then required\n\n"
             "Exit status: 0 ok, 1 no metrics (--sweep: no finished run) or an output\n"
             "failed, 2 usage.\n");
 }
@@ -142,12 +145,18 @@ static void beside(char *buf, size_t len, const char *dir, const char *csv, cons
         snprintf(buf, len, "%s", name);
 }
 
-static int sweep(const char *dir, const char *baseline, const char *csv, const char *plots_dir,
-                 bool plots)
+static int sweep(char *const *dirs, int n_dirs, const char *baseline, const char *csv,
+                 const char *plots_dir, bool plots)
 {
     mm_sweep s;
     char err[1024];
-    if (mm_sweep_load(dir, NULL, &s, err, sizeof err) != 0) {
+    const char *dir = dirs[0];
+    if (n_dirs > 1 && (!csv || (plots && !plots_dir))) {
+        fprintf(stderr, "murmur report: several sweeps: say where their CSV (--csv FILE) and "
+                        "plots (--plots DIR, or --no-plots) go\n");
+        return 2;
+    }
+    if (mm_sweep_load_many(dirs, n_dirs, NULL, &s, err, sizeof err) != 0) {
         fprintf(stderr, "murmur report: %s\n", err);
         return 1;
     }
@@ -187,7 +196,7 @@ static int sweep(const char *dir, const char *baseline, const char *csv, const c
             rc = 1;
     }
     if (done == 0) {
-        fprintf(stderr, "murmur report: no run of %s has finished: nothing to average\n", dir);
+        fprintf(stderr, "murmur report: no run of %s has finished: nothing to average\n", s.dir);
         rc = 1;
     }
     mm_sweep_free(&s);
@@ -249,11 +258,11 @@ int cmd_report(int argc, char **argv)
             dirs[n_dirs++] = argv[i];
         }
     }
-    if (n_dirs == 0 || (!cmp && n_dirs > 1) || (prog + cmp + swp > 1)) {
+    if (n_dirs == 0 || (!cmp && !swp && n_dirs > 1) || (prog + cmp + swp > 1)) {
         fprintf(stderr, "murmur report: %s\n\n",
                 n_dirs == 0 ? "which run? give RUN_DIR" :
                 prog + cmp + swp > 1 ? "--progress, --compare and --sweep do not mix"
-                            : swp ? "one SWEEP_DIR" : "one RUN_DIR (several only with --compare)");
+                            : "one RUN_DIR (several only with --compare or --sweep)");
         usage(stderr);
         goto out;
     }
@@ -267,7 +276,7 @@ int cmd_report(int argc, char **argv)
         goto out;
     }
     if (swp) {
-        rc = sweep(dirs[0], baseline, csv, plots_dir, plots);
+        rc = sweep(dirs, n_dirs, baseline, csv, plots_dir, plots);
         goto out;
     }
     if (cmp) {

@@ -378,6 +378,116 @@ int mm_sweep_load(const char *dir, FILE *warn, mm_sweep *s, char *err, size_t er
     return rc;
 }
 
+static const char *last_component(const char *d, char *buf, size_t len)
+{
+    size_t n = strlen(d);
+    while (n > 1 && d[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && d[b - 1] != '/')
+        b--;
+    snprintf(buf, len, "%.*s", (int)(n - b), d + b);
+    return buf;
+}
+
+static int axis_index(mm_sweep *s, const char *name, bool add)
+{
+    for (int i = 0; i < s->n_axes; i++)
+        if (!strcmp(s->axes[i], name))
+            return i;
+    if (!add)
+        return -1;
+    s->axes = realloc(s->axes, (size_t)(s->n_axes + 1) * sizeof *s->axes);
+    if (!s->axes)
+        abort();
+    s->axes[s->n_axes] = dupstr(name);
+    return s->n_axes++;
+}
+
+/* Appends sweep one's settings and runs to s (axes already in s). */
+static void merge_one(mm_sweep *s, const mm_sweep *one)
+{
+    char base[256];
+    last_component(one->dir, base, sizeof base);
+    int first = s->n_settings;
+    s->settings = realloc(s->settings, (size_t)(s->n_settings + one->n_settings) * sizeof *s->settings);
+    s->runs = realloc(s->runs, (size_t)(s->n_runs + one->n_runs) * sizeof *s->runs);
+    if (!s->settings || !s->runs)
+        abort();
+    for (int i = 0; i < one->n_settings; i++) {
+        mm_sweep_setting *g = &s->settings[s->n_settings];
+        *g = one->settings[i];
+        if (find_setting(s, g->name) >= 0) {
+            char name[sizeof g->name];
+            snprintf(name, sizeof name, "%.100s:%.150s", base, one->settings[i].name);
+            memcpy(g->name, name, sizeof name);
+        }
+        g->axis_values = calloc((size_t)(s->n_axes ? s->n_axes : 1), sizeof *g->axis_values);
+        if (!g->axis_values)
+            abort();
+        for (int k = 0; k < s->n_axes; k++) {
+            int j = -1;
+            for (int m = 0; m < one->n_axes && j < 0; m++)
+                if (!strcmp(one->axes[m], s->axes[k]))
+                    j = m;
+            g->axis_values[k] = dupstr(j >= 0 ? one->settings[i].axis_values[j] : "");
+        }
+        s->n_settings++;
+    }
+    for (int i = 0; i < one->n_runs; i++) {
+        mm_sweep_run *u = &s->runs[s->n_runs++];
+        *u = one->runs[i];
+        u->setting_idx = first + one->runs[i].setting_idx;
+        memcpy(u->setting, s->settings[u->setting_idx].name, sizeof u->setting);
+        snprintf(u->run, sizeof u->run, "%.300s/%.320s", one->dir, one->runs[i].run);
+    }
+}
+
+int mm_sweep_load_many(char *const *dirs, int n, FILE *warn, mm_sweep *s, char *err,
+                       size_t errlen)
+{
+    if (n == 1)
+        return mm_sweep_load(dirs[0], warn, s, err, errlen);
+    mm_sweep *all = calloc((size_t)n, sizeof *all);
+    if (!all)
+        abort();
+    int loaded = 0, rc = 0;
+    while (loaded < n && rc == 0)
+        if ((rc = mm_sweep_load(dirs[loaded], warn, &all[loaded], err, errlen)) == 0)
+            loaded++;
+    memset(s, 0, sizeof *s);
+    s->baseline = -1;
+    char baseline[256] = "";
+    if (rc == 0) {
+        size_t dl = 1;
+        for (int k = 0; k < n; k++)
+            dl += strlen(dirs[k]) + 3;
+        s->dir = calloc(dl, 1);
+        s->axes = calloc(1, sizeof *s->axes);
+        if (!s->dir || !s->axes)
+            abort();
+        for (int k = 0; k < n; k++) {
+            strcat(strcat(s->dir, k ? " + " : ""), dirs[k]);
+            for (int m = 0; m < all[k].n_axes; m++)
+                axis_index(s, all[k].axes[m], true);
+        }
+        for (int k = 0; k < n; k++) {
+            int before = s->n_settings;
+            merge_one(s, &all[k]);
+            if (!baseline[0] && all[k].baseline >= 0)
+                snprintf(baseline, sizeof baseline, "%s", s->settings[before + all[k].baseline].name);
+        }
+    }
+    for (int k = 0; k < loaded; k++)
+        mm_sweep_free(&all[k]);
+    free(all);
+    if (rc == 0 && baseline[0])
+        rc = mm_sweep_set_baseline(s, baseline, err, errlen);
+    if (rc != 0)
+        mm_sweep_free(s);
+    return rc;
+}
+
 void mm_sweep_free(mm_sweep *s)
 {
     for (int i = 0; i < s->n_settings; i++) {

@@ -56,7 +56,8 @@ typedef struct {
     int index;
     char setting[256];
     int64_t seed;
-    char run[320];      /* relative to the sweep directory: SETTING/sSEED */
+    char run[640];      /* relative to the sweep directory: SETTING/sSEED (merged
+                         * sweeps: the sweep's directory, then that) */
     int setting_idx;    /* into mm_sweep.settings */
     mm_sweep_status status;
     char why[256];      /* for a run left out: the reason */
@@ -109,6 +110,16 @@ typedef struct {
  * of the runs' reports go to warn (NULL: discarded). */
 int mm_sweep_load(const char *dir, FILE *warn, mm_sweep *s, char *err, size_t errlen);
 void mm_sweep_free(mm_sweep *s);
+/* Several sweeps as one (mm_sweep_load of each): every setting of each,
+ * in order, side by side, so that they can be paired by seed across
+ * sweeps (the baseline in one, the settings in others). A setting whose
+ * name an earlier sweep already has is named "SWEEP:NAME" (SWEEP the last
+ * component of its directory); the axes are the union of the sweeps'
+ * (a setting without one has ""); s->dir is the directories joined by
+ * " + "; the baseline is the first sweep's that has one. n == 1 is
+ * mm_sweep_load. 0, or -1 with err. */
+int mm_sweep_load_many(char *const *dirs, int n, FILE *warn, mm_sweep *s, char *err,
+                       size_t errlen);
 
 /* Pairs every setting against the baseline setting named (by seed; a run
  * counts only when it finished, in both settings): fills each setting's

@@ -416,6 +416,61 @@ static void test_paired_sweep(void **state)
     tu_rm_rf(top);
 }
 
+/* Two sweeps as one: make_sweep's (baseline ring-2 in its plan) and a
+ * second without axes holding exp-2 (seeds 1 and 3 finished: acc .40 .33,
+ * as in test_paired_sweep) and a setting named like one of the first's.
+ * exp-2 pairs with the first sweep's ring on seeds 1 and 3: d_acc mean
+ * .055, half-width 12.706205 * .045. */
+static void test_many_sweeps(void **state)
+{
+    (void)state;
+    make_sweep();
+    char a[256], b[256], path[600], cmd[1200];
+    snprintf(a, sizeof a, "%s", top);
+    snprintf(path, sizeof path, "%s/sweep.plan", a);
+    snprintf(cmd, sizeof cmd, "sed -i '1a # baseline ring-2,lr=1e-3' '%s'", path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(b, sizeof b, "/tmp/mm-test-sweep-b-%d", (int)getpid());
+    tu_rm_rf(b);
+    snprintf(top, sizeof top, "%s", b);
+    put("sweep.plan", "# murmur sweep plan 1\nindex\tsetting\tseed\trun\ttopology\tpeers\tflags\n"
+                      "0\texp-2\t1\texp-2/s1\tx/exp-2.topo\t2\t--seed 1\n"
+                      "1\texp-2\t3\texp-2/s3\tx/exp-2.topo\t2\t--seed 3\n"
+                      "2\tring-2,lr=1e-3\t1\tring-2,lr=1e-3/s1\tx/ring-2.topo\t2\t--seed 1\n");
+    double d[3] = {0, 0.1, 0.2};
+    run("exp-2/s1", d, 0.40, 1.5, 50, 10, "done", "sweep.done", "finished");
+    run("exp-2/s3", d, 0.33, 2.6, 50, 10, "done", "sweep.done", "finished");
+    run("ring-2,lr=1e-3/s1", d, 0.5, 1.0, 50, 10, "done", "sweep.done", "finished");
+    char *dirs[] = {a, b};
+    mm_sweep s;
+    char err[512];
+    assert_int_equal(mm_sweep_load_many(dirs, 2, NULL, &s, err, sizeof err), 0);
+    assert_int_equal(s.n_settings, 4);
+    assert_int_equal(s.n_runs, 12);
+    assert_int_equal(s.n_axes, 1);
+    assert_int_equal(s.baseline, 0);
+    const mm_sweep_setting *exp = &s.settings[2], *dup = &s.settings[3];
+    assert_string_equal(exp->name, "exp-2");
+    assert_string_equal(exp->axis_values[0], "");
+    char want[300];
+    snprintf(want, sizeof want, "%s:ring-2,lr=1e-3", strrchr(b, '/') + 1);
+    assert_string_equal(dup->name, want);
+    assert_int_equal(exp->n_paired, 2);
+    NEAR(exp->d_acc.mean, 0.055);
+    NEAR(exp->d_acc.hi, 0.055 + 12.706205 * 0.045);
+    assert_int_equal(dup->n_paired, 1);
+    NEAR(dup->d_acc.mean, 0.2);
+    assert_non_null(strstr(s.runs[9].run, b)); /* exp-2/s1 under the second sweep */
+    assert_non_null(strstr(s.dir, " + "));
+    mm_sweep_free(&s);
+    /* a directory that is not a sweep: refused, naming it */
+    char *bad[] = {a, "/nonexistent-sweep"};
+    assert_int_equal(mm_sweep_load_many(bad, 2, NULL, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent-sweep"));
+    tu_rm_rf(a);
+    tu_rm_rf(b);
+}
+
 static void test_bad_plan(void **state)
 {
     (void)state;
@@ -441,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_paired_of),
         cmocka_unit_test(test_t975),
         cmocka_unit_test(test_paired_sweep),
+        cmocka_unit_test(test_many_sweeps),
         cmocka_unit_test(test_bad_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
