@@ -141,9 +141,13 @@ int mm_cc_round(mm_cc *c, uint64_t round, int fresh)
         double err = c->xi > 0 ? clampd(log(c->xi / c->target), -MM_CC_ERR_MAX, MM_CC_ERR_MAX)
                                : -MM_CC_ERR_MAX;
         double hmin = 1 + log(c->gmin); /* 1 when gmin = 1: the range before skipping */
-        c->gi = clampd(c->gi + MM_CC_KI * err, hmin, c->gmax);
+        double ki = MM_CC_KI * (c->idle + 1);
+        c->gi = clampd(c->gi + (ki < MM_CC_KI_MAX ? ki : MM_CC_KI_MAX) * err, hmin, c->gmax);
+        c->idle = 0;
         c->gamma = gamma_of(clampd(c->gi + MM_CC_KP * err, hmin, c->gmax));
     }
+    else
+        c->idle++;
     int g = (int)floor(c->gamma + dither(round));
     return g < 1 ? 1 : g > c->gmax ? c->gmax : g;
 }

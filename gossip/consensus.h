@@ -78,6 +78,7 @@ int mm_cc_ratios(const double *lam, int n, int gmax, double *ratio);
 /* Gains and constants (docs/node.md gives the reasons). */
 #define MM_CC_BETA 0.1  /* leak of the gossiped estimate per round */
 #define MM_CC_KI 0.2    /* integral gain, exchanges per unit of ln(Xi/X) per round */
+#define MM_CC_KI_MAX 0.5 /* the most one update integrates after rounds without input */
 #define MM_CC_KP 1.0    /* proportional gain, exchanges per unit of ln(Xi/X) */
 #define MM_CC_ERR_MAX 1.0 /* |ln(Xi/X)| is clipped to this */
 #define MM_CC_AUX_MAX 1e30 /* the gossiped scalar is kept in [0, this] */
@@ -94,6 +95,7 @@ typedef struct {
     double a;             /* gossiped estimate of mean_i q_i */
     double q_prev;        /* this peer's q of the last round it measured one */
     double xi;            /* the estimate of Xi the last decision used */
+    int idle;             /* rounds since the last fresh input */
 } mm_cc;
 
 /* gmin = 1: the controller only adds exchanges (1..gmax a round), as
@@ -112,7 +114,12 @@ double mm_cc_estimate(const mm_cc *c);
  * gamma agree want the same number and a fractional gamma is met on
  * average. fresh: whether the estimate has new input since the last call
  * (an exchange was mixed); without it gamma is kept (no integral wind-up
- * over rounds that learnt nothing) and only the dither moves.
+ * over rounds that learnt nothing) and only the dither moves; the next
+ * fresh round integrates the error over the rounds since the last one
+ * (gain KI per round, at most KI_MAX at once: the error an exchange sees
+ * stood for every round of the gap, and a gap of 1/gamma rounds would
+ * otherwise slow the loop by as much). With fresh every round (gmin = 1)
+ * this is KI a round, as before.
  *
  * The PI law works on h: gamma = T(h), T(h) = h for h >= 1 (exchanges
  * added one by one, as with gmin = 1) and exp(h - 1) below (rounds skipped

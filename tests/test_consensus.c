@@ -343,7 +343,7 @@ static void edges_skip_as_the_dither_says(void **state)
  * within +-25 % of the target, the edges always agreed and the mean never
  * moved (W symmetric every round). *gossip_rate: the fraction of peer
  * rounds with an exchange. */
-static double ring_sim(double target, double *gossip_rate)
+static double ring_sim(double target, bool decay, double *gossip_rate)
 {
     enum { N = 12, DIM = 40, ROUNDS = 1600 };
     mm_topology *t = gen("ring", N);
@@ -367,15 +367,18 @@ static double ring_sim(double target, double *gossip_rate)
         mm_cc_init(&cc[i], target > 0 ? target : 1, 1.0 / 64, 1, ratio);
         fresh[i] = 1;
     }
-    double lo = INFINITY, hi = 0, sum = 0;
+    double lo = INFINITY, hi = 0, sum = 0, pulled = 0;
     long live_rounds = 0;
     for (int round = 0; round < ROUNDS; round++) {
+        /* with decay, the pull follows a cosine learning rate down to a tenth */
+        double scale = decay ? 0.1 + 0.45 * (1 + cos(M_PI * round / ROUNDS)) : 1;
+        pulled += scale;
         for (int i = 0; i < N; i++) {
             if (target > 0)
                 mm_cc_round(&cc[i], (uint64_t)round, fresh[i]);
             level[i] = mm_cc_level(&cc[i]); /* what its vectors of this round carry */
             for (int d = 0; d < DIM; d++)
-                x[i][d] += b[i][d]; /* the local step: a persistent pull */
+                x[i][d] += scale * b[i][d]; /* the local step: a persistent pull */
         }
         double a_mixed[N], h_mixed[N], q[N];
         for (int i = 0; i < N; i++) {
@@ -423,7 +426,7 @@ static double ring_sim(double target, double *gossip_rate)
                 m += x[i][d] / N;
                 bm += b[i][d] / N;
             }
-            mean_drift += fabs(m - bm * (round + 1));
+            mean_drift += fabs(m - bm * pulled);
             for (int i = 0; i < N; i++)
                 xi2 += (x[i][d] - m) * (x[i][d] - m) / N;
         }
@@ -452,14 +455,19 @@ static double ring_sim(double target, double *gossip_rate)
 static void controller_holds_looser_targets(void **state)
 {
     (void)state;
-    double rate, plain = ring_sim(0, &rate);
+    double rate, plain = ring_sim(0, false, &rate);
     assert_true(rate == 1);
     double prev = 1;
     for (double f = 1.3; f <= 14; f *= 1.8) {
-        ring_sim(f * plain, &rate);
+        ring_sim(f * plain, false, &rate);
         assert_true(rate < prev);
         prev = rate;
     }
+    /* and while the pull decays like a cosine learning rate (the plain
+     * ring's distance falls tenfold: 2 and 3.5 times its distance at the
+     * start are 20 and 35 times the one it ends with): still held */
+    ring_sim(2 * plain, true, &rate);
+    ring_sim(3.5 * plain, true, &rate);
 }
 
 int main(void)
