@@ -480,10 +480,15 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "has %llu floats, peer %u has %llu", id,
                            (unsigned long long)hello.vec_len, cfg->self_id,
                            (unsigned long long)cfg->vec_len);
-    if (hello.algo != cfg->algo)
+    if (hello.algo != cfg->algo) {
+        char theirs[32];
+        const char *name = mm_algo_name(hello.algo);
+        if (!name)
+            snprintf(theirs, sizeof theirs, "algorithm %u", hello.algo);
         return mm__conn_refuse(c, &t->st.bad_config, "algorithm differs: peer %u runs %s, peer "
-                           "%u runs %s", id, mm_wire_algo_name(hello.algo), cfg->self_id,
-                           mm_wire_algo_name(cfg->algo));
+                           "%u runs %s", id, name ? name : theirs, cfg->self_id,
+                           mm_algo_name(cfg->algo));
+    }
     if (hello.codec != cfg->codec || hello.codec_block != cfg->codec_block ||
         !(hello.codec_frac == cfg->codec_frac))
         return mm__conn_refuse(c, &t->st.bad_config, "codec differs: peer %u sends codec %u "

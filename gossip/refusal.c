@@ -1,7 +1,8 @@
 /* Refusal codes: their names, which of them mean a configuration that
- * differs between two peers, and the code of a REFUSE frame's reason by
- * its documented prefix (docs/protocol.md, "Refusals"). The reasons are
- * the ones conn.c, transport.c and tls.c write. */
+ * differs between two peers (both from the table in gossip/counters.h),
+ * and the code of a REFUSE frame's reason by its documented prefix
+ * (docs/protocol.md, "Refusals"). The reasons are the ones conn.c,
+ * transport.c and tls.c write. */
 #include "gossip/transport.h"
 
 #include <string.h>
@@ -9,24 +10,21 @@
 const char *mm_refusal_name(mm_refusal_code c)
 {
     switch (c) {
-    case MM_REFUSAL_NONE: return "none";
-    case MM_REFUSAL_TLS_MISMATCH: return "tls_mismatch";
-    case MM_REFUSAL_TLS: return "bad_tls";
-    case MM_REFUSAL_IDENTITY: return "bad_identity";
-    case MM_REFUSAL_ID_CLASH: return "id_clash";
-    case MM_REFUSAL_FINGERPRINT: return "bad_fingerprint";
-    case MM_REFUSAL_CONFIG: return "bad_config";
-    case MM_REFUSAL_VERSION: return "bad_version";
-    case MM_REFUSAL_NOT_MURMUR: return "bad_magic";
-    case MM_REFUSAL_UNREACHABLE: return "unreachable";
-    case MM_REFUSAL_OTHER: break;
+#define MM_X(code, name, config, words) case MM_REFUSAL_##code: return name;
+    MM_REFUSAL_CODES(MM_X)
+#undef MM_X
     }
     return "other";
 }
 
 bool mm_refusal_is_config(mm_refusal_code c)
 {
-    return c != MM_REFUSAL_NONE && c != MM_REFUSAL_UNREACHABLE && c != MM_REFUSAL_OTHER;
+    switch (c) {
+#define MM_X(code, name, config, words) case MM_REFUSAL_##code: return config;
+    MM_REFUSAL_CODES(MM_X)
+#undef MM_X
+    }
+    return false;
 }
 
 static bool starts(const char *s, const char *prefix)

@@ -593,7 +593,7 @@ static int config_defaults(mm_transport_config *cfg, char *err, size_t errlen)
     DEFAULT(cfg->backoff_max_ms, 5000);
     DEFAULT(cfg->frame_timeout_ms, 30000);
     DEFAULT(cfg->round_window, 1000);
-    DEFAULT(cfg->algo, MM_WIRE_ALGO_DPSGD);
+    DEFAULT(cfg->algo, MM_ALGO_DPSGD);
     DEFAULT(cfg->codec, MM_WIRE_CODEC_FP32);
     DEFAULT(cfg->max_body, 4 * cfg->vec_len);
     /* Every other peer of a cluster launched on one host may dial at once. */

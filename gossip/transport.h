@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "gossip/algo.h"
+#include "gossip/counters.h"
 #include "gossip/wire.h"
 
 typedef struct mm_transport mm_transport;
@@ -35,18 +37,9 @@ typedef enum {
  * murmur at the dialled address. Names as the end line's counters
  * (docs/metrics.md); docs/protocol.md, "Refusals", has the rules. */
 typedef enum {
-    MM_REFUSAL_NONE,
-    MM_REFUSAL_TLS_MISMATCH, /* "tls_mismatch": one side TLS, the other --plaintext */
-    MM_REFUSAL_TLS,          /* "bad_tls": the TLS handshake failed */
-    MM_REFUSAL_IDENTITY,     /* "bad_identity": a certificate or HELLO naming another peer */
-    MM_REFUSAL_ID_CLASH,     /* "id_clash": two processes claim one id */
-    MM_REFUSAL_FINGERPRINT,  /* "bad_fingerprint": another model or vector length */
-    MM_REFUSAL_CONFIG,       /* "bad_config": another algorithm or codec */
-    MM_REFUSAL_VERSION,      /* "bad_version": another protocol version */
-    MM_REFUSAL_NOT_MURMUR,   /* "bad_magic": what answered does not speak murmur */
-    MM_REFUSAL_UNREACHABLE,  /* "unreachable": the dial failed (nothing listens, no route) */
-    MM_REFUSAL_OTHER,        /* "other": timeouts, malformed frames, floods, a replaced
-                              * connection: faults, not a configuration */
+#define MM_X(code, name, config, words) MM_REFUSAL_##code,
+    MM_REFUSAL_CODES(MM_X) /* gossip/counters.h: names, which are configuration, words */
+#undef MM_X
 } mm_refusal_code;
 
 #define MM_PEER_UNKNOWN UINT32_MAX
@@ -118,7 +111,7 @@ typedef struct {
      * algorithm (0: dpsgd) and the codec of vector bodies (0: fp32, with
      * codec_block and codec_frac its parameters). A peer that disagrees is
      * refused (bad_config). */
-    uint8_t algo, codec;
+    uint8_t algo, codec;            /* mm_algo (gossip/algo.h) */
     uint32_t codec_block;
     double codec_frac;
     /* The largest body a VECTOR may carry, in bytes (0: 4 * vec_len, the
@@ -217,22 +210,13 @@ void mm_transport_free(mm_transport *t);
  * overhead (64 records of 22 bytes). */
 #define MM_TLS_QUEUE_MAX (5u * 1024 * 1024 + 4096)
 
-/* Counters, for metrics and tests. Refusals are counted by reason. */
+/* Counters, for metrics and tests: one uint64_t per entry of
+ * MM_TRANSPORT_COUNTERS (gossip/counters.h: its metrics key, the line it is
+ * written in, what it counts). Refusals are counted by reason. */
 typedef struct {
-    uint64_t bytes_sent, bytes_recv;
-    uint64_t vectors_sent, vectors_recv;
-    uint64_t conns_accepted, conns_dialed, conns_closed;
-    uint64_t bad_magic, bad_version, bad_type, bad_length, bad_checksum;
-    uint64_t bad_fingerprint, bad_round, bad_values, bad_weight, bad_identity, bad_tls;
-    uint64_t frame_timeouts, peer_timeouts, flood_refused;
-    uint64_t id_clash;       /* connections refused because two peers claim one id */
-    uint64_t tls_mismatch;   /* one side TLS, the other --plaintext (counted on both) */
-    uint64_t pending_refused; /* over max_pending_conns, or an accept() error libuv reported */
-    uint64_t bad_codec;       /* a body in another codec, or one its codec refuses */
-    uint64_t bad_config;      /* a HELLO naming another algorithm or codec */
-    /* TLS: the most ciphertext one connection held in memory at once (bytes
-     * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
-    uint64_t tls_queued_peak;
+#define MM_X(field, line, explanation) uint64_t field;
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
 } mm_transport_stats;
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);

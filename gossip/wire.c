@@ -51,19 +51,6 @@ const char *mm_wire_err_name(mm_wire_err e)
     return "?";
 }
 
-const char *mm_wire_algo_name(uint8_t algo)
-{
-    static char other[32];
-    switch (algo) {
-    case MM_WIRE_ALGO_DPSGD: return "dpsgd";
-    case MM_WIRE_ALGO_ASYNC: return "async";
-    case MM_WIRE_ALGO_PUSHSUM: return "pushsum";
-    case MM_WIRE_ALGO_ALLREDUCE: return "allreduce";
-    }
-    snprintf(other, sizeof other, "algorithm %u", algo);
-    return other;
-}
-
 bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
                        char *why, size_t whylen)
 {

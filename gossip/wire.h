@@ -36,13 +36,6 @@ typedef struct {
     uint32_t payload_crc;
 } mm_wire_header;
 
-/* The averaging algorithm a HELLO names: peers must run the same one. */
-typedef enum {
-    MM_WIRE_ALGO_DPSGD = 1,
-    MM_WIRE_ALGO_ASYNC = 2,
-    MM_WIRE_ALGO_PUSHSUM = 3,
-    MM_WIRE_ALGO_ALLREDUCE = 4,
-} mm_wire_algo;
 
 /* The codec of VECTOR bodies: the numbers of gossip/codec.h's kinds.
  * fp32 is the plain little-endian binary32 vector. */
@@ -53,7 +46,7 @@ typedef struct {
     uint8_t fingerprint[32];
     uint64_t vec_len;
     uint32_t target;    /* the id the sender believes it talks to */
-    uint8_t algo;       /* mm_wire_algo */
+    uint8_t algo;       /* mm_algo (gossip/algo.h): peers must run the same one */
     uint8_t codec;      /* MM_WIRE_CODEC_FP32, ... */
     uint32_t codec_block;  /* int8, sign: floats per scale; else 0 */
     double codec_frac;     /* topk, randk: the fraction sent; else 0 */
@@ -116,8 +109,6 @@ typedef enum {
 } mm_wire_err;
 
 const char *mm_wire_err_name(mm_wire_err e);
-/* "dpsgd", "async", "pushsum", "allreduce", or "algorithm N". */
-const char *mm_wire_algo_name(uint8_t algo);
 
 /* CRC32C (Castagnoli): SSE4.2 when the CPU has it, else slice-by-8 tables. */
 uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);

@@ -14,8 +14,19 @@
 static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
     int a = mm_algo_parse(arg);
-    if (a < 0) {
-        snprintf(err, errlen, "is dpsgd, async, pushsum or allreduce, not '%s'", arg);
+    if (a < 0) { /* "is dpsgd, async, pushsum or allreduce, not 'x'" */
+        static const char *const names[] = {
+#define MM_X(NAME, code, name) name,
+            MM_ALGOS(MM_X)
+#undef MM_X
+        };
+        size_t n = sizeof names / sizeof names[0], len = 0;
+        len += (size_t)snprintf(err, errlen, "is");
+        for (size_t i = 0; i < n && len < errlen; i++)
+            len += (size_t)snprintf(err + len, errlen - len, "%s %s",
+                                    i == 0 ? "" : i + 1 < n ? "," : " or", names[i]);
+        if (len < errlen)
+            snprintf(err + len, errlen - len, ", not '%s'", arg);
         return -1;
     }
     *(mm_algo *)dst = (mm_algo)a;

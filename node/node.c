@@ -17,29 +17,10 @@
 #include "gossip/ports.h"
 #include "node/blas_env.h"
 #include "gossip/tls.h"
-#include "node/choco_round.h"
+#include "node/algo_choco.h"
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
-
-const char *mm_algo_name(mm_algo a)
-{
-    switch (a) {
-    case MM_ALGO_ASYNC: return "async";
-    case MM_ALGO_PUSHSUM: return "pushsum";
-    case MM_ALGO_ALLREDUCE: return "allreduce";
-    default: return "dpsgd";
-    }
-}
-
-int mm_algo_parse(const char *s)
-{
-    if (!strcmp(s, "dpsgd")) return MM_ALGO_DPSGD;
-    if (!strcmp(s, "async")) return MM_ALGO_ASYNC;
-    if (!strcmp(s, "pushsum")) return MM_ALGO_PUSHSUM;
-    if (!strcmp(s, "allreduce")) return MM_ALGO_ALLREDUCE;
-    return -1;
-}
 
 void mm_node_config_defaults(mm_node_config *c)
 {
@@ -245,10 +226,7 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
     tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
-    tc->algo = c->algo == MM_ALGO_PUSHSUM     ? MM_WIRE_ALGO_PUSHSUM
-               : c->algo == MM_ALGO_ASYNC     ? MM_WIRE_ALGO_ASYNC
-               : c->algo == MM_ALGO_ALLREDUCE ? MM_WIRE_ALGO_ALLREDUCE
-                                              : MM_WIRE_ALGO_DPSGD;
+    tc->algo = (uint8_t)c->algo; /* the table's number is the HELLO's */
     /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
      * no more than a chunk in a receive buffer */
     if (c->algo == MM_ALGO_ALLREDUCE) {
@@ -384,7 +362,7 @@ int mm_node_run(const mm_node_config *c)
     if (!nd->trainer || !nd->want) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
         if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress configuration refused (choco_round.c) */
+            status = 2; /* a --compress configuration refused (algo_choco.c) */
         goto out;
     }
 

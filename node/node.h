@@ -8,11 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "gossip/algo.h"
 #include "gossip/consensus.h"
 #include "node/plan.h"
 #include "node/replica.h"
-
-typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM, MM_ALGO_ALLREDUCE } mm_algo;
 
 typedef struct {
     /* who and where */
@@ -79,8 +78,5 @@ int mm_node_run(const mm_node_config *cfg);
  * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md
  * 3.1). A model run uses mm_model_fingerprint(). */
 void mm_vector_fingerprint(size_t P, uint8_t out[32]);
-
-const char *mm_algo_name(mm_algo a);
-int mm_algo_parse(const char *s);
 
 #endif

@@ -1,6 +1,7 @@
 /* What the peer's two sides share inside node/ (the mm__ prefix: internal,
  * not part of murmur's API). node.c is the process and the loop thread;
- * round.c is the training thread, which owns the parameters. They meet
+ * the training thread, which owns the parameters, is node/trainer.h's
+ * files (round.c the round, algo_*.c the algorithms). They meet
  * only in the mailbox (node/mailbox.h). */
 #ifndef MURMUR_NODE_INT_H
 #define MURMUR_NODE_INT_H

@@ -13,6 +13,7 @@
  * flags, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
+#include "gossip/algo.h"
 #include "gossip/wire.h"
 
 #include <math.h>
@@ -101,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rx.vec_len = h.vec_len;
             rx.vec_buf = vbuf;
             rx.codec = h.codec;
-            rx.allow_chunks = h.algo == MM_WIRE_ALGO_ALLREDUCE;
+            rx.allow_chunks = h.algo == MM_ALGO_ALLREDUCE;
         }
         if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR) {
             const mm_wire_vec *v = &rx.vec;
@@ -154,7 +155,7 @@ int main(int argc, char **argv)
         buf[n++] = (uint8_t)(k % 3 | 3 << 2); /* rules in turn, 4 peers */
         /* seed 1 (and 5): all-reduce, whose vectors may be chunks */
         mm_wire_hello h = {.vec_len = 16, .target = 2, .codec = MM_WIRE_CODEC_FP32,
-                           .algo = k % 4 == 1 ? MM_WIRE_ALGO_ALLREDUCE : MM_WIRE_ALGO_DPSGD};
+                           .algo = k % 4 == 1 ? MM_ALGO_ALLREDUCE : MM_ALGO_DPSGD};
         memset(h.fingerprint, 7, 32);
         uint8_t hp[MM_WIRE_HELLO_LEN];
         mm_wire_put_hello(hp, &h);

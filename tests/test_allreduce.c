@@ -72,7 +72,7 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
     tn_init(cl, n, len);
     for (uint32_t i = 0; i < n; i++) {
         mm_transport_config cfg = tn_config(cl, i, tls ? certdir : NULL);
-        cfg.algo = MM_WIRE_ALGO_ALLREDUCE;
+        cfg.algo = MM_ALGO_ALLREDUCE;
         cfg.allow_chunks = true;
         cfg.weight_rule = MM_WEIGHT_ONE;
         nodes[i] = (ar_node){.cl = cl, .id = i};

@@ -122,7 +122,7 @@ static void att_frame(int fd, uint16_t type, uint64_t round, const void *payload
 static int att_send(victim *v, const mm_codec_spec *spec, const uint8_t *body, size_t len)
 {
     int fd = att_connect(v);
-    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                        .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                        .codec_frac = spec->frac};
     memset(h.fingerprint, 0xAB, 32);

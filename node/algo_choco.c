@@ -1,7 +1,7 @@
-/* node/choco_round.h: CHOCO-SGD in the peer's round, and the rules that
+/* node/algo_choco.h: CHOCO-SGD in the peer's round, and the rules that
  * keep every public copy equal to its owner's (or out of the mix until a
  * RESET makes it so). The arithmetic is gossip/choco.c's. */
-#include "node/choco_round.h"
+#include "node/algo_choco.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -13,6 +13,8 @@
 #include "gossip/choco.h"
 #include "gossip/codec.h"
 #include "gossip/wire.h"
+#include "node/algo.h"
+#include "node/trainer.h"
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
 
@@ -300,3 +302,96 @@ void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in
 }
 
 void mm__choco_get_stats(const mm__choco *ch, mm__choco_stats *out) { *out = ch->st; }
+
+/* ---- the algorithm table's entry (node/algo.h) ----------------------------- */
+
+static int start(mm__trainer *tr, char *err, size_t errlen)
+{
+    tr->algo_state = mm__choco_new(tr->cfg, tr->topo, tr->id, tr->x, tr->P, err, errlen);
+    return tr->algo_state ? 0 : -1;
+}
+
+static void end(mm__trainer *tr) { mm__choco_free(tr->algo_state); }
+
+static size_t buf_bytes(const mm__trainer *tr) { return mm__choco_buf_bytes(tr->algo_state); }
+
+static void codec(const mm__trainer *tr, uint8_t *kind, uint32_t *block, double *frac,
+                  uint64_t *max_body)
+{
+    mm__choco_wire(tr->algo_state, kind, block, frac, max_body);
+}
+
+/* CHOCO's q (or a RESET); --compress is refused with --consensus-target,
+ * so more is always false. */
+static int send_q(mm__trainer *tr, int b, uint64_t e, bool more)
+{
+    char err[300];
+    if (mm__choco_send(tr->algo_state, tr->mb, b, e, tr->x, &tr->v, err, sizeof err) == 0)
+        return 0;
+    mm_error("%s", err);
+    return -1;
+}
+
+/* in[k]'s q of this exchange: applied to its copy; mixed only when the
+ * copy is valid. */
+static void take(mm__trainer *tr, int k, const mm__peer_view *pv)
+{
+    uint32_t p = tr->v.in[k].peer;
+    mm__nbr *nb = &tr->nbr[k];
+    if (mm__choco_take(tr->algo_state, p, pv)) {
+        nb->status = IN_READY;
+        nb->vec = mm__choco_copy(tr->algo_state, p);
+        nb->weight = 1.0;
+    } else {
+        nb->status = IN_MISSING;
+        mm__mbox_release(tr->mb, p);
+    }
+}
+
+/* An older q: a copy must see every q, in order, mixed or not. */
+static void drop(mm__trainer *tr, uint32_t peer, const mm__peer_view *pv)
+{
+    mm__choco_take(tr->algo_state, peer, pv);
+}
+
+static void gather(mm__trainer *tr, uint64_t e) { mm__round_wait(tr, e, take, drop); }
+
+static void mix(mm__trainer *tr, const float *s)
+{
+    mm__gossip_inputs(tr);
+    mm__choco_mix(tr->algo_state, tr->x, tr->v.self_weight, tr->mix_in, tr->v.n_in);
+    for (int k = 0; k < tr->v.n_in; k++)
+        tr->nbr[k].dist = tr->mix_in[k].dist;
+}
+
+static void fields(mm__trainer *tr, mm_metrics *m, mm__line where)
+{
+    const mm__choco *ch = tr->algo_state;
+    if (where == MM__LINE_START) {
+        mm_metrics_str(m, "compress", mm__choco_spec(ch));
+        mm_metrics_num(m, "consensus_step", mm__choco_gamma(ch));
+        mm_metrics_int(m, "choco_bytes", (long long)mm__choco_bytes(ch));
+        mm_metrics_int(m, "choco_in_peers", mm__choco_in_peers(ch));
+    } else if (where == MM__LINE_END) {
+        mm__choco_stats cs;
+        mm__choco_get_stats(ch, &cs);
+        mm_metrics_int(m, "resets_sent", (long long)cs.resets_sent);
+        mm_metrics_int(m, "resets_recv", (long long)cs.resets_recv);
+        mm_metrics_int(m, "copies_ignored", (long long)cs.ignored);
+        mm_metrics_int(m, "copies_diverged", (long long)cs.diverged);
+    }
+}
+
+const mm__algo mm__algo_choco = {
+    .id = MM_ALGO_DPSGD, /* CHOCO runs over D-PSGD's HELLO: the codec tells them apart */
+    .start = start,
+    .end = end,
+    .buf_bytes = buf_bytes,
+    .codec = codec,
+    .fast_forward = true,
+    .send = send_q,
+    .gather = gather,
+    .mix = mix,
+    .release = mm__gossip_release,
+    .fields = fields,
+};

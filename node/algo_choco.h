@@ -2,7 +2,8 @@
  * the public copies kept in agreement across timeouts, restarts and
  * time-varying graphs (docs/compression.md, "Copies in a running cluster";
  * the frames in docs/protocol.md 3.2). Training thread only; it talks to
- * the network through the mailbox like the rest of round.c.
+ * the network through the mailbox like the rest of the round (node/round.c);
+ * its entry in the algorithm table is mm__algo_choco (node/algo.h).
  *
  * Sender: every exchange encodes q = Q(x - x_hat_i) once (x_hat_i moves)
  * and sends it to each out-neighbour that holds x_hat_i as it was before
@@ -18,8 +19,8 @@
  * this exchange is mixed; the others count as missing.
  *
  * Internal to node/ (mm__). */
-#ifndef MURMUR_CHOCO_ROUND_H
-#define MURMUR_CHOCO_ROUND_H
+#ifndef MURMUR_ALGO_CHOCO_H
+#define MURMUR_ALGO_CHOCO_H
 
 #include <stdbool.h>
 #include <stddef.h>

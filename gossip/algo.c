@@ -1,0 +1,23 @@
+/* The names of the algorithms (the table in gossip/algo.h). */
+#include "gossip/algo.h"
+
+#include <stddef.h>
+#include <string.h>
+
+const char *mm_algo_name(mm_algo a)
+{
+    switch (a) {
+#define MM_X(NAME, code, name) case MM_ALGO_##NAME: return name;
+    MM_ALGOS(MM_X)
+#undef MM_X
+    }
+    return NULL;
+}
+
+int mm_algo_parse(const char *s)
+{
+#define MM_X(NAME, code, name) if (!strcmp(s, name)) return MM_ALGO_##NAME;
+    MM_ALGOS(MM_X)
+#undef MM_X
+    return -1;
+}
