@@ -1,7 +1,8 @@
 /* The algorithm table's choice, once at start (node/algo.h). */
 #include "node/algo.h"
+#include "node/algo_outer.h"
 
-const mm__algo *mm__algo_pick(const mm_node_config *c)
+static const mm__algo *averaging(const mm_node_config *c)
 {
     if (c->compress)
         return &mm__algo_choco;
@@ -12,4 +13,12 @@ const mm__algo *mm__algo_pick(const mm_node_config *c)
     case MM_ALGO_DPSGD: break;
     }
     return &mm__algo_dpsgd;
+}
+
+/* --outer wraps the averaging (cmd_node.c allows it over dpsgd and
+ * allreduce only). */
+const mm__algo *mm__algo_pick(const mm_node_config *c)
+{
+    const mm__algo *a = averaging(c);
+    return c->outer ? mm__algo_outer(a, c) : a;
 }

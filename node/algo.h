@@ -14,6 +14,8 @@
  * THE CONTRACT. A round of an exchange-shaped algorithm (every entry with
  * round == NULL) is, in node/round.c:
  *
+ *   compute, when steps_first            the H local steps before anything
+ *                                        is sent (then not after send below)
  *   round_begin(tr)                      [optional]
  *   for each exchange e of the round (consensus_control.c says how many):
  *       b = a mailbox buffer no send still reads
@@ -21,7 +23,8 @@
  *                                        queue its sends (mm__mbox_send);
  *                                        -1: x cannot be sent (NaN/Inf), the
  *                                        run ends with status 1
- *       compute: the H local steps (first exchange only; x += delta)
+ *       compute: the H local steps (first exchange only, unless
+ *                                        steps_first; x += delta)
  *       gather(tr, e)                    set tr->nbr[k] for every in[k] not
  *                                        IN_OFF: IN_READY with .vec, .weight
  *                                        (and .more, .aux), or IN_MISSING;
@@ -35,7 +38,9 @@
  *   the round line (fields(tr, m, MM__LINE_ROUND_TIMES / MM__LINE_ROUND))
  *
  * An algorithm with round != NULL (all-reduce) runs the whole round itself
- * and sets what the round line reports (tr->v, nbr[k].first_status,
+ * (its compute too, unless steps_first: then round.c has run it before
+ * round_begin, and the round's own sends take x after the steps) and sets
+ * what the round line reports (tr->v, nbr[k].first_status,
  * .first_dist, tr->exchanges); it returns 0, or -2 with tr->round_error set
  * when its failure ends the run (the end line's reason is then the
  * algorithm's name).
@@ -48,7 +53,7 @@
  * the round its in-neighbours have all moved on to.
  *
  * ADDING ONE is a file node/algo_NAME.c defining `const mm__algo
- * mm__algo_NAME`, a line in MM_ALGOS (gossip/algo.h) when it has a --algo
+ * mm__algo_NAME`, a line in MM_ALGOS (net/algo.h) when it has a --algo
  * word and a HELLO code of its own, and a case in mm__algo_pick. An outer
  * optimizer (issue 24: H inner steps, the pseudo-gradient, an outer
  * Nesterov step) is not another averaging: it is an entry made at start as
@@ -65,7 +70,7 @@
 #include <stdint.h>
 
 #include "base/metrics.h"
-#include "gossip/algo.h"
+#include "net/algo.h"
 #include "node/node.h"
 
 typedef struct mm__trainer mm__trainer;
@@ -76,7 +81,7 @@ typedef struct mm__trainer mm__trainer;
 typedef enum { MM__LINE_START, MM__LINE_ROUND_TIMES, MM__LINE_ROUND, MM__LINE_END } mm__line;
 
 struct mm__algo {
-    mm_algo id;                     /* its --algo (gossip/algo.h) */
+    mm_algo id;                     /* its --algo (net/algo.h) */
     int (*start)(mm__trainer *tr, char *err, size_t errlen);
     void (*end)(mm__trainer *tr);
     size_t (*buf_bytes)(const mm__trainer *tr);
@@ -84,6 +89,8 @@ struct mm__algo {
                   uint64_t *max_body);
     int (*round)(mm__trainer *tr);
     bool fast_forward;
+    bool steps_first;               /* the round's local steps before its first send
+                                     * (the outer optimizer, node/algo_outer.h) */
     void (*round_begin)(mm__trainer *tr);
     int (*send)(mm__trainer *tr, int b, uint64_t e, bool more);
     void (*gather)(mm__trainer *tr, uint64_t e);
@@ -108,5 +115,9 @@ int mm__gossip_send(mm__trainer *tr, int b, uint64_t e, bool more);
 void mm__gossip_inputs(mm__trainer *tr); /* tr->mix_in from nbr[] */
 void mm__gossip_mix(mm__trainer *tr, const float *s);
 void mm__gossip_release(mm__trainer *tr);
+
+/* algo_allreduce.c, for the outer optimizer: the exact average of the
+ * round just ended (training runs only). */
+const float *mm__allreduce_average(const mm__trainer *tr);
 
 #endif

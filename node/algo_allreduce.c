@@ -1,5 +1,5 @@
 /* Ring all-reduce (node/algo.h, docs/node.md "All-reduce"): a round of its
- * own. The loop thread runs the ring (gossip/allreduce.c) on buffers this
+ * own. The loop thread runs the ring (node/allreduce.c) on buffers this
  * thread lends it for the round, while this thread computes the local
  * steps; then x <- avg(x_t) + (x - x_t). */
 #include <math.h>
@@ -117,7 +117,8 @@ static int round_of_its_own(mm__trainer *tr)
     mm__mbox_allreduce(tr->mb, (uint64_t)tr->round, s, out);
     double t1 = mm_time_now();
     mm__round_phase(tr, PH_COMPUTE);
-    mm__round_compute(tr);
+    if (!tr->algo->steps_first) /* (else round.c ran them before the snapshot) */
+        mm__round_compute(tr);
     double t2 = mm_time_now();
     mm__round_phase(tr, PH_WAIT);
     mm__ar_view v;
@@ -144,6 +145,12 @@ static int round_of_its_own(mm__trainer *tr)
 
 /* ---- metrics, snapshots, checkpoints -------------------------------------- */
 
+
+const float *mm__allreduce_average(const mm__trainer *tr)
+{
+    const allreduce *ar = tr->algo_state;
+    return ar->out;
+}
 
 static void fields(mm__trainer *tr, mm_metrics *m, mm__line where)
 {

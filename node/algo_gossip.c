@@ -12,7 +12,7 @@
 
 #include "base/log.h"
 #include "gossip/mix.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 #include "node/algo.h"
 #include "node/trainer.h"
 

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "gossip/transport.h"
+#include "net/transport.h"
 
 /* Snapshots in flight: this round's, the last round's still going to a fast
  * neighbour, and one pinned by a send to a neighbour that stopped reading

@@ -39,5 +39,8 @@ void mm__trainer_codec(const mm__trainer *t, uint8_t *codec, uint32_t *block, do
  * mm__trainer_status afterwards. */
 void mm__trainer_run(mm__trainer *t, mm__mbox *mb);
 int mm__trainer_status(const mm__trainer *t);
+/* --metrics-addr: publish each round's state there (before mm__trainer_run). */
+typedef struct mm__exporter mm__exporter;
+void mm__trainer_set_exporter(mm__trainer *t, mm__exporter *e);
 
 #endif

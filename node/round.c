@@ -22,9 +22,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/finite.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "gossip/wire.h"
 #include "node/algo.h"
 #include "node/trainer.h"
 
@@ -264,7 +264,8 @@ static int exchanges(mm__trainer *tr)
     }
     for (int g = 0; g < G; g++) {
         bool more = mm__cc_more(tr, g, G);
-        if (exchange(tr, (uint64_t)tr->round * tr->stride + (uint64_t)g, g == 0, more) != 0)
+        if (exchange(tr, (uint64_t)tr->round * tr->stride + (uint64_t)g,
+                     g == 0 && !tr->algo->steps_first, more) != 0)
             return -1;
         tr->exchanges++;
         if (!mm__cc_next(tr, g, more))
@@ -291,6 +292,11 @@ static int run_round(mm__trainer *tr)
     tr->loss_sum = 0;
     tr->loss_n = 0;
     float lr = tr->have_model ? mm_adamw_lr(&c->train.adamw, tr->rep.opt.step) : 0;
+    if (a->steps_first) {
+        double t0 = mm_time_now();
+        mm__round_compute(tr);
+        tr->t_compute += mm_time_now() - t0;
+    }
     if (a->round_begin)
         a->round_begin(tr);
     int r = a->round ? a->round(tr) : exchanges(tr);
@@ -345,7 +351,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
          * a replica is lost: stop before a checkpoint overwrites the last
          * good one and before our vectors are refused by every neighbour. */
         uint64_t bad_at;
-        if (!mm_wire_all_finite(tr->x, tr->P, &bad_at)) {
+        if (!mm_all_finite(tr->x, tr->P, &bad_at)) {
             mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
                      "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
                      "the last checkpoint is kept", tr->round, bad_at, tr->P);

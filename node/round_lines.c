@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/peak_rss.h"
 #include "node/algo.h"
+#include "node/algo_choco.h"
 #include "node/trainer.h"
 
 static void algo_fields(mm__trainer *tr, mm__line where)
@@ -27,6 +28,63 @@ static void metrics_head(mm__trainer *tr, const char *ev)
     mm_metrics_num(&tr->metrics, "time", mm_time_now() - tr->t_start);
 }
 
+/* --metrics-addr: the state a scrape shows, published with each round line
+ * and the end line (node/exporter.h): the same figures as the line; st
+ * NULL keeps the last round's counters. */
+static void publish_live(mm__trainer *tr, double loss, double lr, const mm_transport_stats *st,
+                         bool ended)
+{
+    if (!tr->exporter)
+        return;
+    const mm_node_config *c = tr->cfg;
+    mm__live *l = &tr->live;
+    bool choco = tr->algo == &mm__algo_choco;
+    l->peer = tr->id;
+    l->n_peers = tr->n;
+    l->algo = mm_algo_name(c->algo);
+    l->topology = c->topology;
+    l->codec = choco ? mm__choco_spec(tr->algo_state) : NULL;
+    l->round = tr->round + (ended ? 0 : 1);
+    l->steps = tr->step;
+    l->exchanges = tr->exchanges;
+    if (!ended) {
+        l->loss = loss;
+        l->lr = lr;
+    }
+    l->t_compute = tr->t_compute;
+    l->t_comm = tr->t_comm;
+    l->t_wait = tr->t_wait;
+    l->have_xi = tr->adaptive;
+    l->xi_est = tr->adaptive ? mm_cc_estimate(&tr->cc) : NAN;
+    l->n_nbrs = tr->v.n_in < MM__LIVE_MAX_NBRS ? tr->v.n_in : MM__LIVE_MAX_NBRS;
+    for (int k = 0; k < l->n_nbrs; k++) {
+        mm__live_nbr *nb = &l->nbr[k];
+        mm__peer_view pv;
+        mm__refusals rf;
+        nb->id = tr->v.in[k].peer;
+        nb->present = tr->nbr[k].first_status == IN_READY;
+        nb->dist = nb->present ? tr->nbr[k].first_dist : NAN;
+        mm__mbox_peer(tr->mb, nb->id, &pv);
+        nb->link = (mm__link_state)pv.state;
+        mm__mbox_refusals(tr->mb, nb->id, &rf);
+        nb->refused = rf.config;
+    }
+    if (st) /* the round line's copy: a scrape's bytes match its line */
+        l->st = *st;
+    l->stale_dropped = tr->stale_dropped;
+    l->mix_refused = tr->mix_refused;
+    l->skipped_sends = mm__mbox_skipped_sends(tr->mb);
+    l->deferred_sends = mm__mbox_deferred_sends(tr->mb);
+    l->alone_s = mm__iso_alone(tr->iso, mm_time_now());
+    l->isolated = l->alone_s > mm__iso_limit(c->start_timeout_ms, c->peer_timeout_ms,
+                                             c->round_timeout_ms);
+    l->choco = choco;
+    if (choco)
+        mm__choco_get_stats(tr->algo_state, &l->cs);
+    l->ended = ended;
+    mm__exporter_publish(tr->exporter, l);
+}
+
 void mm__lines_eval(mm__trainer *tr, double loss, double acc)
 {
     const mm_node_config *c = tr->cfg;
@@ -38,6 +96,10 @@ void mm__lines_eval(mm__trainer *tr, double loss, double acc)
     mm_metrics_num(m, "norm", sqrt(mm_mix_norm2(tr->x, tr->P)));
     mm_metrics_floats(m, "sketch", tr->sketch, c->sketch_dim);
     mm_metrics_end(m);
+    tr->live.have_eval = true;
+    tr->live.eval_round = tr->round;
+    tr->live.val_loss = loss;
+    tr->live.val_acc = acc;
 }
 
 void mm__lines_round(mm__trainer *tr, double loss, float lr)
@@ -84,6 +146,7 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
     mm__cc_fields(tr, m, MM__LINE_ROUND);
     algo_fields(tr, MM__LINE_ROUND);
     mm_metrics_end(m);
+    publish_live(tr, loss, lr, &st, false);
 
     char cc[96];
     mm__cc_describe(tr, cc, sizeof cc);
@@ -95,7 +158,7 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
 
 /* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
  * that a test or an operator can compare it with what was sent: the end
- * line's counters of gossip/counters.h, then their sum, then the refusals. */
+ * line's counters of net/counters.h, then their sum, then the refusals. */
 static void write_refusals(mm__trainer *tr, mm_metrics *m)
 {
     mm_transport_stats st;
@@ -130,6 +193,8 @@ void mm__lines_start(mm__trainer *tr)
     mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
     mm_metrics_int(m, "resumed_round", tr->round);
     mm_metrics_int(m, "local_steps", c->local_steps);
+    if (c->train.adamw.accum_steps > 1) /* --adam-accum: Decent-DP's AccumAdamW */
+        mm_metrics_int(m, "adam_accum", c->train.adamw.accum_steps);
     mm_metrics_int(m, "gossip_steps", c->gossip_steps);
     mm_metrics_int(m, "exchange_stride", (long long)tr->stride);
     mm__cc_fields(tr, m, MM__LINE_START);
@@ -190,6 +255,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     write_refusals(tr, m);
     mm__iso_fields(tr->iso, tr->mb, m, v, -1);
     mm_metrics_end(m);
+    publish_live(tr, NAN, NAN, NULL, true);
     mm__iso_log_verdict(tr->iso, tr->mb, v, now);
     if (v != MM__ISO_OK && !tr->exit_status)
         tr->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;

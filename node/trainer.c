@@ -12,9 +12,10 @@
 #include "base/log.h"
 #include "base/sha256.h"
 #include "gossip/sketch.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 #include "node/cc_skip.h"
 #include "node/algo.h"
+#include "node/algo_outer.h"
 #include "node/trainer.h"
 #include "report/snapshot.h"
 
@@ -69,8 +70,11 @@ static int resume(mm__trainer *tr, char *err, size_t errlen)
         snprintf(err, errlen, "--resume needs a model (not --vector-len)");
         return -1;
     }
-    mm_ckpt_state st;
-    if (mm_replica_load(&tr->rep, path, &st, err, errlen) != 0)
+    mm_ckpt_state st = {0};
+    if (tr->outer)
+        mm__outer_ckpt(tr->outer, &st); /* where its state goes */
+    if (mm_replica_load(&tr->rep, path, &st, err, errlen) != 0 ||
+        (tr->outer && mm__outer_resumed(tr->outer, &st, path, err, errlen) != 0))
         return -1;
     if (st.peer_id != (int32_t)tr->id) {
         snprintf(err, errlen, "%s belongs to peer %d, not %u", path, st.peer_id, tr->id);
@@ -78,7 +82,7 @@ static int resume(mm__trainer *tr, char *err, size_t errlen)
     }
     tr->step = st.step;
     tr->round = st.round;
-    /* The weight obeys the wire's rule (gossip/wire.h) or the neighbours
+    /* The weight obeys the wire's rule (net/wire.h) or the neighbours
      * would refuse every vector: 1 outside push-sum (a push-sum checkpoint
      * resumed with dpsgd starts from 1), within [2^-30, n] with it. */
     bool ps = tr->cfg->algo == MM_ALGO_PUSHSUM;
@@ -136,7 +140,12 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
     uint64_t js = c->jitter_seed_given ? c->jitter_seed : c->train.seed ^ 0x6a69747465720000ULL;
     mm_rng_seed(&tr->jitter_rng, js ^ (0x9e3779b97f4a7c15ULL * (id + 1)));
     snprintf(tr->dir, sizeof tr->dir, "%s", dir);
-    if (load_replica(tr, err, errlen) != 0 || (c->resume && resume(tr, err, errlen) != 0))
+    if (load_replica(tr, err, errlen) != 0)
+        goto fail;
+    /* before --resume, which reads its state from the checkpoint */
+    if (c->outer && !(tr->outer = mm__outer_new(c, tr->x, tr->P, err, errlen)))
+        goto fail;
+    if (c->resume && resume(tr, err, errlen) != 0)
         goto fail;
     tr->algo = mm__algo_pick(c);
     if (tr->algo->start && tr->algo->start(tr, err, errlen) != 0)
@@ -179,6 +188,7 @@ void mm__trainer_free(mm__trainer *tr)
     free(tr->cc_ratio);
     mm__ccskip_free(tr->skip);
     mm__iso_free(tr->iso);
+    mm__outer_free(tr->outer);
     free(tr);
 }
 
@@ -219,6 +229,8 @@ void mm__trainer_fingerprint(const mm__trainer *tr, uint8_t fp[32])
 
 int mm__trainer_status(const mm__trainer *tr) { return tr->exit_status; }
 
+void mm__trainer_set_exporter(mm__trainer *tr, mm__exporter *e) { tr->exporter = e; }
+
 /* ---- what persists: evaluations, snapshots, checkpoints ------------------ */
 
 void mm__trainer_evaluate(mm__trainer *tr)
@@ -256,6 +268,8 @@ int mm__trainer_checkpoint(mm__trainer *tr)
         .step = tr->step, .round = tr->round, .peer_id = (int32_t)tr->id,
         .n_peers = (int32_t)tr->n, .pushsum_weight = tr->w, .seed = tr->cfg->train.seed,
     };
+    if (tr->outer)
+        mm__outer_ckpt(tr->outer, &st);
     if (mm_replica_save(&tr->rep, path, st, err, sizeof err) != 0) {
         mm_error("checkpoint not written (the previous one is intact): %s", err);
         return -1;

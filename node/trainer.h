@@ -24,6 +24,7 @@
 #include "gossip/mix.h"
 #include "gossip/topology.h"
 #include "node/algo.h"
+#include "node/exporter.h"
 #include "node/isolation.h"
 #include "node/mailbox.h"
 #include "node/node_int.h"
@@ -60,6 +61,7 @@ typedef struct mm__trainer {
     const mm_node_config *cfg;
     const mm__algo *algo;           /* chosen once, from cfg->algo and --compress */
     void *algo_state;               /* the algorithm's own (its start() sets it) */
+    struct mm__outer *outer;        /* --outer: the outer optimizer's state (algo_outer.h) */
     uint32_t id, n;
     const mm_topology *topo;
     char dir[PATH_MAX];             /* run_dir/node-K */
@@ -107,6 +109,8 @@ typedef struct mm__trainer {
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
+    mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
+    mm__live live;                  /* ... built by round_lines.c */
     int exit_status;
 } mm__trainer;
 

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "gossip/counters.h"
+#include "net/counters.h"
 #include "report/jsonl.h"
 
 void mm__report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
@@ -194,7 +194,7 @@ static void copy_str(char *dst, size_t len, const char *src)
 }
 
 /* The transport's counters of an end line (docs/metrics.md; the table in
- * gossip/counters.h): the refusals among them are summed over a peer's
+ * net/counters.h): the refusals among them are summed over a peer's
  * lives to name the commonest. */
 static const struct { const char *name; int line; } counters[] = {
 #define MM_X(field, line, explanation) {#field, line},

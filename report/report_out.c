@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "gossip/counters.h"
+#include "net/counters.h"
 
 void mm__report_cell(FILE *out, int w, const char *s)
 {
@@ -38,7 +38,7 @@ void mm__report_run_name(const mm_report *r, char *buf, size_t len)
 
 const char *mm_report_refusal_words(const char *name)
 {
-    /* the configuration refusals (gossip/counters.h) */
+    /* the configuration refusals (net/counters.h) */
     static const struct { const char *name, *words; bool config; } w[] = {
 #define MM_X(code, name, config, words) {name, words, config},
         MM_REFUSAL_CODES(MM_X)

@@ -1,4 +1,4 @@
-/* libFuzzer target for the frame decoder (gossip/wire.c).
+/* libFuzzer target for the frame decoder (net/wire.c).
  * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
  * checks behind them; bit 1: a TLS connection, where the payload CRC field
  * is 0 and not computed; bits 2..7: how the stream is split into reads),
@@ -13,8 +13,9 @@
  * flags, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
-#include "gossip/algo.h"
-#include "gossip/wire.h"
+#include "base/finite.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -118,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort(); /* outside the vector, or a chunk where none may go */
             if (v->codec == MM_WIRE_CODEC_FP32 &&
                 (body != 4 * v->count ||
-                 !mm_wire_all_finite((const float *)(rx.payload + MM_WIRE_VEC_HDR), v->count,
+                 !mm_all_finite((const float *)(rx.payload + MM_WIRE_VEC_HDR), v->count,
                                      NULL)))
                 abort(); /* an fp32 body of another length, or NaN/Inf */
             if (body > 4 * rx.vec_len)

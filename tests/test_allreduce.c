@@ -1,4 +1,4 @@
-/* The ring all-reduce (gossip/allreduce.c) over real transports on
+/* The ring all-reduce (node/allreduce.c) over real transports on
  * loopback: n = 2, 3, 4, 7 and 8 peers average vectors whose length n does
  * not divide, in many small chunks (so the pipeline and the gather's
  * wait-before-overwrite are exercised), several rounds back to back, out
@@ -15,7 +15,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "gossip/allreduce.h"
+#include "node/allreduce.h"
 #include "tests/tnet.h"
 
 static const char *certdir;

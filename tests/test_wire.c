@@ -9,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gossip/algo.h"
-#include "gossip/wire.h"
+#include "base/finite.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 static void crc_known_values(void **s)
 {
@@ -106,13 +107,13 @@ static void finite_check(void **s)
     for (int i = 0; i < 9000; i++)
         v[i] = (float)i - 4500.0f;
     uint64_t bad = 0;
-    assert_true(mm_wire_all_finite(v, 9000, &bad));
+    assert_true(mm_all_finite(v, 9000, &bad));
     v[8999] = NAN;
-    assert_false(mm_wire_all_finite(v, 9000, &bad));
+    assert_false(mm_all_finite(v, 9000, &bad));
     assert_int_equal(bad, 8999);
     v[8999] = 1e38f;
     v[5000] = -INFINITY;
-    assert_false(mm_wire_all_finite(v, 9000, &bad));
+    assert_false(mm_all_finite(v, 9000, &bad));
     assert_int_equal(bad, 5000);
 }
 

@@ -32,8 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gossip/algo.h"
-#include "gossip/wire.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 enum { C_MAGIC, C_VERSION, C_TYPE, C_LENGTH, C_CHECKSUM, C_FINGERPRINT, C_IDENTITY, C_TLS,
        C_TLS_MISMATCH, C_PEER_TIMEOUT, C_FLOOD_OR_TIMEOUT, C_N };
