@@ -45,6 +45,24 @@ static int topologies(const mm_sweep *s, const char **names)
     return n;
 }
 
+/* A setting's label on the plots: its axis values (the name after the
+ * topology's), after the sweep's name when the name carries one
+ * (SWEEP:TOPOLOGY,..., report --sweep A B ...): "lang-16-late" or
+ * "lang-16-late:consensus-target=1". */
+static void dat_label(FILE *f, const char *name)
+{
+    const char *axes = strchr(name, ','), *sweep_end = strchr(name, ':');
+    if (sweep_end && axes && sweep_end > axes)
+        sweep_end = NULL; /* a ':' in an axis value, not a sweep's name */
+    char label[512];
+    if (sweep_end)
+        snprintf(label, sizeof label, "%.*s%s%s", (int)(sweep_end - name), name,
+                 axes ? ":" : "", axes ? axes + 1 : "");
+    else
+        snprintf(label, sizeof label, "%s", axes ? axes + 1 : "");
+    dat_str(f, label);
+}
+
 static int write_dat(const mm_sweep *s, const char *path, const char **topo, int n_topo,
                      int *n_xi)
 {
@@ -62,9 +80,7 @@ static int write_dat(const mm_sweep *s, const char *path, const char **topo, int
             const mm_sweep_setting *g = &s->settings[i];
             if (strcmp(g->topology, topo[t]) || g->n_done == 0)
                 continue;
-            /* The label: the axis values (the name after the topology's). */
-            const char *label = strchr(g->name, ',');
-            dat_str(f, label ? label + 1 : "");
+            dat_label(f, g->name);
             mm__report_dat_num(f, g->acc.mean);
             mm__report_dat_num(f, bar(&g->acc));
             mm__report_dat_num(f, g->xi_avg.mean > 0 ? g->xi_avg.mean : NAN);
@@ -212,8 +228,7 @@ static int write_paired_dat(const mm_sweep *s, const char *path, const char **to
             const mm_sweep_paired *d = &g->d_acc;
             if (strcmp(g->topology, topo[t]) || d->n == 0 || !(g->xi_avg.mean > 0))
                 continue;
-            const char *label = strchr(g->name, ',');
-            dat_str(f, label ? label + 1 : "");
+            dat_label(f, g->name);
             mm__report_dat_num(f, g->xi_avg.mean);
             mm__report_dat_num(f, d->mean);
             mm__report_dat_num(f, d->n >= 2 ? d->lo : d->mean);

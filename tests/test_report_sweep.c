@@ -39,6 +39,18 @@ static void put(const char *rel, const char *fmt, ...)
     fclose(f);
 }
 
+/* A whole file as a string (the caller frees it). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
 /* One peer's metrics: 11 rounds (0..10), evals at 0, 5, 10 whose 2-float
  * sketches are [0,0] for peer 0 and [2 d_r, 0] for peer 1, so that the
  * sketch estimate of the consensus distance at round r is exactly d_r
@@ -462,6 +474,16 @@ static void test_many_sweeps(void **state)
     NEAR(dup->d_acc.mean, 0.2);
     assert_non_null(strstr(s.runs[9].run, b)); /* exp-2/s1 under the second sweep */
     assert_non_null(strstr(s.dir, " + "));
+    /* on the plots, a setting named with its sweep is labelled with it */
+    char plots[600], dat[700];
+    snprintf(plots, sizeof plots, "%s/plots", a);
+    assert_true(mm_sweep_plots(&s, plots, stdout) >= 0);
+    snprintf(dat, sizeof dat, "%s/sweep_paired.dat", plots);
+    char *text = slurp(dat);
+    snprintf(want, sizeof want, "\"%s:lr=1e-3\" ", strrchr(b, '/') + 1);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "\"\" ")); /* exp-2: no axis, no sweep name */
+    free(text);
     mm_sweep_free(&s);
     /* a directory that is not a sweep: refused, naming it */
     char *bad[] = {a, "/nonexistent-sweep"};
