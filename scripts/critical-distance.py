@@ -48,13 +48,25 @@ def t975(df):
     return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
 
 
-def read_points(path, baseline, exclude, metric):
+def read_runs(path, metric):
+    """(setting, seed) -> (metric, consensus_avg) of the finished runs."""
     runs = {}
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            if r["status"] != "done" or not r[metric] or not r["consensus_avg"]:
-                continue
-            runs[(r["setting"], r["seed"])] = (float(r[metric]), float(r["consensus_avg"]))
+    try:
+        with open(path, newline="") as f:
+            for r in csv.DictReader(f):
+                if r["status"] != "done" or not r[metric] or not r["consensus_avg"]:
+                    continue
+                runs[(r["setting"], r["seed"])] = (float(r[metric]), float(r["consensus_avg"]))
+    except OSError as e:
+        sys.exit("critical-distance: %s: %s" % (path, e.strerror))
+    except (KeyError, ValueError) as e:
+        sys.exit("critical-distance: %s is not a sweep-runs.csv of murmur report --sweep "
+                 "(%s: %s)" % (path, type(e).__name__, e))
+    return runs
+
+
+def read_points(path, baseline, exclude, metric):
+    runs = read_runs(path, metric)
     base = {seed: v for (s, seed), v in runs.items() if s == baseline}
     if not base:
         sys.exit("critical-distance: no finished run of the baseline '%s' in %s" % (baseline, path))
