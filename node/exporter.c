@@ -16,8 +16,7 @@
 #include "net/counters.h"
 
 struct mm__exporter {
-    mm_http_server *http;    /* under mu: set once mm_http_start returned, and
-                              * a scrape can come before that */
+    mm_http_server *http;
     pthread_mutex_t mu;
     mm__live live;
     bool have_live;
@@ -228,10 +227,9 @@ static void put_choco(mm_text *t, const mm__live *l)
         (double)l->cs.diverged);
 }
 
-static void put_http(mm_text *t, mm_http_server *h)
+static void put_http(mm_text *t, const mm_http_counts *counts)
 {
-    mm_http_counts c;
-    mm_http_get_counts(h, &c);
+    mm_http_counts c = *counts;
     one(t, "murmur_http_requests_total", "counter",
         "Requests this endpoint answered with 200.", (double)c.requests);
     family(t, "murmur_http_refused_total", "counter",
@@ -252,7 +250,6 @@ static void route(void *ud, const char *path, mm_http_reply *r)
     bool have = e->have_live;
     mm__live l = e->live;
     double updated = e->updated;
-    mm_http_server *http = e->http;
     mm_text nb = {0};
     if (have)
         put_neighbours(e, &nb, &l);
@@ -266,8 +263,7 @@ static void route(void *ud, const char *path, mm_http_reply *r)
             "Unix time the training thread last published its state.", updated);
     }
     free(nb.p);
-    if (http)
-        put_http(&t, http);
+    put_http(&t, &r->counts); /* (not e->http: a scrape can come before it is set) */
     if (t.oom) {
         free(t.p);
         r->status = 500;
@@ -302,17 +298,14 @@ mm__exporter *mm__exporter_start(const char *addr, const char *token, uint32_t n
     e->last_round = -1;
     pthread_mutex_init(&e->mu, NULL);
     mm_http_config hc = {.addr = addr, .token = token, .max_conns = 16};
-    mm_http_server *http = mm_http_start(&hc, route, e, err, errlen);
-    if (!http) {
+    e->http = mm_http_start(&hc, route, e, err, errlen);
+    if (!e->http) {
         pthread_mutex_destroy(&e->mu);
         free(e->mixed);
         free(e->missing);
         free(e);
         return NULL;
     }
-    pthread_mutex_lock(&e->mu);
-    e->http = http;
-    pthread_mutex_unlock(&e->mu);
     if (!mm_http_addr_is_loopback(addr) && !token)
         mm_warn("--metrics-addr %s is not a loopback address and has no --metrics-token-file: "
                 "anyone who can reach it reads this peer's metrics", addr);

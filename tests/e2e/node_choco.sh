@@ -44,6 +44,28 @@ st=0
     --compress topk:0.1 --algo pushsum --run-dir "$T/mem" > "$T/algo.out" 2>&1 || st=$?
 [ $st -eq 2 ] && grep -q "dpsgd only" "$T/algo.out" || fail "pushsum with --compress: exit $st"
 
+# --- 0b. no fault: one RESET per link ---------------------------------------
+# A link's first frame is a RESET and, with nothing lost, the only one: the
+# first frame, queued while the neighbour was connecting, goes out on the
+# new connection and counts as sent there (before issue 27 every link got
+# two, exchanges 0 and 1). Ring of 4: two out-neighbours each.
+port=$(free_ports 4)
+for k in 0 1 2 3; do
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring.topo" --base-port $port \
+        --plaintext --no-train --vector-len 1000 --compress int8 --rounds 20 --log-every 0 \
+        --eval-every 0 --checkpoint-every 0 --start-timeout 60000 --round-timeout 60000 \
+        --run-dir "$T/once" > "$T/once$k.out" 2>&1 &
+    eval "o$k=\$!"; E2E_PIDS="$E2E_PIDS $!"
+done
+wait_all $o0 $o1 $o2 $o3 || fail "no fault: a peer failed"
+for k in 0 1 2 3; do
+    for f in resets_sent resets_recv; do
+        [ "$(end_field "$T/once" $k $f)" = 2 ] ||
+            fail "no fault: peer $k has $f $(end_field "$T/once" $k $f), not 2 (one per link)"
+    done
+done
+note "no fault: 2 RESETs sent and 2 received per peer on a ring of 4 (one per link)"
+
 # --- 1. SIGKILL and --resume (int8, a tiny model) -------------------------
 tiny_data "$T/data"
 port=$(free_ports 4)
@@ -87,7 +109,10 @@ for pause in 1 3; do # past the round timeout (0.3 s); then past the peer timeou
     kill -STOP "$p2"; sleep $pause; kill -CONT "$p2"
     m1=$(wc -l < "$run/node-1/metrics.jsonl")
     wait_for sh -c "[ \$(awk -v f=$m1 'NR > f && /\"ev\":\"round\"/ && /\"nbrs\":\\[[0-9,]*2[],]/ { c++ } END { print c + 0 }' '$run/node-1/metrics.jsonl') -ge 30 ]" ||
-        fail "stop: peer 1 did not mix with peer 2 again after a pause of $pause s"
+        { echo "peer 2 (pid $p2) after the pause: $(rounds_of "$run" 2) rounds; its threads:" >&2
+          threads "$p2"; tail -n 8 "$T/stop2.out" >&2; tail -n 8 "$T/stop1.out" >&2
+          grep '"ev":"round"' "$run/node-1/metrics.jsonl" | tail -n 1 >&2
+          fail "stop: peer 1 did not mix with peer 2 again after a pause of $pause s"; }
 done
 # enough rounds for topk:0.1 at gamma 0.2 to reach 1e-3 whatever the load
 wait_for at_least "$run" 1 2000 || fail "stop: peer 1 did not reach round 2000"
