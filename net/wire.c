@@ -90,7 +90,7 @@ void mm_wire_put_vec(uint8_t out[MM_WIRE_VEC_HDR], const mm_wire_vec *v)
     putf64(out, v->weight);
     out[8] = v->codec;
     out[9] = v->flags;
-    put16(out + 10, 0);
+    put16(out + 10, v->level);
     put32(out + 12, v->copy_crc);
     putf64(out + 16, v->aux);
     put64(out + 24, v->offset);
@@ -102,6 +102,7 @@ void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v)
     v->weight = getf64(in);
     v->codec = in[8];
     v->flags = in[9];
+    v->level = get16(in + 10);
     v->copy_crc = get32(in + 12);
     v->aux = getf64(in + 16);
     v->offset = get64(in + 24);
@@ -227,9 +228,9 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
     }
     if (!mm_wire_weight_ok(rx->weight_rule, v->weight, rx->n_peers, rx->why, sizeof rx->why))
         return fail(rx, MM_WIRE_E_WEIGHT);
-    if ((v->flags & ~MM_VEC_FLAGS) || get16(p + 10) != 0) {
-        snprintf(rx->why, sizeof rx->why, "unknown vector flags 0x%02x or reserved bits 0x%04x",
-                 v->flags & ~MM_VEC_FLAGS, get16(p + 10));
+    if (v->flags & ~MM_VEC_FLAGS) {
+        snprintf(rx->why, sizeof rx->why, "unknown vector flags 0x%02x",
+                 v->flags & ~MM_VEC_FLAGS);
         return fail(rx, MM_WIRE_E_TYPE);
     }
     bool reset = v->flags & MM_VEC_RESET;

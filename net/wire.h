@@ -65,6 +65,8 @@ typedef struct {
     double weight;      /* push-sum weight (rules: mm_weight_rule) */
     uint8_t codec;      /* the body's encoding (the negotiated codec; fp32 with RESET) */
     uint8_t flags;      /* MM_VEC_* */
+    uint16_t level;     /* consensus control skipping rounds: the sender's level
+                         * (mm_cc_level, in the round's first exchange); 0 otherwise */
     uint32_t copy_crc;  /* compressed gossip: CRC32C of the sender's public copy
                          * after this frame; 0 otherwise */
     double aux;         /* consensus control: the sender's estimate; 0 otherwise */

@@ -82,7 +82,7 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 /* --different-init and --verbose set something other than a bool field. */
 typedef struct {
     bool different_init, verbose;
-    bool gossip_steps, max_gossip_steps; /* given on the command line */
+    bool gossip_steps, max_gossip_steps, min_gossip_steps; /* given on the command line */
     bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay;
 } node_flags;
 
@@ -138,6 +138,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "exchanges a round, agreed with each neighbour (0 off)", .hide_default = true),
         MM_OPT(MM_OPT_INT, "max-gossip-steps", "G", &c->max_gossip_steps, 1, 64,
                "with --consensus-target: most exchanges a round", .given = &f->max_gossip_steps),
+        MM_OPT(MM_OPT_DOUBLE, "min-gossip-steps", "F", &c->min_gossip_steps, 1.0 / 64, 1,
+               "with --consensus-target: fewest exchanges a round on average; below 1 an "
+               "edge skips rounds as its two ends agree (1/64 .. 1, default 1: never)",
+               .given = &f->min_gossip_steps, .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "no-train", NULL, &c->no_train, 0, 0,
                "pure gossip: no training, replicas start apart"),
         MM_OPT(MM_OPT_LONG, "vector-len", "N", &c->vector_len, 1, (double)(1L << 34),
@@ -265,6 +269,8 @@ static int check_consensus(const mm_node_config *c, const node_flags *f)
               "neighbour distances), not both";
     else if ((c->clip_pull > 0 || c->robust_clip > 0) && c->algo == MM_ALGO_ALLREDUCE)
         why = "--clip-pull and --robust-clip bound gossip pulls; --algo allreduce mixes none";
+    else if (f->min_gossip_steps && !(c->consensus_target > 0))
+        why = "--min-gossip-steps bounds --consensus-target, which is not given";
     else if (c->consensus_target > 0 && c->compress)
         why = "--consensus-target and --compress do not combine yet (consensus control "
               "drops edges for an exchange, which would leave CHOCO's public copies behind)";

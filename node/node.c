@@ -39,6 +39,7 @@ void mm_node_config_defaults(mm_node_config *c)
     c->local_steps = 1;
     c->gossip_steps = 1;
     c->max_gossip_steps = 8;
+    c->min_gossip_steps = 1;
     c->same_init = true;
     c->round_timeout_ms = 5000;
     c->peer_timeout_ms = 10000;

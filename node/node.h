@@ -40,6 +40,7 @@ typedef struct {
     mm_gsched gossip_schedule;
     double consensus_target;
     int max_gossip_steps;
+    double min_gossip_steps;       /* fewest exchanges a round on average: 1, or < 1 to skip rounds */
     bool no_train;
     long vector_len;               /* >0: pure gossip on a plain vector, no model */
     bool same_init;                /* all peers start from the same x_0 */

@@ -132,8 +132,8 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
             ids[present++] = tr->v.in[k].peer;
     uint32_t *miss = ids + present;
     for (int k = 0; k < tr->v.n_in; k++)
-        if (tr->nbr[k].first_status != IN_READY)
-            miss[missing++] = tr->v.in[k].peer;
+        if (tr->nbr[k].first_status != IN_READY && tr->nbr[k].first_status != IN_OFF)
+            miss[missing++] = tr->v.in[k].peer; /* (OFF: skipped, as both ends agreed) */
 
     mm_metrics *m = &tr->metrics;
     metrics_head(tr, "round");

@@ -13,6 +13,7 @@
 #include "base/sha256.h"
 #include "gossip/sketch.h"
 #include "net/wire.h"
+#include "node/cc_skip.h"
 #include "node/algo.h"
 #include "node/algo_outer.h"
 #include "node/trainer.h"
@@ -186,6 +187,7 @@ void mm__trainer_free(mm__trainer *tr)
     free(tr->ids);
     free(tr->sketch);
     free(tr->cc_ratio);
+    mm__ccskip_free(tr->skip);
     mm__iso_free(tr->iso);
     mm__outer_free(tr->outer);
     free(tr);

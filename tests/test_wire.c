@@ -361,7 +361,6 @@ typedef struct {
     bool copies;
 } vec_conn;
 
-static uint8_t feed_reserved; /* written into the vector header's reserved bytes */
 
 static mm_rx_event feed_vec(const vec_conn *vc, const mm_wire_vec *m, uint64_t body_len,
                             mm_wire_rx *rx)
@@ -370,7 +369,6 @@ static mm_rx_event feed_vec(const vec_conn *vc, const mm_wire_vec *m, uint64_t b
     static uint8_t payload[MM_WIRE_VEC_HDR + 4096], vbuf[MM_WIRE_VEC_HDR + 4096];
     memset(payload, 0, sizeof payload);
     mm_wire_put_vec(payload, m);
-    payload[11] = feed_reserved;
     memset(rx, 0, sizeof *rx);
     rx->hello_done = true;
     rx->no_payload_crc = true;
@@ -434,11 +432,11 @@ static void vector_header_rules(void **s)
             fail_msg("%s: error %s (%s), expected %s", bad[i].what, mm_wire_err_name(rx.err),
                      rx.why, mm_wire_err_name(bad[i].e));
     }
-    /* its reserved bytes must be 0 */
-    feed_reserved = 0x10;
-    assert_int_equal(feed_vec(&fp, &whole, 4 * N, &rx), MM_RX_ERROR);
-    assert_int_equal(rx.err, MM_WIRE_E_TYPE);
-    feed_reserved = 0;
+    /* bytes 10..11 carry consensus control's level, any value, round-trip */
+    m = whole;
+    m.level = 0xBEEF;
+    assert_int_equal(feed_vec(&fp, &m, 4 * N, &rx), MM_RX_FRAME);
+    assert_int_equal(rx.vec.level, 0xBEEF);
     /* aux must be finite */
     m = whole;
     m.aux = NAN;
