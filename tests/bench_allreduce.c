@@ -6,7 +6,7 @@
  * 4 and 8 ranks and prints the table.
  *
  *   mpirun -np N bench_allreduce [--sizes MB,MB,...] [--reps R] [--warmup W]
- *                                [--csv FILE] [--impl NAME]
+ *                                [--csv FILE] [--impl NAME] [--pair P]
  *
  * One repetition: every rank fills its vector with rank+1 (outside the
  * timing), MPI_Barrier, then the timed MPI_Allreduce; its time is the
@@ -15,7 +15,9 @@
  *
  * CSV columns (long format, so that other implementations, e.g. murmur's
  * own ring all-reduce, add rows of their own under another `impl`):
- *   impl,ranks,vector_mb,bytes,rep,seconds,algbw_gbs,busbw_gbs
+ *   impl,ranks,vector_mb,bytes,pair,rep,seconds,algbw_gbs,busbw_gbs
+ * pair is --pair's number (default 0): the script runs MPI and murmur in
+ * turn, A B A B, and takes their ratio pair by pair.
  * algbw = bytes / seconds: bytes of the vector reduced per second, on each
  * rank (NCCL-tests' "algorithm bandwidth"; docs/runtime.md uses the same);
  * busbw = algbw * 2(n-1)/n, what each rank's link carried for a ring. */
@@ -45,7 +47,7 @@ int main(int argc, char **argv)
     int rank, n;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    int mb[16] = {1, 4, 16, 64}, nsizes = 4, reps = 5, warmup = 1;
+    int mb[16] = {1, 4, 16, 64}, nsizes = 4, reps = 5, warmup = 1, pair = 0;
     const char *csv = NULL, *impl = "mpi";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -60,12 +62,14 @@ int main(int argc, char **argv)
             csv = v;
         else if (ok && !strcmp(argv[i], "--impl"))
             impl = v;
+        else if (ok && !strcmp(argv[i], "--pair"))
+            ok = (pair = atoi(v)) >= 0 && pair <= 100000;
         else
             ok = 0;
         if (!ok) {
             if (rank == 0)
                 fprintf(stderr, "usage: bench_allreduce [--sizes MB,...] [--reps R] [--warmup W] "
-                                "[--csv FILE] [--impl NAME]  (bad: %s)\n", argv[i]);
+                                "[--csv FILE] [--impl NAME] [--pair P]  (bad: %s)\n", argv[i]);
             MPI_Finalize();
             return 2;
         }
@@ -103,12 +107,12 @@ int main(int argc, char **argv)
             MPI_Reduce(&t, &tmax, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0 && r >= 0) {
                 double alg = (double)bytes / tmax / 1e9, bus = alg * 2.0 * (n - 1) / n;
-                printf("%-6s ranks %2d  %4d MB  rep %2d  %8.4f s  algbw %6.3f GB/s  busbw %6.3f GB/s\n",
-                       impl, n, mb[s], r, tmax, alg, bus);
+                printf("%-6s ranks %2d  %4d MB  pair %2d  rep %2d  %8.4f s  algbw %6.3f GB/s  "
+                       "busbw %6.3f GB/s\n", impl, n, mb[s], pair, r, tmax, alg, bus);
                 fflush(stdout);
                 if (out)
-                    fprintf(out, "%s,%d,%d,%zu,%d,%.6f,%.6f,%.6f\n", impl, n, mb[s], bytes, r,
-                            tmax, alg, bus);
+                    fprintf(out, "%s,%d,%d,%zu,%d,%d,%.6f,%.6f,%.6f\n", impl, n, mb[s], bytes, pair,
+                            r, tmax, alg, bus);
             }
         }
         free(v);

@@ -13,10 +13,16 @@
  *     encode) measured in the same trials. "overlap" is what the same three
  *     would give if each had a core to itself (a payload streamed in
  *     chunks): 4 n over the slowest of them.
- * Best of the trials, interleaved. Asserts nothing about speed. */
+ * Speeds are the best of the trials. The ratios to fp32 are taken pair by
+ * pair: in every trial each codec's exchange (encode, payload, apply) runs
+ * right after an fp32 exchange of its own, A B A B, and the table prints
+ * the median of those per-trial ratios with their range (the machine is
+ * shared: a ratio of two bests measured seconds apart does not hold), and
+ * the load average. Asserts nothing about speed. */
 #include "tests/bench_codec.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -69,7 +75,8 @@ typedef struct {
     double bytes_per_float;
 } speeds;
 
-/* One core, no transport: seconds for each operation on n floats. */
+/* One core, no transport: seconds for each operation on n floats, this
+ * trial's in *sp (left as it was on failure). */
 static void speed_trial(const char *spec, const float *xa, const float *xb, uint64_t n,
                         float *ref, float *copy, uint8_t *buf, speeds *sp, int *failures)
 {
@@ -105,12 +112,62 @@ static void speed_trial(const char *spec, const float *xa, const float *xb, uint
         fprintf(stderr, "bench: %s: %s\n", spec, e ? why : "copy differs from ref");
         *failures += 1;
     }
-    sp->enc = fmin(sp->enc, t1 - t0);
-    sp->dec = fmin(sp->dec, t2 - t1);
-    sp->enc_ref = fmin(sp->enc_ref, t4 - t3);
-    sp->apply = fmin(sp->apply, t5 - t4);
+    sp->enc = t1 - t0;
+    sp->dec = t2 - t1;
+    sp->enc_ref = t4 - t3;
+    sp->apply = t5 - t4;
     sp->bytes_per_float = (double)len / (double)n;
     mm_codec_free(c);
+}
+
+static void fold_best(speeds *best, const speeds *t)
+{
+    best->enc = fmin(best->enc, t->enc);
+    best->dec = fmin(best->dec, t->dec);
+    best->enc_ref = fmin(best->enc_ref, t->enc_ref);
+    best->apply = fmin(best->apply, t->apply);
+    best->bytes_per_float = t->bytes_per_float;
+}
+
+/* 4n / (encode + payload + apply) and 4n / the slowest of the three, in
+ * bytes of float32 per second, for payload bytes/s xfer (0: failed). */
+static void exchange_rates(const speeds *sp, uint64_t n, double xfer, double *seq,
+                           double *overlap)
+{
+    double t_x = xfer > 0 ? sp->bytes_per_float * (double)n / xfer : INFINITY;
+    *seq = 4.0 * (double)n / (sp->enc_ref + t_x + sp->apply);
+    *overlap = 4.0 * (double)n / fmax(sp->enc_ref, fmax(t_x, sp->apply));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorted in place), its range in *lo, *hi. */
+static double median_range(double *v, int n, double *lo, double *hi)
+{
+    if (n < 1) {
+        *lo = *hi = 0;
+        return 0;
+    }
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    *lo = v[0];
+    *hi = v[n - 1];
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void load_avg(char *out, size_t len)
+{
+    double l[3] = {0, 0, 0};
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f || fscanf(f, "%lf %lf %lf", &l[0], &l[1], &l[2]) != 3)
+        snprintf(out, len, "n/a");
+    else
+        snprintf(out, len, "%.2f %.2f %.2f", l[0], l[1], l[2]);
+    if (f)
+        fclose(f);
 }
 
 /* The consensus step of a ring peer (two neighbours), as mm_mix_round
@@ -142,18 +199,25 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
         spec[n_codecs++] = t;
     if (!n_codecs)
         return 0;
+    if (trials > 64)
+        trials = 64;
     if (csv)
         fprintf(csv, "floats,codec,bytes_per_float,enc_gbs,enc_ref_gbs,dec_gbs,apply_gbs,"
                      "tls_eff_gbs,fp32_tls_gbs,ratio_vs_fp32_tls,overlap_gbs,overlap_ratio,"
-                     "payload_tls_gbs\n");
-    printf("\ncodecs on model-like vectors, best of %d trials. Per-core speed in GB/s of float32\n"
-           "input: enc Q(x); enc+ref Q(x - ref) with ref updated (CHOCO send); dec into a vector;\n"
-           "apply into a copy (CHOCO receive). Parameters moved over TLS, in float32-equivalent\n"
-           "GB/s: eff = 4n / (CHOCO encode + the payload over TLS + apply), next to fp32 over TLS\n"
-           "(today's exchange), both measured back to back in the same trials; overlap = 4n over\n"
-           "the slowest of the three (each on its own core, a payload streamed in chunks)\n"
-           "%-9s %-11s %7s %6s %7s %6s %6s %8s %8s %8s %7s %7s\n", trials, "floats", "codec",
-           "B/float", "enc", "enc+ref", "dec", "apply", "TLS eff", "overlap", "fp32 TLS",
+                     "payload_tls_gbs,ratio_min,ratio_max,overlap_ratio_min,overlap_ratio_max,"
+                     "pairs,load_before,load_after\n");
+    char load0[64];
+    load_avg(load0, sizeof load0);
+    printf("\ncodecs on model-like vectors, %d trials; load %s. Per-core speed in GB/s of float32\n"
+           "input, best of the trials: enc Q(x); enc+ref Q(x - ref) with ref updated (CHOCO send);\n"
+           "dec into a vector; apply into a copy (CHOCO receive). Parameters moved over TLS, in\n"
+           "float32-equivalent GB/s, best of the trials: eff = 4n / (CHOCO encode + the payload\n"
+           "over TLS + apply), fp32 TLS (today's exchange); overlap = 4n over the slowest of the\n"
+           "three (each on its own core, a payload streamed in chunks). ratio, overlap: eff / fp32\n"
+           "and overlap / fp32 pair by pair (each codec's exchange right after an fp32 one, in\n"
+           "every trial), median (min-max) over the trials\n"
+           "%-9s %-11s %7s %6s %7s %6s %6s %8s %8s %8s %17s %17s\n", trials, load0, "floats",
+           "codec", "B/float", "enc", "enc+ref", "dec", "apply", "TLS eff", "overlap", "fp32 TLS",
            "ratio", "overlap");
     for (int si = 0; si < n_sizes; si++) {
         uint64_t n = sizes[si];
@@ -170,38 +234,54 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
             xb[i] += xa[i];
         speeds sp[32];
         double xfer[32] = {0}, fp32 = 0;
+        double ratio[32][64], ovl[32][64];
+        int pairs[32] = {0};
         for (int c = 0; c < n_codecs; c++)
             sp[c] = (speeds){1e9, 1e9, 1e9, 1e9, 0};
         for (int t = 0; t < trials; t++) {
-            int bad = 0;
-            double cpu;
-            fp32 = fmax(fp32, bench_transport_run(certdir, false, size, reps, &bad, &cpu));
-            failures += bad;
             for (int c = 0; c < n_codecs; c++) {
-                speed_trial(spec[c], xa, xb, n, ref, copy, buf, &sp[c], &failures);
-                if (sp[c].bytes_per_float > 0)
-                    xfer[c] = fmax(xfer[c], payload_trial(certdir, sp[c].bytes_per_float *
-                                                          (double)n, reps, &failures));
+                int bad = 0;
+                double cpu, seq, over;
+                double f = bench_transport_run(certdir, false, size, reps, &bad, &cpu);
+                failures += bad;
+                fp32 = fmax(fp32, f);
+                speeds cur = {0, 0, 0, 0, 0};
+                speed_trial(spec[c], xa, xb, n, ref, copy, buf, &cur, &failures);
+                if (cur.bytes_per_float <= 0)
+                    continue;
+                fold_best(&sp[c], &cur);
+                double x = payload_trial(certdir, cur.bytes_per_float * (double)n, reps, &failures);
+                xfer[c] = fmax(xfer[c], x);
+                exchange_rates(&cur, n, x, &seq, &over);
+                if (f > 0 && x > 0) {
+                    ratio[c][pairs[c]] = seq / f;
+                    ovl[c][pairs[c]++] = over / f;
+                }
             }
         }
+        char load1[64];
+        load_avg(load1, sizeof load1);
         for (int c = 0; c < n_codecs; c++) {
-            double gb = 4.0 * (double)n / 1e9;
-            double t_x = xfer[c] > 0 ? sp[c].bytes_per_float * (double)n / xfer[c] : INFINITY;
-            double eff = 4.0 * (double)n / (sp[c].enc_ref + t_x + sp[c].apply);
-            double slow = fmax(sp[c].enc_ref, fmax(t_x, sp[c].apply));
-            double overlap = 4.0 * (double)n / slow;
-            printf("%-9llu %-11s %7.4f %6.2f %7.2f %6.2f %6.2f %8.2f %8.2f %8.2f %6.2fx %6.2fx\n",
+            double gb = 4.0 * (double)n / 1e9, eff, overlap, rlo, rhi, olo, ohi;
+            exchange_rates(&sp[c], n, xfer[c], &eff, &overlap);
+            double r = median_range(ratio[c], pairs[c], &rlo, &rhi);
+            double o = median_range(ovl[c], pairs[c], &olo, &ohi);
+            char rs[32], os[32];
+            snprintf(rs, sizeof rs, "%.2fx (%.2f-%.2f)", r, rlo, rhi);
+            snprintf(os, sizeof os, "%.2fx (%.2f-%.2f)", o, olo, ohi);
+            printf("%-9llu %-11s %7.4f %6.2f %7.2f %6.2f %6.2f %8.2f %8.2f %8.2f %17s %17s\n",
                    (unsigned long long)n, spec[c], sp[c].bytes_per_float, gb / sp[c].enc,
                    gb / sp[c].enc_ref, gb / sp[c].dec, gb / sp[c].apply, eff / 1e9,
-                   overlap / 1e9, fp32 / 1e9, fp32 > 0 ? eff / fp32 : 0,
-                   fp32 > 0 ? overlap / fp32 : 0);
+                   overlap / 1e9, fp32 / 1e9, rs, os);
             if (csv)
-                fprintf(csv, "%llu,%s,%.5f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f\n",
+                fprintf(csv, "%llu,%s,%.5f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,"
+                             "%.4f,%.4f,%.4f,%.4f,%d,%s,%s\n",
                         (unsigned long long)n, spec[c], sp[c].bytes_per_float, gb / sp[c].enc,
                         gb / sp[c].enc_ref, gb / sp[c].dec, gb / sp[c].apply, eff / 1e9,
-                        fp32 / 1e9, fp32 > 0 ? eff / fp32 : 0, overlap / 1e9,
-                        fp32 > 0 ? overlap / fp32 : 0, xfer[c] / 1e9);
+                        fp32 / 1e9, r, overlap / 1e9, o, xfer[c] / 1e9, rlo, rhi, olo, ohi,
+                        pairs[c], load0, load1);
         }
+        printf("%-9llu load %s after these rows\n", (unsigned long long)n, load1);
         double mix[2];
         mix_speed(n, xa, xb, ref, mix);
         printf("%-9llu consensus step of a ring peer (x and 3 vectors): mm_mix_round %.2f GB/s, "
@@ -209,6 +289,7 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
                mix[1] / 1e9);
         fflush(stdout);
         free(xa), free(xb), free(ref), free(copy), free(buf);
+        snprintf(load0, sizeof load0, "%s", load1);
     }
     printf("targets: int8 over TLS >= 2.5x fp32 over TLS; every codec >= 2 GB/s per core\n");
     return failures;
