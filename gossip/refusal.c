@@ -16,6 +16,7 @@ const char *mm_refusal_name(mm_refusal_code c)
     case MM_REFUSAL_ID_CLASH: return "id_clash";
     case MM_REFUSAL_FINGERPRINT: return "bad_fingerprint";
     case MM_REFUSAL_CONFIG: return "bad_config";
+    case MM_REFUSAL_TOPOLOGY: return "bad_topology";
     case MM_REFUSAL_VERSION: return "bad_version";
     case MM_REFUSAL_NOT_MURMUR: return "bad_magic";
     case MM_REFUSAL_UNREACHABLE: return "unreachable";
@@ -43,6 +44,7 @@ mm_refusal_code mm_refusal_classify(const char *r)
         {"vector length differs", MM_REFUSAL_FINGERPRINT},
         {"algorithm differs", MM_REFUSAL_CONFIG},
         {"codec differs", MM_REFUSAL_CONFIG},
+        {"topology differs", MM_REFUSAL_TOPOLOGY},
         {"HELLO claims", MM_REFUSAL_IDENTITY},
         {"HELLO from peer", MM_REFUSAL_IDENTITY},
         {"dialled peer", MM_REFUSAL_IDENTITY},

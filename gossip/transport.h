@@ -42,6 +42,7 @@ typedef enum {
     MM_REFUSAL_ID_CLASH,     /* "id_clash": two processes claim one id */
     MM_REFUSAL_FINGERPRINT,  /* "bad_fingerprint": another model or vector length */
     MM_REFUSAL_CONFIG,       /* "bad_config": another algorithm or codec */
+    MM_REFUSAL_TOPOLOGY,     /* "bad_topology": another topology (file, schedule, seed) */
     MM_REFUSAL_VERSION,      /* "bad_version": another protocol version */
     MM_REFUSAL_NOT_MURMUR,   /* "bad_magic": what answered does not speak murmur */
     MM_REFUSAL_UNREACHABLE,  /* "unreachable": the dial failed (nothing listens, no route) */
@@ -121,6 +122,11 @@ typedef struct {
     uint8_t algo, codec;
     uint32_t codec_block;
     double codec_frac;
+    /* The topology's digest (mm_topo_digest; all 0 without a topology) and
+     * the name of its file (NULL: none), sent in the HELLO: a peer with
+     * another digest is refused (bad_topology), both names in the reason. */
+    uint8_t topo_digest[32];
+    const char *topo_name;
     /* The largest body a VECTOR may carry, in bytes (0: 4 * vec_len, the
      * fp32 vector): the receive buffer is this plus the vector header. */
     uint64_t max_body;
@@ -230,6 +236,7 @@ typedef struct {
     uint64_t pending_refused; /* over max_pending_conns, or an accept() error libuv reported */
     uint64_t bad_codec;       /* a body in another codec, or one its codec refuses */
     uint64_t bad_config;      /* a HELLO naming another algorithm or codec */
+    uint64_t bad_topology;    /* a HELLO naming another topology digest */
     /* TLS: the most ciphertext one connection held in memory at once (bytes
      * handed to libuv and not yet written back): at most MM_TLS_QUEUE_MAX. */
     uint64_t tls_queued_peak;

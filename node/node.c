@@ -231,11 +231,16 @@ static void log_removed_temp(const char *path)
 
 /* The transport's configuration for this peer. The TLS file names live in
  * tls (which must outlive the transport's creation). */
-static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
-                            mm_transport_config *tc, char *err, size_t errlen)
+static int transport_config(const node *nd, const mm_topology *topo, char **addrs,
+                            mm_tls_files *tls, mm_transport_config *tc, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     memset(tc, 0, sizeof *tc);
+    /* peers that loaded different topologies refuse each other at the
+     * HELLO; the file's own name (not its directory) says which */
+    memcpy(tc->topo_digest, mm_topo_digest(topo), sizeof tc->topo_digest);
+    const char *slash = strrchr(c->topology, '/');
+    tc->topo_name = slash ? slash + 1 : c->topology;
     tc->self_id = nd->id;
     tc->n_peers = nd->n;
     tc->addrs = (const char *const *)addrs;
@@ -404,7 +409,7 @@ int mm_node_run(const mm_node_config *c)
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                  .on_refused = on_refused, .ud = nd};
-    if (transport_config(nd, addrs, &tls, &tc, err, sizeof err) != 0 ||
+    if (transport_config(nd, topo, addrs, &tls, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {
         mm_error("%s", err);
         uv_close((uv_handle_t *)&nd->wake, NULL);

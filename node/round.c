@@ -967,6 +967,7 @@ static void write_refusals(mm__trainer *t, mm_metrics *m)
         {"flood_refused", st.flood_refused}, {"id_clash", st.id_clash},
         {"tls_mismatch", st.tls_mismatch}, {"pending_refused", st.pending_refused},
         {"bad_codec", st.bad_codec}, {"bad_config", st.bad_config},
+        {"bad_topology", st.bad_topology},
     };
     uint64_t total = 0;
     for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
@@ -988,6 +989,9 @@ static void write_start(mm__trainer *t)
     mm_metrics_int(m, "params", (long long)t->P);
     mm_metrics_str(m, "algo", mm_algo_name(c->algo));
     mm_metrics_str(m, "topology", c->topology);
+    char digest[2 * MM_SHA256_LEN + 1];
+    mm_sha256_hex(mm_topo_digest(t->topo), digest);
+    mm_metrics_str(m, "topology_digest", digest);
     mm_metrics_int(m, "sketch_dim", c->sketch_dim);
     mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
     mm_metrics_int(m, "resumed_round", t->round);

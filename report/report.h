@@ -45,6 +45,7 @@ typedef struct {
     int n_peers, sketch_dim;
     uint64_t sketch_seed;
     char topology[128], algo[32];
+    char topology_digest[65]; /* what its HELLO compares ("" in older runs) */
     char compress[48];    /* --compress codec spec, "" without */
     double gamma;         /* its --consensus-step (NaN without) */
     mm_rep_round *rounds; /* sorted by round, one per round */

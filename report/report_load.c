@@ -198,7 +198,7 @@ static const char *const refusal_counters[] = {
     "bad_magic", "bad_version", "bad_type", "bad_length", "bad_checksum", "bad_fingerprint",
     "bad_round", "bad_values", "bad_weight", "bad_identity", "bad_tls", "frame_timeouts",
     "peer_timeouts", "flood_refused", "id_clash", "tls_mismatch", "pending_refused",
-    "bad_codec", "bad_config",
+    "bad_codec", "bad_config", "bad_topology",
 };
 #define N_REFUSAL_COUNTERS (sizeof refusal_counters / sizeof refusal_counters[0])
 
@@ -294,6 +294,7 @@ static void on_start(loader *L, const mm_json_obj *o)
     if (mm_json_u64(o, "sketch_seed", &u))
         p->sketch_seed = u;
     copy_str(p->topology, sizeof p->topology, mm_json_str(o, "topology"));
+    copy_str(p->topology_digest, sizeof p->topology_digest, mm_json_str(o, "topology_digest"));
     copy_str(p->algo, sizeof p->algo, mm_json_str(o, "algo"));
     copy_str(p->compress, sizeof p->compress, mm_json_str(o, "compress"));
     if (!mm_json_num(o, "consensus_step", &p->gamma))
@@ -551,6 +552,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
     qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
 
     size_t records = 0;
+    const mm_rep_peer *first = NULL; /* the first peer with a start line */
     for (int i = 0; i < r->n_peers; i++) {
         mm_rep_peer *p = &r->peers[i];
         char path[4096];
@@ -564,6 +566,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             r->n_expected = p->n_peers;
         if (p->n_starts && r->params < 0) {
             r->params = p->params;
+            first = p;
             copy_str(r->topology, sizeof r->topology, p->topology);
             copy_str(r->algo, sizeof r->algo, p->algo);
             copy_str(r->compress, sizeof r->compress, p->compress);
@@ -572,6 +575,10 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             mm__report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,
                            (long long)p->params, r->peers[0].id, (long long)r->params);
         }
+        if (p->n_starts && first != p && strcmp(p->topology_digest, first->topology_digest))
+            mm__report_warn(r, opt, "node-%d loaded topology %s, node-%d %s: the peers disagree "
+                            "(their HELLOs refuse each other: bad_topology)", p->id, p->topology,
+                            first->id, first->topology);
     }
     if (records == 0) {
         snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "

@@ -32,6 +32,7 @@ const char *mm_report_refusal_words(const char *name)
         {"tls_mismatch", "one side runs TLS, the other --plaintext"},
         {"bad_fingerprint", "another model (--layers, --width, ...) or vector length"},
         {"bad_config", "another --algo or codec"},
+        {"bad_topology", "another topology file (or schedule, or seed)"},
         {"id_clash", "two processes run with one --id"},
         {"bad_identity", "a certificate or HELLO naming another peer"},
         {"bad_tls", "TLS handshake failed (certificates of another CA?)"},

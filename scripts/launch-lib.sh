@@ -151,7 +151,7 @@ run_verdict() {
     if [ "$1" -gt 0 ]; then
         echo "$PROG: the run is misconfigured: $1 peer(s) could not mix with a neighbour for the whole run" \
             "because the two are configured differently (status 3; the reasons above: TLS or --plaintext," \
-            "model, --algo, certificates, or one --id given twice)" >&2
+            "model, --algo, the topology file, certificates, or one --id given twice)" >&2
     fi
     if [ "$2" -gt 0 ]; then
         echo "$PROG: $2 peer(s) were isolated: they mixed with none of their neighbours for the whole run" \
