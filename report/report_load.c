@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "report/jsonl.h"
@@ -190,6 +191,25 @@ static void copy_str(char *dst, size_t len, const char *src)
 {
     if (src)
         snprintf(dst, len, "%s", src);
+}
+
+/* What run-local.sh recorded when peer p's process ended
+ * (DIR/launch/node-K.exit: its exit status), or -1: no record, or one
+ * older than the peer's metrics (it was started again since). */
+static int launch_exit(const char *dir, const mm_rep_peer *p)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/launch/node-%d.exit", dir, p->id);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    struct stat st;
+    int status = -1;
+    if (fstat(fileno(f), &st) != 0 || fscanf(f, "%d", &status) != 1 || status < 0)
+        status = -1;
+    fclose(f);
+    double t = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
+    return status >= 0 && t >= p->mtime ? status : -1;
 }
 
 /* The refusal counters of an end line (docs/metrics.md), summed over a
@@ -561,6 +581,8 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             mm__report_warn(r, opt, "node-%d: no metrics (%s: %s)", p->id, path, strerror(errno));
             continue;
         }
+        p->launch_exit = launch_exit(dir, p);
+        p->has_launch_exit = p->launch_exit >= 0;
         records += p->n_rounds + p->n_evals + (size_t)p->n_starts;
         if (p->n_peers > r->n_expected)
             r->n_expected = p->n_peers;
@@ -581,8 +603,15 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
                             first->id, first->topology);
     }
     if (records == 0) {
-        snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
-                 "(%d node directories)", dir, r->n_peers);
+        char own[4096];
+        snprintf(own, sizeof own, "%s/metrics.jsonl", dir);
+        if (r->n_peers == 0 && access(own, F_OK) == 0)
+            snprintf(err, errlen, "%s is one peer's directory (it holds metrics.jsonl), not a "
+                     "run: point murmur report at the directory above it, which holds the "
+                     "node-K/ directories", dir);
+        else
+            snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
+                     "(%d node directories)", dir, r->n_peers);
         mm_report_free(r);
         return -1;
     }

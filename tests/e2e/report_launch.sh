@@ -16,7 +16,8 @@ check() { # description, then a command that must succeed
 
 # The stand-in: `node` writes FAKE_ROUNDS rounds (an eval every 2, with a
 # 4-float sketch that shrinks towards agreement), FAKE_FAIL=K makes peer K
-# exit 3 after one round; SIGTERM ends it with reason "signal".
+# exit 3 after one round, FAKE_KILL=K makes peer K kill itself with SIGKILL
+# after one round (no end line); SIGTERM ends it with reason "signal".
 cat >"$tmp/murmur" <<FAKE
 #!/bin/sh
 case \$1 in
@@ -46,6 +47,7 @@ while [ \$r -lt \${FAKE_ROUNDS:-4} ]; do
         echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2.\$r,\"val_bpb\":1,\"val_acc\":0.\$((id + 1))\$r,\"norm\":1,\"sketch\":[\$id,0,1,\$((id * 2))e-\$r]}" >>"\$m"
     fi
     [ "\${FAKE_FAIL:-x}" = "\$id" ] && exit 3
+    [ "\${FAKE_KILL:-x}" = "\$id" ] && kill -KILL \$\$
     sleep 0.2
     r=\$((r + 1))
 done
@@ -132,6 +134,24 @@ check "comparison csv has both runs" [ "$(grep -c 'ring-3\|full-3' "$tmp/runs/cm
 if command -v gnuplot >/dev/null 2>&1; then
     check "comparison png" [ -s "$tmp/runs/cmp/compare.png" ]
 fi
+
+# 7. a peer killed with SIGKILL (issue 21, defects 3 and 11): once the
+# launcher has seen it exit, the progress line no longer counts it live
+# (D, dead), and the report says killed, not running?
+FAKE_KILL=1 FAKE_ROUNDS=25 rl -n 3 -t "$tmp/ring-3.topo" -r killed -p 31050 -i 1 >"$tmp/kill.out" 2>&1
+rc=$?
+check "killed peer -> exit 1 (got $rc)" [ $rc -eq 1 ]
+check "killed peer named with its signal" grep -q 'killed by signal 9 (SIGKILL)' "$tmp/kill.out"
+# every progress line once the launcher counts 2 of 3 running
+# (under heavy load a live peer may show x, stale, for a moment)
+check "progress after the kill: live 2/3 [.D.]" awk '/peers 2\/3 running/ { n++; if ($0 !~ /live [0-2]\/3 \[[.x]D[.x]\]/) bad = 1 }
+    END { exit !(n >= 1 && !bad) }' "$tmp/kill.out"
+check "report: node-1 killed, no end line" grep -q '^node-1 .* killed .*no end line: killed by signal 9 (SIGKILL)' "$tmp/kill.out"
+check "report: no peer running?" sh -c "! grep -q 'running?' '$tmp/kill.out'"
+# pointed at one peer's directory, the report says to look one level up
+"$root/murmur" report "$tmp/runs/killed/node-0" >"$tmp/nodedir.out" 2>&1
+check "report of a node directory: exit 1 (got $?)" [ $? -ne 0 ]
+check "report of a node directory: points at the run" grep -q "one peer's directory.*the directory above it" "$tmp/nodedir.out"
 
 if [ $fails -ne 0 ]; then
     for f in "$tmp"/*.out; do echo "--- $f"; cat "$f"; done
