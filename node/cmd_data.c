@@ -217,9 +217,9 @@ out:
     return rc;
 }
 
-static void prepare_usage(void)
+static void prepare_usage(FILE *out)
 {
-    fprintf(stderr,
+    fprintf(out,
             "usage: murmur data-prepare [--note TEXT] SRC DST\n"
             "       murmur data-prepare --text [--label NAME] [--note TEXT] DIR DST\n"
             "  SRC holds cats.txt ('FILE GENRE' per line) and the tagged Brown files.\n"
@@ -235,7 +235,10 @@ int cmd_data_prepare(int argc, char **argv)
     bool text = false;
     int i = 1;
     while (i < argc && argv[i][0] == '-') {
-        if (!strcmp(argv[i], "--text")) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            prepare_usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--text")) {
             text = true;
             i++;
         } else if (i + 1 < argc && (!strcmp(argv[i], "--note") || !strcmp(argv[i], "--label"))) {
@@ -243,12 +246,12 @@ int cmd_data_prepare(int argc, char **argv)
             i += 2;
         } else {
             fprintf(stderr, "murmur data-prepare: unknown option or missing value: '%s'\n", argv[i]);
-            prepare_usage();
+            prepare_usage(stderr);
             return 2;
         }
     }
     if (argc - i != 2 || (note && strchr(note, '\n'))) {
-        prepare_usage();
+        prepare_usage(stderr);
         return 2;
     }
     if (text && (!*label || strlen(label) >= MM_DATA_NAME_MAX || strspn(label,
@@ -263,6 +266,11 @@ int cmd_data_prepare(int argc, char **argv)
 
 int cmd_data_verify(int argc, char **argv)
 {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: murmur data-verify DIR\n"
+               "  checks a prepared corpus: index.tsv, every file's size and SHA-256\n");
+        return 0;
+    }
     if (argc != 2) {
         fprintf(stderr, "usage: murmur data-verify DIR\n");
         return 2;

@@ -506,6 +506,13 @@ int cmd_topo(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    /* `murmur topo gen --help`, `topo info FILE -h`: the one usage, which
+     * covers every subcommand (no file or kind is needed to ask) */
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
     if (!strcmp(sub, "gen"))
         return gen(argc - 1, argv + 1);
     if (!strcmp(sub, "info"))
