@@ -83,7 +83,8 @@ void mm_report_print_table(const mm_report *r, FILE *out)
             r->topology[0] ? r->topology : "?", r->algo[0] ? r->algo : "?",
             (long long)r->params);
     fprintf(out, "consensus distance Xi = sqrt(1/n sum ||x_i - xbar||^2) over the peers present; "
-                 "time split and bytes are cumulative to that round\n\n");
+                 "time split and bytes are cumulative to that round;\nMB/peer: sent by every "
+                 "peer that ran (present or not) up to that round, per peer\n\n");
     fprintf(out, "%8s %5s %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s %5s\n",
             "round", "peers", "consensus", "how", "acc", "acc_min", "acc_max", "val_loss",
             "vl_min", "vl_max", "train", "MB/peer", "comp%", "comm%", "wait%", "wall_s", "G");
