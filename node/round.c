@@ -31,6 +31,7 @@
 #include "gossip/mix.h"
 #include "gossip/sketch.h"
 #include "gossip/wire.h"
+#include "node/blas_env.h"
 #include "node/choco_round.h"
 #include "node/isolation.h"
 #include "node/node_int.h"
@@ -992,6 +993,8 @@ static void write_start(mm__trainer *t)
     char digest[2 * MM_SHA256_LEN + 1];
     mm_sha256_hex(mm_topo_digest(t->topo), digest);
     mm_metrics_str(m, "topology_digest", digest);
+    /* the float results depend on it (docs/metrics.md) */
+    mm_metrics_str(m, "blas_kernel", mm_blas_kernel());
     mm_metrics_int(m, "sketch_dim", c->sketch_dim);
     mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
     mm_metrics_int(m, "resumed_round", t->round);
