@@ -362,7 +362,11 @@ static void info_text(const char *path, const mm_topology *t, const mm_topo_fact
         snprintf(over, sizeof over, " (union of rounds 0..%d)", f->window - 1);
     else if (period > 1)
         snprintf(over, sizeof over, " (union over one period)");
-    printf("edges         %zu%s%s\n", f->edges, sym ? "" : " directed", over);
+    if (sym && mm_topo_directed(t)) /* a directed file whose arcs all come in pairs */
+        printf("edges         %zu directed (%zu pairs, each both ways)%s\n", 2 * f->edges,
+               f->edges, over);
+    else
+        printf("edges         %zu%s%s\n", f->edges, sym ? "" : " directed", over);
     if (period != 1)
         printf("per round     %zu edges\n", f->edges_per_round);
     if (sym)

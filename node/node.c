@@ -2,12 +2,14 @@
  * callbacks, the mailbox's commands, signals, an orderly shutdown) and the
  * training thread's start. Nothing here touches the parameter vector
  * except to hand snapshot buffers to the transport. */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "base/fs.h"
@@ -350,6 +352,16 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/node.log", dir);
     *logf = fopen(path, "a");
+    /* One process per node-K/: a second peer K in this run directory (a
+     * duplicate --id) would write its lines into the first one's log and
+     * metrics. The lock lasts as long as the process. */
+    if (*logf && flock(fileno(*logf), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        fclose(*logf);
+        *logf = NULL;
+        fprintf(stderr, "murmur node: %s is in use by another process running peer %u in this "
+                        "run directory (is --id %u given twice?)\n", dir, nd->id, nd->id);
+        return 2;
+    }
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
     mm_blas_log_note(); /* the OpenBLAS re-exec, if any: in the peer's log only */

@@ -194,6 +194,9 @@ static int resume(mm__trainer *t, char *err, size_t errlen)
         return -1;
     }
     mm_info("resumed from %s: round %ld, step %ld", path, t->round, t->step);
+    if (t->round >= t->cfg->rounds) /* --rounds counts from round 0, not from here */
+        mm_warn("--resume: the checkpoint is at round %ld, at or past --rounds %ld: nothing is "
+                "left to run; give --rounds above %ld to go on", t->round, t->cfg->rounds, t->round);
     return 0;
 }
 

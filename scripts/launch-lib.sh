@@ -106,6 +106,18 @@ check_ports() {
     return 1
 }
 
+# ports_busy BASE COUNT [listen]: 0 when a local socket (IPv4 or IPv6) holds
+# one of the ports BASE..BASE+COUNT-1: in any state, or with `listen` only
+# a listening one (what makes a peer's bind fail; the TIME_WAIT left by a
+# run that just ended on these ports does not).
+ports_busy() {
+    cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v lo="$1" -v n="$2" -v only="${3:-}" '
+        BEGIN { for (p = lo; p < lo + n; p++) want[sprintf("%04X", p)] = 1 }
+        only == "listen" && $4 != "0A" { next }
+        { k = index($2, ":"); if (k && toupper(substr($2, k + 1)) in want) busy = 1 }
+        END { exit !busy }'
+}
+
 # peer_failure DIR STATUS: why the peer whose directory is DIR (node-K/)
 # exited with STATUS, on stdout, indented: for status 3 (a neighbour
 # refused: the run is misconfigured) and 4 (isolated: no neighbour ever

@@ -16,8 +16,9 @@
 #
 # Before starting anything it refuses (exit 2, saying why) an -n that is not
 # the topology's number of peers, a topology whose W is column-stochastic
-# only without --algo pushsum in the node flags, and ports that overlap the
-# kernel's ephemeral port range (it says which -p to use instead).
+# only without --algo pushsum in the node flags, ports that overlap the
+# kernel's ephemeral port range (it says which -p to use instead), and
+# ports on which something already listens (another run).
 #
 # Each peer runs in its own session, away from the terminal: Ctrl-C reaches
 # only this script, which sends every peer one SIGTERM (each finishes its
@@ -93,6 +94,12 @@ is_uint "$interval" && [ "$interval" -ge 1 ] || bad "-i SEC: a whole number of s
 command -v setsid >/dev/null 2>&1 || die "setsid (util-linux) not found: it keeps the peers away from the terminal's Ctrl-C"
 check_topology "$topo" "$n" "$@" || exit 2
 check_ports "$port" "$n" "-p $port: ports" || exit 2
+if ports_busy "$port" "$n" listen; then
+    echo "run-local: ports $port..$((port + n - 1)) (-p $port): something listens on some of them" \
+        "(another run? 'ss -tanp' shows who holds them); peers on them would form an island" \
+        "or fail: choose another -p" >&2
+    exit 2
+fi
 
 dir=$RUNS/$name
 [ -e "$dir" ] && die "$dir already exists: choose another -r NAME or remove it"

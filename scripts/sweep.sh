@@ -369,13 +369,6 @@ eph_lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null |
 [ $((base_port + max_peers)) -le "$eph_lo" ] ||
     bad "-p $base_port: the runs' ports must stay below the ephemeral range, which starts at $eph_lo (/proc/sys/net/ipv4/ip_local_port_range)"
 port_cursor=$base_port
-# ports_busy BASE COUNT: 0 when a socket (any state, IPv4 or IPv6) holds one of them.
-ports_busy() {
-    cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v lo="$1" -v n="$2" '
-        BEGIN { for (p = lo; p < lo + n; p++) want[sprintf("%04X", p)] = 1 }
-        { k = index($2, ":"); if (k && toupper(substr($2, k + 1)) in want) busy = 1 }
-        END { exit !busy }'
-}
 # next_ports COUNT: sets run_port to a free block, moves the cursor past it.
 next_ports() {
     np_tries=0
