@@ -9,7 +9,7 @@
 #include <math.h>
 
 #include "gossip/codec_internal.h"
-#include "gossip/wire.h"
+#include "base/crc32c.h"
 
 /* Floats per block of the consensus step: x's block (16 KB) stays in L1
  * while every copy streams past it once. A multiple of gossip/mix.c's

@@ -1,7 +1,7 @@
 /* The arithmetic of averaging: blocked loops over flat float vectors, and
  * one round's update with its weight rules (gossip/mix.h). */
 #include "gossip/mix.h"
-#include "gossip/wire.h"
+#include "net/algo.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -68,16 +68,6 @@ double mm_mix_norm2(const float *x, size_t n)
         total += acc;
     }
     return total;
-}
-
-int mm_mix_all_finite(const float *x, size_t n)
-{
-    /* isfinite() per element defeats vectorisation; x*0 is NaN exactly when
-     * x is NaN or Inf, and NaN propagates through the sum. */
-    float acc = 0.0f;
-    for (size_t k = 0; k < n; k++)
-        acc += x[k] * 0.0f;
-    return acc == 0.0f;
 }
 
 double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,

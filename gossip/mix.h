@@ -23,9 +23,6 @@ void mm_mix_scale_copy(float *dst, float a, const float *x, size_t n);
 /* sum_k x[k]^2, in double. */
 double mm_mix_norm2(const float *x, size_t n);
 
-/* 1 if every value is finite, else 0. */
-int mm_mix_all_finite(const float *x, size_t n);
-
 /* One neighbour's contribution to a round of mixing. */
 typedef struct {
     const float *x;   /* what it sent: w_k * z_k (n floats); NULL when missing */
@@ -47,7 +44,7 @@ typedef struct {
  * de-biasing by w absorbs the loss. With clip_pull > 0 a neighbour farther
  * than clip_pull is pulled in only to that distance.
  *
- * Weights (the rule of gossip/wire.h, checked again here whatever the
+ * Weights (the rule of net/wire.h, checked again here whatever the
  * transport did): outside push-sum every w_k must be exactly 1; with
  * push-sum it must lie in [MM_PUSHSUM_W_MIN, w_max] (w_max: the number of
  * peers). A neighbour whose w_k breaks the rule is refused (in[k].refused

@@ -4,7 +4,7 @@
 SAN_BUILD = build-san
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_transport*.c tests/test_allreduce.c \
-                                             tests/test_codec*.c tests/test_choco*.c))
+                                             tests/test_codec*.c tests/test_choco*.c tests/test_outer.c))
 
 .PHONY: test-sanitize
 test-sanitize: deps

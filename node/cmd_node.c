@@ -14,8 +14,19 @@
 static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
     int a = mm_algo_parse(arg);
-    if (a < 0) {
-        snprintf(err, errlen, "is dpsgd, async, pushsum or allreduce, not '%s'", arg);
+    if (a < 0) { /* "is dpsgd, async, pushsum or allreduce, not 'x'" */
+        static const char *const names[] = {
+#define MM_X(NAME, code, name) name,
+            MM_ALGOS(MM_X)
+#undef MM_X
+        };
+        size_t n = sizeof names / sizeof names[0], len = 0;
+        len += (size_t)snprintf(err, errlen, "is");
+        for (size_t i = 0; i < n && len < errlen; i++)
+            len += (size_t)snprintf(err + len, errlen - len, "%s %s",
+                                    i == 0 ? "" : i + 1 < n ? "," : " or", names[i]);
+        if (len < errlen)
+            snprintf(err + len, errlen - len, ", not '%s'", arg);
         return -1;
     }
     *(mm_algo *)dst = (mm_algo)a;
@@ -25,6 +36,23 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
 {
     return mm_gsched_parse(arg, 1000, dst, err, errlen);
+}
+
+static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
+{
+    if (strcmp(arg, "nesterov") && strcmp(arg, "none")) {
+        snprintf(err, errlen, "is nesterov or none, not '%s'", arg);
+        return -1;
+    }
+    *(bool *)dst = !strcmp(arg, "nesterov");
+    return 0;
+}
+
+static const char *show_outer(const void *dst) { return *(const bool *)dst ? "nesterov" : "none"; }
+
+static int parse_outer_decay(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return mm_outer_parse_decay(arg, dst, err, errlen);
 }
 
 static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_algo *)dst); }
@@ -54,6 +82,7 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 typedef struct {
     bool different_init, verbose;
     bool gossip_steps, max_gossip_steps; /* given on the command line */
+    bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay;
 } node_flags;
 
 #define NODE_OPTS 96
@@ -137,6 +166,31 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_LONG, "choco-memory-mb", "MB", &c->choco_memory_mb, 1, 1L << 30,
                "refuse to start when the public copies (one vector per in-neighbour and "
                "one's own) and buffers would take more"),
+        MM_OPT_HEAD("Outer optimizer, DiLoCo (docs/outer.md):"),
+        MM_OPT(MM_OPT_CUSTOM, "outer", "O", &c->outer, 0, 0,
+               "nesterov: every round, after --local-steps H inner steps, an outer Nesterov "
+               "step on the pseudo-gradient (outer params - the average of the peers' inner "
+               "params); with --algo allreduce this is DiLoCo, with dpsgd its gossip version; "
+               "none (default): plain averaging", .parse = parse_outer, .show = show_outer,
+               .given = &f->outer),
+        MM_OPT(MM_OPT_FLOAT, "outer-lr", "LR", &c->outer_cfg.lr, 0, 100,
+               "outer learning rate, > 0 (1 with momentum 0: plain averaging)",
+               .given = &f->outer_lr),
+        MM_OPT(MM_OPT_FLOAT, "outer-momentum", "MU", &c->outer_cfg.momentum, 0, 1,
+               "outer Nesterov momentum, in [0, 1)", .given = &f->outer_momentum),
+        MM_OPT(MM_OPT_LONG, "outer-momentum-warmup", "N", &c->outer_cfg.warmup, 0, BIG,
+               "Pier's momentum warm-up: mu_k = MU k / N for the first N outer steps",
+               .given = &f->outer_warmup),
+        MM_OPT(MM_OPT_CUSTOM, "outer-momentum-decay", "D", &c->outer_cfg, 0, 0,
+               "Pier's momentum decay: none | linear:F | cosine:F (from outer step F x rounds "
+               "on, the momentum falls to 0 at the end of the run)", .parse = parse_outer_decay,
+               .hide_default = true, .given = &f->outer_decay),
+        MM_OPT(MM_OPT_FLAG, "outer-overlap", NULL, &c->outer_overlap, 0, 0,
+               "overlap a round's local steps with the exchange (the pseudo-gradient is then "
+               "one round old, as D-PSGD's gradient is); default: steps first, then exchange"),
+        MM_OPT(MM_OPT_LONG, "outer-memory-mb", "MB", &c->outer_memory_mb, 1, 1L << 30,
+               "refuse to start when the outer state (3 vectors: outer params, momentum, "
+               "local progress) would take more"),
         MM_OPT_HEAD("Metrics and checkpoints (docs/metrics.md):"),
         MM_OPT(MM_OPT_INT, "eval-every", "E", &c->eval_every, 0, INT_MAX,
                "evaluate and sketch every E rounds, 0 = off"),
@@ -152,6 +206,12 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "so)"),
         MM_OPT(MM_OPT_INT, "log-every", "N", &c->log_every, 0, INT_MAX,
                "progress line every N rounds"),
+        MM_OPT(MM_OPT_STR, "metrics-addr", "HOST:PORT", &c->metrics_addr, 0, 0,
+               "serve Prometheus metrics at http://HOST:PORT/metrics (off by default; "
+               "127.0.0.1:PORT for this machine only; PORT+ adds the peer's id)", .hide_default = true),
+        MM_OPT(MM_OPT_STR, "metrics-token-file", "FILE", &c->metrics_token_file, 0, 0,
+               "the endpoint asks for 'Authorization: Bearer TOKEN', TOKEN the file's first "
+               "line", .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),
         MM_OPT_HEAD("Testing only:"),
         MM_OPT(MM_OPT_CUSTOM, "compute-jitter", "J", &c->jitter, 0, 0,
@@ -197,6 +257,39 @@ static int check_consensus(const mm_node_config *c, const node_flags *f)
     if (why)
         fprintf(stderr, "murmur node: %s\n", why);
     return why ? -1 : 0;
+}
+
+/* The outer optimizer's flags: values the table cannot bound, and the
+ * combinations it does not run (docs/outer.md). */
+static int check_outer(const mm_node_config *c, const node_flags *f)
+{
+    char why[200] = "";
+    const mm_outer_config *o = &c->outer_cfg;
+    if (!c->outer && (f->outer_lr || f->outer_momentum || f->outer_warmup || f->outer_decay ||
+                      c->outer_overlap))
+        snprintf(why, sizeof why, "--outer-lr, --outer-momentum, --outer-momentum-warmup, "
+                 "--outer-momentum-decay and --outer-overlap need --outer nesterov");
+    else if (!c->outer)
+        return 0;
+    else if (!(o->lr > 0))
+        snprintf(why, sizeof why, "--outer-lr must be > 0, not %g", o->lr);
+    else if (!(o->momentum < 1))
+        snprintf(why, sizeof why, "--outer-momentum must be in [0, 1), not %g", o->momentum);
+    else if (c->algo == MM_ALGO_ASYNC || c->algo == MM_ALGO_PUSHSUM)
+        snprintf(why, sizeof why, "--outer nesterov runs over --algo dpsgd or allreduce, not %s "
+                 "(its outer step needs a synchronous average of the round)",
+                 mm_algo_name(c->algo));
+    else if (c->no_train)
+        snprintf(why, sizeof why, "--outer nesterov needs training: drop --no-train");
+    else if (c->compress)
+        snprintf(why, sizeof why, "--outer nesterov and --compress do not combine (CHOCO's "
+                 "public copies would have to follow the outer step)");
+    else if (c->consensus_target > 0 || c->gossip_schedule.n || c->gossip_steps > 1)
+        snprintf(why, sizeof why, "--outer nesterov runs one exchange a round: drop "
+                 "--gossip-steps, --gossip-steps-schedule and --consensus-target");
+    if (why[0])
+        fprintf(stderr, "murmur node: %s\n", why);
+    return why[0] ? -1 : 0;
 }
 
 static const mm_opt *help_table;
@@ -269,7 +362,7 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
-    if (check_consensus(&c, &f) != 0)
+    if (check_consensus(&c, &f) != 0 || check_outer(&c, &f) != 0)
         return 2;
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */

@@ -94,7 +94,11 @@ static int parse(int argc, char **argv, plan_args *a)
                "dpsgd: averaging exchanges per round"),
         MM_OPT(MM_OPT_FLAG, "overlap", NULL, &a->in.overlap, 0, 0,
                "allreduce: average the snapshot while computing (as dpsgd does); default: "
-               "compute, then all-reduce"),
+               "compute, then all-reduce. With --outer: the node's --outer-overlap"),
+        MM_OPT(MM_OPT_FLAG, "outer", NULL, &a->in.outer, 0, 0,
+               "the node's --outer nesterov (docs/outer.md): one exchange every H = "
+               "--local-steps steps, after them (dpsgd too) unless --overlap, and the outer "
+               "step's 2 more passes over the vector"),
         MM_OPT_HEAD("Vector:"),
         MM_OPT(MM_OPT_DOUBLE, "vector-len", "N", &a->vec, 1, 1e12,
                "floats in the vector (pure gossip, or any model)", .given = &a->have_vec,
@@ -243,7 +247,9 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
            topo_kind, in->local_steps, in->local_steps > 1 ? "s" : "");
     if (in->algo == MM_PLAN_DPSGD && in->gossip_steps > 1)
         printf(", %d gossip steps", in->gossip_steps);
-    if (in->algo == MM_PLAN_ALLREDUCE)
+    if (in->outer)
+        printf(", outer Nesterov step");
+    if (in->algo == MM_PLAN_ALLREDUCE || (in->outer && in->algo == MM_PLAN_DPSGD))
         printf(", %s", in->overlap ? "overlapped with compute" : "after compute");
     printf("\nvector       %.0f floats x %g bytes = %.3f MB; message %.3f MB\n", in->vec_floats,
            in->bytes_per_float, in->vec_floats * in->bytes_per_float / 1e6, o->msg_bytes / 1e6);
@@ -275,6 +281,8 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
                                                         : "nothing: unlimited links (latency only)");
     printf("round        %.4f s = compute %.4f + exposed communication %.4f + waiting %.4f"
            " + mixing %.4f\n", o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s);
+    printf("per step     %.4f s (a round is %d optimizer step%s; one exchange per round)\n",
+           o->round_s / in->local_steps, in->local_steps, in->local_steps > 1 ? "s" : "");
     if (in->algo == MM_PLAN_ASYNC)
         printf("             slowest peer %.4f s per round; a neighbour's vector is new in %.0f%% of rounds\n",
                o->round_slowest_s, 100 * o->fresh);
@@ -293,14 +301,16 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            "\"jitter\":\"%s\",\"mix_fps\":%.6g,\"round_s\":%.6g,\"compute_s\":%.6g,"
            "\"comm_exposed_s\":%.6g,\"wait_s\":%.6g,\"mix_s\":%.6g,\"exchange_s\":%.6g,"
            "\"allreduce_s\":%.6g,\"round_slowest_s\":%.6g,\"fresh\":%.4g,\"bound_lo_s\":%.6g,"
-           "\"bound_hi_s\":%.6g,\"bottleneck\":\"%s\",\"cores\":%d,\"rounds\":%d,\"seed\":%llu",
+           "\"bound_hi_s\":%.6g,\"bottleneck\":\"%s\",\"cores\":%d,\"rounds\":%d,\"seed\":%llu,"
+           "\"outer\":%s,\"step_round_s\":%.6g",
            mm_plan_algo_name(in->algo), in->n, topo_kind, in->local_steps, in->gossip_steps,
            in->overlap ? "true" : "false", in->vec_floats, in->bytes_per_float, o->msg_bytes,
            in->links.groups, in->links.per, in->links.intra, in->links.inter, in->loop_bps,
            in->latency_s, in->step_s, in->step_sd, a->jitter ? a->jitter : "none", in->mix_fps,
            o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s, o->exchange_s,
            o->allreduce_s, o->round_slowest_s, o->fresh, o->bound_lo_s, o->bound_hi_s,
-           mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed);
+           mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed,
+           in->outer ? "true" : "false", o->round_s / in->local_steps);
     if (a->placement)
         printf(",\"placement\":\"%s\"", a->placement);
     printf(",\"payload_share\":%.6g,\"tcp_share\":%.6g", in->links.groups ? in->payload_share : 1,

@@ -294,7 +294,7 @@ static int resume_run(run *r)
 {
     train_args *a = r->a;
     char err[PATH_MAX + 512];
-    mm_ckpt_state st;
+    mm_ckpt_state st = {0};
     if (mm_replica_load(&r->rep, r->ckpt, &st, err, sizeof err) != 0) {
         mm_error("cannot resume: %s", err);
         return 1;

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "gossip/transport.h"
+#include "net/transport.h"
 
 /* Snapshots in flight: this round's, the last round's still going to a fast
  * neighbour, and one pinned by a send to a neighbour that stopped reading
@@ -50,7 +50,7 @@ typedef struct {
     size_t body_len;
     bool send_pending;       /* our send to it waits for it to come up */
     uint64_t pending_exchange;
-    /* For compressed gossip (node/choco_round.c), which must know whether
+    /* For compressed gossip (node/algo_choco.c), which must know whether
      * every frame since a RESET reached the peer: */
     uint64_t ups;            /* times its connection came up (a new connection) */
     uint64_t lost;           /* sends to it dropped or failed (never written whole) */

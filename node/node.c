@@ -15,33 +15,17 @@
 #include "base/fs.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "gossip/allreduce.h"
-#include "gossip/ports.h"
+#include "node/allreduce.h"
+#include "net/ports.h"
 #include "node/blas_env.h"
-#include "gossip/tls.h"
-#include "node/choco_round.h"
+#include "net/tls.h"
+#include "gossip/codec.h"
+#include "node/algo_choco.h"
+#include "node/exporter.h"
+#include "node/http.h"
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
-
-const char *mm_algo_name(mm_algo a)
-{
-    switch (a) {
-    case MM_ALGO_ASYNC: return "async";
-    case MM_ALGO_PUSHSUM: return "pushsum";
-    case MM_ALGO_ALLREDUCE: return "allreduce";
-    default: return "dpsgd";
-    }
-}
-
-int mm_algo_parse(const char *s)
-{
-    if (!strcmp(s, "dpsgd")) return MM_ALGO_DPSGD;
-    if (!strcmp(s, "async")) return MM_ALGO_ASYNC;
-    if (!strcmp(s, "pushsum")) return MM_ALGO_PUSHSUM;
-    if (!strcmp(s, "allreduce")) return MM_ALGO_ALLREDUCE;
-    return -1;
-}
 
 void mm_node_config_defaults(mm_node_config *c)
 {
@@ -62,6 +46,8 @@ void mm_node_config_defaults(mm_node_config *c)
     c->start_timeout_ms = 30000;
     c->staleness = 8;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
+    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
+    c->outer_memory_mb = 2048;
     c->eval_every = 20;
     c->eval_windows = 64;
     c->checkpoint_every = 50;
@@ -81,6 +67,8 @@ typedef struct {
     mm_allreduce *ar;               /* --algo allreduce: the ring, on this thread */
     mm__mbox *mb;
     mm__trainer *trainer;
+    mm_codec *body_codec;           /* --compress: checks bodies on this thread */
+    mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
     mm__cmd cmds[MM__MBOX_QUEUE];
 } node;
@@ -231,9 +219,32 @@ static void log_removed_temp(const char *path)
     mm_info("removed %s, left by a writer that died mid-write", path);
 }
 
+/* A body in a codec other than fp32 is checked whole, on the loop thread,
+ * before the transport lends it (docs/protocol.md section 6), with the
+ * codec's own rules: the transport knows no codec. */
+static int check_body(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen)
+{
+    return mm_codec_check(ud, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+}
+
+static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errlen)
+{
+    mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
+                          .frac = tc->codec_frac};
+    char cerr[200];
+    if (!(nd->body_codec = mm_codec_new(&spec, tc->vec_len, cerr, sizeof cerr))) {
+        snprintf(err, errlen, "codec %u: %s", tc->codec, cerr);
+        return -1;
+    }
+    tc->check_body = check_body;
+    tc->check_ud = nd->body_codec;
+    tc->codec_name = mm_codec_kind_name(spec.kind);
+    return 0;
+}
+
 /* The transport's configuration for this peer. The TLS file names live in
  * tls (which must outlive the transport's creation). */
-static int transport_config(const node *nd, const mm_topology *topo, char **addrs,
+static int transport_config(node *nd, const mm_topology *topo, char **addrs,
                             mm_tls_files *tls, mm_transport_config *tc, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
@@ -251,10 +262,7 @@ static int transport_config(const node *nd, const mm_topology *topo, char **addr
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
     tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
-    tc->algo = c->algo == MM_ALGO_PUSHSUM     ? MM_WIRE_ALGO_PUSHSUM
-               : c->algo == MM_ALGO_ASYNC     ? MM_WIRE_ALGO_ASYNC
-               : c->algo == MM_ALGO_ALLREDUCE ? MM_WIRE_ALGO_ALLREDUCE
-                                              : MM_WIRE_ALGO_DPSGD;
+    tc->algo = (uint8_t)c->algo; /* the table's number is the HELLO's */
     /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
      * no more than a chunk in a receive buffer */
     if (c->algo == MM_ALGO_ALLREDUCE) {
@@ -266,6 +274,9 @@ static int transport_config(const node *nd, const mm_topology *topo, char **addr
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
+    /* (all-reduce leaves codec 0: fp32, the transport's default) */
+    if (tc->codec && tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
+        return -1;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
@@ -375,6 +386,39 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     return 0;
 }
 
+/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h). */
+static int start_exporter(node *nd, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    char *token = NULL;
+    if (c->metrics_token_file && !(token = mm_http_read_token(c->metrics_token_file, err, errlen)))
+        return -1;
+    /* HOST:P+ is port P + this peer's id: one flag for every peer of a machine */
+    char addr[300];
+    size_t len = strlen(c->metrics_addr);
+    snprintf(addr, sizeof addr, "%s", c->metrics_addr);
+    if (len > 1 && len < sizeof addr && addr[len - 1] == '+') {
+        addr[len - 1] = '\0';
+        char *colon = strrchr(addr, ':');
+        long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+        if (!colon || port <= 0 || port + nd->id > 65535) {
+            snprintf(err, errlen, "--metrics-addr %s: HOST:PORT+ wants a port", c->metrics_addr);
+            free(token);
+            return -1;
+        }
+        snprintf(colon + 1, sizeof addr - (size_t)(colon + 1 - addr), "%ld", port + nd->id);
+    }
+    char why[PATH_MAX + 256];
+    nd->exporter = mm__exporter_start(addr, token, nd->n, why, sizeof why);
+    free(token);
+    if (!nd->exporter) {
+        snprintf(err, errlen, "--metrics-addr: %s", why);
+        return -1;
+    }
+    mm__trainer_set_exporter(nd->trainer, nd->exporter);
+    return 0;
+}
+
 int mm_node_run(const mm_node_config *c)
 {
     char err[PATH_MAX + 512] = "", dir[PATH_MAX];
@@ -399,8 +443,15 @@ int mm_node_run(const mm_node_config *c)
     nd->want = calloc(nd->n, sizeof *nd->want);
     if (!nd->trainer || !nd->want) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
-        if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress configuration refused (choco_round.c) */
+        if (!nd->trainer && (c->compress || c->outer) && strncmp(err, "--", 2) == 0)
+            status = 2; /* a --compress or --outer configuration refused (algo_choco.c,
+                         * algo_outer.c) */
+        goto out;
+    }
+
+    if (c->metrics_addr && start_exporter(nd, err, sizeof err) != 0) {
+        mm_error("%s", err);
+        fprintf(stderr, "murmur node: %s\n", err);
         goto out;
     }
 
@@ -462,6 +513,7 @@ int mm_node_run(const mm_node_config *c)
     status = mm__trainer_status(nd->trainer);
 
 out:
+    mm__exporter_stop(nd->exporter);
     mm_allreduce_free(nd->ar);
     if (nd->transport)
         mm_transport_free(nd->transport);
@@ -471,6 +523,7 @@ out:
     }
     mm__mbox_free(nd->mb);
     mm__trainer_free(nd->trainer);
+    mm_codec_free(nd->body_codec);
     mm_topo_free(topo);
     mm_peer_addrs_free(addrs, nd->n);
     free(nd->want);

@@ -8,11 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/algo.h"
 #include "gossip/consensus.h"
+#include "model/outer.h"
 #include "node/plan.h"
 #include "node/replica.h"
-
-typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM, MM_ALGO_ALLREDUCE } mm_algo;
 
 typedef struct {
     /* who and where */
@@ -51,6 +51,11 @@ typedef struct {
     double consensus_step;         /* gamma; 0: the codec's default */
     long choco_memory_mb;          /* refuse public copies and buffers above this */
     long allreduce_chunk;          /* allreduce: floats per chunk (0: the default) */
+    /* the outer optimizer (docs/outer.md): outer false, none */
+    bool outer;                    /* --outer nesterov */
+    mm_outer_config outer_cfg;
+    bool outer_overlap;            /* the local steps overlap the exchange of the last ones */
+    long outer_memory_mb;          /* refuse the outer state above this */
 
     /* testing: a seeded random delay added to every local step */
     mm_plan_jitter jitter;
@@ -65,6 +70,8 @@ typedef struct {
     uint64_t sketch_seed;
     bool resume;
     int log_every;
+    const char *metrics_addr;      /* HOST:PORT of the Prometheus endpoint, or NULL (off) */
+    const char *metrics_token_file; /* its bearer token, or NULL */
 
     const char *test_poison;       /* test-only: "nan", "inf", "huge" */
 } mm_node_config;
@@ -78,8 +85,5 @@ int mm_node_run(const mm_node_config *cfg);
  * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md
  * 3.1). A model run uses mm_model_fingerprint(). */
 void mm_vector_fingerprint(size_t P, uint8_t out[32]);
-
-const char *mm_algo_name(mm_algo a);
-int mm_algo_parse(const char *s);
 
 #endif

@@ -56,6 +56,10 @@ int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out)
                "decoupled weight decay of the matrices", .given = &g->weight_decay),
         MM_OPT(MM_OPT_FLOAT, "clip", "X", &c->adamw.grad_clip, 0, 1e6,
                "clip the gradient norm to X, 0 = off", .given = &g->clip),
+        MM_OPT(MM_OPT_INT, "adam-accum", "K", &c->adamw.accum_steps, 0, 1 << 20,
+               "Decent-DP's AccumAdamW (docs/outer.md): the Adam moments move every K steps, "
+               "from the mean gradient of those K (e.g. K = the number of peers); 0 or 1: "
+               "AdamW", .hide_default = true),
         MM_OPT(MM_OPT_U64, "seed", "S", &c->seed, 0, (double)(1ULL << 53),
                "model initialisation and data sampling seed", .given = &g->seed),
         MM_OPT_HEAD("Data:"),

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "net/counters.h"
 #include "report/jsonl.h"
 
 void mm__report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
@@ -212,15 +213,15 @@ static int launch_exit(const char *dir, const mm_rep_peer *p)
     return status >= 0 && t >= p->mtime ? status : -1;
 }
 
-/* The refusal counters of an end line (docs/metrics.md), summed over a
- * peer's lives to name the commonest. */
-static const char *const refusal_counters[] = {
-    "bad_magic", "bad_version", "bad_type", "bad_length", "bad_checksum", "bad_fingerprint",
-    "bad_round", "bad_values", "bad_weight", "bad_identity", "bad_tls", "frame_timeouts",
-    "peer_timeouts", "flood_refused", "id_clash", "tls_mismatch", "pending_refused",
-    "bad_codec", "bad_config", "bad_topology",
+/* The transport's counters of an end line (docs/metrics.md; the table in
+ * net/counters.h): the refusals among them are summed over a peer's
+ * lives to name the commonest. */
+static const struct { const char *name; int line; } counters[] = {
+#define MM_X(field, line, explanation) {#field, line},
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
 };
-#define N_REFUSAL_COUNTERS (sizeof refusal_counters / sizeof refusal_counters[0])
+#define N_COUNTERS (sizeof counters / sizeof counters[0])
 
 /* An end or isolated line's "refusals" object: neighbour id -> refusal. */
 static void read_refusals(mm_rep_peer *p, const mm_json_obj *o)
@@ -253,7 +254,7 @@ typedef struct {
     /* Counter values at the end of the previous segments (summed) and the
      * latest of the current segment: sent, recv, compute, comm, wait, time. */
     double off[6], last[6];
-    double refusal_sum[N_REFUSAL_COUNTERS];
+    double refusal_sum[N_COUNTERS]; /* by counters[], the refusals only */
 } loader;
 
 /* Parses one line into o. 1 when there is a record to use, 0 when the line
@@ -432,8 +433,10 @@ static void on_end(loader *L, const mm_json_obj *o)
     p->isolated_now = false;
     copy_str(p->end_reason, sizeof p->end_reason, mm_json_str(o, "reason"));
     read_refusals(p, o);
-    for (size_t i = 0; i < N_REFUSAL_COUNTERS; i++) {
-        double v = num_or(o, refusal_counters[i], 0);
+    for (size_t i = 0; i < N_COUNTERS; i++) {
+        if (counters[i].line != MM_CTR_REFUSED)
+            continue;
+        double v = num_or(o, counters[i].name, 0);
         if (isfinite(v) && v > 0)
             L->refusal_sum[i] += v;
     }
@@ -450,12 +453,13 @@ static void on_end(loader *L, const mm_json_obj *o)
 static void finish(loader *L)
 {
     mm_rep_peer *p = L->p;
-    size_t top = 0;
-    for (size_t i = 1; i < N_REFUSAL_COUNTERS; i++)
-        if (L->refusal_sum[i] > L->refusal_sum[top])
+    size_t top = N_COUNTERS; /* the first of the largest */
+    for (size_t i = 0; i < N_COUNTERS; i++)
+        if (counters[i].line == MM_CTR_REFUSED &&
+            (top == N_COUNTERS || L->refusal_sum[i] > L->refusal_sum[top]))
             top = i;
-    if (L->refusal_sum[top] > 0)
-        copy_str(p->top_refusal, sizeof p->top_refusal, refusal_counters[top]);
+    if (top < N_COUNTERS && L->refusal_sum[top] > 0)
+        copy_str(p->top_refusal, sizeof p->top_refusal, counters[top].name);
     p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
     double ex = 0;
     for (size_t i = 0; i < p->n_rounds; i++)

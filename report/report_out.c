@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "net/counters.h"
+
 const char *mm__report_num(char *buf, size_t len, const char *f, double v)
 {
     if (isnan(v))
@@ -28,19 +30,14 @@ void mm__report_run_name(const mm_report *r, char *buf, size_t len)
 
 const char *mm_report_refusal_words(const char *name)
 {
-    static const struct { const char *name, *words; } w[] = {
-        {"tls_mismatch", "one side runs TLS, the other --plaintext"},
-        {"bad_fingerprint", "another model (--layers, --width, ...) or vector length"},
-        {"bad_config", "another --algo or codec"},
-        {"bad_topology", "another topology file (or schedule, or seed)"},
-        {"id_clash", "two processes run with one --id"},
-        {"bad_identity", "a certificate or HELLO naming another peer"},
-        {"bad_tls", "TLS handshake failed (certificates of another CA?)"},
-        {"bad_version", "another protocol version (another murmur build)"},
-        {"bad_magic", "something that is not murmur"},
+    /* the configuration refusals (net/counters.h) */
+    static const struct { const char *name, *words; bool config; } w[] = {
+#define MM_X(code, name, config, words) {name, words, config},
+        MM_REFUSAL_CODES(MM_X)
+#undef MM_X
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-        if (!strcmp(name, w[i].name))
+        if (w[i].config && !strcmp(name, w[i].name))
             return w[i].words;
     return NULL;
 }

@@ -9,7 +9,7 @@ set -u
 case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
-rooms="base model gossip report node"
+rooms="base model gossip net report node"
 bad=0
 for room in $rooms; do
     readme=$room/README.md

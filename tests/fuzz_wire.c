@@ -1,4 +1,4 @@
-/* libFuzzer target for the frame decoder (gossip/wire.c).
+/* libFuzzer target for the frame decoder (net/wire.c).
  * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
  * checks behind them; bit 1: a TLS connection, where the payload CRC field
  * is 0 and not computed; bits 2..7: how the stream is split into reads),
@@ -13,7 +13,9 @@
  * flags, reserved bits, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
-#include "gossip/wire.h"
+#include "base/finite.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,7 +103,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rx.vec_len = h.vec_len;
             rx.vec_buf = vbuf;
             rx.codec = h.codec;
-            rx.allow_chunks = h.algo == MM_WIRE_ALGO_ALLREDUCE;
+            rx.allow_chunks = h.algo == MM_ALGO_ALLREDUCE;
         }
         if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR) {
             const mm_wire_vec *v = &rx.vec;
@@ -118,7 +120,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort(); /* outside the vector, or a chunk where none may go */
             if (v->codec == MM_WIRE_CODEC_FP32 &&
                 (body != 4 * v->count ||
-                 !mm_wire_all_finite((const float *)(rx.payload + MM_WIRE_VEC_HDR), v->count,
+                 !mm_all_finite((const float *)(rx.payload + MM_WIRE_VEC_HDR), v->count,
                                      NULL)))
                 abort(); /* an fp32 body of another length, or NaN/Inf */
             if (body > 4 * rx.vec_len)
@@ -155,7 +157,7 @@ int main(int argc, char **argv)
         buf[n++] = (uint8_t)(k % 3 | 3 << 2); /* rules in turn, 4 peers */
         /* seed 1 (and 5): all-reduce, whose vectors may be chunks */
         mm_wire_hello h = {.vec_len = 16, .target = 2, .codec = MM_WIRE_CODEC_FP32,
-                           .algo = k % 4 == 1 ? MM_WIRE_ALGO_ALLREDUCE : MM_WIRE_ALGO_DPSGD};
+                           .algo = k % 4 == 1 ? MM_ALGO_ALLREDUCE : MM_ALGO_DPSGD};
         memset(h.fingerprint, 7, 32);
         uint8_t hp[MM_WIRE_HELLO_LEN];
         mm_wire_put_hello(hp, &h);

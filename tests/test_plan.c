@@ -182,6 +182,40 @@ static void test_dpsgd_deterministic(void **state)
     mm_topo_free(t);
 }
 
+/* The outer optimizer (docs/outer.md): dpsgd exchanges after its compute,
+ * so the worked example's 50 ms of compute and 200 ms exchange add up
+ * (250 ms) where plain D-PSGD hides the compute (200 ms); with --overlap
+ * they overlap again. 4 local steps: one exchange per 200 ms of compute,
+ * 400 ms a round, 100 ms a step. The outer step's 2 passes count as
+ * mixing: 3 + 2 passes of 250 000 floats at 2.5e7 floats/s = 50 ms. */
+static void test_outer_steps_first(void **state)
+{
+    (void)state;
+    mm_topology *t = gen("ring", 4);
+    mm_plan_in in;
+    mm_plan_out o;
+    char err[256];
+    example(&in, t);
+    in.outer = true;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.25, 1e-9);
+    NEAR(o.comm_exposed_s, 0.2, 1e-9);
+    NEAR(o.bound_lo_s, 0.25, 1e-9);
+    in.overlap = true;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.2, 1e-9);
+    in.overlap = false;
+    in.local_steps = 4;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.4, 1e-9);
+    in.local_steps = 1;
+    in.mix_fps = 2.5e7;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.mix_s, 0.05, 1e-9);
+    NEAR(o.round_s, 0.3, 1e-9);
+    mm_topo_free(t);
+}
+
 /* One-peer exponential graph on 4: rounds alternate i -> i+1 (one message
  * per uplink each way: 100 ms) and i -> i+2 (all four cross: two per
  * uplink, 200 ms). Mean round 150 ms. */
@@ -371,6 +405,7 @@ int main(void)
         cmocka_unit_test(test_parse_jitter_algo),
         cmocka_unit_test(test_flow_times),
         cmocka_unit_test(test_dpsgd_deterministic),
+        cmocka_unit_test(test_outer_steps_first),
         cmocka_unit_test(test_onepeer_alternates),
         cmocka_unit_test(test_allreduce_deterministic),
         cmocka_unit_test(test_allreduce_expected_max),

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <sys/stat.h>
 
-#include "gossip/ports.h"
+#include "net/ports.h"
 #include "tests/tnet.h"
 
 static const char *certdir;
@@ -469,7 +469,7 @@ static void config_errors(void **s)
 
 /* A listen port inside the kernel's ephemeral range, held by an outgoing
  * connection (what happened to 9 of 256 peers started with -p 38000): the
- * error says why and which ports to choose (gossip/ports.h). */
+ * error says why and which ports to choose (net/ports.h). */
 static void ephemeral_port_in_use(void **s)
 {
     int lo, hi;

@@ -112,7 +112,7 @@ static void att_frame(int fd, uint16_t type, uint32_t sender, uint64_t round,
 
 static void att_hello(int fd, uint32_t sender, uint8_t fp, uint64_t vec_len)
 {
-    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = vec_len, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                        .codec = MM_WIRE_CODEC_FP32};
     memset(h.fingerprint, fp, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
@@ -399,7 +399,7 @@ static void bad_weights(void **s)
  * reserved field: refused and counted under bad_type. */
 static void hello_reserved(void **s)
 {
-    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                        .codec = MM_WIRE_CODEC_FP32};
     memset(h.fingerprint, 0xAB, 32);
     uint8_t buf[MM_WIRE_HELLO_LEN];
@@ -420,9 +420,9 @@ static void hello_reserved(void **s)
 static void hello_config_mismatch(void **s)
 {
     static const struct { uint8_t algo, codec; uint32_t block; double frac; const char *says; } c[] = {
-        {MM_WIRE_ALGO_PUSHSUM, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
-        {MM_WIRE_ALGO_DPSGD, 3, 256, 0, "codec differs"},
-        {MM_WIRE_ALGO_DPSGD, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
+        {MM_ALGO_PUSHSUM, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
+        {MM_ALGO_DPSGD, 3, 256, 0, "codec differs"},
+        {MM_ALGO_DPSGD, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = c[i].algo,
@@ -851,7 +851,7 @@ static void config_refusals_named(void **s)
             mm_transport_config c = tn_config(&cl, i, NULL);
             if (i == 1 && k == 0) c.fingerprint[3] ^= 1;
             if (i == 1 && k == 1) c.vec_len = VLEN + 1;
-            if (i == 1 && k == 2) c.algo = MM_WIRE_ALGO_ASYNC;
+            if (i == 1 && k == 2) c.algo = MM_ALGO_ASYNC;
             if (k == 3) {
                 c.topo_digest[0] = (uint8_t)i;
                 c.topo_name = i ? "ring-2.topo" : "complete-2.topo";
@@ -1031,7 +1031,7 @@ static void *tls_attack(void *arg)
         a->handshake_ok = SSL_connect(ssl) == 1;
         if (a->handshake_ok) {
             uint8_t hello[MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN];
-            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+            mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                                .codec = MM_WIRE_CODEC_FP32};
             memset(h.fingerprint, 0xAB, 32);
             mm_wire_put_hello(hello + MM_WIRE_HDR_LEN, &h);

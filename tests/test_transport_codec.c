@@ -30,6 +30,7 @@ typedef struct {
     uint8_t last[16384];
     size_t last_len;
     uint8_t last_codec;
+    mm_codec *codec;        /* checks the bodies */
 } victim;
 
 static void v_on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
@@ -47,6 +48,11 @@ static void v_on_sent(void *ud, uint32_t p, uint64_t r, bool ok) { (void)ud; (vo
 static void v_on_peer(void *ud, uint32_t p, mm_peer_state s) { (void)ud; (void)p; (void)s; }
 static void v_wake(uv_timer_t *h) { (void)h; }
 
+static int check_body(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen)
+{
+    return mm_codec_check(ud, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+}
+
 static void victim_start(victim *v, const mm_codec_spec *spec)
 {
     memset(v, 0, sizeof *v);
@@ -62,6 +68,12 @@ static void victim_start(victim *v, const mm_codec_spec *spec)
                              .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                              .codec_frac = spec->frac, .frame_timeout_ms = 500};
     memset(c.fingerprint, 0xAB, 32);
+    char cerr[200];
+    v->codec = mm_codec_new(spec, VLEN, cerr, sizeof cerr);
+    assert_non_null(v->codec);
+    c.check_body = check_body; /* as murmur node does: the codec's own rules */
+    c.check_ud = v->codec;
+    c.codec_name = mm_codec_kind_name(spec->kind);
     uint64_t q = mm_codec_max_len(spec, VLEN);
     c.max_body = q > 4 * VLEN ? q : 4 * VLEN;
     mm_transport_callbacks cb = {.on_vector = v_on_vector, .on_sent = v_on_sent,
@@ -81,6 +93,7 @@ static void victim_stop(victim *v)
     while (!closed && uv_hrtime() / 1000000 < end)
         uv_run(&v->loop, UV_RUN_ONCE);
     mm_transport_free(v->t);
+    mm_codec_free(v->codec);
     uv_close((uv_handle_t *)&v->wake, NULL);
     for (int i = 0; i < 100 && uv_loop_alive(&v->loop); i++)
         uv_run(&v->loop, UV_RUN_NOWAIT);
@@ -122,7 +135,7 @@ static void att_frame(int fd, uint16_t type, uint64_t round, const void *payload
 static int att_send(victim *v, const mm_codec_spec *spec, const uint8_t *body, size_t len)
 {
     int fd = att_connect(v);
-    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                        .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                        .codec_frac = spec->frac};
     memset(h.fingerprint, 0xAB, 32);

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gossip/wire.h"
+#include "base/finite.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 static void crc_known_values(void **s)
 {
@@ -105,13 +107,13 @@ static void finite_check(void **s)
     for (int i = 0; i < 9000; i++)
         v[i] = (float)i - 4500.0f;
     uint64_t bad = 0;
-    assert_true(mm_wire_all_finite(v, 9000, &bad));
+    assert_true(mm_all_finite(v, 9000, &bad));
     v[8999] = NAN;
-    assert_false(mm_wire_all_finite(v, 9000, &bad));
+    assert_false(mm_all_finite(v, 9000, &bad));
     assert_int_equal(bad, 8999);
     v[8999] = 1e38f;
     v[5000] = -INFINITY;
-    assert_false(mm_wire_all_finite(v, 9000, &bad));
+    assert_false(mm_all_finite(v, 9000, &bad));
     assert_int_equal(bad, 5000);
 }
 
@@ -136,7 +138,7 @@ static void decode_stream(size_t step)
     enum { N = 257 };
     uint8_t stream[3 * MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN + MM_WIRE_VEC_HDR + 4 * N];
     size_t len = 0;
-    mm_wire_hello hello = {.vec_len = N, .target = 3, .algo = MM_WIRE_ALGO_PUSHSUM,
+    mm_wire_hello hello = {.vec_len = N, .target = 3, .algo = MM_ALGO_PUSHSUM,
                            .codec = 4, .codec_frac = 0.01};
     memset(hello.fingerprint, 0x5A, 32);
     uint8_t hp[MM_WIRE_HELLO_LEN];
@@ -185,7 +187,7 @@ static void decode_stream(size_t step)
             mm_wire_get_hello(rx.payload, &g);
             assert_int_equal(g.vec_len, N);
             assert_int_equal(g.target, 3);
-            assert_int_equal(g.algo, MM_WIRE_ALGO_PUSHSUM);
+            assert_int_equal(g.algo, MM_ALGO_PUSHSUM);
             assert_int_equal(g.codec, 4);
             assert_true(g.codec_frac == 0.01);
             rx.hello_done = true;
@@ -470,7 +472,7 @@ static void vector_header_rules(void **s)
 /* HELLO v3: every field round-trips; its reserved bytes must be 0. */
 static void hello_fields(void **s)
 {
-    mm_wire_hello h = {.vec_len = 1234567, .target = 9, .algo = MM_WIRE_ALGO_ALLREDUCE,
+    mm_wire_hello h = {.vec_len = 1234567, .target = 9, .algo = MM_ALGO_ALLREDUCE,
                        .codec = 3, .codec_block = 256, .codec_frac = 0}, g;
     memset(h.fingerprint, 0xA5, 32);
     uint8_t p[MM_WIRE_HELLO_LEN];
@@ -479,7 +481,7 @@ static void hello_fields(void **s)
     assert_memory_equal(g.fingerprint, h.fingerprint, 32);
     assert_true(g.vec_len == h.vec_len);
     assert_int_equal(g.target, 9);
-    assert_int_equal(g.algo, MM_WIRE_ALGO_ALLREDUCE);
+    assert_int_equal(g.algo, MM_ALGO_ALLREDUCE);
     assert_int_equal(g.codec, 3);
     assert_int_equal(g.codec_block, 256);
     for (int off = 44; off < 52; off++) {
@@ -503,8 +505,8 @@ static void hello_fields(void **s)
         assert_int_equal(mm_wire_rx_advance(&rx, want), MM_RX_ERROR);
         assert_int_equal(rx.err, MM_WIRE_E_TYPE);
     }
-    assert_string_equal(mm_wire_algo_name(MM_WIRE_ALGO_PUSHSUM), "pushsum");
-    assert_string_equal(mm_wire_algo_name(77), "algorithm 77");
+    assert_string_equal(mm_algo_name(MM_ALGO_PUSHSUM), "pushsum");
+    assert_null(mm_algo_name((mm_algo)77));
 }
 
 static void decoder_any_split(void **s)
