@@ -314,13 +314,9 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
         mm_warn("%s", msg);
 }
 
-/* Loads the topology and checks it against the command line, resolves
- * where every peer listens, then opens the run directory and the log. 0, or
- * the exit status after printing why: 2 for a configuration refused (the
- * topology, the number of peers, the id, the algorithm for this W), 1
- * otherwise. */
-static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
-                     FILE **logf, char *err, size_t errlen)
+/* Loads the topology and checks it against the command line: the number
+ * of peers, the id, the algorithm for this W. 0, or 2 after printing why. */
+static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     *topo = mm_topo_load(c->topology, err, errlen);
@@ -347,6 +343,19 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
                 mm_algo_name(c->algo));
         return 2;
     }
+    return 0;
+}
+
+/* Loads and checks the topology (load_topology), resolves where every
+ * peer listens, then opens the run directory and the log. 0, or the exit
+ * status after printing why: 2 for a configuration refused, 1 otherwise. */
+static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
+                     FILE **logf, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    int rc = load_topology(nd, topo, err, errlen);
+    if (rc != 0)
+        return rc;
     *addrs = mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
@@ -417,6 +426,25 @@ static int start_exporter(node *nd, char *err, size_t errlen)
     }
     mm__trainer_set_exporter(nd->trainer, nd->exporter);
     return 0;
+}
+
+int mm_node_check(const mm_node_config *c)
+{
+    char err[PATH_MAX + 512] = "";
+    node nd = {.cfg = c};
+    mm_topology *topo = NULL;
+    int rc = load_topology(&nd, &topo, err, sizeof err);
+    mm_codec_spec spec;
+    double gamma;
+    if (rc == 0 && c->compress && mm__choco_check(c, &spec, &gamma, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur node: %s\n", err);
+        rc = 2;
+    }
+    if (rc == 0)
+        printf("murmur node: the flags are valid (peer %u of %u, %s)\n", nd.id, nd.n,
+               c->topology);
+    mm_topo_free(topo);
+    return rc;
 }
 
 int mm_node_run(const mm_node_config *c)
