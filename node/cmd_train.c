@@ -336,7 +336,7 @@ static void log_start(run *r)
             mc->d_model, mc->n_head, mc->n_ctx, r->rep.model.n_params);
     mm_info("data: %s, partition %s, peer %d of %d: %d files (%s), %zu training bytes; "
             "%zu validation bytes", a->rc.data_dir, mm_partition_name(&a->rc.partition), a->peer,
-            a->n_peers, sh->n_files, sh->genres, sh->train_len, sh->val_len);
+            a->n_peers, sh->n_files, sh->genres, mm_shard_text_bytes(sh), sh->val_len);
     char sched[96];
     if (r->estimate_total)
         snprintf(sched, sizeof sched, "schedule sized after 20 steps to fit %g minutes",

@@ -52,7 +52,7 @@ static int load_replica(mm__trainer *tr, char *err, size_t errlen)
     tr->P = tr->rep.model.n_params;
     if (data)
         mm_info("data: %d files (%s), %zu training bytes, %zu validation bytes",
-                tr->rep.shard.n_files, tr->rep.shard.genres, tr->rep.shard.train_len,
+                tr->rep.shard.n_files, tr->rep.shard.genres, mm_shard_text_bytes(&tr->rep.shard),
                 tr->rep.shard.val_len);
     return 0;
 }

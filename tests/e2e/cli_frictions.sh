@@ -12,7 +12,8 @@
 #       with one --id in one run directory stops before writing a line
 #       into the first one's log;
 #   18  node --help no longer promises the shape from the checkpoint;
-#   20  compare.sh --help names both PNGs it writes.
+#   20  compare.sh --help names both PNGs it writes; data-info and train
+#       count one peer's training bytes alike.
 . "$(dirname "$0")/lib.sh"
 export MURMUR_NO_BLAS_FIX=1
 tiny_data "$T/data" 3
@@ -99,4 +100,9 @@ kill "$first" 2>/dev/null || true
 "$MURMUR" node --help | grep -q -- "--resume needs the shape" || fail "node --help does not say --resume needs the shape"
 sh "$ROOT/scripts/compare.sh" --help | tr '\n' ' ' | grep -q "two PNGs: runs/NAME/compare.png .*runs/NAME/compare-bytes.png" ||
     fail "compare.sh --help does not name both PNGs"
+info=$("$MURMUR" data-info --data "$T/data" -n 1 | sed -n 's/.* \([0-9]*\) training bytes$/\1/p')
+m train --data "$T/data" --layers 1 --width 16 --heads 2 --ctx 16 --batch 2 --steps 1 --eval-windows 2 --out "$T/bytes" ||
+    { cat "$T/err" >&2; fail "train for the byte count failed"; }
+grep -q "peer 0 of 1: .*, $info training bytes;" "$T/err" ||
+    { grep 'data:' "$T/err" >&2; fail "data-info counts $info training bytes, train another number"; }
 echo "ok: frictions 10, 12, 13, 15, 16, 18, 20 say what they know"
