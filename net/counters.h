@@ -61,6 +61,8 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
     X(bad_config, MM_CTR_REFUSED, "a HELLO naming another algorithm or codec")              \
     X(bad_topology, MM_CTR_REFUSED, "a HELLO naming another topology digest (counted on "    \
                                     "both sides)")                                          \
+    X(not_neighbour, MM_CTR_REFUSED, "a VECTOR from a cluster member that is not an "        \
+                                     "in-neighbour (its connection closed)")                \
     X(tls_queued_peak, MM_CTR_END, "TLS: the most ciphertext one connection held at once "  \
                                    "(bytes; at most MM_TLS_QUEUE_MAX)")
 

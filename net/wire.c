@@ -98,7 +98,7 @@ void mm_wire_put_vec(uint8_t out[MM_WIRE_VEC_HDR], const mm_wire_vec *v)
     putf64(out, v->weight);
     out[8] = v->codec;
     out[9] = v->flags;
-    put16(out + 10, 0);
+    put16(out + 10, v->level);
     put32(out + 12, v->copy_crc);
     putf64(out + 16, v->aux);
     put64(out + 24, v->offset);
@@ -110,6 +110,7 @@ void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v)
     v->weight = getf64(in);
     v->codec = in[8];
     v->flags = in[9];
+    v->level = get16(in + 10);
     v->copy_crc = get32(in + 12);
     v->aux = getf64(in + 16);
     v->offset = get64(in + 24);
@@ -187,6 +188,7 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     rx->max_body = keep.max_body;
     rx->codec = keep.codec;
     rx->allow_chunks = keep.allow_chunks;
+    rx->copies = keep.copies;
     rx->vec_buf = keep.vec_buf;
     rx->hello_done = keep.hello_done;
 }
@@ -234,15 +236,29 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
     }
     if (!mm_wire_weight_ok(rx->weight_rule, v->weight, rx->n_peers, rx->why, sizeof rx->why))
         return fail(rx, MM_WIRE_E_WEIGHT);
-    if ((v->flags & ~MM_VEC_FLAGS) || get16(p + 10) != 0) {
-        snprintf(rx->why, sizeof rx->why, "unknown vector flags 0x%02x or reserved bits 0x%04x",
-                 v->flags & ~MM_VEC_FLAGS, get16(p + 10));
+    if (v->flags & ~MM_VEC_FLAGS) {
+        snprintf(rx->why, sizeof rx->why, "unknown vector flags 0x%02x",
+                 v->flags & ~MM_VEC_FLAGS);
         return fail(rx, MM_WIRE_E_TYPE);
     }
     bool reset = v->flags & MM_VEC_RESET;
-    if (v->codec != codec(rx) && !(reset && v->codec == MM_WIRE_CODEC_FP32)) {
-        snprintf(rx->why, sizeof rx->why, "codec %u, but this connection agreed on codec %u%s",
-                 v->codec, codec(rx), reset ? "" : " (fp32 only with the RESET flag)");
+    if (reset && !rx->copies) {
+        snprintf(rx->why, sizeof rx->why, "RESET flag on a connection without compressed "
+                 "gossip (a public copy needs --compress on both ends)");
+        return fail(rx, MM_WIRE_E_TYPE);
+    }
+    /* A RESET body is the whole copy in fp32 whatever the agreed codec, so
+     * that it is exactly 4 * count bytes and checked for NaN/Inf below: a
+     * RESET in another codec would make its receiver take 4 * count bytes
+     * from a body that is shorter. */
+    if (reset ? v->codec != MM_WIRE_CODEC_FP32 : v->codec != codec(rx)) {
+        if (reset)
+            snprintf(rx->why, sizeof rx->why, "RESET in codec %u: a RESET body is fp32 "
+                     "(codec 1)", v->codec);
+        else
+            snprintf(rx->why, sizeof rx->why, "codec %u, but this connection agreed on "
+                     "codec %u%s", v->codec, codec(rx),
+                     v->codec == MM_WIRE_CODEC_FP32 ? " (fp32 only with the RESET flag)" : "");
         return fail(rx, MM_WIRE_E_CODEC);
     }
     if (!isfinite(v->aux)) {

@@ -38,9 +38,9 @@ typedef struct mm__choco mm__choco;
 #define MM__CHOCO_MEMORY_MB 2048
 
 /* The part of mm__choco_new's checks that needs no model: the codec spec
- * parses (into *spec), the algorithm is dpsgd, no --clip-pull, the gamma
- * (*gamma: --consensus-step or the codec's default) in (0, 1]. 0, or -1
- * with the reason in err. */
+ * parses (into *spec), the algorithm is dpsgd, the gamma (*gamma:
+ * --consensus-step or the codec's default) in (0, 1]. 0, or -1 with the
+ * reason in err. */
 int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma, char *err,
                     size_t errlen);
 
@@ -78,8 +78,10 @@ bool mm__choco_take(mm__choco *ch, uint32_t peer, const mm__peer_view *pv);
 const float *mm__choco_copy(const mm__choco *ch, uint32_t peer);
 
 /* The consensus step, x += gamma sum_j W_ij (x_hat_j - x_hat_i), in[k].x
- * the copies (NULL: missing). */
-void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in);
+ * the copies (NULL: missing); with clip on (--clip-pull, --robust-clip)
+ * each pull x_hat_j - x_hat_i clipped by its rule (gossip/robust.h). */
+void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in,
+                   mm_clip *clip);
 
 typedef struct {
     uint64_t resets_sent, resets_recv;

@@ -22,7 +22,8 @@ int mm__gossip_send(mm__trainer *tr, int b, uint64_t e, bool more)
     mm_mix_scale_copy(s, (float)tr->w, tr->x, tr->P);
     mm__mbox_publish(tr->mb, b, e);
     mm_wire_vec meta = {.weight = tr->w, .codec = MM_WIRE_CODEC_FP32, .count = tr->P,
-                        .flags = more ? MM_VEC_MORE : 0, .aux = tr->adaptive ? tr->cc.a : 0};
+                        .flags = more ? MM_VEC_MORE : 0, .aux = tr->adaptive ? tr->cc.a : 0,
+                        .level = tr->skip ? tr->level : 0};
     for (int k = 0; k < tr->v.n_out; k++)
         if (!tr->adaptive || tr->nbr[k].on) /* adaptive: out[k] is in[k] (mm__cc_undirected) */
             mm__mbox_send(tr->mb, tr->v.out[k].peer, e, b, &meta, tr->P * sizeof(float));
@@ -39,6 +40,7 @@ static void take(mm__trainer *tr, int k, const mm__peer_view *pv)
     nb->weight = pv->meta.weight;
     nb->more = (pv->meta.flags & MM_VEC_MORE) != 0;
     nb->aux = pv->meta.aux;
+    nb->level = pv->meta.level;
 }
 
 static void gather(mm__trainer *tr, uint64_t e) { mm__round_wait(tr, e, take, NULL); }
@@ -57,8 +59,9 @@ void mm__gossip_inputs(mm__trainer *tr)
 void mm__gossip_mix(mm__trainer *tr, const float *s)
 {
     mm__gossip_inputs(tr);
-    tr->w = mm_mix_round(tr->x, s, tr->P, tr->w, tr->v.self_weight, tr->mix_in, tr->v.n_in,
-                         tr->algo->id == MM_ALGO_PUSHSUM, (double)tr->n, tr->cfg->clip_pull);
+    tr->w = mm_mix_round_clip(tr->x, s, tr->P, tr->w, tr->v.self_weight, tr->mix_in,
+                              tr->v.n_in, tr->algo->id == MM_ALGO_PUSHSUM, (double)tr->n,
+                              &tr->clip);
     for (int k = 0; k < tr->v.n_in; k++) {
         tr->nbr[k].dist = tr->mix_in[k].dist;
         if (tr->mix_in[k].refused) { /* the transport's rule let it through: count it */

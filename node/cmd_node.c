@@ -10,6 +10,7 @@
 #include "node/node.h"
 #include "node/options.h"
 #include "node/peers.h"
+#include "node/poison.h"
 
 static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
@@ -69,9 +70,9 @@ static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
 
 static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 {
-    if (strcmp(arg, "nan") && strcmp(arg, "inf") && strcmp(arg, "huge") &&
-        strncmp(arg, "weight=", 7)) {
-        snprintf(err, errlen, "is nan, inf, huge or weight=X, not '%s'", arg);
+    if (!mm_poison_kind_ok(arg)) {
+        snprintf(err, errlen, "is nan, inf, huge, scale=X, weight=X, reset-codec, reset-short, "
+                 "reset-long, reset-huge or q-huge, not '%s'", arg);
         return -1;
     }
     *(const char **)dst = arg;
@@ -81,7 +82,7 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 /* --different-init and --verbose set something other than a bool field. */
 typedef struct {
     bool different_init, verbose;
-    bool gossip_steps, max_gossip_steps; /* given on the command line */
+    bool gossip_steps, max_gossip_steps, min_gossip_steps; /* given on the command line */
     bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay;
     bool dry_run;
 } node_flags;
@@ -138,6 +139,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "exchanges a round, agreed with each neighbour (0 off)", .hide_default = true),
         MM_OPT(MM_OPT_INT, "max-gossip-steps", "G", &c->max_gossip_steps, 1, 64,
                "with --consensus-target: most exchanges a round", .given = &f->max_gossip_steps),
+        MM_OPT(MM_OPT_DOUBLE, "min-gossip-steps", "F", &c->min_gossip_steps, 1.0 / 64, 1,
+               "with --consensus-target: fewest exchanges a round on average; below 1 an "
+               "edge skips rounds as its two ends agree (1/64 .. 1, default 1: never)",
+               .given = &f->min_gossip_steps, .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "no-train", NULL, &c->no_train, 0, 0,
                "pure gossip: no training, replicas start apart"),
         MM_OPT(MM_OPT_LONG, "vector-len", "N", &c->vector_len, 1, (double)(1L << 34),
@@ -155,6 +160,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "async: oldest neighbour copy still mixed, in rounds"),
         MM_OPT(MM_OPT_DOUBLE, "clip-pull", "X", &c->clip_pull, 0, INFINITY,
                "bound each neighbour's pull: ||x_j - x_i|| clipped to X (0 off)",
+               .hide_default = true),
+        MM_OPT(MM_OPT_DOUBLE, "robust-clip", "F", &c->robust_clip, 0, 1e6,
+               "robust mixing: clip each neighbour's pull to F times the lower median of "
+               "this peer's last 16 neighbour distances (docs/node.md; 0 off)",
                .hide_default = true),
         MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
         MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
@@ -228,7 +237,11 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "stream", .given = &c->jitter_seed_given, .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
                "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
-               "push-sum weight X)", .parse = parse_poison,
+               "push-sum weight X), scale=X (every float times X), or with --compress "
+               "reset-codec | reset-short | reset-long (RESETs in the agreed codec, a float "
+               "short, a float long) | reset-huge (valid RESETs of +-1e38) | q-huge (int8 q's "
+               "of scale 2^120, valid CRCs); node/poison.h",
+               .parse = parse_poison,
                .hide_default = true),
     };
     int n = 0;
@@ -255,6 +268,13 @@ static int check_consensus(const mm_node_config *c, const node_flags *f)
         why = "--consensus-target needs --algo dpsgd (neighbours agree on every exchange)";
     else if (f->max_gossip_steps && !(c->consensus_target > 0))
         why = "--max-gossip-steps bounds --consensus-target, which is not given";
+    else if (c->clip_pull > 0 && c->robust_clip > 0)
+        why = "give --clip-pull X (a fixed radius) or --robust-clip F (one from the "
+              "neighbour distances), not both";
+    else if ((c->clip_pull > 0 || c->robust_clip > 0) && c->algo == MM_ALGO_ALLREDUCE)
+        why = "--clip-pull and --robust-clip bound gossip pulls; --algo allreduce mixes none";
+    else if (f->min_gossip_steps && !(c->consensus_target > 0))
+        why = "--min-gossip-steps bounds --consensus-target, which is not given";
     else if (c->consensus_target > 0 && c->compress)
         why = "--consensus-target and --compress do not combine yet (consensus control "
               "drops edges for an exchange, which would leave CHOCO's public copies behind)";

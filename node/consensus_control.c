@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "base/log.h"
+#include "node/cc_skip.h"
 #include "node/trainer.h"
 
 /* Whether this round's neighbours are one undirected set: in[k] and out[k]
@@ -60,7 +61,12 @@ int mm__cc_start(mm__trainer *tr, char *err, size_t errlen)
                  "computed (out of memory, or a single peer)");
         return -1;
     }
-    mm_cc_init(&tr->cc, c->consensus_target, c->max_gossip_steps, tr->cc_ratio);
+    mm_cc_init(&tr->cc, c->consensus_target, c->min_gossip_steps, c->max_gossip_steps,
+               tr->cc_ratio);
+    if (c->min_gossip_steps < 1 && !(tr->skip = mm__ccskip_new(tr->n))) {
+        snprintf(err, errlen, "--min-gossip-steps: out of memory");
+        return -1;
+    }
     mm_info("consensus control: target %g, 1..%d exchanges a round, R(1) = %.4f, R(%d) = %.4f",
             c->consensus_target, c->max_gossip_steps, tr->cc_ratio[0], c->max_gossip_steps,
             tr->cc_ratio[c->max_gossip_steps - 1]);
@@ -73,13 +79,25 @@ int mm__cc_round(mm__trainer *tr)
     int G = c->gossip_schedule.n ? mm_gsched_steps(&c->gossip_schedule, tr->round)
             : c->gossip_steps > 0 ? c->gossip_steps : 1;
     if (tr->adaptive) {
-        tr->want = mm_cc_round(&tr->cc, (uint64_t)tr->round);
+        tr->want = mm_cc_round(&tr->cc, (uint64_t)tr->round, !tr->skip || tr->cc_fresh);
+        tr->level = mm_cc_level(&tr->cc);
         /* (a time-varying graph checked only over a sample of its rounds) */
         G = mm__cc_undirected(&tr->v) ? tr->want : 1;
     }
+    int due = 0;
     for (int k = 0; k < tr->v.n_in; k++) {
-        tr->nbr[k].on = true;
-        tr->nbr[k].exchanges = 0;
+        mm__nbr *nb = &tr->nbr[k];
+        nb->on = !tr->skip || mm__ccskip_due(tr->skip, tr->v.in[k].peer, tr->round);
+        nb->exchanges = 0;
+        due += nb->on;
+        if (!nb->on) { /* what the round line reports when no exchange runs */
+            nb->first_status = IN_OFF;
+            nb->first_dist = NAN;
+        }
+    }
+    if (tr->skip && !due) {
+        tr->cc_fresh = false;
+        return 0; /* every edge skips this round: the local steps alone */
     }
     return G;
 }
@@ -107,6 +125,26 @@ static double first_exchange(mm__trainer *tr)
     return w_in > 0 ? wq * w_all / w_in : NAN;
 }
 
+/* Rounds skipped (--min-gossip-steps < 1), after a round's first exchange:
+ * the levels averaged like the estimate, and each due edge's next round
+ * from both ends' levels (cc_skip.h). */
+static void skip_next(mm__trainer *tr)
+{
+    double h = tr->cc.gi, mixed = h;
+    bool came = false;
+    for (int k = 0; k < tr->v.n_in; k++)
+        if (tr->nbr[k].status == IN_READY) {
+            mixed += tr->v.in[k].weight * (mm_cc_level_value(tr->nbr[k].level) - h);
+            came = true;
+        }
+    mm_cc_fold_level(&tr->cc, mixed);
+    for (int k = 0; k < tr->v.n_in; k++)
+        if (tr->nbr[k].on)
+            mm__ccskip_done(tr->skip, tr->v.in[k].peer, tr->round,
+                            tr->nbr[k].status == IN_READY, tr->level, tr->nbr[k].level);
+    tr->cc_fresh = came;
+}
+
 /* Consensus control after an exchange: average the gossiped estimate like
  * the parameters (a missing neighbour's weight to self), and keep for the
  * next exchange only the edges whose both ends said MORE in this one and
@@ -118,6 +156,8 @@ static int agree_next(mm__trainer *tr, bool first, double q, bool more)
         if (tr->nbr[k].status == IN_READY)
             mixed += tr->v.in[k].weight * (tr->nbr[k].aux - a);
     mm_cc_fold(&tr->cc, mixed, q, first);
+    if (first && tr->skip)
+        skip_next(tr);
     int live = 0;
     for (int k = 0; k < tr->v.n_in; k++) {
         tr->nbr[k].on = tr->nbr[k].on && more && tr->nbr[k].status == IN_READY && tr->nbr[k].more;
@@ -168,7 +208,17 @@ void mm__cc_fields(mm__trainer *tr, mm_metrics *m, mm__line where)
     if (where == MM__LINE_START) {
         mm_metrics_num(m, "consensus_target", c->consensus_target);
         mm_metrics_int(m, "max_gossip_steps", c->max_gossip_steps);
+        if (tr->skip)
+            mm_metrics_num(m, "min_gossip_steps", c->min_gossip_steps);
     } else if (where == MM__LINE_ROUND) {
+        if (tr->skip) {
+            uint32_t *ids = tr->ids;
+            int n = 0;
+            for (int k = 0; k < tr->v.n_in; k++)
+                if (tr->nbr[k].first_status == IN_OFF)
+                    ids[n++] = tr->v.in[k].peer;
+            mm_metrics_ids(m, "skipped", ids, n);
+        }
         mm_metrics_int(m, "want", tr->want);
         mm_metrics_num(m, "xi_est", mm_cc_estimate(&tr->cc)); /* after this round's q: the next decision's */
         mm_metrics_num(m, "gamma", tr->cc.gamma);

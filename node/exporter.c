@@ -227,10 +227,9 @@ static void put_choco(mm_text *t, const mm__live *l)
         (double)l->cs.diverged);
 }
 
-static void put_http(mm_text *t, mm_http_server *h)
+static void put_http(mm_text *t, const mm_http_counts *counts)
 {
-    mm_http_counts c;
-    mm_http_get_counts(h, &c);
+    mm_http_counts c = *counts;
     one(t, "murmur_http_requests_total", "counter",
         "Requests this endpoint answered with 200.", (double)c.requests);
     family(t, "murmur_http_refused_total", "counter",
@@ -264,7 +263,7 @@ static void route(void *ud, const char *path, mm_http_reply *r)
             "Unix time the training thread last published its state.", updated);
     }
     free(nb.p);
-    put_http(&t, e->http);
+    put_http(&t, &r->counts); /* (not e->http: a scrape can come before it is set) */
     if (t.oom) {
         free(t.p);
         r->status = 500;

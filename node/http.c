@@ -283,6 +283,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return send_text(conn, MHD_HTTP_UNAUTHORIZED, "bearer token required\n", false);
     }
     mm_http_reply rp = {0};
+    mm_http_get_counts(s, &rp.counts);
     s->route(s->ud, url, &rp);
     if (rp.status == 0) {
         free(rp.body);

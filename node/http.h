@@ -40,8 +40,12 @@ typedef struct {
  * it) or a stream: stream() is called from the connection's own thread
  * (stream servers run a thread per connection) and may block; it returns
  * the bytes written into buf (at most max), 0 to be called again, or -1 at
- * the end. stream_free(stream_ctx) is called once the connection is done. */
+ * the end. stream_free(stream_ctx) is called once the connection is done.
+ * counts is filled by the server before the route is called. */
 typedef struct {
+    mm_http_counts counts;  /* in: the server's counters as the request came
+                             * (a route may be called before mm_http_start
+                             * has returned its server to the caller) */
     int status;
     const char *content_type;
     char *body;

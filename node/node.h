@@ -40,12 +40,15 @@ typedef struct {
     mm_gsched gossip_schedule;
     double consensus_target;
     int max_gossip_steps;
+    double min_gossip_steps;       /* fewest exchanges a round on average: 1, or < 1 to skip rounds */
     bool no_train;
     long vector_len;               /* >0: pure gossip on a plain vector, no model */
     bool same_init;                /* all peers start from the same x_0 */
     int round_timeout_ms, peer_timeout_ms, start_timeout_ms;
     int staleness;                 /* async: oldest copy (in rounds) still mixed */
     double clip_pull;              /* >0: bound ||x_j - x_i|| per neighbour */
+    double robust_clip;            /* >0: clip each pull to this times the lower median
+                                    * of recent neighbour distances (gossip/robust.h) */
     /* compressed gossip, CHOCO-SGD (docs/compression.md): NULL plain D-PSGD */
     const char *compress;          /* codec spec: fp32, bf16, int8[:B], sign[:B], topk:F, randk:F */
     double consensus_step;         /* gamma; 0: the codec's default */
@@ -73,7 +76,7 @@ typedef struct {
     const char *metrics_addr;      /* HOST:PORT of the Prometheus endpoint, or NULL (off) */
     const char *metrics_token_file; /* its bearer token, or NULL */
 
-    const char *test_poison;       /* test-only: "nan", "inf", "huge" */
+    const char *test_poison;       /* test-only: a kind of node/poison.h */
 } mm_node_config;
 
 void mm_node_config_defaults(mm_node_config *c);

@@ -13,6 +13,7 @@
 #include "base/sha256.h"
 #include "gossip/sketch.h"
 #include "net/wire.h"
+#include "node/cc_skip.h"
 #include "node/algo.h"
 #include "node/algo_outer.h"
 #include "node/trainer.h"
@@ -133,6 +134,7 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
         return NULL;
     }
     tr->cfg = c;
+    tr->clip = mm_clip_make(c->clip_pull, c->robust_clip);
     tr->id = id;
     tr->n = (uint32_t)mm_topo_n(topo);
     tr->topo = topo;
@@ -189,6 +191,7 @@ void mm__trainer_free(mm__trainer *tr)
     free(tr->ids);
     free(tr->sketch);
     free(tr->cc_ratio);
+    mm__ccskip_free(tr->skip);
     mm__iso_free(tr->iso);
     mm__outer_free(tr->outer);
     free(tr);

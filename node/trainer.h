@@ -49,6 +49,7 @@ typedef struct {
     double dist;                    /* ||z_k - z_self|| as the mix measured it */
     bool more;                      /* its vector said MORE (consensus control) */
     double aux;                     /* ... and carried this estimate */
+    uint16_t level;                 /* ... and this level (skipping rounds) */
     /* this round */
     bool on;                        /* takes part in this exchange (consensus control) */
     int exchanges;                  /* exchanges that included it (sent to, waited for) */
@@ -95,6 +96,10 @@ typedef struct mm__trainer {
     double *cc_ratio;               /* R(G), G = 1..max_gossip_steps */
     int exchanges, want;            /* this round: exchanges run; adaptive: asked for */
     bool more_warned;
+    /* --min-gossip-steps < 1: edges skip rounds (node/cc_skip.h) */
+    struct mm__ccskip *skip;        /* NULL: every edge every round */
+    uint16_t level;                 /* this round's level (mm_cc_level), in its vectors */
+    bool cc_fresh;                  /* the last round's first exchange mixed someone */
 
     double t_start, start_deadline;
     double t_compute, t_comm, t_wait;
@@ -103,6 +108,8 @@ typedef struct mm__trainer {
     char round_error[768];          /* why an algorithm's round ended the run, "" if none did */
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
+    mm_clip clip;                   /* --clip-pull, --robust-clip (gossip/robust.h); both
+                                     * 0: off, the mix untouched */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
     mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
     mm__live live;                  /* ... built by round_lines.c */
@@ -131,7 +138,8 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
 
 /* consensus_control.c */
 int mm__cc_start(mm__trainer *tr, char *err, size_t errlen);
-/* This round's number of exchanges G (and the edges on[] that take part). */
+/* This round's number of exchanges G (and the edges on[] that take part);
+ * 0 when every edge skips the round (--min-gossip-steps < 1). */
 int mm__cc_round(mm__trainer *tr);
 /* After exchange g, which asked for another one when more: whether to run
  * another. */

@@ -6,6 +6,14 @@
 
 #include "net/counters.h"
 
+void mm__report_cell(FILE *out, int w, const char *s)
+{
+    int cols = 0;
+    for (const char *p = s; *p; p++)
+        cols += ((unsigned char)*p & 0xC0) != 0x80;
+    fprintf(out, " %*s%s", w - cols > 0 ? w - cols : 0, "", s);
+}
+
 const char *mm__report_num(char *buf, size_t len, const char *f, double v)
 {
     if (isnan(v))

@@ -14,6 +14,8 @@
 #   axis --FLAG V...     a node flag swept over values (one line per flag)
 #   lr V...              short for: axis --lr V...
 #   partition V...       short for: axis --partition V...
+#   baseline SETTING     the setting the report pairs every other against, seed
+#                        by seed (murmur report --sweep --baseline)
 # A bad spec is refused before anything runs, naming the file, the line and
 # the reason (unknown key or node flag, an empty list, a topology file that
 # does not exist, has another number of peers or needs --algo pushsum, a key
@@ -116,7 +118,8 @@ spec_err0() { echo "sweep: $spec: $1" >&2; exit 2; }
 
 # The node's flags, from `murmur node --help`: "--name" (takes no value) or
 # "--name ARG" (takes one), one per line.
-node_help=$("$MURMUR" node --help 2>&1 | sed -n 's/^  \(--[a-z0-9-]*\)\( [A-Z][A-Z]*\)\{0,1\}\( .*\)\{0,1\}$/\1\2/p')
+# a flag's value is named in capitals, or like R:G,... (--gossip-steps-schedule)
+node_help=$("$MURMUR" node --help 2>&1 | sed -n 's/^  \(--[a-z0-9-]*\)\( [A-Z][A-Z:,.]*\)\{0,1\}\( .*\)\{0,1\}$/\1\2/p')
 [ -n "$node_help" ] || die "cannot read the node's flags from '$MURMUR node --help'"
 # flag_kind --NAME: "value", "bool" or "unknown".
 flag_kind() {
@@ -136,6 +139,7 @@ owned_reason() {
 valid_value() { case $1 in ''|*[!A-Za-z0-9._:+-]*) return 1 ;; esac; }
 
 topo_words='' topo_line='' peers_list='' peers_line='' seeds_list='' seeds_line=''
+baseline='' baseline_line=''
 fixed_flags='' fixed_names=' ' axis_n=0
 lineno=0
 # add_axis LINE FLAG VALUES...
@@ -243,7 +247,11 @@ while IFS= read -r raw || [ -n "$raw" ]; do
         add_axis $lineno "$@" ;;
     lr) add_axis $lineno --lr "$@" ;;
     partition) add_axis $lineno --partition "$@" ;;
-    *) spec_err $lineno "unknown key '$key' (topology, peers, seeds, flags, axis, lr, partition)" ;;
+    baseline)
+        [ -z "$baseline_line" ] || spec_err $lineno "'baseline' given twice (first on line $baseline_line)"
+        [ $# -eq 1 ] || spec_err $lineno "baseline: give one setting's name (e.g. complete-16)"
+        baseline=$1 baseline_line=$lineno ;;
+    *) spec_err $lineno "unknown key '$key' (topology, peers, seeds, flags, axis, lr, partition, baseline)" ;;
     esac
 done < "$spec"
 [ -n "$topo_line" ] || spec_err0 "no 'topology' line: which topology files?"
@@ -335,6 +343,7 @@ done
 top=$RUNS/$name
 {
     printf '# murmur sweep plan 1 (scripts/sweep.sh, docs/sweep.md)\n'
+    [ -z "$baseline" ] || printf '# baseline %s\n' "$baseline"
     printf 'index\tsetting\tseed\trun\ttopology\tpeers'
     for j in $axis_order; do eval "printf '\t%s' \"\${axis_flag_$j#--}\""; done
     printf '\tflags\n'
@@ -365,6 +374,10 @@ for s in $seeds_list; do
 $topos
 EOF
 done
+if [ -n "$baseline" ]; then
+    awk -F'\t' -v b="$baseline" '!/^#/ && h++ && $2 == b { found = 1 } END { exit !found }' "$plan_tmp" ||
+        spec_err $baseline_line "baseline: '$baseline' is not one of the settings (--check lists them)"
+fi
 
 # Each setting's flags as the node itself reads them: `murmur node
 # --dry-run` parses them with its own table and makes its start's checks
@@ -407,11 +420,11 @@ next_ports() {
 }
 
 if [ "$check_only" = 1 ]; then
-    n_settings=$(awk -F'\t' 'NR > 2 { s[$2] = 1 } END { print length(s) }' "$plan_tmp")
+    n_settings=$(awk -F'\t' '!/^#/ && h++ { s[$2] = 1 } END { print length(s) }' "$plan_tmp")
     n_seeds=$(echo $seeds_list | wc -w)
     pl() { [ "$1" = 1 ] && echo "$1 $2" || echo "$1 ${2}s"; }
     echo "sweep: $spec is valid: $(pl $n_settings setting) x $(pl $n_seeds seed) = $(pl $n_runs run) into $top/"
-    awk -F'\t' 'NR > 2 { printf "  %-40s seed %-4s %s peers  %s\n", $2, $3, $6, $NF }' "$plan_tmp"
+    awk -F'\t' '!/^#/ && h++ { printf "  %-40s seed %-4s %s peers  %s\n", $2, $3, $6, $NF }' "$plan_tmp"
     exit 0
 fi
 
@@ -554,7 +567,7 @@ if [ "$interrupted" = 1 ]; then
     exit 130
 fi
 rc=0
-unfinished=$(awk -F'\t' -v top="$top" 'NR > 2 { print top "/" $4 }' "$top/sweep.plan" |
+unfinished=$(awk -F'\t' -v top="$top" '!/^#/ && h++ { print top "/" $4 }' "$top/sweep.plan" |
     while IFS= read -r d; do [ -f "$d/sweep.done" ] || echo x; done | wc -l)
 [ "$unfinished" -eq 0 ] || { log "$unfinished of $n_runs runs not finished (failed or left): they are excluded from the aggregate"; rc=1; }
 if [ "$aggregate" = 1 ]; then

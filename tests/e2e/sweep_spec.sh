@@ -93,6 +93,13 @@ flags --heads 5"
 refused - "setting ring-4,partition=bogus: murmur node refuses its flags" "topology $T/ring-4.topo
 seeds 1 2
 axis --partition genre bogus"
+refused 3 "baseline: 'complete-4' is not one of the settings" "$good
+baseline complete-4"
+refused 4 "'baseline' given twice (first on line 3)" "$good
+baseline ring-4
+baseline ring-4"
+refused 3 "baseline: give one setting's name" "$good
+baseline ring-4 ring-8"
 refused - "no 'seeds' line" "topology $T/ring-4.topo"
 refused - "no 'topology' line" "seeds 1 # a comment"
 
@@ -112,4 +119,7 @@ grep -q '^  ring-8,gossip-steps=2,lr=3e-3 .*seed 2 .* 8 peers  --rounds 10 --pla
     { cat "$T/out" >&2; fail "good spec: a run's setting or flags not as documented"; }
 printf 'topology %s\nseeds 1\nflags --algo pushsum\n' "$T/push3.topo" > "$T/push.sweep"
 sh "$ROOT/scripts/sweep.sh" --check "$T/push.sweep" > "$T/out" 2>&1 || { cat "$T/out" >&2; fail "push-sum on a column-stochastic graph refused"; }
+# a flag whose value is not named in capitals (R:G,...) takes its value
+printf 'topology %s\nseeds 1\nflags --gossip-steps-schedule 0:2,5:1 --rounds 10\n' "$T/ring-4.topo" > "$T/sched.sweep"
+sh "$ROOT/scripts/sweep.sh" --check "$T/sched.sweep" > "$T/out" 2>&1 || { cat "$T/out" >&2; fail "--gossip-steps-schedule's value refused"; }
 echo "ok: $n bad specs refused with file, line and reason; a good one accepted"
