@@ -130,6 +130,11 @@ int mm_topo_period(const mm_topology *t);         /* 1 for static graphs and loc
 enum mm_schedule mm_topo_schedule(const mm_topology *t);
 int mm_topo_max_degree(const mm_topology *t);     /* max in- or out-degree over all rounds */
 const char *mm_topo_kind(const mm_topology *t);   /* "ring", "exp", "one-peer-exp", "file", ... */
+/* The topology's digest: SHA-256 (32 bytes) of the canonical form of what
+ * the file says (peers, graph, weights, edges, schedule, seed, ...; not its
+ * comments, kind, edge order or bytes). Peers that loaded different
+ * topologies refuse each other at the HELLO (docs/protocol.md 3.1). */
+const uint8_t *mm_topo_digest(const mm_topology *t);
 
 typedef struct {
     uint32_t peer;

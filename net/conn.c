@@ -158,6 +158,7 @@ static mm_refusal_code code_of(const mm_transport *t, const uint64_t *counter)
     if (counter == &s->id_clash) return MM_REFUSAL_ID_CLASH;
     if (counter == &s->bad_fingerprint) return MM_REFUSAL_FINGERPRINT;
     if (counter == &s->bad_config) return MM_REFUSAL_CONFIG;
+    if (counter == &s->bad_topology) return MM_REFUSAL_TOPOLOGY;
     if (counter == &s->bad_version) return MM_REFUSAL_VERSION;
     if (counter == &s->bad_magic) return MM_REFUSAL_NOT_MURMUR;
     return MM_REFUSAL_OTHER;
@@ -337,6 +338,8 @@ static void send_hello(conn *c, uint32_t target)
                            .codec = cfg->codec, .codec_block = cfg->codec_block,
                            .codec_frac = cfg->codec_frac};
     memcpy(hello.fingerprint, cfg->fingerprint, 32);
+    memcpy(hello.topo_digest, cfg->topo_digest, 32);
+    snprintf(hello.topo_name, sizeof hello.topo_name, "%s", cfg->topo_name ? cfg->topo_name : "");
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &hello);
     send_ctrl(c, MM_WIRE_HELLO, buf, sizeof buf);
@@ -441,6 +444,25 @@ static void tls_pump(conn *c)
 
 /* ---- reads ---------------------------------------------------------------- */
 
+/* "topology differs: peer 0 loaded complete-4.topo (digest 06aa4d95...),
+ * peer 1 loaded ring-4.topo (digest ee96c8c6...)": the names say which
+ * files, the digests that they say different things. */
+static void refuse_topology(conn *c, uint32_t id, const mm_wire_hello *hello)
+{
+    const mm_transport_config *cfg = &c->t->cfg;
+    char a[17], b[17];
+    for (int i = 0; i < 8; i++) {
+        snprintf(a + 2 * i, 3, "%02x", hello->topo_digest[i]);
+        snprintf(b + 2 * i, 3, "%02x", cfg->topo_digest[i]);
+    }
+    const char *mine = cfg->topo_name && cfg->topo_name[0] ? cfg->topo_name : "no topology";
+    const char *theirs = hello->topo_name[0] ? hello->topo_name : "no topology";
+    mm__conn_refuse(c, &c->t->st.bad_topology, "topology differs: peer %u loaded %s (digest "
+                    "%s...), peer %u loaded %s (digest %s...): every peer must load the same "
+                    "topology (peers, edges, weights, schedule, seed)", id, theirs, a,
+                    cfg->self_id, mine, b);
+}
+
 static void hello_received(conn *c, const mm_wire_header *h)
 {
     mm_transport *t = c->t;
@@ -496,6 +518,8 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "(block %u, fraction %.17g), peer %u codec %u (block %u, fraction "
                            "%.17g)", id, hello.codec, hello.codec_block, hello.codec_frac,
                            cfg->self_id, cfg->codec, cfg->codec_block, cfg->codec_frac);
+    if (memcmp(hello.topo_digest, cfg->topo_digest, 32) != 0)
+        return refuse_topology(c, id, &hello);
     if (mm__tr_id_clash(t, c, id))
         return;
     if (!c->dialer)
@@ -524,9 +548,12 @@ static void frame_received(conn *c)
         mm_warn("%s refused us: %s", c->from, msg);
         mm__tr_refusal(t, c, mm_refusal_classify(msg), true, msg);
         /* Reasons that concern this peer's own identity (protocol.md,
-         * "Refusals"): say what they mean here, and count the clash. */
+         * "Refusals"): say what they mean here, and count the clash and
+         * the topology that differs, which concern both sides alike. */
         if (!strncmp(msg, "two peers claim id", 18)) {
             t->st.id_clash++;
+        } else if (!strncmp(msg, "topology differs", 16)) {
+            t->st.bad_topology++; /* both sides count it (protocol.md 3.1) */
         } else if (!strncmp(msg, "TLS mismatch:", 13)) {
             t->st.tls_mismatch++;
             mm_warn("TLS mismatch: peer at %s speaks TLS but this peer runs --plaintext",

@@ -59,6 +59,8 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
                                        "an accept() error libuv reported")                  \
     X(bad_codec, MM_CTR_REFUSED, "a body in another codec, or one its codec refuses")       \
     X(bad_config, MM_CTR_REFUSED, "a HELLO naming another algorithm or codec")              \
+    X(bad_topology, MM_CTR_REFUSED, "a HELLO naming another topology digest (counted on "    \
+                                    "both sides)")                                          \
     X(not_neighbour, MM_CTR_REFUSED, "a VECTOR from a cluster member that is not an "        \
                                      "in-neighbour (its connection closed)")                \
     X(tls_queued_peak, MM_CTR_END, "TLS: the most ciphertext one connection held at once "  \
@@ -73,6 +75,7 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
     X(FINGERPRINT, "bad_fingerprint", 1, "another model (--layers, --width, ...) or vector " \
                                          "length")                                          \
     X(CONFIG, "bad_config", 1, "another --algo or codec")                                   \
+    X(TOPOLOGY, "bad_topology", 1, "another topology file (or schedule, or seed)")          \
     X(VERSION, "bad_version", 1, "another protocol version (another murmur build)")         \
     X(NOT_MURMUR, "bad_magic", 1, "something that is not murmur")                           \
     X(UNREACHABLE, "unreachable", 0, "the dial failed (nothing listens, no route)")         \

@@ -114,6 +114,11 @@ typedef struct {
     uint8_t algo, codec;            /* mm_algo (net/algo.h) */
     uint32_t codec_block;
     double codec_frac;
+    /* The topology's digest (mm_topo_digest; all 0 without a topology) and
+     * the name of its file (NULL: none), sent in the HELLO: a peer with
+     * another digest is refused (bad_topology), both names in the reason. */
+    uint8_t topo_digest[32];
+    const char *topo_name;
     /* A body in the negotiated codec other than fp32 is checked whole by
      * check_body(check_ud, ...) before on_vector lends it (lengths, scales,
      * values, indices, padding: docs/protocol.md section 6): 0, or -1 with

@@ -72,6 +72,8 @@ void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h)
     out[49] = h->codec;
     put32(out + 52, h->codec_block);
     putf64(out + 56, h->codec_frac);
+    memcpy(out + 64, h->topo_digest, 32);
+    memcpy(out + 96, h->topo_name, strnlen(h->topo_name, MM_WIRE_TOPO_NAME));
 }
 
 void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h)
@@ -83,6 +85,12 @@ void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h)
     h->codec = in[49];
     h->codec_block = get32(in + 52);
     h->codec_frac = getf64(in + 56);
+    memcpy(h->topo_digest, in + 64, 32);
+    /* informational: shown, never compared; what cannot be shown is '?' */
+    size_t k = 0;
+    for (; k < MM_WIRE_TOPO_NAME && in[96 + k]; k++)
+        h->topo_name[k] = in[96 + k] >= 0x20 && in[96 + k] < 0x7f ? (char)in[96 + k] : '?';
+    h->topo_name[k] = 0;
 }
 
 void mm_wire_put_vec(uint8_t out[MM_WIRE_VEC_HDR], const mm_wire_vec *v)

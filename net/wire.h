@@ -12,9 +12,11 @@
 #include "net/algo.h"
 
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
-#define MM_WIRE_VERSION 3
+#define MM_WIRE_VERSION 4
 #define MM_WIRE_HDR_LEN 40
-#define MM_WIRE_HELLO_LEN 64
+#define MM_WIRE_HELLO_LEN 128
+/* The topology's name in a HELLO: at most this many bytes, 0-padded. */
+#define MM_WIRE_TOPO_NAME 32
 /* A VECTOR payload starts with this many bytes of vector header (weight,
  * codec, flags, ...; mm_wire_vec), then the body. */
 #define MM_WIRE_VEC_HDR 40
@@ -53,6 +55,8 @@ typedef struct {
     uint8_t codec;      /* MM_WIRE_CODEC_FP32, ... */
     uint32_t codec_block;  /* int8, sign: floats per scale; else 0 */
     double codec_frac;     /* topk, randk: the fraction sent; else 0 */
+    uint8_t topo_digest[32]; /* the topology's canonical digest (gossip/topology.h) */
+    char topo_name[MM_WIRE_TOPO_NAME + 1]; /* the file it came from, for messages only */
 } mm_wire_hello;
 
 /* VECTOR flags (docs/protocol.md 3.2). */

@@ -58,25 +58,35 @@ static int count_in_peers(const mm_topology *topo, uint32_t id, uint32_t n)
     return count >= 0 ? count : (int)n - 1; /* random schedules: anyone, eventually */
 }
 
-mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
-                         const float *x, size_t P, char *err, size_t errlen)
+int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma, char *err,
+                    size_t errlen)
 {
-    mm_codec_spec spec;
     char why[256];
-    if (mm_codec_parse(c->compress, &spec, why, sizeof why) != 0) {
+    if (mm_codec_parse(c->compress, spec, why, sizeof why) != 0) {
         snprintf(err, errlen, "--compress %s: %s", c->compress, why);
-        return NULL;
+        return -1;
     }
     if (c->algo != MM_ALGO_DPSGD) {
         snprintf(err, errlen, "--compress runs CHOCO-SGD, defined for --algo dpsgd only "
                               "(not %s)", mm_algo_name(c->algo));
-        return NULL;
+        return -1;
     }
-    double gamma = c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(&spec);
-    if (!(gamma > 0 && gamma <= 1)) {
-        snprintf(err, errlen, "--consensus-step %g is outside (0, 1]", gamma);
-        return NULL;
+    *gamma = c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(spec);
+    if (!(*gamma > 0 && *gamma <= 1)) {
+        snprintf(err, errlen, "--consensus-step %g is outside (0, 1]", *gamma);
+        return -1;
     }
+    return 0;
+}
+
+mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                         const float *x, size_t P, char *err, size_t errlen)
+{
+    mm_codec_spec spec;
+    double gamma;
+    char why[256];
+    if (mm__choco_check(c, &spec, &gamma, err, errlen) != 0)
+        return NULL;
     uint32_t n = (uint32_t)mm_topo_n(topo);
     mm__choco *ch = calloc(1, sizeof *ch);
     if (!ch) {

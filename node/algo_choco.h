@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gossip/codec.h"
 #include "gossip/mix.h"
 #include "gossip/topology.h"
 #include "node/mailbox.h"
@@ -36,9 +37,15 @@ typedef struct mm__choco mm__choco;
 /* The default budget for --choco-memory-mb. */
 #define MM__CHOCO_MEMORY_MB 2048
 
+/* The part of mm__choco_new's checks that needs no model: the codec spec
+ * parses (into *spec), the algorithm is dpsgd, the gamma (*gamma:
+ * --consensus-step or the codec's default) in (0, 1]. 0, or -1 with the
+ * reason in err. */
+int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma, char *err,
+                    size_t errlen);
+
 /* For peer id of topo with P parameters x (x_hat_i starts as x). Refuses
- * (NULL, the reason in err) a codec spec that does not parse, an algorithm
- * other than dpsgd, a gamma outside (0, 1], and a state over
+ * (NULL, the reason in err) what mm__choco_check refuses, and a state over
  * c->choco_memory_mb. */
 mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
                          const float *x, size_t P, char *err, size_t errlen);

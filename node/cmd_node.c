@@ -84,6 +84,7 @@ typedef struct {
     bool different_init, verbose;
     bool gossip_steps, max_gossip_steps, min_gossip_steps; /* given on the command line */
     bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay;
+    bool dry_run;
 } node_flags;
 
 #define NODE_OPTS 96
@@ -222,6 +223,9 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "the endpoint asks for 'Authorization: Bearer TOKEN', TOKEN the file's first "
                "line", .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),
+        MM_OPT(MM_OPT_FLAG, "dry-run", NULL, &f->dry_run, 0, 0,
+               "check every flag and the topology as at start, then exit: 0 it would start, 2 "
+               "and why it would not (no socket, file or training; scripts/sweep.sh --check)"),
         MM_OPT_HEAD("Testing only:"),
         MM_OPT(MM_OPT_CUSTOM, "compute-jitter", "J", &c->jitter, 0, 0,
                "add a random delay after every local step (slept, to study stragglers): none, "
@@ -396,5 +400,5 @@ int cmd_node(int argc, char **argv)
         fprintf(stderr, "murmur node: %s\n", err);
         return 2;
     }
-    return mm_node_run(&c);
+    return f.dry_run ? mm_node_check(&c) : mm_node_run(&c);
 }

@@ -30,7 +30,7 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
     int a = mm_plan_parse_algo(arg);
     if (a < 0) {
-        snprintf(err, errlen, "is dpsgd, async or allreduce, not '%s'", arg);
+        snprintf(err, errlen, "is dpsgd, pushsum, async or allreduce, not '%s'", arg);
         return -1;
     }
     *(mm_plan_algo *)dst = (mm_plan_algo)a;
@@ -259,8 +259,10 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
     else if (in->links.groups)
         printf("links        %dx%d: intra %.2f MB/s, inter %.2f MB/s (0 = unlimited)",
                in->links.groups, in->links.per, in->links.intra / 1e6, in->links.inter / 1e6);
+    else if (in->loop_bps > 0)
+        printf("links        one group: each peer's link %.2f MB/s", in->loop_bps / 1e6);
     else
-        printf("links        one group: each peer's link %.2f MB/s (0 = unlimited)", in->loop_bps / 1e6);
+        printf("links        unlimited (no --links, --loop-rate or --calibrate)");
     if (in->links.groups)
         printf("; payload %.3f of the rate, TCP flows sharing a link %.3f of it",
                in->payload_share, in->tcp_share > 0 ? in->tcp_share : 1);
@@ -269,11 +271,14 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
            in->step_sd * 1e3, a->cores && in->n > a->cores ? " sharing the cores" : "",
            a->jitter ? a->jitter : "none");
     if (in->algo == MM_PLAN_ALLREDUCE)
-        printf("all-reduce   %.4f s per all-reduce (2(n-1) steps), bound by the %s\n",
-               o->allreduce_s, mm_plan_res_name(o->bottleneck));
+        printf("all-reduce   %.4f s per all-reduce (2(n-1) steps), bound by %s%s\n",
+               o->allreduce_s, o->bottleneck ? "the " : "",
+               o->bottleneck ? mm_plan_res_name(o->bottleneck)
+                             : "nothing: unlimited links (latency only)");
     else
-        printf("exchange     slowest message %.4f s, bound by the %s\n", o->exchange_s,
-               mm_plan_res_name(o->bottleneck));
+        printf("exchange     slowest message %.4f s, bound by %s%s\n", o->exchange_s,
+               o->bottleneck ? "the " : "", o->bottleneck ? mm_plan_res_name(o->bottleneck)
+                                                        : "nothing: unlimited links (latency only)");
     printf("round        %.4f s = compute %.4f + exposed communication %.4f + waiting %.4f"
            " + mixing %.4f\n", o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s);
     printf("per step     %.4f s (a round is %d optimizer step%s; one exchange per round)\n",
@@ -363,6 +368,17 @@ int cmd_plan(int argc, char **argv)
         fprintf(stderr, "murmur plan: --links: %s\n", err);
         return 2;
     }
+    if (predict && !a.topo && a.in.algo != MM_PLAN_ALLREDUCE) {
+        fprintf(stderr, "murmur plan: --algo %s needs --topology FILE (--peers N alone is for "
+                        "--algo allreduce)\n", mm_plan_algo_name(a.in.algo));
+        return 2;
+    }
+    if (predict && !a.topo && a.links && !a.placement &&
+        a.in.links.groups * a.in.links.per != a.peers) {
+        fprintf(stderr, "murmur plan: --links %s is %d x %d = %d peers, --peers says %d\n", a.links,
+                a.in.links.groups, a.in.links.per, a.in.links.groups * a.in.links.per, a.peers);
+        return 2;
+    }
     if (predict && !a.have_step && !a.calibrate) {
         fprintf(stderr, "murmur plan: give --step-time S (0 for pure gossip) or --calibrate\n");
         return 2;
@@ -395,6 +411,14 @@ int cmd_plan(int argc, char **argv)
             mm_topo_free(t);
             return 2;
         }
+        int np = mm_topo_n(t);
+        if (a.links && !a.placement && a.in.links.groups * a.in.links.per != np) {
+            fprintf(stderr, "murmur plan: --links %s is %d x %d = %d peers, %s has %d (or place "
+                            "them: --placement)\n", a.links, a.in.links.groups, a.in.links.per,
+                    a.in.links.groups * a.in.links.per, a.topo, np);
+            mm_topo_free(t);
+            return 2;
+        }
     }
     mm_plan_in *in = &a.in;
     in->topo = t;
@@ -418,6 +442,9 @@ int cmd_plan(int argc, char **argv)
     }
     in->vec_floats = a.have_vec ? a.vec : (double)mm_model_param_count(&a.cfg);
     if (k.done) {
+        if (a.have_step)
+            fprintf(stderr, "murmur plan: warning: --step-time %g s replaces the step time "
+                            "--calibrate measured (%.6f s)\n", in->step_s, k.step_s);
         if (!a.have_step)
             in->step_s = k.step_s;
         if (!a.have_sd && !a.have_step)

@@ -2,12 +2,14 @@
  * callbacks, the mailbox's commands, signals, an orderly shutdown) and the
  * training thread's start. Nothing here touches the parameter vector
  * except to hand snapshot buffers to the transport. */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "base/fs.h"
@@ -264,6 +266,11 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
 {
     const mm_node_config *c = nd->cfg;
     memset(tc, 0, sizeof *tc);
+    /* peers that loaded different topologies refuse each other at the
+     * HELLO; the file's own name (not its directory) says which */
+    memcpy(tc->topo_digest, mm_topo_digest(topo), sizeof tc->topo_digest);
+    const char *slash = strrchr(c->topology, '/');
+    tc->topo_name = slash ? slash + 1 : c->topology;
     tc->self_id = nd->id;
     tc->n_peers = nd->n;
     tc->addrs = (const char *const *)addrs;
@@ -339,13 +346,9 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
         mm_warn("%s", msg);
 }
 
-/* Loads the topology and checks it against the command line, resolves
- * where every peer listens, then opens the run directory and the log. 0, or
- * the exit status after printing why: 2 for a configuration refused (the
- * topology, the number of peers, the id, the algorithm for this W), 1
- * otherwise. */
-static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
-                     FILE **logf, char *err, size_t errlen)
+/* Loads the topology and checks it against the command line: the number
+ * of peers, the id, the algorithm for this W. 0, or 2 after printing why. */
+static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     *topo = mm_topo_load(c->topology, err, errlen);
@@ -372,6 +375,19 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
                 mm_algo_name(c->algo));
         return 2;
     }
+    return 0;
+}
+
+/* Loads and checks the topology (load_topology), resolves where every
+ * peer listens, then opens the run directory and the log. 0, or the exit
+ * status after printing why: 2 for a configuration refused, 1 otherwise. */
+static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
+                     FILE **logf, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    int rc = load_topology(nd, topo, err, errlen);
+    if (rc != 0)
+        return rc;
     *addrs = mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
@@ -388,6 +404,16 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/node.log", dir);
     *logf = fopen(path, "a");
+    /* One process per node-K/: a second peer K in this run directory (a
+     * duplicate --id) would write its lines into the first one's log and
+     * metrics. The lock lasts as long as the process. */
+    if (*logf && flock(fileno(*logf), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        fclose(*logf);
+        *logf = NULL;
+        fprintf(stderr, "murmur node: %s is in use by another process running peer %u in this "
+                        "run directory (is --id %u given twice?)\n", dir, nd->id, nd->id);
+        return 2;
+    }
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
     mm_blas_log_note(); /* the OpenBLAS re-exec, if any: in the peer's log only */
@@ -432,6 +458,25 @@ static int start_exporter(node *nd, char *err, size_t errlen)
     }
     mm__trainer_set_exporter(nd->trainer, nd->exporter);
     return 0;
+}
+
+int mm_node_check(const mm_node_config *c)
+{
+    char err[PATH_MAX + 512] = "";
+    node nd = {.cfg = c};
+    mm_topology *topo = NULL;
+    int rc = load_topology(&nd, &topo, err, sizeof err);
+    mm_codec_spec spec;
+    double gamma;
+    if (rc == 0 && c->compress && mm__choco_check(c, &spec, &gamma, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur node: %s\n", err);
+        rc = 2;
+    }
+    if (rc == 0)
+        printf("murmur node: the flags are valid (peer %u of %u, %s)\n", nd.id, nd.n,
+               c->topology);
+    mm_topo_free(topo);
+    return rc;
 }
 
 int mm_node_run(const mm_node_config *c)

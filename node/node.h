@@ -84,6 +84,12 @@ void mm_node_config_defaults(mm_node_config *c);
 /* Runs the peer to completion. Returns the process exit status. */
 int mm_node_run(const mm_node_config *cfg);
 
+/* murmur node --dry-run: the checks of mm_node_run's start that need no
+ * model, socket or file (the topology, the number of peers, the id, the
+ * algorithm for this W, --compress's configuration). 0 with one line on
+ * stdout, or 2 after printing why on stderr. */
+int mm_node_check(const mm_node_config *cfg);
+
 /* The HELLO fingerprint of a --vector-len run (no model): SHA-256 of the
  * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md
  * 3.1). A model run uses mm_model_fingerprint(). */

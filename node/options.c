@@ -34,7 +34,7 @@ int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out)
 {
     const double BIG = (double)(1LL << 40);
     const mm_opt t[] = {
-        MM_OPT_HEAD("Model (the same on every peer; from the checkpoint with --resume):"),
+        MM_OPT_HEAD("Model (the same on every peer; --resume needs the shape the checkpoint was made with):"),
         MM_OPT(MM_OPT_INT, "layers", "N", &c->model.n_layer, 1, 64, "transformer blocks",
                .given = &g->layers),
         MM_OPT(MM_OPT_INT, "width", "N", &c->model.d_model, 1, 4096, "model width d_model",
@@ -84,6 +84,11 @@ int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, lo
 {
     if (!g->min_lr && g->lr)
         c->adamw.lr_min = c->adamw.lr_max / 10;
+    if (c->adamw.lr_max == 0) {
+        snprintf(err, errlen, "--lr 0 would never move the weights: for gossip without "
+                 "training, murmur node --no-train");
+        return -1;
+    }
     if (c->adamw.lr_min > c->adamw.lr_max) {
         snprintf(err, errlen, "--min-lr %g is above --lr %g", (double)c->adamw.lr_min,
                  (double)c->adamw.lr_max);
@@ -93,6 +98,17 @@ int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, lo
         c->partition.seed = c->seed; /* the same on every peer of the run */
     if (!g->warmup && c->adamw.warmup_steps > total_steps / 10)
         c->adamw.warmup_steps = total_steps / 10;
+    /* in the flags' own names (the checks below use the model's) */
+    if (c->model.n_head > c->model.d_model) {
+        snprintf(err, errlen, "--heads %d is more than --width %d", c->model.n_head,
+                 c->model.d_model);
+        return -1;
+    }
+    if (c->model.n_head > 0 && c->model.d_model % c->model.n_head != 0) {
+        snprintf(err, errlen, "--width %d is not a multiple of --heads %d (each head takes "
+                 "width/heads dimensions)", c->model.d_model, c->model.n_head);
+        return -1;
+    }
     const char *why = mm_model_config_check(&c->model);
     if (why) {
         snprintf(err, errlen, "model shape: %s", why);

@@ -45,6 +45,11 @@ int mm_plan_parse_links(const char *spec, mm_plan_links *out, char *err, size_t 
     strcpy(buf, spec);
     char *colon = strchr(buf, ':');
     int g = 0, p = 0, used = 0;
+    if (!colon && sscanf(buf, "%dx%d%n", &g, &p, &used) == 2 && !buf[used]) {
+        snprintf(err, errlen, "link profile '%s': the groups need their rates, e.g. "
+                 "%s:intra=10gbit,inter=1gbit", spec, spec);
+        return -1;
+    }
     if (!colon || sscanf(buf, "%dx%d%n", &g, &p, &used) != 2 || buf + used != colon || g < 1 ||
         p < 1 || g > 1 << 20 || p > 1 << 20) {
         snprintf(err, errlen, "link profile '%s': expected GxP:intra=RATE,inter=RATE", spec);
@@ -55,6 +60,11 @@ int mm_plan_parse_links(const char *spec, mm_plan_links *out, char *err, size_t 
     for (char *kv = strtok(colon + 1, ","); kv; kv = strtok(NULL, ",")) {
         char *eq = strchr(kv, '=');
         double r = eq ? mm_plan_parse_rate(eq + 1) : -1;
+        if (eq && r < 0 && isdigit((unsigned char)eq[1]) && strtod(eq + 1, NULL) == 0) {
+            snprintf(err, errlen, "link profile '%s': '%s': a rate must be above 0 (leave %.*s= "
+                     "out for an unlimited link)", spec, kv, (int)(eq - kv), kv);
+            return -1;
+        }
         if (!eq || r < 0) {
             snprintf(err, errlen, "link profile '%s': '%s' is not KEY=RATE (e.g. inter=100mbit)", spec, kv);
             return -1;
@@ -128,7 +138,9 @@ int mm_plan_parse_jitter(const char *s, mm_plan_jitter *out, char *err, size_t e
 
 int mm_plan_parse_algo(const char *s)
 {
-    if (!strcmp(s, "dpsgd"))
+    /* push-sum sends what D-PSGD sends (one f64 more per message) on the
+     * same rounds: it is timed as dpsgd */
+    if (!strcmp(s, "dpsgd") || !strcmp(s, "pushsum"))
         return MM_PLAN_DPSGD;
     if (!strcmp(s, "async"))
         return MM_PLAN_ASYNC;

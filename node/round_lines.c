@@ -8,8 +8,10 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/peak_rss.h"
+#include "base/sha256.h"
 #include "node/algo.h"
 #include "node/algo_choco.h"
+#include "node/blas_env.h"
 #include "node/trainer.h"
 
 static void algo_fields(mm__trainer *tr, mm__line where)
@@ -205,6 +207,11 @@ void mm__lines_start(mm__trainer *tr)
     mm_metrics_int(m, "params", (long long)tr->P);
     mm_metrics_str(m, "algo", mm_algo_name(c->algo));
     mm_metrics_str(m, "topology", c->topology);
+    char digest[2 * MM_SHA256_LEN + 1];
+    mm_sha256_hex(mm_topo_digest(tr->topo), digest);
+    mm_metrics_str(m, "topology_digest", digest);
+    /* the float results depend on it (docs/metrics.md) */
+    mm_metrics_str(m, "blas_kernel", mm_blas_kernel());
     mm_metrics_int(m, "sketch_dim", c->sketch_dim);
     mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
     mm_metrics_int(m, "resumed_round", tr->round);

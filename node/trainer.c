@@ -53,7 +53,7 @@ static int load_replica(mm__trainer *tr, char *err, size_t errlen)
     tr->P = tr->rep.model.n_params;
     if (data)
         mm_info("data: %d files (%s), %zu training bytes, %zu validation bytes",
-                tr->rep.shard.n_files, tr->rep.shard.genres, tr->rep.shard.train_len,
+                tr->rep.shard.n_files, tr->rep.shard.genres, mm_shard_text_bytes(&tr->rep.shard),
                 tr->rep.shard.val_len);
     return 0;
 }
@@ -93,6 +93,10 @@ static int resume(mm__trainer *tr, char *err, size_t errlen)
         return -1;
     }
     mm_info("resumed from %s: round %ld, step %ld", path, tr->round, tr->step);
+    if (tr->round >= tr->cfg->rounds) /* --rounds counts from round 0, not from here */
+        mm_warn("--resume: the checkpoint is at round %ld, at or past --rounds %ld: nothing is "
+                "left to run; give --rounds above %ld to go on", tr->round, tr->cfg->rounds,
+                tr->round);
     return 0;
 }
 

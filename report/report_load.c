@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "net/counters.h"
@@ -193,6 +194,25 @@ static void copy_str(char *dst, size_t len, const char *src)
         snprintf(dst, len, "%s", src);
 }
 
+/* What run-local.sh recorded when peer p's process ended
+ * (DIR/launch/node-K.exit: its exit status), or -1: no record, or one
+ * older than the peer's metrics (it was started again since). */
+static int launch_exit(const char *dir, const mm_rep_peer *p)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/launch/node-%d.exit", dir, p->id);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    struct stat st;
+    int status = -1;
+    if (fstat(fileno(f), &st) != 0 || fscanf(f, "%d", &status) != 1 || status < 0)
+        status = -1;
+    fclose(f);
+    double t = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
+    return status >= 0 && t >= p->mtime ? status : -1;
+}
+
 /* The transport's counters of an end line (docs/metrics.md; the table in
  * net/counters.h): the refusals among them are summed over a peer's
  * lives to name the commonest. */
@@ -295,6 +315,7 @@ static void on_start(loader *L, const mm_json_obj *o)
     if (mm_json_u64(o, "sketch_seed", &u))
         p->sketch_seed = u;
     copy_str(p->topology, sizeof p->topology, mm_json_str(o, "topology"));
+    copy_str(p->topology_digest, sizeof p->topology_digest, mm_json_str(o, "topology_digest"));
     copy_str(p->algo, sizeof p->algo, mm_json_str(o, "algo"));
     copy_str(p->compress, sizeof p->compress, mm_json_str(o, "compress"));
     if (!mm_json_num(o, "consensus_step", &p->gamma))
@@ -555,6 +576,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
     qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
 
     size_t records = 0;
+    const mm_rep_peer *first = NULL; /* the first peer with a start line */
     for (int i = 0; i < r->n_peers; i++) {
         mm_rep_peer *p = &r->peers[i];
         char path[4096];
@@ -563,11 +585,14 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             mm__report_warn(r, opt, "node-%d: no metrics (%s: %s)", p->id, path, strerror(errno));
             continue;
         }
+        p->launch_exit = launch_exit(dir, p);
+        p->has_launch_exit = p->launch_exit >= 0;
         records += p->n_rounds + p->n_evals + (size_t)p->n_starts;
         if (p->n_peers > r->n_expected)
             r->n_expected = p->n_peers;
         if (p->n_starts && r->params < 0) {
             r->params = p->params;
+            first = p;
             copy_str(r->topology, sizeof r->topology, p->topology);
             copy_str(r->algo, sizeof r->algo, p->algo);
             copy_str(r->compress, sizeof r->compress, p->compress);
@@ -576,10 +601,21 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             mm__report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,
                            (long long)p->params, r->peers[0].id, (long long)r->params);
         }
+        if (p->n_starts && first != p && strcmp(p->topology_digest, first->topology_digest))
+            mm__report_warn(r, opt, "node-%d loaded topology %s, node-%d %s: the peers disagree "
+                            "(their HELLOs refuse each other: bad_topology)", p->id, p->topology,
+                            first->id, first->topology);
     }
     if (records == 0) {
-        snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
-                 "(%d node directories)", dir, r->n_peers);
+        char own[4096];
+        snprintf(own, sizeof own, "%s/metrics.jsonl", dir);
+        if (r->n_peers == 0 && access(own, F_OK) == 0)
+            snprintf(err, errlen, "%s is one peer's directory (it holds metrics.jsonl), not a "
+                     "run: point murmur report at the directory above it, which holds the "
+                     "node-K/ directories", dir);
+        else
+            snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
+                     "(%d node directories)", dir, r->n_peers);
         mm_report_free(r);
         return -1;
     }

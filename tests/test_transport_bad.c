@@ -918,8 +918,12 @@ static void config_refusals_named(void **s)
         {MM_REFUSAL_FINGERPRINT, "model fingerprint differs"},
         {MM_REFUSAL_FINGERPRINT, "vector length differs"},
         {MM_REFUSAL_CONFIG, "algorithm differs"},
+        /* another topology: both files named, counted on both sides */
+        {MM_REFUSAL_TOPOLOGY, "topology differs: peer 0 loaded complete-2.topo (digest "
+                              "0000000000000000...), peer 1 loaded ring-2.topo (digest "
+                              "0100000000000000...)"},
     };
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 4; k++) {
         FILE *log = log_capture();
         tn_cluster cl;
         tn_init(&cl, 2, VLEN);
@@ -928,6 +932,10 @@ static void config_refusals_named(void **s)
             if (i == 1 && k == 0) c.fingerprint[3] ^= 1;
             if (i == 1 && k == 1) c.vec_len = VLEN + 1;
             if (i == 1 && k == 2) c.algo = MM_ALGO_ASYNC;
+            if (k == 3) {
+                c.topo_digest[0] = (uint8_t)i;
+                c.topo_name = i ? "ring-2.topo" : "complete-2.topo";
+            }
             assert_non_null(tn_start(&cl, i, &c));
         }
         uint32_t one = 1, zero = 0;
@@ -944,6 +952,9 @@ static void config_refusals_named(void **s)
             assert_int_equal(r->dialled, i == 0);
             assert_int_equal(r->by_peer, i == 0); /* the acceptor refused, the dialler was told */
             assert_int_equal(cl.node[i].up[1 - i], 0);
+            mm_transport_stats st;
+            mm_transport_get_stats(cl.node[i].t, &st);
+            assert_int_equal(st.bad_topology > 0, k == 3);
         }
         mm_log_set_file(NULL);
         fclose(log);
@@ -970,6 +981,7 @@ static void config_refusals_named(void **s)
     assert_int_equal(mm_refusal_classify("TLS mismatch: x"), MM_REFUSAL_TLS_MISMATCH);
     assert_int_equal(mm_refusal_classify("two peers claim id 3 (...)"), MM_REFUSAL_ID_CLASH);
     assert_int_equal(mm_refusal_classify("codec differs: ..."), MM_REFUSAL_CONFIG);
+    assert_int_equal(mm_refusal_classify("topology differs: ..."), MM_REFUSAL_TOPOLOGY);
     assert_int_equal(mm_refusal_classify("peer 3 dialled peer 1, but the lower id dials"),
                      MM_REFUSAL_IDENTITY);
     assert_int_equal(mm_refusal_classify("certificate names no murmur-peer-K (CN \"x\")"),

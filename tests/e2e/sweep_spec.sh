@@ -81,6 +81,18 @@ seeds 1"
 refused 2 "topology file $T/push3.topo is a directed .*(--algo async would drift" "seeds 1
 topology $T/push3.topo
 axis --algo pushsum async"
+# flags the node itself refuses, found by its own option parsing (murmur
+# node --dry-run), not only by the sweep's reading of node --help (issue
+# 21, friction 8: these three passed --check)
+refused - "setting ring-4: murmur node refuses its flags (--rounds abc --seed 1): .*--rounds" "topology $T/ring-4.topo
+seeds 1
+flags --rounds abc"
+refused - "setting ring-4: murmur node refuses its flags (--heads 5 --seed 1): --width 128 is not a multiple of --heads 5" "topology $T/ring-4.topo
+seeds 1
+flags --heads 5"
+refused - "setting ring-4,partition=bogus: murmur node refuses its flags" "topology $T/ring-4.topo
+seeds 1 2
+axis --partition genre bogus"
 refused 3 "baseline: 'complete-4' is not one of the settings" "$good
 baseline complete-4"
 refused 4 "'baseline' given twice (first on line 3)" "$good
