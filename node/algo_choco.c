@@ -72,11 +72,6 @@ mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint3
                               "(not %s)", mm_algo_name(c->algo));
         return NULL;
     }
-    if (c->clip_pull > 0) {
-        snprintf(err, errlen, "--compress and --clip-pull do not combine (CHOCO mixes public "
-                              "copies, which --clip-pull does not bound)");
-        return NULL;
-    }
     double gamma = c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(&spec);
     if (!(gamma > 0 && gamma <= 1)) {
         snprintf(err, errlen, "--consensus-step %g is outside (0, 1]", gamma);
@@ -306,9 +301,10 @@ const float *mm__choco_copy(const mm__choco *ch, uint32_t p)
     return ch->valid[p] ? ch->copy[p] : NULL;
 }
 
-void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in)
+void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in,
+                   mm_clip *clip)
 {
-    mm_choco_mix(x, ch->self, ch->P, self_weight, in, n_in, ch->gamma);
+    mm_choco_mix_clip(x, ch->self, ch->P, self_weight, in, n_in, ch->gamma, clip);
 }
 
 void mm__choco_get_stats(const mm__choco *ch, mm__choco_stats *out) { *out = ch->st; }
@@ -369,7 +365,7 @@ static void gather(mm__trainer *tr, uint64_t e) { mm__round_wait(tr, e, take, dr
 static void mix(mm__trainer *tr, const float *s)
 {
     mm__gossip_inputs(tr);
-    mm__choco_mix(tr->algo_state, tr->x, tr->v.self_weight, tr->mix_in, tr->v.n_in);
+    mm__choco_mix(tr->algo_state, tr->x, tr->v.self_weight, tr->mix_in, tr->v.n_in, &tr->clip);
     for (int k = 0; k < tr->v.n_in; k++)
         tr->nbr[k].dist = tr->mix_in[k].dist;
 }

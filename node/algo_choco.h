@@ -38,7 +38,7 @@ typedef struct mm__choco mm__choco;
 
 /* For peer id of topo with P parameters x (x_hat_i starts as x). Refuses
  * (NULL, the reason in err) a codec spec that does not parse, an algorithm
- * other than dpsgd, --clip-pull, a gamma outside (0, 1], and a state over
+ * other than dpsgd, a gamma outside (0, 1], and a state over
  * c->choco_memory_mb. */
 mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
                          const float *x, size_t P, char *err, size_t errlen);
@@ -71,8 +71,10 @@ bool mm__choco_take(mm__choco *ch, uint32_t peer, const mm__peer_view *pv);
 const float *mm__choco_copy(const mm__choco *ch, uint32_t peer);
 
 /* The consensus step, x += gamma sum_j W_ij (x_hat_j - x_hat_i), in[k].x
- * the copies (NULL: missing). */
-void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in);
+ * the copies (NULL: missing); with clip on (--clip-pull, --robust-clip)
+ * each pull x_hat_j - x_hat_i clipped by its rule (gossip/robust.h). */
+void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in,
+                   mm_clip *clip);
 
 typedef struct {
     uint64_t resets_sent, resets_recv;

@@ -59,8 +59,9 @@ void mm__gossip_inputs(mm__trainer *tr)
 void mm__gossip_mix(mm__trainer *tr, const float *s)
 {
     mm__gossip_inputs(tr);
-    tr->w = mm_mix_round(tr->x, s, tr->P, tr->w, tr->v.self_weight, tr->mix_in, tr->v.n_in,
-                         tr->algo->id == MM_ALGO_PUSHSUM, (double)tr->n, tr->cfg->clip_pull);
+    tr->w = mm_mix_round_clip(tr->x, s, tr->P, tr->w, tr->v.self_weight, tr->mix_in,
+                              tr->v.n_in, tr->algo->id == MM_ALGO_PUSHSUM, (double)tr->n,
+                              &tr->clip);
     for (int k = 0; k < tr->v.n_in; k++) {
         tr->nbr[k].dist = tr->mix_in[k].dist;
         if (tr->mix_in[k].refused) { /* the transport's rule let it through: count it */

@@ -71,8 +71,8 @@ static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
 static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 {
     if (!mm_poison_kind_ok(arg)) {
-        snprintf(err, errlen, "is nan, inf, huge, weight=X, reset-codec, reset-short or "
-                 "reset-long, not '%s'", arg);
+        snprintf(err, errlen, "is nan, inf, huge, scale=X, weight=X, reset-codec, reset-short, "
+                 "reset-long, reset-huge or q-huge, not '%s'", arg);
         return -1;
     }
     *(const char **)dst = arg;
@@ -160,6 +160,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_DOUBLE, "clip-pull", "X", &c->clip_pull, 0, INFINITY,
                "bound each neighbour's pull: ||x_j - x_i|| clipped to X (0 off)",
                .hide_default = true),
+        MM_OPT(MM_OPT_DOUBLE, "robust-clip", "F", &c->robust_clip, 0, 1e6,
+               "robust mixing: clip each neighbour's pull to F times the lower median of "
+               "this peer's last 16 neighbour distances (docs/node.md; 0 off)",
+               .hide_default = true),
         MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
         MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
                "send CHOCO's compressed differences: fp32 | bf16 | int8[:B] | sign[:B] | "
@@ -229,8 +233,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "stream", .given = &c->jitter_seed_given, .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
                "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
-               "push-sum weight X), or with --compress reset-codec | reset-short | reset-long "
-               "(RESETs in the agreed codec, a float short, a float long)",
+               "push-sum weight X), scale=X (every float times X), or with --compress "
+               "reset-codec | reset-short | reset-long (RESETs in the agreed codec, a float "
+               "short, a float long) | reset-huge (valid RESETs of +-1e38) | q-huge (int8 q's "
+               "of scale 2^120, valid CRCs); node/poison.h",
                .parse = parse_poison,
                .hide_default = true),
     };
@@ -258,6 +264,11 @@ static int check_consensus(const mm_node_config *c, const node_flags *f)
         why = "--consensus-target needs --algo dpsgd (neighbours agree on every exchange)";
     else if (f->max_gossip_steps && !(c->consensus_target > 0))
         why = "--max-gossip-steps bounds --consensus-target, which is not given";
+    else if (c->clip_pull > 0 && c->robust_clip > 0)
+        why = "give --clip-pull X (a fixed radius) or --robust-clip F (one from the "
+              "neighbour distances), not both";
+    else if ((c->clip_pull > 0 || c->robust_clip > 0) && c->algo == MM_ALGO_ALLREDUCE)
+        why = "--clip-pull and --robust-clip bound gossip pulls; --algo allreduce mixes none";
     else if (f->min_gossip_steps && !(c->consensus_target > 0))
         why = "--min-gossip-steps bounds --consensus-target, which is not given";
     else if (c->consensus_target > 0 && c->compress)

@@ -47,6 +47,8 @@ typedef struct {
     int round_timeout_ms, peer_timeout_ms, start_timeout_ms;
     int staleness;                 /* async: oldest copy (in rounds) still mixed */
     double clip_pull;              /* >0: bound ||x_j - x_i|| per neighbour */
+    double robust_clip;            /* >0: clip each pull to this times the lower median
+                                    * of recent neighbour distances (gossip/robust.h) */
     /* compressed gossip, CHOCO-SGD (docs/compression.md): NULL plain D-PSGD */
     const char *compress;          /* codec spec: fp32, bf16, int8[:B], sign[:B], topk:F, randk:F */
     double consensus_step;         /* gamma; 0: the codec's default */

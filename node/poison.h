@@ -9,11 +9,22 @@
  *                  receiver refuses the frame, bad_values)
  *   huge           every float x of an fp32 body becomes
  *                  (x + 1) * MM_POISON_HUGE_SCALE: finite, so delivered
+ *   scale=X        every float of an fp32 body times X (strtod): -1 flips
+ *                  the sign of the parameters; finite, so delivered
  *   weight=X       the vector as it is, with push-sum weight X (strtod)
  *   reset-codec    (--compress) a RESET in the agreed codec, and every q
  *                  flagged RESET: a valid body of that codec (bad_codec)
  *   reset-short    (--compress) every RESET a float short (bad_length)
- *   reset-long     (--compress) every RESET a float long (bad_length) */
+ *   reset-long     (--compress) every RESET a float long (bad_length)
+ *   reset-huge     (--compress) every frame a valid RESET of the floats
+ *                  +1e38, -1e38 in turn, its copy_crc theirs: mixed, unless
+ *                  the receiver clips
+ *   q-huge         (--compress int8) every q valid int8 of the largest
+ *                  reach, every scale 2^120 and every code +127 (then -127
+ *                  in the next q to that receiver, so its copy stays
+ *                  finite), copy_crc what the receiver's copy becomes
+ *                  (followed from the RESETs sent to it): mixed, unless
+ *                  the receiver clips */
 #ifndef MURMUR_NODE_POISON_H
 #define MURMUR_NODE_POISON_H
 

@@ -18,6 +18,21 @@ static void algo_fields(mm__trainer *tr, mm__line where)
         tr->algo->fields(tr, &tr->metrics, where);
 }
 
+/* --clip-pull, --robust-clip (gossip/robust.h): the round line's largest
+ * radius of the round's mixes and the pulls clipped so far, the end line's
+ * total. Nothing without them (honest lines stay as they were). */
+static void clip_fields(mm__trainer *tr, mm__line where)
+{
+    mm_clip *c = &tr->clip;
+    if (!mm_clip_on(c) || (where != MM__LINE_ROUND && where != MM__LINE_END))
+        return;
+    if (where == MM__LINE_ROUND) {
+        mm_metrics_num(&tr->metrics, "clip_radius", c->radius_max); /* (INFINITY: null) */
+        c->radius_max = 0;
+    }
+    mm_metrics_int(&tr->metrics, "pulls_clipped", (long long)c->clipped);
+}
+
 /* Every metrics line begins alike: what it is, whose, when. */
 static void metrics_head(mm__trainer *tr, const char *ev)
 {
@@ -145,6 +160,7 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
     mm_metrics_int(m, "exchanges", tr->exchanges);
     mm__cc_fields(tr, m, MM__LINE_ROUND);
     algo_fields(tr, MM__LINE_ROUND);
+    clip_fields(tr, MM__LINE_ROUND);
     mm_metrics_end(m);
     publish_live(tr, loss, lr, &st, false);
 
@@ -252,6 +268,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     mm_metrics_int(m, "stale_dropped", (long long)tr->stale_dropped);
     mm_metrics_int(m, "mix_refused", (long long)tr->mix_refused);
     algo_fields(tr, MM__LINE_END);
+    clip_fields(tr, MM__LINE_END);
     write_refusals(tr, m);
     mm__iso_fields(tr->iso, tr->mb, m, v, -1);
     mm_metrics_end(m);

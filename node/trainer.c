@@ -130,6 +130,7 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
         return NULL;
     }
     tr->cfg = c;
+    tr->clip = mm_clip_make(c->clip_pull, c->robust_clip);
     tr->id = id;
     tr->n = (uint32_t)mm_topo_n(topo);
     tr->topo = topo;

@@ -108,6 +108,8 @@ typedef struct mm__trainer {
     char round_error[768];          /* why an algorithm's round ended the run, "" if none did */
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
+    mm_clip clip;                   /* --clip-pull, --robust-clip (gossip/robust.h); both
+                                     * 0: off, the mix untouched */
     mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
     mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
     mm__live live;                  /* ... built by round_lines.c */

@@ -25,6 +25,7 @@
  * the body (cycled to its length). Built with -DFUZZ_SEEDGEN it writes a
  * seed corpus (good q's and RESETs of every codec, and the RESET-in-codec
  * frame of issue 27). */
+#include "base/finite.h"
 #include "gossip/codec.h"
 #include "net/wire.h"
 
@@ -86,7 +87,7 @@ static void receive(const mm_wire_rx *rx, mm_codec *c, const uint8_t *b, size_t 
     char why[200];
     if (v->flags & MM_VEC_RESET) {
         if (!rx->copies || v->codec != MM_WIRE_CODEC_FP32 || v->offset != 0 ||
-            v->count != n || len != 4 * n || !mm_wire_all_finite((const float *)body, n, NULL))
+            v->count != n || len != 4 * n || !mm_all_finite((const float *)body, n, NULL))
             abort();
         memcpy(copy, body, 4 * n);
     } else {
