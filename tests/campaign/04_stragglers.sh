@@ -121,6 +121,10 @@ wb0=$(waited); cb0=$(cpu_ticks); rb0=$(all_rounds)
 before=$(rate "$runb" 0 1 3)
 wb1=$(waited); cb1=$(cpu_ticks); rb1=$(all_rounds)
 kill -STOP "$p2"; injected=$((injected + 1))
+# kill returns before the peer has stopped: its round count is read once
+# every thread of it is in the stopped state (a line it was writing is then
+# whole, one write per line)
+j=0; until all_stopped "$p2"; do j=$((j + 1)); [ $j -lt 100 ] || fail "peer 2 did not stop"; sleep 0.02; done
 s2=$(rounds_done "$(m "$runb" 2)")
 w0=$(waited); c0=$(cpu_ticks); r0=$(all_rounds)
 during=$(rate "$runb" 0 1 3)
