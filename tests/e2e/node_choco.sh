@@ -110,7 +110,8 @@ for pause in 1 3; do # past the round timeout (0.3 s); then past the peer timeou
     m1=$(wc -l < "$run/node-1/metrics.jsonl")
     wait_for sh -c "[ \$(awk -v f=$m1 'NR > f && /\"ev\":\"round\"/ && /\"nbrs\":\\[[0-9,]*2[],]/ { c++ } END { print c + 0 }' '$run/node-1/metrics.jsonl') -ge 30 ]" ||
         { echo "peer 2 (pid $p2) after the pause: $(rounds_of "$run" 2) rounds; its threads:" >&2
-          threads "$p2"; tail -n 5 "$T/stop2.out" >&2
+          threads "$p2"; tail -n 8 "$T/stop2.out" >&2; tail -n 8 "$T/stop1.out" >&2
+          grep '"ev":"round"' "$run/node-1/metrics.jsonl" | tail -n 1 >&2
           fail "stop: peer 1 did not mix with peer 2 again after a pause of $pause s"; }
 done
 # enough rounds for topk:0.1 at gamma 0.2 to reach 1e-3 whatever the load

@@ -60,13 +60,26 @@ note "dpsgd on a ring: the same, bit for bit"
 echo "ok: the documented identities hold"
 
 # A time-varying graph (epidemic learning: random partners every round)
-# runs the gossip version to the end with finite parameters.
+# runs the gossip version to the end with finite parameters, with both of
+# Pier's momentum schedules: every round's outer_mu is docs/outer.md's
+# mu_k = mu * min(1, k/N) * f_k (warm-up N = 2, cosine decay from
+# k0 = floor(0.5 * 6) = 3), computed here from the formula, not the code.
 "$MURMUR" topo gen epidemic -n 4 > "$T/epi.topo" 2>/dev/null
 topo=$T/epi.topo
-run4 epi 4 --outer nesterov --local-steps 2
+run4 epi 6 --outer nesterov --local-steps 2 --outer-momentum-warmup 2 --outer-momentum-decay cosine:0.5
 topo=$T/ring.topo
 grep '"ev":"end"' "$T/epi/node-0/metrics.jsonl" | grep -q '"reason":"done"' || fail "epidemic: peer 0 did not end done"
-echo "ok: the outer optimizer on an epidemic (time-varying) graph"
+mus=$(grep '"ev":"round"' "$T/epi/node-0/metrics.jsonl" | sed -n 's/.*"outer_mu":\([0-9.e-]*\).*/\1/p' | tr '\n' ' ')
+echo "$mus" | awk '{
+    if (NF != 6) { print "outer_mu in " NF " round lines, not 6"; exit 1 }
+    for (k = 0; k < 6; k++) {
+        w = k < 2 ? k / 2 : 1; f = 1
+        if (k >= 3) f = (1 + cos(3.141592653589793 * (k - 3) / 3)) / 2
+        want = 0.9 * w * f; got = $(k + 1)
+        if (got - want > 1e-6 || want - got > 1e-6) { print "round " k ": outer_mu " got ", want " want; exit 1 } } }' ||
+    fail "the momentum schedule (warm-up 2, cosine decay from 0.5) is not the documented one: $mus"
+note "warm-up 2, cosine decay from round 3 of 6: outer_mu $mus"
+echo "ok: the outer optimizer on an epidemic (time-varying) graph, with Pier's schedules"
 
 # 2. DiLoCo: the steps, then the exact average and one outer step on every peer
 run4 diloco 6 --algo allreduce --local-steps 2 --outer nesterov

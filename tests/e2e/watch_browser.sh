@@ -46,8 +46,8 @@ until curl -sf "$url" > /dev/null; do
 done
 r=$(q '#round' round)
 "$CDP" chromium-headless-shell "$T/profile1" 1600x1000 "$url" \
-    "wait:30:$r > 0" "print:'round ' + $r" \
-    "wait:20:Number(document.body.dataset.updates) >= 3" \
+    "wait:30:(window.r0 = $r) > 0" "print:'round ' + window.r0" \
+    "wait:60:Number(document.body.dataset.updates) >= 3 && $r > window.r0" \
     "print:'round ' + $r" \
     "wait:30:$(q '#chart-consensus' points) > 0" \
     "print:'consensus points ' + $(q '#chart-consensus' points)" \
