@@ -120,7 +120,7 @@ wait_rounds "$runb" 0 30
 wb0=$(waited); cb0=$(cpu_ticks); rb0=$(all_rounds)
 before=$(rate "$runb" 0 1 3)
 wb1=$(waited); cb1=$(cpu_ticks); rb1=$(all_rounds)
-kill -STOP "$p2"; injected=$((injected + 1))
+sigstop "$p2" || fail "peer 2 did not stop on SIGSTOP within 5 s"; injected=$((injected + 1))
 s2=$(rounds_done "$(m "$runb" 2)")
 w0=$(waited); c0=$(cpu_ticks); r0=$(all_rounds)
 during=$(rate "$runb" 0 1 3)
