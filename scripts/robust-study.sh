@@ -16,19 +16,28 @@
 # spread of honest-clip (the two seeds' difference), or 0.01 if that is
 # smaller. Exit status 1 when it fails, 2 on a failed run.
 #
-#   scripts/robust-study.sh [-o DIR] [-p BASE_PORT] [-k KIND] [-F F] [-s "SEEDS"]
+#   scripts/robust-study.sh [-o DIR] [-p BASE_PORT] [-k KIND] [-F F | -X X] [-s "SEEDS"]
+#                           [-r "RUNS"]
+#
+# -r: only these of the runs above (the check needs honest-clip and
+# attack-clip; without them it is skipped).
+# -X X: the fixed radius --clip-pull X instead of --robust-clip F (the
+# "-clip" runs then use it).
 #
 # Environment: MURMUR_DATA (default data/brown, `make data`), ROUNDS
 # (default 200).
 set -u
 cd "$(dirname "$0")/.." || exit 2
-out=runs/robust-study; port=27100; kind=scale=-1; F=2; seeds="1 2"
+out=runs/robust-study; port=27100; kind=scale=-1; clip="--robust-clip 2"; seeds="1 2"
+runs="honest honest-clip attack-clip attack"
 while [ $# -gt 0 ]; do
     case "$1" in
     -o) out=${2:?-o DIR}; shift ;;
     -p) port=${2:?-p BASE_PORT}; shift ;;
     -k) kind=${2:?-k KIND}; shift ;;
-    -F) F=${2:?-F F}; shift ;;
+    -F) clip="--robust-clip ${2:?-F F}"; shift ;;
+    -X) clip="--clip-pull ${2:?-X X}"; shift ;;
+    -r) runs=${2:?-r RUNS}; shift ;;
     -s) seeds=${2:?-s SEEDS}; shift ;;
     -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
     *) echo "robust-study: unknown argument $1 (see --help)" >&2; exit 2 ;;
@@ -47,6 +56,7 @@ trap 'for p in $pids; do kill "$p" 2>/dev/null; done; exit 130' INT TERM
 # unless it is "none"; prints the 7 honest peers' final accuracy figures
 run() {
     name=$1; seed=$2; poison=$3; shift 3
+    case " $runs " in *" $name "*) ;; *) return 0 ;; esac
     dir=$out/$name/s$seed
     rm -rf "$dir"; mkdir -p "$dir"
     pids=""; start=$(date +%s)
@@ -76,12 +86,14 @@ run() {
 }
 
 echo "run,seed,val_acc_mean,val_acc_min,val_acc_max,val_loss_mean,failed_peers,seconds" > "$out/robust.csv"
-echo "robust-study: 8-peer ring, $rounds rounds, peer 3 --test-poison $kind, --robust-clip $F; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "robust-study: 8-peer ring, $rounds rounds, peer 3 --test-poison $kind, $clip; load $(cut -d' ' -f1-3 /proc/loadavg)"
 first=${seeds%% *}
 for s in $seeds; do
     run honest "$s" none
-    run honest-clip "$s" none --robust-clip "$F"
-    run attack-clip "$s" "$kind" --robust-clip "$F"
+    # shellcheck disable=SC2086
+    run honest-clip "$s" none $clip
+    # shellcheck disable=SC2086
+    run attack-clip "$s" "$kind" $clip
     [ "$s" = "$first" ] && run attack "$s" "$kind"
 done
 echo "robust-study: load $(cut -d' ' -f1-3 /proc/loadavg) at the end; $out/robust.csv"
@@ -89,9 +101,11 @@ echo "robust-study: load $(cut -d' ' -f1-3 /proc/loadavg) at the end; $out/robus
 awk -F, 'NR > 1 { acc[$1 "," $2] = $3; if ($1 == "honest-clip") hc[++n] = $3; if ($7 > 0 && $1 != "attack") bad = 1 }
     END {
         if (bad) { print "robust-study: a run other than attack had a failed peer"; exit 2 }
+        if (n == 0) { print "robust-study: no honest-clip run: no check"; exit 0 }
         spread = n > 1 ? hc[1] - hc[2] : 0; if (spread < 0) spread = -spread
         tol = spread > 0.01 ? spread : 0.01; fail = 0
         for (k in acc) { split(k, p, ","); if (p[1] != "attack-clip") continue
+            if (!(("honest-clip," p[2]) in acc)) continue
             d = acc[k] - acc["honest-clip," p[2]]
             printf "robust-study: seed %s: attack-clip - honest-clip = %+.4f (tolerance %.4f, the seed spread of honest-clip %.4f)\n", p[2], d, tol, spread
             if (d < -tol) fail = 1 }

@@ -44,9 +44,3 @@ count_ev() { awk -v e="\"ev\":\"$2\"" 'index($0, e) { n++ } END { print n + 0 }'
 # life_rounds FILE: round lines since the last start line (this life's).
 life_rounds() { awk '/"ev":"start"/ { c = 0 } /"ev":"round"/ { c++ } END { print c + 0 }' "$1" 2>/dev/null || echo 0; }
 
-# all_stopped PID: every thread of PID is stopped (SIGSTOP has taken effect)
-all_stopped() {
-    for st in /proc/"$1"/task/*/stat; do
-        [ "$(cut -d' ' -f3 "$st" 2>/dev/null)" = T ] || return 1
-    done
-}
