@@ -7,8 +7,8 @@
 # round lines, rounds 10..end, so start-up is left out).
 #   scripts/bench-metrics.sh scrape|plain OUT [ROUNDS]
 # Paired A B A B with farm-bench (docs/metrics.md has the figures):
-#   farm-bench -n 5 --timeout 900 -- sh scripts/bench-metrics.sh scrape /tmp/b.txt \
-#       --vs 'sh scripts/bench-metrics.sh plain /tmp/b.txt'
+#   farm-bench -n 5 --timeout 900 --vs 'sh scripts/bench-metrics.sh plain /tmp/b.txt' \
+#       -- sh scripts/bench-metrics.sh scrape /tmp/b.txt
 set -eu
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 [ $# -ge 2 ] || { echo "usage: $0 scrape|plain OUT [ROUNDS]" >&2; exit 2; }
@@ -42,7 +42,12 @@ if [ "$mode" = scrape ]; then
         sleep 1
     done
 fi
-for p in $pids; do wait "$p"; done
+k=0
+for p in $pids; do
+    st=0; wait "$p" || st=$?
+    [ $st -eq 0 ] || { echo "bench-metrics: peer $k exited $st; its run kept in $T.failed" >&2; cp -r "$T" "$T.failed"; exit 1; }
+    k=$((k + 1))
+done
 pids=""
 awk -v mode="$mode" -v s="$scrapes" '/"ev":"round"/ {
         r = $0; sub(/.*"round":/, "", r); sub(/,.*/, "", r)
