@@ -159,6 +159,13 @@ typedef struct {
  * self_weight = 1. */
 int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
 
+/* The peers that ever send to `me`: the in-neighbours of every round of
+ * the schedule, marked in senders[mm_topo_n] (the others false). Returns
+ * their number, or -1 (senders unspecified) when the schedule never
+ * repeats (random matching, epidemic: any peer may, eventually) or out of
+ * memory. */
+int mm_topo_senders(const mm_topology *t, uint32_t me, bool *senders);
+
 /* Dense W for round r, row-major n*n doubles (caller frees). For tools and
  * tests, not for the per-round path. */
 double *mm_topo_matrix(const mm_topology *t, uint64_t round);

@@ -504,8 +504,9 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "%u runs %s", id, name ? name : theirs, cfg->self_id,
                            mm_algo_name(cfg->algo));
     }
+    /* (the fraction bit for bit: -0.0 is not 0) */
     if (hello.codec != cfg->codec || hello.codec_block != cfg->codec_block ||
-        !(hello.codec_frac == cfg->codec_frac))
+        memcmp(&hello.codec_frac, &cfg->codec_frac, sizeof hello.codec_frac) != 0)
         return mm__conn_refuse(c, &t->st.bad_config, "codec differs: peer %u sends codec %u "
                            "(block %u, fraction %.17g), peer %u codec %u (block %u, fraction "
                            "%.17g)", id, hello.codec, hello.codec_block, hello.codec_frac,
@@ -849,6 +850,7 @@ void mm__conn_start(conn *c)
     c->rx.codec = t->cfg.codec;
     c->rx.max_body = t->cfg.max_body;
     c->rx.allow_chunks = t->cfg.allow_chunks;
+    c->rx.copies = t->cfg.copies;
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
         mm__conn_set_state(c, C_HELLO);

@@ -68,6 +68,8 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
                                        "an accept() error libuv reported")                  \
     X(bad_codec, MM_CTR_REFUSED, "a body in another codec, or one its codec refuses")       \
     X(bad_config, MM_CTR_REFUSED, "a HELLO naming another algorithm or codec")              \
+    X(not_neighbour, MM_CTR_REFUSED, "a VECTOR from a cluster member that is not an "        \
+                                     "in-neighbour (its connection closed)")                \
     X(tls_queued_peak, MM_CTR_END, "TLS: the most ciphertext one connection held at once "  \
                                    "(bytes; at most MM_TLS_QUEUE_MAX)")
 

@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <stdio.h>
@@ -141,6 +142,20 @@ void mm__tr_refusal(mm_transport *t, const conn *c, mm_refusal_code code, bool b
         t->cb.on_refused(t->cb.ud, &r);
 }
 
+/* Whether the other end of c has closed its side: a FIN (or an error)
+ * is in the socket, read or not. A peer that redials has closed the
+ * connection its new one replaces, even when we have not read that far
+ * (we were not reading it: its vector lent, our process stopped); a
+ * second process with its id has not. */
+static bool hung_up(conn *c)
+{
+    uv_os_fd_t fd;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) != 0)
+        return true;
+    struct pollfd pf = {.fd = fd, .events = POLLIN | POLLRDHUP};
+    return poll(&pf, 1, 0) == 1 && (pf.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
 bool mm__tr_id_clash(mm_transport *t, conn *c, uint32_t id)
 {
     peer *p = &t->peers[id];
@@ -153,7 +168,7 @@ bool mm__tr_id_clash(mm_transport *t, conn *c, uint32_t id)
         return true;
     }
     conn *old = p->conn;
-    if (c->dialer || !old || old == c || old->st != C_UP || old->leaving)
+    if (c->dialer || !old || old == c || old->st != C_UP || old->leaving || hung_up(old))
         return false;
     /* A live connection of this peer is about to be replaced: a restart
      * whose old connection we have not seen die does that once; two
@@ -276,6 +291,10 @@ void mm__tr_conn_closed(mm_transport *t, conn *c)
 void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
                const uint8_t *body, size_t body_len)
 {
+    if (t->senders && !t->senders[c->peer])
+        return mm__conn_refuse(c, &t->st.not_neighbour, "vector from peer %u, which is no "
+                               "in-neighbour of peer %u in any round of the topology",
+                               (unsigned)c->peer, t->cfg.self_id);
     uint64_t w = t->cfg.round_window, cur = t->round;
     uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
     if (h->round < lo || h->round > hi)
@@ -722,6 +741,14 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
     struct sockaddr_storage listen_ss;
     if (resolve_addrs(t, &cfg, &listen_ss, err, errlen) < 0)
         goto fail;
+    if (cfg.senders) {
+        if (!(t->senders = malloc(cfg.n_peers * sizeof *t->senders))) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        memcpy(t->senders, cfg.senders, cfg.n_peers * sizeof *t->senders);
+    }
+    cfg.senders = NULL; /* (kept in t->senders) */
     cfg.addrs = NULL; /* not kept: the caller's strings may go away */
     cfg.listen_addr = NULL;
     t->cfg = cfg;
@@ -751,6 +778,7 @@ fail:
         if (t->ctx)
             SSL_CTX_free(t->ctx);
         free(t->dialer_ips);
+        free(t->senders);
         free(t->peers);
     }
     free(t);
@@ -803,26 +831,11 @@ int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t round,
     peer *p = &t->peers[peer_id];
     mm_wire_vec m = *meta;
     uint8_t *owned = NULL;
-    const char *poison = t->cfg.test_poison;
     const void *out = body;
-    if (poison && !strncmp(poison, "weight=", 7)) {
-        /* the vector as it is, with a push-sum weight it does not have */
-        m.weight = strtod(poison + 7, NULL);
-    } else if (poison && m.codec == MM_WIRE_CODEC_FP32) {
-        owned = malloc(body_len);
-        if (!owned)
-            return -1;
-        float *o = (float *)owned;
-        memcpy(o, body, body_len);
-        if (!strcmp(poison, "huge")) {
-            /* finite, so the wire lets it through: an absurd norm is for
-             * the receiver's --clip-pull to bound, not for the transport */
-            for (uint64_t i = 0; i < m.count; i++)
-                o[i] = o[i] * MM_POISON_HUGE_SCALE + MM_POISON_HUGE_SCALE;
-        } else {
-            o[m.count / 2] = !strcmp(poison, "nan") ? NAN : INFINITY;
-        }
-        out = o;
+    if (t->cfg.tamper &&
+        t->cfg.tamper(t->cfg.tamper_ud, peer_id, &m, &out, &body_len, &owned) != 0) {
+        free(owned);
+        return -1;
     }
     uint8_t vh[MM_WIRE_VEC_HDR];
     mm_wire_put_vec(vh, &m);
@@ -876,6 +889,7 @@ void mm_transport_free(mm_transport *t)
         free(t->peers[i].rxbuf);
     free(t->peers);
     free(t->dialer_ips);
+    free(t->senders);
     if (t->ctx)
         SSL_CTX_free(t->ctx);
     free(t);

@@ -92,7 +92,7 @@ typedef struct {
     void (*on_refused)(void *ud, const mm_refusal *r);
 } mm_transport_callbacks;
 
-#define MM_POISON_HUGE_SCALE 1000.0f
+#define MM_ROUND_WINDOW_NONE UINT64_MAX
 
 typedef struct {
     uint32_t self_id;
@@ -130,6 +130,16 @@ typedef struct {
     /* Allow vectors that describe part of the vector (offset, count):
      * all-reduce's chunks. Off: whole vectors only. */
     bool allow_chunks;
+    /* Compressed gossip (murmur node --compress): RESET frames carry a
+     * public copy (docs/protocol.md 6.10). Off: a RESET flag is refused
+     * (bad_type). */
+    bool copies;
+    /* The peers that may send us vectors (n_peers entries, copied), e.g.
+     * the in-neighbours of every round of the topology; NULL: any peer. A
+     * VECTOR from another is refused and counted (not_neighbour): the node
+     * would never take it, and a vector not taken would hold that peer's
+     * connection unread for the whole run. */
+    const bool *senders;
 
     /* TLS 1.3 with mutual authentication, unless plaintext is set. */
     bool plaintext;
@@ -143,7 +153,8 @@ typedef struct {
     uint32_t backoff_min_ms, backoff_max_ms; /* reconnect (default 100, 5000) */
     uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000, +1 ms per KiB of payload) */
 
-    /* Rounds accepted are within [current - window, current + window]. */
+    /* Rounds accepted are within [current - window, current + window];
+     * MM_ROUND_WINDOW_NONE: any (murmur node's async). */
     uint64_t round_window;          /* default 1000 */
     uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
     /* Unauthenticated conns from all addresses that are not a lower-id
@@ -153,13 +164,15 @@ typedef struct {
      * [16, 1024]; see mm_transport_default_max_pending(). */
     uint32_t max_pending_conns;
 
-    /* Test-only: corrupt outgoing vectors; NULL off. "nan", "inf": one
-     * float becomes NaN/+Inf (the receiver refuses the frame); "huge":
-     * every float x becomes (x + 1) * MM_POISON_HUGE_SCALE, finite but of
-     * absurd norm (accepted by the wire; --clip-pull bounds its effect);
-     * "weight=X": the vector unchanged, sent with push-sum weight X
-     * (strtod) instead of the real one. */
-    const char *test_poison;
+    /* Test-only: called on every outgoing vector, so that tests can play
+     * a neighbour that sends what an honest murmur never does (node/poison.h,
+     * murmur node --test-poison); NULL: vectors go as given. It may change
+     * *m, and point *body at a buffer of *len bytes that it allocated and
+     * returns in *owned (freed with the frame). -1: out of memory (the send
+     * fails). to: the receiving peer. */
+    int (*tamper)(void *ud, uint32_t to, mm_wire_vec *m, const void **body, size_t *len,
+                  uint8_t **owned);
+    void *tamper_ud;
 } mm_transport_config;
 
 /* Create and start listening. NULL on error with the reason in err.

@@ -33,7 +33,7 @@ typedef struct out_item {
     uint64_t round;
     uint32_t peer;
     bool is_vec;
-    uint8_t *owned;          /* test_poison copy, freed with the item */
+    uint8_t *owned;          /* the tamper hook's body, freed with the item */
     /* A large payload's CRC is computed a slice per loop iteration
      * (transport.c) so a vector of hundreds of MB never stalls the loop;
      * the frame waits in its connection's queue until ready. */
@@ -157,6 +157,8 @@ struct mm_transport {
     char (*dialer_ips)[INET6_ADDRSTRLEN];
     uint32_t n_dialer_ips;
     uint64_t accept_err_logged;  /* when a failed accept() was last logged */
+    /* [n_peers]: the peers whose vectors we take (cfg.senders); NULL: any */
+    bool *senders;
 };
 
 uint64_t mm_now_ms(mm_transport *t);

@@ -179,6 +179,7 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     rx->max_body = keep.max_body;
     rx->codec = keep.codec;
     rx->allow_chunks = keep.allow_chunks;
+    rx->copies = keep.copies;
     rx->vec_buf = keep.vec_buf;
     rx->hello_done = keep.hello_done;
 }
@@ -232,9 +233,23 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
         return fail(rx, MM_WIRE_E_TYPE);
     }
     bool reset = v->flags & MM_VEC_RESET;
-    if (v->codec != codec(rx) && !(reset && v->codec == MM_WIRE_CODEC_FP32)) {
-        snprintf(rx->why, sizeof rx->why, "codec %u, but this connection agreed on codec %u%s",
-                 v->codec, codec(rx), reset ? "" : " (fp32 only with the RESET flag)");
+    if (reset && !rx->copies) {
+        snprintf(rx->why, sizeof rx->why, "RESET flag on a connection without compressed "
+                 "gossip (a public copy needs --compress on both ends)");
+        return fail(rx, MM_WIRE_E_TYPE);
+    }
+    /* A RESET body is the whole copy in fp32 whatever the agreed codec, so
+     * that it is exactly 4 * count bytes and checked for NaN/Inf below: a
+     * RESET in another codec would make its receiver take 4 * count bytes
+     * from a body that is shorter. */
+    if (reset ? v->codec != MM_WIRE_CODEC_FP32 : v->codec != codec(rx)) {
+        if (reset)
+            snprintf(rx->why, sizeof rx->why, "RESET in codec %u: a RESET body is fp32 "
+                     "(codec 1)", v->codec);
+        else
+            snprintf(rx->why, sizeof rx->why, "codec %u, but this connection agreed on "
+                     "codec %u%s", v->codec, codec(rx),
+                     v->codec == MM_WIRE_CODEC_FP32 ? " (fp32 only with the RESET flag)" : "");
         return fail(rx, MM_WIRE_E_CODEC);
     }
     if (!isfinite(v->aux)) {

@@ -116,8 +116,9 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
  *
  * A VECTOR's vector header is checked the moment it has arrived, before its
  * body is read: the weight (finite, and the connection's rule:
- * MM_WIRE_E_WEIGHT), the codec (the negotiated one, or fp32 with RESET:
- * MM_WIRE_E_CODEC), the flags and reserved bits (MM_WIRE_E_TYPE), aux
+ * MM_WIRE_E_WEIGHT), the codec (the negotiated one; fp32, and only fp32,
+ * with RESET: MM_WIRE_E_CODEC), the flags and reserved bits
+ * (MM_WIRE_E_TYPE; RESET only where copies is set), aux
  * finite (MM_WIRE_E_VALUES), offset and count within the vector (whole
  * vectors only unless allow_chunks: MM_WIRE_E_LENGTH), and the body's
  * length (exactly 4 * count for fp32; at most max_body for other codecs,
@@ -137,6 +138,7 @@ typedef struct {
     uint64_t max_body;     /* bytes; 0: 4 * vec_len (fp32) */
     uint8_t codec;         /* the negotiated codec; 0: fp32 */
     bool allow_chunks;     /* offset/count may describe part of the vector */
+    bool copies;           /* compressed gossip: RESET frames may come (public copies) */
     uint8_t *vec_buf;
 
     uint8_t hdr_raw[MM_WIRE_HDR_LEN];

@@ -34,8 +34,12 @@ struct mm__choco {
     uint64_t seq;           /* encodes so far (x_hat_i moved seq times) */
 
     /* sender side, per peer: what it holds of x_hat_i */
-    bool *synced;           /* it holds x_hat_i as of encode sent_seq */
-    uint64_t *sent_seq, *sent_ups, *sent_lost;
+    bool *synced;           /* it was sent x_hat_i as of encode sent_seq ... */
+    uint64_t *sent_seq, *sent_exchange, *sent_lost; /* ... in that exchange, with
+                                                     * that many losses before */
+    bool *sent_reset;       /* ... as a RESET */
+    uint64_t *chain;        /* the connection (ups) on which it holds x_hat_i as of
+                             * the frame before that one; 0: none */
 
     /* receiver side, per peer: our copy of its x_hat */
     float **copy;
@@ -48,31 +52,10 @@ struct mm__choco {
 /* In-neighbours over the topology's schedule: one copy each. */
 static int count_in_peers(const mm_topology *topo, uint32_t id, uint32_t n)
 {
-    int period = mm_topo_period(topo);
-    if (period <= 0)
-        return (int)n - 1; /* random schedules: anyone, eventually */
-    int deg = mm_topo_max_degree(topo);
-    mm_neighbour *in = calloc((size_t)(deg > 0 ? deg : 1), sizeof *in);
-    mm_neighbour *out = calloc((size_t)(deg > 0 ? deg : 1), sizeof *out);
-    bool *seen = calloc(n, sizeof *seen);
-    int count = 0;
-    if (in && out && seen)
-        for (int r = 0; r < period; r++) {
-            mm_round_view v = {.in = in, .out = out};
-            if (mm_topo_round(topo, id, (uint64_t)r, &v) != 0)
-                break;
-            for (int k = 0; k < v.n_in; k++)
-                if (!seen[v.in[k].peer]) {
-                    seen[v.in[k].peer] = true;
-                    count++;
-                }
-        }
-    else
-        count = (int)n - 1;
-    free(in);
-    free(out);
-    free(seen);
-    return count;
+    bool *senders = calloc(n, sizeof *senders);
+    int count = senders ? mm_topo_senders(topo, id, senders) : -1;
+    free(senders);
+    return count >= 0 ? count : (int)n - 1; /* random schedules: anyone, eventually */
 }
 
 mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
@@ -137,12 +120,15 @@ mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint3
     ch->self = malloc(4 * P);
     ch->synced = calloc(n, sizeof *ch->synced);
     ch->sent_seq = calloc(n, sizeof *ch->sent_seq);
-    ch->sent_ups = calloc(n, sizeof *ch->sent_ups);
+    ch->sent_exchange = calloc(n, sizeof *ch->sent_exchange);
+    ch->sent_reset = calloc(n, sizeof *ch->sent_reset);
+    ch->chain = calloc(n, sizeof *ch->chain);
     ch->sent_lost = calloc(n, sizeof *ch->sent_lost);
     ch->copy = calloc(n, sizeof *ch->copy);
     ch->valid = calloc(n, sizeof *ch->valid);
     ch->copy_ups = calloc(n, sizeof *ch->copy_ups);
-    if (!ch->self || !ch->synced || !ch->sent_seq || !ch->sent_ups || !ch->sent_lost ||
+    if (!ch->self || !ch->synced || !ch->sent_seq || !ch->sent_exchange || !ch->sent_lost ||
+        !ch->sent_reset || !ch->chain ||
         !ch->copy || !ch->valid || !ch->copy_ups) {
         snprintf(err, errlen, "out of memory for the public copies");
         goto fail;
@@ -164,7 +150,9 @@ void mm__choco_free(mm__choco *ch)
     free(ch->self);
     free(ch->synced);
     free(ch->sent_seq);
-    free(ch->sent_ups);
+    free(ch->sent_exchange);
+    free(ch->sent_reset);
+    free(ch->chain);
     free(ch->sent_lost);
     if (ch->copy)
         for (uint32_t p = 0; p < ch->n; p++)
@@ -191,6 +179,26 @@ void mm__choco_wire(const mm__choco *ch, uint8_t *codec, uint32_t *block, double
     *max_body = q > 4 * (uint64_t)ch->P ? q : 4 * (uint64_t)ch->P; /* a RESET is fp32 */
 }
 
+/* Whether out-neighbour p holds x_hat_i as it was before this exchange's
+ * encode: the previous encode's frame reached the connection that is up
+ * now, nothing sent to p was lost since, and that frame was a RESET or
+ * extended a copy p held on that same connection. "Reached" is where the
+ * mailbox wrote it, not where it was queued: a frame queued while p was
+ * connecting is the first on the new connection (the old rule, the
+ * connection at queueing time, sent every link two RESETs at start). A
+ * frame still pending (p not up, or the loop not there yet) would be
+ * replaced by this one, and lost. Updates chain[p] to the connection on
+ * which p holds the copy as of that frame. */
+static bool holds_copy(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
+{
+    uint64_t on = 0;
+    if (ch->synced[p] && pv->written_exchange == ch->sent_exchange[p] &&
+        ch->sent_lost[p] == pv->lost)
+        on = ch->sent_reset[p] || ch->chain[p] == pv->written_ups ? pv->written_ups : 0;
+    ch->chain[p] = on;
+    return on != 0 && on == pv->ups && ch->sent_seq[p] + 1 == ch->seq && !pv->send_pending;
+}
+
 int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *x,
                    const mm_round_view *v, char *err, size_t errlen)
 {
@@ -213,13 +221,7 @@ int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *
         uint32_t p = v->out[k].peer;
         mm__peer_view pv;
         mm__mbox_peer(mb, p, &pv);
-        /* It holds x_hat_i as before this q only if it got the previous
-         * encode's frame, on this connection, with nothing lost since. A
-         * previous frame still pending (the peer not up, or the loop not
-         * there yet) would be replaced by this one, and lost. */
-        bool holds = ch->synced[p] && ch->sent_seq[p] + 1 == ch->seq &&
-                     ch->sent_ups[p] == pv.ups && ch->sent_lost[p] == pv.lost &&
-                     !pv.send_pending;
+        bool holds = holds_copy(ch, p, &pv);
         mm_wire_vec meta = {.weight = 1.0, .codec = (uint8_t)ch->spec.kind, .copy_crc = crc,
                             .count = ch->P};
         if (holds) {
@@ -238,7 +240,8 @@ int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *
         }
         ch->synced[p] = true;
         ch->sent_seq[p] = ch->seq;
-        ch->sent_ups[p] = pv.ups;
+        ch->sent_exchange[p] = e;
+        ch->sent_reset[p] = !holds;
         /* (a send dropped from now on shows as a new loss) */
         mm__mbox_peer(mb, p, &pv);
         ch->sent_lost[p] = pv.lost;
@@ -251,11 +254,18 @@ bool mm__choco_take(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
     char why[200];
     uint32_t crc = 0;
     if (pv->meta.flags & MM_VEC_RESET) {
+        if (pv->meta.codec != MM_WIRE_CODEC_FP32 || pv->body_len != 4 * ch->P) {
+            /* (the wire refuses these: never read past the body received) */
+            mm_error("peer %u's RESET is %zu bytes of codec %u, not %zu of fp32: ignored", p,
+                     pv->body_len, pv->meta.codec, 4 * ch->P);
+            ch->valid[p] = false;
+            return false;
+        }
         if (!ch->copy[p] && !(ch->copy[p] = malloc(4 * ch->P))) {
             mm_error("out of memory for peer %u's public copy", p);
             return false;
         }
-        memcpy(ch->copy[p], pv->body, 4 * ch->P); /* (the wire checked: finite, 4P bytes) */
+        memcpy(ch->copy[p], pv->body, 4 * ch->P); /* (the wire checked: fp32, finite) */
         crc = mm_choco_crc(ch->copy[p], ch->P);
         ch->st.resets_recv++;
         ch->copy_ups[p] = pv->vector_ups;

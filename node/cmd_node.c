@@ -10,6 +10,7 @@
 #include "node/node.h"
 #include "node/options.h"
 #include "node/peers.h"
+#include "node/poison.h"
 
 static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
@@ -69,9 +70,9 @@ static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
 
 static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 {
-    if (strcmp(arg, "nan") && strcmp(arg, "inf") && strcmp(arg, "huge") &&
-        strncmp(arg, "weight=", 7)) {
-        snprintf(err, errlen, "is nan, inf, huge or weight=X, not '%s'", arg);
+    if (!mm_poison_kind_ok(arg)) {
+        snprintf(err, errlen, "is nan, inf, huge, weight=X, reset-codec, reset-short or "
+                 "reset-long, not '%s'", arg);
         return -1;
     }
     *(const char **)dst = arg;
@@ -224,7 +225,9 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "stream", .given = &c->jitter_seed_given, .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
                "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
-               "push-sum weight X)", .parse = parse_poison,
+               "push-sum weight X), or with --compress reset-codec | reset-short | reset-long "
+               "(RESETs in the agreed codec, a float short, a float long)",
+               .parse = parse_poison,
                .hide_default = true),
     };
     int n = 0;

@@ -55,6 +55,11 @@ typedef struct {
     uint64_t ups;            /* times its connection came up (a new connection) */
     uint64_t lost;           /* sends to it dropped or failed (never written whole) */
     uint64_t vector_ups;     /* ups when the waiting vector was delivered */
+    /* The last send handed to the transport (written to a connection that
+     * was up): its exchange (UINT64_MAX: none yet, or handed back) and the
+     * ups of that connection. A send pending while the peer connects goes
+     * out on the new connection: this says which. */
+    uint64_t written_exchange, written_ups;
 } mm__peer_view;
 
 /* What the transport said about a peer's refused connections and failed

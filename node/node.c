@@ -24,6 +24,7 @@
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
+#include "node/poison.h"
 
 void mm_node_config_defaults(mm_node_config *c)
 {
@@ -66,6 +67,7 @@ typedef struct {
     mm__mbox *mb;
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
+    mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
     mm_link_stats *links;           /* [n]: the transport's counters per peer, for the mailbox */
@@ -243,10 +245,24 @@ static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errle
     return 0;
 }
 
+/* The peers whose vectors this peer takes, into senders[n]: its
+ * in-neighbours over the schedule, or for the all-reduce the ring's
+ * previous peer. False: any (a schedule that never repeats). */
+static bool senders_of(const node *nd, const mm_topology *topo, bool *senders)
+{
+    if (nd->cfg->algo == MM_ALGO_ALLREDUCE) {
+        memset(senders, 0, nd->n * sizeof *senders);
+        senders[(nd->id + nd->n - 1) % nd->n] = true;
+        return true;
+    }
+    return mm_topo_senders(topo, nd->id, senders) >= 0;
+}
+
 /* The transport's configuration for this peer. The TLS file names live in
  * tls (which must outlive the transport's creation). */
-static int transport_config(node *nd, char **addrs, mm_tls_files *tls,
-                            mm_transport_config *tc, char *err, size_t errlen)
+static int transport_config(node *nd, const mm_topology *topo, char **addrs,
+                            mm_tls_files *tls, bool *senders, mm_transport_config *tc,
+                            char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     memset(tc, 0, sizeof *tc);
@@ -270,6 +286,13 @@ static int transport_config(node *nd, char **addrs, mm_tls_files *tls,
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
+    tc->copies = c->compress != NULL;
+    tc->senders = senders_of(nd, topo, senders) ? senders : NULL;
+    /* async: a neighbour far ahead or behind is a straggler, and what it
+     * sends is copied out at once (one copy per neighbour whatever its
+     * round): no window (docs/protocol.md, "Rounds") */
+    if (c->algo == MM_ALGO_ASYNC)
+        tc->round_window = MM_ROUND_WINDOW_NONE;
     /* (all-reduce leaves codec 0: fp32, the transport's default) */
     if (tc->codec && tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
         return -1;
@@ -286,7 +309,15 @@ static int transport_config(node *nd, char **addrs, mm_tls_files *tls,
     tc->peer_timeout_ms = (uint32_t)c->peer_timeout_ms;
     tc->max_pending_conns = (uint32_t)c->max_pending;
     tc->heartbeat_ms = (uint32_t)(c->peer_timeout_ms / 4 > 0 ? c->peer_timeout_ms / 4 : 1);
-    tc->test_poison = c->test_poison;
+    if (c->test_poison) {
+        mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
+                              .frac = tc->codec_frac};
+        if (!(nd->poison = mm_poison_new(c->test_poison, tc->codec ? &spec : NULL,
+                                          tc->vec_len, nd->n, err, errlen)))
+            return -1;
+        tc->tamper = mm_poison_tamper;
+        tc->tamper_ud = nd->poison;
+    }
     return 0;
 }
 
@@ -458,12 +489,15 @@ int mm_node_run(const mm_node_config *c)
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                  .on_refused = on_refused, .ud = nd};
-    if (transport_config(nd, addrs, &tls, &tc, err, sizeof err) != 0 ||
+    bool *senders = calloc(nd->n, sizeof *senders);
+    if (!senders || transport_config(nd, topo, addrs, &tls, senders, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {
-        mm_error("%s", err);
+        mm_error("%s", senders ? err : "out of memory");
+        free(senders);
         uv_close((uv_handle_t *)&nd->wake, NULL);
         goto out;
     }
+    free(senders); /* (the transport keeps its copy) */
     if (c->algo == MM_ALGO_ALLREDUCE) {
         mm_allreduce_config ac = {.t = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),
@@ -510,6 +544,7 @@ out:
     mm__mbox_free(nd->mb);
     mm__trainer_free(nd->trainer);
     mm_codec_free(nd->body_codec);
+    mm_poison_free(nd->poison);
     mm_topo_free(topo);
     mm_peer_addrs_free(addrs, nd->n);
     free(nd->want);

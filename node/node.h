@@ -73,7 +73,7 @@ typedef struct {
     const char *metrics_addr;      /* HOST:PORT of the Prometheus endpoint, or NULL (off) */
     const char *metrics_token_file; /* its bearer token, or NULL */
 
-    const char *test_poison;       /* test-only: "nan", "inf", "huge" */
+    const char *test_poison;       /* test-only: a kind of node/poison.h */
 } mm_node_config;
 
 void mm_node_config_defaults(mm_node_config *c);

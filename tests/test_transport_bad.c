@@ -11,6 +11,7 @@
 #include <openssl/ssl.h>
 #include <pthread.h>
 
+#include "node/poison.h"
 #include "tests/tnet.h"
 
 #define VLEN 1000
@@ -755,6 +756,85 @@ static void two_peers_one_id(void **s)
     assert_int_equal(tn_destroy(&cl), 0);
 }
 
+static bool victim_ups(tn_cluster *cl, void *arg)
+{
+    return cl->node[VICTIM].up[ATT_ID] >= *(int *)arg;
+}
+
+/* The victim takes vectors from its honest neighbour only (cfg.senders:
+ * its in-neighbours over the topology), the honest peer from the victim. */
+static const bool not_attacker[3] = {[HONEST] = true, [VICTIM] = true};
+static void senders_honest(mm_transport_config *c) { c->senders = not_attacker; }
+
+/* A valid VECTOR from a member of the cluster that is no in-neighbour
+ * (issue 27, fault 3): refused, counted as not_neighbour, the connection
+ * closed, never lent to the owner (which would never take it, and the
+ * connection would stay unread for the whole run); its HELLO is accepted
+ * (it is a peer of the cluster), and the honest neighbour still gets
+ * through. With every peer allowed (senders NULL, as before) the same
+ * vector is delivered. */
+static void vector_from_non_neighbour(void **s)
+{
+    (void)s;
+    uint8_t *v = att_vector(1.0f);
+    fixture *f = setup_cluster(false, senders_honest);
+    uint64_t before = stat_at(f, OFF(not_neighbour)), got = f->cl.node[VICTIM].recv_count[ATT_ID];
+    int fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    att_frame(fd, MM_WIRE_VECTOR, ATT_ID, f->round, v, MM_WIRE_VEC_HDR + 4 * VLEN);
+    expect_refused(f, fd, OFF(not_neighbour), before);
+    assert_true(refusal_says(f, "no in-neighbour of peer 2"));
+    assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], got);
+    teardown_cluster(f);
+    f = setup_cluster(false, NULL);
+    fd = att_connect(f);
+    att_hello(fd, ATT_ID, 0xAB, VLEN);
+    att_frame(fd, MM_WIRE_VECTOR, ATT_ID, f->round, v, MM_WIRE_VEC_HDR + 4 * VLEN);
+    int one = 1;
+    assert_true(tn_pump(&f->cl, victim_ups, &one, 5000));
+    tn_run_for(&f->cl, 200);
+    assert_int_equal(f->cl.node[VICTIM].recv_count[ATT_ID], 1);
+    assert_int_equal(stat_at(f, OFF(not_neighbour)), 0);
+    f->cl.node[VICTIM].bad_content = 0; /* (its vector is not the harness's pattern) */
+    teardown_cluster(f);
+    free(v);
+}
+
+
+/* One peer that redials (issue 27, fault 5): it closed its side of each
+ * connection (FIN) before dialling again, but the victim, holding that
+ * peer's last vector (not reading: a busy or SIGSTOPped node), has not
+ * read the FIN, so each new HELLO replaces a connection that still looks
+ * up. That is the same process, not two with one id: never an id clash,
+ * however often within MM_ID_CLASH_WINDOW_MS (two live processes still
+ * are: two_peers_one_id). */
+static void redial_is_not_a_clash(void **s)
+{
+    (void)s;
+    fixture *f = setup_cluster(false, NULL);
+    f->cl.node[VICTIM].hold = true;
+    uint8_t *v = att_vector(1.0f);
+    for (int k = 1; k <= MM_ID_CLASH_REPLACES + 2; k++) {
+        int fd = att_connect(f);
+        att_hello(fd, ATT_ID, 0xAB, VLEN);
+        att_frame(fd, MM_WIRE_VECTOR, ATT_ID, f->round, v, MM_WIRE_VEC_HDR + 4 * VLEN);
+        assert_true(tn_pump(&f->cl, victim_ups, &k, 5000));
+        tn_run_for(&f->cl, 50);
+        shutdown(fd, SHUT_WR); /* this process is done with it: FIN */
+        tn_run_for(&f->cl, 20);
+    }
+    tn_run_for(&f->cl, 200);
+    mm_transport_stats st;
+    mm_transport_get_stats(f->cl.node[VICTIM].t, &st);
+    assert_int_equal(st.id_clash, 0);
+    assert_true(mm_transport_is_up(f->cl.node[VICTIM].t, ATT_ID));
+    f->cl.node[VICTIM].hold = false;
+    mm_transport_release(f->cl.node[VICTIM].t, ATT_ID);
+    free(v);
+    f->cl.node[VICTIM].bad_content = 0; /* (its vectors are not the harness's pattern) */
+    teardown_cluster(f);
+}
+
 typedef struct { uint64_t a, b; } two_counts;
 
 static bool both_mismatch(tn_cluster *cl, void *arg)
@@ -902,7 +982,16 @@ static void config_refusals_named(void **s)
     assert_string_equal(mm_refusal_name(MM_REFUSAL_FINGERPRINT), "bad_fingerprint");
 }
 
-/* A real transport that poisons its vectors (cfg.test_poison). */
+/* A real transport that poisons its vectors (the tamper hook with
+ * node/poison.h, as murmur node --test-poison installs it). */
+static void poison_with(mm_transport_config *c, const char *kind, mm_poison **p)
+{
+    char err[200];
+    assert_non_null(*p = mm_poison_new(kind, NULL, c->vec_len, c->n_peers, err, sizeof err));
+    c->tamper = mm_poison_tamper;
+    c->tamper_ud = *p;
+}
+
 static void poisoned_peer(void **s)
 {
     /* ("huge" is finite: the wire accepts it, see test_transport's poison) */
@@ -911,7 +1000,8 @@ static void poisoned_peer(void **s)
     for (int k = 0; k < 2; k++) {
         fixture *f = setup_cluster(false, NULL);
         mm_transport_config c = tn_config(&f->cl, ATT_ID, NULL);
-        c.test_poison = kinds[k];
+        mm_poison *p;
+        poison_with(&c, kinds[k], &p);
         assert_non_null(tn_start(&f->cl, ATT_ID, &c));
         uint32_t w = VICTIM;
         mm_transport_want(f->cl.node[ATT_ID].t, &w, 1);
@@ -929,6 +1019,7 @@ static void poisoned_peer(void **s)
         /* let the closing finish before the buffer goes */
         tn_run_for(&f->cl, 50);
         teardown_cluster(f);
+        mm_poison_free(p);
         free(v);
     }
 }
@@ -939,7 +1030,8 @@ static void poisoned_huge_is_delivered(void **s)
 {
     fixture *f = setup_cluster(false, NULL);
     mm_transport_config c = tn_config(&f->cl, ATT_ID, NULL);
-    c.test_poison = "huge";
+    mm_poison *p;
+    poison_with(&c, "huge", &p);
     assert_non_null(tn_start(&f->cl, ATT_ID, &c));
     uint32_t w = VICTIM;
     mm_transport_want(f->cl.node[ATT_ID].t, &w, 1);
@@ -955,6 +1047,7 @@ static void poisoned_huge_is_delivered(void **s)
     assert_int_equal(stat_at(f, OFF(bad_values)) + stat_at(f, OFF(bad_length)), bad_before);
     tn_run_for(&f->cl, 50);
     teardown_cluster(f);
+    mm_poison_free(p);
     free(v);
 }
 
@@ -1171,6 +1264,8 @@ int main(void)
         cmocka_unit_test(heartbeat_interval),
         cmocka_unit_test(reconnect_replaces),
         cmocka_unit_test(two_peers_one_id),
+        cmocka_unit_test(redial_is_not_a_clash),
+        cmocka_unit_test(vector_from_non_neighbour),
         cmocka_unit_test(poisoned_peer),
         cmocka_unit_test(tls_claims_other_id),
         cmocka_unit_test(tls_no_cert),

@@ -358,6 +358,7 @@ typedef struct {
     uint8_t codec;
     bool chunks;
     uint64_t max_body;
+    bool copies;
 } vec_conn;
 
 static uint8_t feed_reserved; /* written into the vector header's reserved bytes */
@@ -378,6 +379,7 @@ static mm_rx_event feed_vec(const vec_conn *vc, const mm_wire_vec *m, uint64_t b
     rx->codec = vc->codec;
     rx->allow_chunks = vc->chunks;
     rx->max_body = vc->max_body;
+    rx->copies = vc->copies;
     mm_wire_rx_init(rx);
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1,
                         .payload_len = MM_WIRE_VEC_HDR + body_len};
@@ -460,13 +462,27 @@ static void vector_header_rules(void **s)
     assert_int_equal(feed_vec(&topk, &m, 150, &rx), MM_RX_FRAME);
     assert_int_equal(feed_vec(&topk, &m, 201, &rx), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
-    const vec_conn topk_big = {.codec = 4, .max_body = 4 * N};
+    const vec_conn topk_big = {.codec = 4, .max_body = 4 * N, .copies = true};
     m.codec = MM_WIRE_CODEC_FP32;
     assert_int_equal(feed_vec(&topk_big, &m, 4 * N, &rx), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_CODEC);
     m.flags = MM_VEC_RESET;
     assert_int_equal(feed_vec(&topk_big, &m, 4 * N, &rx), MM_RX_FRAME);
     assert_true(rx.vec.flags & MM_VEC_RESET);
+    /* a RESET is fp32 and exactly 4 n bytes, whatever the agreed codec: in
+     * the agreed codec (a body shorter than the copy it claims to be) it is
+     * refused on its header */
+    m.codec = 4;
+    assert_int_equal(feed_vec(&topk_big, &m, 150, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_CODEC);
+    m.codec = MM_WIRE_CODEC_FP32;
+    assert_int_equal(feed_vec(&topk_big, &m, 4 * N - 4, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+    /* and only where public copies are kept (--compress) */
+    const vec_conn fp_copies = {.copies = true};
+    assert_int_equal(feed_vec(&fp_copies, &m, 4 * N, &rx), MM_RX_FRAME);
+    assert_int_equal(feed_vec(&fp, &m, 4 * N, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_TYPE);
 }
 
 /* HELLO v3: every field round-trips; its reserved bytes must be 0. */

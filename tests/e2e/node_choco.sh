@@ -44,6 +44,28 @@ st=0
     --compress topk:0.1 --algo pushsum --run-dir "$T/mem" > "$T/algo.out" 2>&1 || st=$?
 [ $st -eq 2 ] && grep -q "dpsgd only" "$T/algo.out" || fail "pushsum with --compress: exit $st"
 
+# --- 0b. no fault: one RESET per link ---------------------------------------
+# A link's first frame is a RESET and, with nothing lost, the only one: the
+# first frame, queued while the neighbour was connecting, goes out on the
+# new connection and counts as sent there (before issue 27 every link got
+# two, exchanges 0 and 1). Ring of 4: two out-neighbours each.
+port=$(free_ports 4)
+for k in 0 1 2 3; do
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring.topo" --base-port $port \
+        --plaintext --no-train --vector-len 1000 --compress int8 --rounds 20 --log-every 0 \
+        --eval-every 0 --checkpoint-every 0 --start-timeout 60000 --round-timeout 60000 \
+        --run-dir "$T/once" > "$T/once$k.out" 2>&1 &
+    eval "o$k=\$!"; E2E_PIDS="$E2E_PIDS $!"
+done
+wait_all $o0 $o1 $o2 $o3 || fail "no fault: a peer failed"
+for k in 0 1 2 3; do
+    for f in resets_sent resets_recv; do
+        [ "$(end_field "$T/once" $k $f)" = 2 ] ||
+            fail "no fault: peer $k has $f $(end_field "$T/once" $k $f), not 2 (one per link)"
+    done
+done
+note "no fault: 2 RESETs sent and 2 received per peer on a ring of 4 (one per link)"
+
 # --- 1. SIGKILL and --resume (int8, a tiny model) -------------------------
 tiny_data "$T/data"
 port=$(free_ports 4)
