@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -263,6 +264,9 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     if (tr->round_error[0])
         mm_metrics_str(m, "error", tr->round_error);
     mm_metrics_int(m, "max_rss_kb", peak_kib);
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0) /* every thread's */
+        mm_metrics_num(m, "cpu_s", (double)cpu.tv_sec + 1e-9 * (double)cpu.tv_nsec);
     mm_metrics_int(m, "skipped_sends", (long long)mm__mbox_skipped_sends(tr->mb));
     mm_metrics_int(m, "deferred_sends", (long long)mm__mbox_deferred_sends(tr->mb));
     mm_metrics_int(m, "stale_dropped", (long long)tr->stale_dropped);

@@ -10,6 +10,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,29 @@ typedef struct {
     double dist, recv_bytes;
 } nbr;
 
+/* Rows of `width` numbers, kept in memory (at most MAX_POINTS). */
+typedef struct {
+    double *v;
+    size_t n, cap, width;
+} series;
+
+static double *row(const series *s, size_t k) { return s->v + k * s->width; }
+static double *last_row(const series *s) { return s->n ? row(s, s->n - 1) : NULL; }
+
+/* A new row at the end, or NULL when full or out of memory. */
+static double *add_row(series *s)
+{
+    if (s->n == s->cap && s->cap < MAX_POINTS) {
+        size_t cap = s->cap ? 2 * s->cap : 64;
+        double *v = realloc(s->v, cap * s->width * sizeof *v);
+        if (v) {
+            s->v = v;
+            s->cap = cap;
+        }
+    }
+    return s->n < s->cap ? row(s, s->n++) : NULL;
+}
+
 /* One scrape's figures. */
 typedef struct {
     double round, loss, acc, eval_round, eval_loss, sent, t_compute, t_comm, t_wait, xi;
@@ -52,10 +76,8 @@ typedef struct {
     scrape s, prev;                 /* the last answer and the one before */
     double s_time, prev_time;
     bool have_prev;
-    double (*rounds)[7];            /* [round, time, loss, sent, t_compute, t_comm, t_wait] */
-    size_t n_rounds, cap_rounds;
-    double (*evals)[3];             /* [round, acc, loss] */
-    size_t n_evals, cap_evals;
+    series rounds;                  /* [round, time, loss, sent, t_compute, t_comm, t_wait] */
+    series evals;                   /* [round, acc, loss] */
 } peer;
 
 struct mm_watch_hosts {
@@ -320,42 +342,14 @@ static int parse_exposition(char *body, scrape *s)
 static void remember(peer *p, double now)
 {
     const scrape *s = &p->s;
-    if (!p->n_rounds || p->rounds[p->n_rounds - 1][0] != s->round - 1) {
-        if (p->n_rounds == p->cap_rounds && p->cap_rounds < MAX_POINTS) {
-            size_t cap = p->cap_rounds ? 2 * p->cap_rounds : 256;
-            void *r = realloc(p->rounds, cap * sizeof *p->rounds);
-            if (r) {
-                p->rounds = r;
-                p->cap_rounds = cap;
-            }
-        }
-        if (p->n_rounds < p->cap_rounds) {
-            double *r = p->rounds[p->n_rounds++];
-            r[0] = s->round - 1; /* the round line's round: rounds completed - 1 */
-            r[1] = now;
-            r[2] = s->loss;
-            r[3] = s->sent;
-            r[4] = s->t_compute;
-            r[5] = s->t_comm;
-            r[6] = s->t_wait;
-        }
-    }
-    if (!isnan(s->eval_round) && (!p->n_evals || p->evals[p->n_evals - 1][0] != s->eval_round)) {
-        if (p->n_evals == p->cap_evals && p->cap_evals < MAX_POINTS) {
-            size_t cap = p->cap_evals ? 2 * p->cap_evals : 64;
-            void *e = realloc(p->evals, cap * sizeof *p->evals);
-            if (e) {
-                p->evals = e;
-                p->cap_evals = cap;
-            }
-        }
-        if (p->n_evals < p->cap_evals) {
-            double *e = p->evals[p->n_evals++];
-            e[0] = s->eval_round;
-            e[1] = s->acc;
-            e[2] = s->eval_loss;
-        }
-    }
+    const double *r = last_row(&p->rounds), *e = last_row(&p->evals);
+    double *n;
+    /* the round line's round: rounds completed - 1 */
+    if ((!r || r[0] != s->round - 1) && (n = add_row(&p->rounds)))
+        memcpy(n, (double[]){s->round - 1, now, s->loss, s->sent, s->t_compute, s->t_comm,
+                             s->t_wait}, 7 * sizeof *n);
+    if (!isnan(s->eval_round) && (!e || e[0] != s->eval_round) && (n = add_row(&p->evals)))
+        memcpy(n, (double[]){s->eval_round, s->acc, s->eval_loss}, 3 * sizeof *n);
 }
 
 static void scrape_peer(mm_watch_hosts *h, peer *p, double now)
@@ -464,6 +458,27 @@ static void put_links(mm_text *t, const mm_watch_hosts *h, const char *const *st
     mm_text_put(t, "]");
 }
 
+/* At most max rows, evenly thinned, the last always; the first number of
+ * each (a round) as an integer. */
+static void put_series(mm_text *t, const series *s, size_t max)
+{
+    size_t step = s->n > max ? (s->n + max - 1) / max : 1;
+    mm_text_put(t, "[");
+    for (size_t k = 0; k < s->n; k += step) {
+        size_t q = k + step >= s->n ? s->n - 1 : k;
+        const double *r = row(s, q);
+        mm_text_put(t, "%s[%.0f", k ? "," : "", r[0]);
+        for (size_t f = 1; f < s->width; f++) {
+            mm_text_put(t, ",");
+            mm_text_json_num(t, r[f]);
+        }
+        mm_text_put(t, "]");
+        if (q != k)
+            break;
+    }
+    mm_text_put(t, "]");
+}
+
 static void put_peer(mm_text *t, const peer *p, unsigned id, const char *state, double now,
                      int max_points)
 {
@@ -486,29 +501,11 @@ static void put_peer(mm_text *t, const peer *p, unsigned id, const char *state, 
     char ep[300];
     snprintf(ep, sizeof ep, "%s:%s", p->host, p->port);
     mm_text_json_str(t, ep);
-    size_t step = p->n_rounds > (size_t)max_points
-                      ? (p->n_rounds + (size_t)max_points - 1) / (size_t)max_points : 1;
-    mm_text_put(t, ",\"rounds\":[");
-    for (size_t k = 0; k < p->n_rounds; k += step) {
-        size_t q = k + step >= p->n_rounds ? p->n_rounds - 1 : k; /* the last one too */
-        mm_text_put(t, "%s[%.0f", k ? "," : "", p->rounds[q][0]);
-        for (int f = 1; f < 7; f++) {
-            mm_text_put(t, ",");
-            mm_text_json_num(t, p->rounds[q][f]);
-        }
-        mm_text_put(t, "]");
-        if (q != k)
-            break;
-    }
-    mm_text_put(t, "],\"evals\":[");
-    for (size_t k = 0; k < p->n_evals; k++) {
-        mm_text_put(t, "%s[%.0f,", k ? "," : "", p->evals[k][0]);
-        mm_text_json_num(t, p->evals[k][1]);
-        mm_text_put(t, ",");
-        mm_text_json_num(t, p->evals[k][2]);
-        mm_text_put(t, "]");
-    }
-    mm_text_put(t, "]}");
+    mm_text_put(t, ",\"rounds\":");
+    put_series(t, &p->rounds, (size_t)max_points);
+    mm_text_put(t, ",\"evals\":");
+    put_series(t, &p->evals, SIZE_MAX);
+    mm_text_put(t, "}");
 }
 
 /* One row for the page's consensus charts: the peers' --consensus-target
@@ -591,6 +588,8 @@ mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, c
         }
         snprintf(p->host, sizeof p->host, "%.*s", (int)hl, host);
         snprintf(p->port, sizeof p->port, "%ld", port + (plus ? (long)i : 0));
+        p->rounds.width = 7;
+        p->evals.width = 3;
     }
     mm_peer_addrs_free(addrs, n);
     return h;
@@ -601,8 +600,8 @@ void mm_watch_hosts_free(mm_watch_hosts *h)
     if (!h)
         return;
     for (unsigned i = 0; h->p && i < h->n; i++) {
-        free(h->p[i].rounds);
-        free(h->p[i].evals);
+        free(h->p[i].rounds.v);
+        free(h->p[i].evals.v);
     }
     free(h->p);
     free(h->token);

@@ -4,15 +4,19 @@
 # (plain) and PAIRS times with --metrics-addr on every peer, each endpoint
 # scraped every INTERVAL seconds for the whole run as Prometheus would
 # (scrape), interleaved plain scrape plain scrape ... so that a drift of the
-# machine's speed hits both alike. A run's figure is the mean wall time per
-# round over all 4 peers' round lines, rounds 10..end (start-up left out).
+# machine's speed hits both alike. A run's figures: the mean wall time per
+# round over all 4 peers' round lines, rounds 10..end (start-up left out),
+# and the 4 peers' CPU time per round over the whole run (their end lines'
+# cpu_s: user + system, the endpoint's threads included), which a loaded
+# machine disturbs less than wall time.
 #   scripts/bench-metrics.sh [-n PAIRS] [-r ROUNDS] [-i INTERVAL] [-o OUT]
-# Prints one line per pair (both figures, scrape/plain, the scrapes made,
-# the load average before the pair) and then the medians, the median ratio
-# with its range, and the run-to-run spread of the plain runs (max/min - 1)
-# to compare it with: a ratio within that spread is no measurable
-# difference. OUT (default: none) keeps the per-run lines (MODE ms scrapes
-# load). Defaults: 5 pairs, 1000 rounds, a scrape a second.
+# Prints one line per pair (both figures of both, the ratios scrape/plain,
+# the scrapes made, the load average before the pair) and then the medians,
+# the median ratios with their range, and the run-to-run spread of the
+# plain runs (max/min - 1) to compare them with: a ratio within that spread
+# is no measurable difference. OUT (default: none) keeps the per-run lines
+# (MODE ms cpu_ms scrapes load). Defaults: 5 pairs, 1000 rounds, a scrape a
+# second.
 # docs/metrics.md, "Prometheus endpoint", has the figures.
 set -eu
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
@@ -43,7 +47,7 @@ port=$(( 20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (lo - 20100) ))
 
 load() { cut -d' ' -f1 /proc/loadavg; }
 
-# one_run MODE: prints "MODE mean_round_ms scrapes"
+# one_run MODE: prints "MODE mean_round_ms cpu_ms_per_round scrapes"
 one_run() {
     mode=$1
     rm -rf "$T/run"
@@ -74,17 +78,18 @@ one_run() {
         k=$((k + 1))
     done
     pids=""
-    cat "$T"/run/node-*/metrics.jsonl | awk -v mode="$mode" -v s="$scrapes" '/"ev":"start"/ { p = $0; sub(/.*"peer":/, "", p); sub(/,.*/, "", p) }
+    cat "$T"/run/node-*/metrics.jsonl | awk -v mode="$mode" -v s="$scrapes" -v rounds="$rounds" '
+        /"ev":"end"/ { c = $0; sub(/.*"cpu_s":/, "", c); sub(/,.*/, "", c); cpu += c }
         /"ev":"round"/ {
             p = $0; sub(/.*"peer":/, "", p); sub(/,.*/, "", p)
             r = $0; sub(/.*"round":/, "", r); sub(/,.*/, "", r)
             t = $0; sub(/.*"time":/, "", t); sub(/,.*/, "", t)
             if (r + 0 == 10) t0[p] = t; if (r + 0 > 10) { t1[p] = t; n[p] = r - 10 } }
         END { for (p in n) { sum += (t1[p] - t0[p]) / n[p]; k++ }
-              printf "%s %.3f %d\n", mode, 1000 * sum / k, s }'
+              printf "%s %.3f %.3f %d\n", mode, 1000 * sum / k, 1000 * cpu / rounds, s }'
 }
 
-printf 'pair  plain_ms  scrape_ms  scrape/plain  scrapes  load\n'
+printf 'pair  plain_ms  scrape_ms  wall_ratio  plain_cpu_ms  scrape_cpu_ms  cpu_ratio  scrapes  load\n'
 : > "$T/pairs"
 i=1
 while [ $i -le "$pairs" ]; do
@@ -93,14 +98,20 @@ while [ $i -le "$pairs" ]; do
     one_run plain > "$T/a"; one_run scrape > "$T/b"
     a=$(cat "$T/a"); b=$(cat "$T/b")
     [ -z "$out" ] || printf '%s %s\n%s %s\n' "$a" "$l" "$b" "$l" >> "$out"
-    echo "$i $a $b $l" | awk '{ printf "%4d  %8.3f  %9.3f  %12.4f  %7d  %s\n", $1, $3, $6, $6 / $3, $7, $8 }' |
-        tee -a "$T/pairs"
+    # i plain ms cpu scrapes scrape ms cpu scrapes load
+    echo "$i $a $b $l" | awk '{ printf "%4d  %8.3f  %9.3f  %10.4f  %12.3f  %13.3f  %9.4f  %7d  %s\n",
+        $1, $3, $7, $7 / $3, $4, $8, ($4 > 0 ? $8 / $4 : 0), $9, $10 }' | tee -a "$T/pairs"
     i=$((i + 1))
 done
-sort -n -k2 "$T/pairs" | awk '{ p[NR] = $2 } END { print "plain", p[int((NR + 1) / 2)], p[1], p[NR] }' > "$T/s"
-sort -n -k3 "$T/pairs" | awk '{ p[NR] = $3 } END { print "scrape", p[int((NR + 1) / 2)], p[1], p[NR] }' >> "$T/s"
-sort -n -k4 "$T/pairs" | awk '{ p[NR] = $4 } END { print "ratio", p[int((NR + 1) / 2)], p[1], p[NR] }' >> "$T/s"
-awk '$1 == "plain" { printf "median plain %.3f ms/round (min %.3f, max %.3f): run-to-run spread %.1f%%\n", $2, $3, $4, 100 * ($4 / $3 - 1) }
-     $1 == "scrape" { printf "median scrape %.3f ms/round (min %.3f, max %.3f)\n", $2, $3, $4 }
-     $1 == "ratio" { printf "scrape/plain: median %.4f (min %.4f, max %.4f) over %d pairs\n", $2, $3, $4, n }' n="$pairs" "$T/s"
+# column COL NAME: "NAME median min max" of that column
+column() { sort -n -k"$1" "$T/pairs" | awk -v c="$1" -v name="$2" '{ v[NR] = $c }
+    END { print name, v[int((NR + 1) / 2)], v[1], v[NR] }'; }
+{ column 2 plain; column 3 scrape; column 4 ratio; column 5 plain_cpu; column 6 scrape_cpu; column 7 cpu_ratio; } |
+    awk -v n="$pairs" '
+    $1 == "plain" { printf "wall: median plain %.3f ms/round (min %.3f, max %.3f): run-to-run spread %.1f%%\n", $2, $3, $4, 100 * ($4 / $3 - 1) }
+    $1 == "scrape" { printf "wall: median scrape %.3f ms/round (min %.3f, max %.3f)\n", $2, $3, $4 }
+    $1 == "ratio" { printf "wall: scrape/plain median %.4f (min %.4f, max %.4f) over %d pairs\n", $2, $3, $4, n }
+    $1 == "plain_cpu" { printf "cpu: median plain %.3f ms/round, 4 peers (min %.3f, max %.3f): run-to-run spread %.1f%%\n", $2, $3, $4, ($3 > 0 ? 100 * ($4 / $3 - 1) : 0) }
+    $1 == "scrape_cpu" { printf "cpu: median scrape %.3f ms/round (min %.3f, max %.3f)\n", $2, $3, $4 }
+    $1 == "cpu_ratio" { printf "cpu: scrape/plain median %.4f (min %.4f, max %.4f) over %d pairs\n", $2, $3, $4, n }'
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -118,8 +118,9 @@ function drawTopology(doc) {
     const d = isFinite(l.dist) && l.dist !== null ? " ‖x−x‖ " + fmt(l.dist) : "";
     el("title", {}, line).textContent = `${l.from} – ${l.to}: ${state}${d} · ${bytes(bps)}/s`;
     if (n <= 16 && bps > 0) {
-      const mx = (x1 + x2) / 2, my = (y1 + y2) / 2, out = Math.hypot(mx, my) > 0.05 ? 1.12 : 1;
-      el("text", { x: mx * out, y: my * out, class: "rate" }, svg).textContent = bytes(bps) + "/s";
+      // inside the circle of peers, clear of their labels below them
+      const mx = 0.7 * (x1 + x2) / 2, my = 0.7 * (y1 + y2) / 2;
+      el("text", { x: mx, y: my, class: "rate" }, svg).textContent = bytes(bps) + "/s";
     }
     links++;
   }
@@ -160,7 +161,9 @@ function drawRun(doc) {
   const ax = xiRows.filter((w) => w.acc !== null);
   const last = ax.length ? ax[ax.length - 1].round || 1 : 1;
   setData("chart-acc-xi", { type: "scatter", data: { datasets: [] },
-    options: { parsing: false, scales: axes("consensus distance Ξ (log)", "mean accuracy", "linear", "logarithmic"), plugins: { legend: { display: false } } } },
+    // parsed (not parsing: false, which Chart.js takes as sorted by x and
+    // then sizes the x axis from the first and last points only)
+    options: { scales: axes("consensus distance Ξ (log)", "mean accuracy", "linear", "logarithmic"), plugins: { legend: { display: false } } } },
   [{ label: "rounds", data: ax.map((w) => ({ x: w.xi, y: w.acc, r: w.round })), showLine: true,
      borderWidth: 1, segment: { borderColor: "rgba(88,166,255,0.25)" }, pointRadius: 4, backgroundColor: ax.map((w) => `rgba(88,166,255,${0.25 + 0.75 * w.round / last})`), borderColor: "#58a6ff" }]);
 
@@ -249,7 +252,7 @@ function drawSweep(doc) {
       yMin: s.acc[0] - sd(s.acc[1]), yMax: s.acc[0] + sd(s.acc[1]) }] : [],
   }));
   const sweepChart = chart("chart-sweep", { type: "scatter", data: { datasets: [] }, plugins: [errorBars],
-    options: { parsing: false, scales: axes("mean consensus distance Ξ over the run (log)", "final accuracy", "linear", "logarithmic"),
+    options: { scales: axes("mean consensus distance Ξ over the run (log)", "final accuracy", "linear", "logarithmic"),
       plugins: { legend: { position: "bottom" } } } });
   // the axes hold the error bars too, with a margin
   const pts = ds.flatMap((d) => d.data);

@@ -55,6 +55,7 @@ r=$(q '#round' round)
     "print:'consensus points ' + $(q '#chart-consensus' points)" \
     "wait:20:$(q '#chart-links' points) >= 8" \
     "print:'link points ' + $(q '#chart-links' points)" \
+    "print:'acc-xi axis covers ' + (() => { const c = charts['chart-acc-xi'], xs = c.data.datasets[0].data.map(p => p.x); return c.scales.x.min <= Math.min(...xs) && c.scales.x.max >= Math.max(...xs); })()" \
     "print:'link rates ' + [...document.querySelectorAll('#topology .link')].map(l => l.dataset.from + '-' + l.dataset.to + ':' + Math.round(l.dataset.bps)).join(' ')" \
     "print:'topology ' + $(q '#topology' peers) + ' peers ' + $(q '#topology' links) + ' links'" \
     "print:'states ' + [...document.querySelectorAll('#topology .peer')].map(p => p.dataset.state).join(',')" \
@@ -70,6 +71,7 @@ cat "$T/cdp1.out" | sed 's/^/  /'
 r1=$(sed -n 's/^round //p' "$T/cdp1.out" | head -1); r2=$(sed -n 's/^round //p' "$T/cdp1.out" | tail -1)
 [ "$r2" -gt "$r1" ] || fail "the round shown did not advance ($r1 then $r2)"
 grep -q '^topology 4 peers 4 links$' "$T/cdp1.out" || fail "the topology does not show 4 peers and 4 links"
+grep -q '^acc-xi axis covers true$' "$T/cdp1.out" || fail "the accuracy-against-consensus chart's axis leaves points out"
 grep -q '^states [a-z,]*running' "$T/cdp1.out" || fail "no peer shown running"
 # every link of the live ring carries bytes: 4 links, each rate > 0
 [ "$(sed -n 's/^link rates //p' "$T/cdp1.out" | tr ' ' '\n' | awk -F: '$2 > 0' | wc -l)" -eq 4 ] ||
