@@ -16,7 +16,7 @@
 #include "net/counters.h"
 
 struct mm__exporter {
-    mm_http_server *http;
+    mm_http_server *http;    /* under mu: a request can come before start returns */
     pthread_mutex_t mu;
     mm__live live;
     bool have_live;
@@ -276,6 +276,7 @@ static void route(void *ud, const char *path, mm_http_reply *r)
         return;
     mm_text t = {0};
     pthread_mutex_lock(&e->mu);
+    mm_http_server *http = e->http;
     bool have = e->have_live;
     mm__live l = e->live;
     double updated = e->updated;
@@ -294,7 +295,14 @@ static void route(void *ud, const char *path, mm_http_reply *r)
             "Unix time the training thread last published its state.", updated);
     }
     free(nb.p);
-    put_http(&t, e->http);
+    if (!http) { /* served before mm__exporter_start had its server */
+        free(t.p);
+        r->status = 503;
+        mm_http_reply_copy(r, "text/plain", "starting\n", 9);
+        r->status = 503;
+        return;
+    }
+    put_http(&t, http);
     if (t.oom) {
         free(t.p);
         r->status = 500;
@@ -336,8 +344,11 @@ mm__exporter *mm__exporter_start(const char *addr, const char *token, uint32_t n
     e->last_round = -1;
     pthread_mutex_init(&e->mu, NULL);
     mm_http_config hc = {.addr = addr, .token = token, .max_conns = 16};
-    e->http = mm_http_start(&hc, route, e, err, errlen);
-    if (!e->http) {
+    mm_http_server *http = mm_http_start(&hc, route, e, err, errlen);
+    pthread_mutex_lock(&e->mu);
+    e->http = http;
+    pthread_mutex_unlock(&e->mu);
+    if (!http) {
         pthread_mutex_destroy(&e->mu);
         exporter_free(e);
         return NULL;

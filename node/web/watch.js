@@ -259,8 +259,9 @@ function drawSweep(doc) {
   if (pts.length) {
     const lo = Math.min(...pts.map((p) => p.yMin)), hi = Math.max(...pts.map((p) => p.yMax));
     const pad = Math.max(0.02, 0.1 * (hi - lo));
-    sweepChart.options.scales.y.min = Math.max(0, lo - pad);
-    sweepChart.options.scales.y.max = Math.min(1, hi + pad);
+    // on whole hundredths: Chart.js adds a tick at a bound that is not one
+    sweepChart.options.scales.y.min = Math.max(0, Math.floor(100 * (lo - pad)) / 100);
+    sweepChart.options.scales.y.max = Math.min(1, Math.ceil(100 * (hi + pad)) / 100);
     const xl = Math.min(...pts.map((p) => p.xMin > 0 ? p.xMin : p.x)), xh = Math.max(...pts.map((p) => p.xMax));
     sweepChart.options.scales.x.min = xl / 1.5;
     sweepChart.options.scales.x.max = xh * 1.5;
