@@ -92,6 +92,19 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
+/* Where c's bytes are counted per peer: its peer's, or until it is bound
+ * to one its own (an accepted HELLO moves them to the peer). */
+static mm_link_stats *link_of(conn *c)
+{
+    return c->peer >= 0 ? &c->t->peers[c->peer].link : &c->unbound;
+}
+
+static void count_sent(conn *c, uint64_t n)
+{
+    c->t->st.bytes_sent += n;
+    link_of(c)->bytes_sent += n;
+}
+
 static void free_item(out_item *it)
 {
     free(it->owned);
@@ -102,8 +115,10 @@ static void item_done(conn *c, out_item *it, bool ok)
 {
     mm_transport *t = c->t;
     if (it->is_vec) {
-        if (ok)
+        if (ok) {
             t->st.vectors_sent++;
+            t->peers[it->peer].link.vectors_sent++;
+        }
         if (t->cb.on_sent)
             t->cb.on_sent(t->cb.ud, it->peer, it->round, ok);
     }
@@ -194,7 +209,7 @@ static void plain_write_cb(uv_write_t *req, int status)
     conn *c = it->c;
     c->writes_pending--;
     if (status == 0)
-        c->t->st.bytes_sent += it->head_len + it->big_len;
+        count_sent(c, it->head_len + it->big_len);
     item_done(c, it, status == 0);
     if (status < 0 && status != UV_ECANCELED)
         mm__conn_close(c, false, uv_strerror(status));
@@ -387,7 +402,7 @@ static int tls_flush(conn *c)
         c->w_inflight += ch->len;
         if (c->w_inflight > c->t->st.tls_queued_peak)
             c->t->st.tls_queued_peak = c->w_inflight;
-        c->t->st.bytes_sent += ch->len;
+        count_sent(c, ch->len);
     }
     return 0;
 }
@@ -525,6 +540,11 @@ static void hello_received(conn *c, const mm_wire_header *h)
     if (!c->dialer)
         send_hello(c, id);
     c->peer = id;
+    mm_link_stats *l = &t->peers[id].link;
+#define MM_X(field) l->field += c->unbound.field;
+    MM_LINK_COUNTERS(MM_X)
+#undef MM_X
+    c->unbound = (mm_link_stats){0};
     mm__tr_conn_up(t, c);
 }
 
@@ -802,6 +822,7 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     mm_transport *t = c->t;
     t->st.bytes_recv += (uint64_t)nread;
+    link_of(c)->bytes_recv += (uint64_t)nread;
     c->t_last_recv = mm_now_ms(t);
     if (!c->ssl) {
         /* busy is judged before these bytes were counted */

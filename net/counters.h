@@ -21,6 +21,15 @@
  *                  (retrying will not help: mm_refusal_is_config)
  *     words        what that configuration is, for the report's table
  *
+ *   MM_LINK_COUNTERS(X)        X(field)
+ *     field        a counter of MM_TRANSPORT_COUNTERS (its explanation is
+ *                  the one there) that the transport also counts per peer
+ *                  (mm_link_stats, mm_transport_get_link_stats): the bytes
+ *                  and vectors of the connections bound to that peer, the
+ *                  HELLO included; bytes of a connection never bound to a
+ *                  peer (refused before its HELLO, or a stranger's) are in
+ *                  the process's counter only
+ *
  * The order of MM_TRANSPORT_COUNTERS is the order of the fields and of the
  * keys in the metrics lines. Both tables need nothing but the preprocessor:
  * any room may include this header. */
@@ -65,6 +74,8 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
                                      "in-neighbour (its connection closed)")                \
     X(tls_queued_peak, MM_CTR_END, "TLS: the most ciphertext one connection held at once "  \
                                    "(bytes; at most MM_TLS_QUEUE_MAX)")
+
+#define MM_LINK_COUNTERS(X) X(bytes_sent) X(bytes_recv) X(vectors_sent) X(vectors_recv)
 
 #define MM_REFUSAL_CODES(X)                                                                 \
     X(NONE, "none", 0, "")                                                                  \

@@ -316,6 +316,7 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
     p->last_used = mm_now_ms(t);
     mm__conn_pause(c);
     t->st.vectors_recv++;
+    p->link.vectors_recv++;
     if (t->cb.on_vector)
         t->cb.on_vector(t->cb.ud, p->id, h->round, meta, body, body_len);
 }
@@ -895,6 +896,12 @@ void mm_transport_free(mm_transport *t)
 }
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out) { *out = t->st; }
+
+void mm_transport_get_link_stats(const mm_transport *t, mm_link_stats *out)
+{
+    for (uint32_t i = 0; i < t->cfg.n_peers; i++)
+        out[i] = t->peers[i].link;
+}
 
 bool mm_transport_peer_refusal(const mm_transport *t, uint32_t peer_id, mm_refusal *out)
 {

@@ -249,6 +249,17 @@ typedef struct {
 
 void mm_transport_get_stats(const mm_transport *t, mm_transport_stats *out);
 
+/* The counters of MM_LINK_COUNTERS (net/counters.h) for one peer: what
+ * went over the connections bound to it since the transport started. */
+typedef struct {
+#define MM_X(field) uint64_t field;
+    MM_LINK_COUNTERS(MM_X)
+#undef MM_X
+} mm_link_stats;
+
+/* Every peer's, out[0 .. n_peers - 1] (out[self_id] all zero). */
+void mm_transport_get_link_stats(const mm_transport *t, mm_link_stats *out);
+
 /* The last refusal of a connection to or from peer (as on_refused saw it):
  * true and *out set, or false when there was none. */
 bool mm_transport_peer_refusal(const mm_transport *t, uint32_t peer, mm_refusal *out);

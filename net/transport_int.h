@@ -96,6 +96,7 @@ struct conn {
     int writes_pending;
     uv_connect_t creq;
     uv_shutdown_t sreq;
+    mm_link_stats unbound;   /* counted while peer < 0: the peer's once it is bound */
 };
 
 static inline void mm__conn_set_state(conn *c, conn_state next)
@@ -130,6 +131,7 @@ typedef struct {
     bool addr_ok;
     bool has_refusal;
     mm_refusal refusal;      /* the last one (mm_transport_peer_refusal) */
+    mm_link_stats link;      /* mm_transport_get_link_stats */
 } peer;
 
 struct mm_transport {

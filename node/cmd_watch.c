@@ -42,6 +42,7 @@ static asset assets[] = {
 typedef struct {
     const char *dir;
     bool sweep;
+    mm_watch_hosts *hosts;  /* --hosts: the peers' endpoints instead of dir */
     mm_watch_opts opts;
     double interval;
     pthread_mutex_t mu;
@@ -69,8 +70,9 @@ static void refresh(watch *w)
 {
     char err[512] = "";
     size_t len = 0;
-    char *j = w->sweep ? mm_watch_sweep_json(w->dir, &w->opts, now_s(), &len, err, sizeof err)
-                       : mm_watch_run_json(w->dir, &w->opts, now_s(), &len, err, sizeof err);
+    char *j = w->hosts  ? mm_watch_hosts_json(w->hosts, &w->opts, now_s(), &len, err, sizeof err)
+              : w->sweep ? mm_watch_sweep_json(w->dir, &w->opts, now_s(), &len, err, sizeof err)
+                         : mm_watch_run_json(w->dir, &w->opts, now_s(), &len, err, sizeof err);
     pthread_mutex_lock(&w->mu);
     if (j) {
         free(w->json);
@@ -257,16 +259,39 @@ static int load_assets(const char *dir, char *err, size_t errlen)
     return 0;
 }
 
+/* --hosts: the endpoints of the hosts file's peers, and their token. */
+static int open_hosts(watch *w, const char *port, const char *token_file)
+{
+    char err[PATH_MAX + 256];
+    char *token = NULL;
+    if (token_file && !(token = mm_http_read_token(token_file, err, sizeof err))) {
+        fprintf(stderr, "murmur watch: --metrics-token-file %s\n", err);
+        return -1;
+    }
+    w->hosts = mm_watch_hosts_new(w->dir, port, token, now_s(), err, sizeof err);
+    free(token);
+    if (!w->hosts) {
+        fprintf(stderr, "murmur watch: --hosts %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: murmur watch DIR [--addr HOST:PORT] [--interval SEC] [--stale SEC]\n"
-            "                        [--no-exact] [--token-file FILE] [--once]\n\n"
+            "                        [--no-exact] [--token-file FILE] [--once]\n"
+            "       murmur watch --hosts FILE --metrics-port PORT[+] [--metrics-token-file FILE]\n"
+            "                        [--addr HOST:PORT] [--interval SEC] [--token-file FILE] [--once]\n\n"
             "Serves a live page of a run directory or a sweep directory (with sweep.plan):\n"
             "loss, accuracy and consensus distance against round, accuracy against\n"
             "consensus distance, bytes per second, the time split, and the topology with\n"
             "each peer's and link's state; for a sweep, accuracy against consensus distance\n"
-            "with error bars and the grid's progress. Open http://HOST:PORT/ in a browser:\n"
+            "with error bars and the grid's progress. With --hosts, the same page of a run's\n"
+            "peers from their --metrics-addr endpoints (PORT+: PORT + the peer's id), on\n"
+            "the hosts of a hosts file as run-hosts.sh takes, scraped every --interval.\n"
+            "Open http://HOST:PORT/ in a browser:\n"
             "updates are pushed (Server-Sent Events); the page needs no internet.\n"
             "docs/metrics.md, \"murmur watch\".\n\n");
 }
@@ -274,6 +299,7 @@ static void usage(FILE *out)
 int cmd_watch(int argc, char **argv)
 {
     const char *addr = "127.0.0.1:8090", *token_file = NULL, *assets_dir = NULL;
+    const char *hosts_file = NULL, *metrics_port = NULL, *metrics_token_file = NULL;
     double interval = 1, stale = 5;
     bool no_exact = false, once = false;
     int max_points = 400;
@@ -294,6 +320,15 @@ int cmd_watch(int argc, char **argv)
         MM_OPT(MM_OPT_STR, "assets", "DIR", &assets_dir, 0, 0,
                "the page's files (default: node/web beside the murmur program)",
                .hide_default = true),
+        MM_OPT(MM_OPT_STR, "hosts", "FILE", &hosts_file, 0, 0,
+               "watch the peers of a hosts file through their metrics endpoints, not DIR",
+               .hide_default = true),
+        MM_OPT(MM_OPT_STR, "metrics-port", "PORT[+]", &metrics_port, 0, 0,
+               "with --hosts: where each peer's endpoint listens on its host (PORT+: PORT + id)",
+               .hide_default = true),
+        MM_OPT(MM_OPT_STR, "metrics-token-file", "FILE", &metrics_token_file, 0, 0,
+               "with --hosts: the endpoints' bearer token (their --metrics-token-file)",
+               .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "once", NULL, &once, 0, 0,
                "print the page's JSON document once and exit (no server)"),
         {.kind = MM_OPT_END},
@@ -302,33 +337,45 @@ int cmd_watch(int argc, char **argv)
     int rc = mm_opt_parse("watch", argc, argv, table, &first, usage);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
-    if (argc - first != 1) {
-        fprintf(stderr, "murmur watch: give one run or sweep directory\n");
+    if (argc - first != (hosts_file ? 0 : 1)) {
+        fprintf(stderr, hosts_file ? "murmur watch: --hosts watches endpoints: no directory too\n"
+                                   : "murmur watch: give one run or sweep directory\n");
         return 2;
     }
-    watch w = {.dir = argv[first], .interval = interval,
+    if (!hosts_file != !metrics_port || (metrics_token_file && !hosts_file)) {
+        fprintf(stderr, "murmur watch: --hosts and --metrics-port go together (and "
+                        "--metrics-token-file with them)\n");
+        return 2;
+    }
+    watch w = {.dir = hosts_file ? hosts_file : argv[first], .interval = interval,
                .opts = {.stale_s = stale, .no_exact = no_exact, .max_points = max_points}};
-    w.sweep = mm_watch_is_sweep(w.dir);
+    if (hosts_file && open_hosts(&w, metrics_port, metrics_token_file) != 0)
+        return 2;
+    w.sweep = !hosts_file && mm_watch_is_sweep(w.dir);
     pthread_mutex_init(&w.mu, NULL);
     pthread_cond_init(&w.cv, NULL);
     if (once) {
         refresh(&w);
         if (!w.json) {
             fprintf(stderr, "murmur watch: %s\n", w.error);
+            mm_watch_hosts_free(w.hosts);
             return 1;
         }
         printf("%s\n", w.json);
         free(w.json);
+        mm_watch_hosts_free(w.hosts);
         return 0;
     }
     char err[PATH_MAX + 256];
     if (load_assets(assets_dir, err, sizeof err) != 0) {
         fprintf(stderr, "murmur watch: %s\n", err);
+        mm_watch_hosts_free(w.hosts);
         return 1;
     }
     char *token = NULL;
     if (token_file && !(token = mm_http_read_token(token_file, err, sizeof err))) {
         fprintf(stderr, "murmur watch: --token-file %s\n", err);
+        mm_watch_hosts_free(w.hosts);
         return 2;
     }
     refresh(&w);
@@ -337,6 +384,7 @@ int cmd_watch(int argc, char **argv)
     free(token);
     if (!srv) {
         fprintf(stderr, "murmur watch: --addr: %s\n", err);
+        mm_watch_hosts_free(w.hosts);
         return 1;
     }
     if (!mm_http_addr_is_loopback(addr) && !token_file)
@@ -362,6 +410,7 @@ int cmd_watch(int argc, char **argv)
     mm_http_print_counts(srv, stderr, "murmur watch");
     mm_http_stop(srv);
     free(w.json);
+    mm_watch_hosts_free(w.hosts);
     for (size_t i = 0; i < N_ASSETS; i++)
         free(assets[i].body);
     return 0;

@@ -16,7 +16,8 @@
 #include "net/counters.h"
 
 struct mm__exporter {
-    mm_http_server *http;
+    mm_http_server *http;    /* not read by route: a request can come before start
+                              * returns (it gets the server's counts in its reply) */
     pthread_mutex_t mu;
     mm__live live;
     bool have_live;
@@ -24,6 +25,7 @@ struct mm__exporter {
     uint32_t n_peers;
     int64_t last_round;      /* the round of the last publish counted */
     uint64_t *mixed, *missing; /* [n_peers]: rounds a neighbour was / was not mixed */
+    mm_link_stats *links;    /* [n_peers]: the transport's counters per peer */
 };
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -131,6 +133,16 @@ static const char *link_name(mm__link_state s)
     return names[s];
 }
 
+/* A per-neighbour count of rounds, for every peer ever a neighbour. */
+static void rounds_family(const mm__exporter *e, mm_text *t, const char *name, const char *help,
+                          const uint64_t *count)
+{
+    family(t, name, "counter", help);
+    for (uint32_t j = 0; j < e->n_peers; j++)
+        if (e->mixed[j] || e->missing[j])
+            mm_text_put(t, "%s{neighbour=\"%u\"} %llu\n", name, j, (unsigned long long)count[j]);
+}
+
 static void put_neighbours(const mm__exporter *e, mm_text *t, const mm__live *l)
 {
     family(t, "murmur_neighbour_distance", "gauge",
@@ -155,18 +167,11 @@ static void put_neighbours(const mm__exporter *e, mm_text *t, const mm__live *l)
     for (int k = 0; k < l->n_nbrs; k++)
         mm_text_put(t, "murmur_neighbour_refused{neighbour=\"%u\"} %d\n", l->nbr[k].id,
             l->nbr[k].refused ? 1 : 0);
-    family(t, "murmur_neighbour_mixed_rounds_total", "counter",
-           "Rounds in which the neighbour's vector was mixed (first exchange).");
-    for (uint32_t j = 0; j < e->n_peers; j++)
-        if (e->mixed[j] || e->missing[j])
-            mm_text_put(t, "murmur_neighbour_mixed_rounds_total{neighbour=\"%u\"} %llu\n", j,
-                (unsigned long long)e->mixed[j]);
-    family(t, "murmur_neighbour_missing_rounds_total", "counter",
-           "Rounds in which the neighbour was expected and missing (timed out, down, ahead).");
-    for (uint32_t j = 0; j < e->n_peers; j++)
-        if (e->mixed[j] || e->missing[j])
-            mm_text_put(t, "murmur_neighbour_missing_rounds_total{neighbour=\"%u\"} %llu\n", j,
-                (unsigned long long)e->missing[j]);
+    rounds_family(e, t, "murmur_neighbour_mixed_rounds_total",
+                  "Rounds in which the neighbour's vector was mixed (first exchange).", e->mixed);
+    rounds_family(e, t, "murmur_neighbour_missing_rounds_total",
+                  "Rounds in which the neighbour was expected and missing (timed out, down, "
+                  "ahead).", e->missing);
 }
 
 /* The transport's counters, from their one table (net/counters.h): the
@@ -174,22 +179,46 @@ static void put_neighbours(const mm__exporter *e, mm_text *t, const mm__live *l)
  * murmur_transport_FIELD_total, with two naming rules for units: bytes_X is
  * murmur_transport_X_bytes_total, and a _peak (bytes) is a gauge,
  * murmur_transport_FIELD_bytes. */
+static const char *counter_name(char *name, size_t size, const char *prefix, const char *field)
+{
+    size_t n = strlen(field);
+    if (!strncmp(field, "bytes_", 6)) {
+        snprintf(name, size, "%s_%s_bytes_total", prefix, field + 6);
+    } else if (n > 5 && !strcmp(field + n - 5, "_peak")) {
+        snprintf(name, size, "%s_%s_bytes", prefix, field);
+        return "gauge";
+    } else {
+        snprintf(name, size, "%s_%s_total", prefix, field);
+    }
+    return "counter";
+}
+
 static void put_counter(mm_text *t, const char *field, const char *help, uint64_t v)
 {
     char name[128];
-    const char *type = "counter";
-    size_t n = strlen(field);
-    if (!strncmp(field, "bytes_", 6)) {
-        snprintf(name, sizeof name, "murmur_transport_%s_bytes_total", field + 6);
-    } else if (n > 5 && !strcmp(field + n - 5, "_peak")) {
-        snprintf(name, sizeof name, "murmur_transport_%s_bytes", field);
-        type = "gauge";
-    } else {
-        snprintf(name, sizeof name, "murmur_transport_%s_total", field);
-    }
+    const char *type = counter_name(name, sizeof name, "murmur_transport", field);
     char h[300];
     snprintf(h, sizeof h, "The transport's %s: %s.", field, help);
     one(t, name, type, h, (double)v);
+}
+
+/* The transport's counters per peer (net/counters.h, MM_LINK_COUNTERS) as
+ * murmur_neighbour_..._total{neighbour="J"}, named by the rule above, for
+ * every peer with traffic. */
+static void put_links(const mm__exporter *e, mm_text *t)
+{
+    char name[128], help[300];
+#define MM_X(field)                                                                          \
+    counter_name(name, sizeof name, "murmur_neighbour", #field);                             \
+    snprintf(help, sizeof help, "The transport's " #field " to or from each peer (the "      \
+             "connections bound to it, HELLO included).");                                    \
+    family(t, name, "counter", help);                                                        \
+    for (uint32_t j = 0; j < e->n_peers; j++)                                                \
+        if (e->links[j].bytes_sent || e->links[j].bytes_recv)                                \
+            mm_text_put(t, "%s{neighbour=\"%u\"} %llu\n", name, j,                            \
+                        (unsigned long long)e->links[j].field);
+    MM_LINK_COUNTERS(MM_X)
+#undef MM_X
 }
 
 static void put_transport(mm_text *t, const mm__live *l)
@@ -251,8 +280,10 @@ static void route(void *ud, const char *path, mm_http_reply *r)
     mm__live l = e->live;
     double updated = e->updated;
     mm_text nb = {0};
-    if (have)
+    if (have) {
         put_neighbours(e, &nb, &l);
+        put_links(e, &nb);
+    }
     pthread_mutex_unlock(&e->mu);
     if (have) {
         put_training(&t, &l);
@@ -277,6 +308,16 @@ static void route(void *ud, const char *path, mm_http_reply *r)
     r->len = t.len;
 }
 
+static void exporter_free(mm__exporter *e)
+{
+    if (!e)
+        return;
+    free(e->mixed);
+    free(e->missing);
+    free(e->links);
+    free(e);
+}
+
 mm__exporter *mm__exporter_start(const char *addr, const char *token, uint32_t n_peers,
                                  char *err, size_t errlen)
 {
@@ -284,26 +325,22 @@ mm__exporter *mm__exporter_start(const char *addr, const char *token, uint32_t n
     if (e) {
         e->mixed = calloc(n_peers ? n_peers : 1, sizeof *e->mixed);
         e->missing = calloc(n_peers ? n_peers : 1, sizeof *e->missing);
+        e->links = calloc(n_peers ? n_peers : 1, sizeof *e->links);
     }
-    if (!e || !e->mixed || !e->missing) {
+    if (!e || !e->mixed || !e->missing || !e->links) {
         snprintf(err, errlen, "out of memory");
-        if (e) {
-            free(e->mixed);
-            free(e->missing);
-        }
-        free(e);
+        exporter_free(e);
         return NULL;
     }
     e->n_peers = n_peers;
     e->last_round = -1;
     pthread_mutex_init(&e->mu, NULL);
     mm_http_config hc = {.addr = addr, .token = token, .max_conns = 16};
-    e->http = mm_http_start(&hc, route, e, err, errlen);
-    if (!e->http) {
+    mm_http_server *http = mm_http_start(&hc, route, e, err, errlen);
+    e->http = http;
+    if (!http) {
         pthread_mutex_destroy(&e->mu);
-        free(e->mixed);
-        free(e->missing);
-        free(e);
+        exporter_free(e);
         return NULL;
     }
     if (!mm_http_addr_is_loopback(addr) && !token)
@@ -319,12 +356,10 @@ void mm__exporter_stop(mm__exporter *e)
         return;
     mm_http_stop(e->http);
     pthread_mutex_destroy(&e->mu);
-    free(e->mixed);
-    free(e->missing);
-    free(e);
+    exporter_free(e);
 }
 
-void mm__exporter_publish(mm__exporter *e, const mm__live *l)
+void mm__exporter_publish(mm__exporter *e, const mm__live *l, const mm_link_stats *links)
 {
     if (!e)
         return;
@@ -332,6 +367,8 @@ void mm__exporter_publish(mm__exporter *e, const mm__live *l)
     clock_gettime(CLOCK_REALTIME, &ts);
     pthread_mutex_lock(&e->mu);
     e->live = *l;
+    if (links)
+        memcpy(e->links, links, e->n_peers * sizeof *links);
     e->have_live = true;
     e->updated = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
     if (l->round != e->last_round && !l->ended) {

@@ -61,7 +61,8 @@ typedef struct mm__exporter mm__exporter;
 mm__exporter *mm__exporter_start(const char *addr, const char *token, uint32_t n_peers,
                                  char *err, size_t errlen);
 void mm__exporter_stop(mm__exporter *e);
-/* Training thread, once a round: the new state (copied). */
-void mm__exporter_publish(mm__exporter *e, const mm__live *l);
+/* Training thread, once a round: the new state and, unless NULL, the
+ * transport's counters per peer (n_peers of them), both copied. */
+void mm__exporter_publish(mm__exporter *e, const mm__live *l, const mm_link_stats *links);
 
 #endif

@@ -67,6 +67,7 @@ struct mm__mbox {
     mm__refusals **refusals;        /* [n + 1], each allocated at its first refusal;
                                      * [n]: peer unknown */
     mm_transport_stats stats;       /* copied by the loop on every wake */
+    mm_link_stats *links;           /* [n]: the same, per peer */
     uint64_t stats_gen;             /* wakes that copied them */
 };
 
@@ -103,7 +104,8 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     mb->want = calloc(n, sizeof *mb->want);
     mb->wanted = calloc(n, sizeof *mb->wanted);
     mb->refusals = calloc((size_t)n + 1, sizeof *mb->refusals);
-    bool ok = mb->inbox && mb->state && mb->ever_up && mb->ups && mb->lost && mb->inflight && mb->inflight_buf &&
+    mb->links = calloc(n, sizeof *mb->links);
+    bool ok = mb->links && mb->inbox && mb->state && mb->ever_up && mb->ups && mb->lost && mb->inflight && mb->inflight_buf &&
               mb->written_exchange && mb->written_ups &&
               mb->pending && mb->has_pending && mb->want && mb->wanted && mb->refusals;
     for (int b = 0; b < MM__MBOX_BUFS; b++) {
@@ -136,6 +138,7 @@ void mm__mbox_free(mm__mbox *mb)
     free(mb->has_pending);
     free(mb->want);
     free(mb->wanted);
+    free(mb->links);
     if (mb->refusals)
         for (uint32_t p = 0; p <= mb->n; p++)
             free(mb->refusals[p]);
@@ -338,7 +341,7 @@ void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
 
 bool mm__mbox_stopping(mm__mbox *mb) { return atomic_load(&mb->signals) > 0; }
 
-void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
+void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, mm_link_stats *links, bool fresh)
 {
     if (fresh) {
         uint64_t sg = read_locked(mb, &mb->stats_gen);
@@ -354,6 +357,8 @@ void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
     }
     pthread_mutex_lock(&mb->mu);
     *out = mb->stats;
+    if (links)
+        memcpy(links, mb->links, mb->n * sizeof *links);
     pthread_mutex_unlock(&mb->mu);
 }
 
@@ -532,7 +537,8 @@ int mm__mbox_signal(mm__mbox *mb)
 }
 
 int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *want_n,
-                   bool *finished, const mm_transport_stats *stats)
+                   bool *finished, const mm_transport_stats *stats,
+                   const mm_link_stats *links)
 {
     pthread_mutex_lock(&mb->mu);
     int n = mb->q_len < cap ? mb->q_len : cap;
@@ -548,6 +554,7 @@ int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *wa
     *finished = mb->finished;
     mb->finished = false; /* reported once */
     mb->stats = *stats;
+    memcpy(mb->links, links, mb->n * sizeof *links);
     mb->stats_gen++;
     changed(mb); /* the queue has room again; the counters are new */
     pthread_mutex_unlock(&mb->mu);

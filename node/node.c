@@ -73,6 +73,7 @@ typedef struct {
     mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
+    mm_link_stats *links;           /* [n]: the transport's counters per peer, for the mailbox */
     mm__cmd cmds[MM__MBOX_QUEUE];
 } node;
 
@@ -123,9 +124,11 @@ static void on_wake(uv_async_t *h)
     node *nd = h->data;
     mm_transport_stats st;
     mm_transport_get_stats(nd->transport, &st);
+    mm_transport_get_link_stats(nd->transport, nd->links);
     int want_n;
     bool finished;
-    int n = mm__mbox_drain(nd->mb, nd->cmds, MM__MBOX_QUEUE, nd->want, &want_n, &finished, &st);
+    int n = mm__mbox_drain(nd->mb, nd->cmds, MM__MBOX_QUEUE, nd->want, &want_n, &finished, &st,
+                           nd->links);
     if (want_n >= 0)
         mm_transport_want(nd->transport, nd->want, want_n);
     for (int i = 0; i < n; i++) {
@@ -501,7 +504,8 @@ int mm_node_run(const mm_node_config *c)
     }
     nd->trainer = mm__trainer_new(c, nd->id, topo, dir, err, sizeof err);
     nd->want = calloc(nd->n, sizeof *nd->want);
-    if (!nd->trainer || !nd->want) {
+    nd->links = calloc(nd->n, sizeof *nd->links);
+    if (!nd->trainer || !nd->want || !nd->links) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
         if (!nd->trainer && (c->compress || c->outer) && strncmp(err, "--", 2) == 0)
             status = 2; /* a --compress or --outer configuration refused (algo_choco.c,
@@ -511,7 +515,6 @@ int mm_node_run(const mm_node_config *c)
 
     if (c->metrics_addr && start_exporter(nd, err, sizeof err) != 0) {
         mm_error("%s", err);
-        fprintf(stderr, "murmur node: %s\n", err);
         goto out;
     }
 
@@ -591,6 +594,7 @@ out:
     mm_topo_free(topo);
     mm_peer_addrs_free(addrs, nd->n);
     free(nd->want);
+    free(nd->links);
     mm_log_set_file(NULL);
     if (logf)
         fclose(logf);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -47,9 +48,9 @@ static void metrics_head(mm__trainer *tr, const char *ev)
 
 /* --metrics-addr: the state a scrape shows, published with each round line
  * and the end line (node/exporter.h): the same figures as the line; st
- * NULL keeps the last round's counters. */
+ * and links NULL keep the last round's counters. */
 static void publish_live(mm__trainer *tr, double loss, double lr, const mm_transport_stats *st,
-                         bool ended)
+                         const mm_link_stats *links, bool ended)
 {
     if (!tr->exporter)
         return;
@@ -99,7 +100,7 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     if (choco)
         mm__choco_get_stats(tr->algo_state, &l->cs);
     l->ended = ended;
-    mm__exporter_publish(tr->exporter, l);
+    mm__exporter_publish(tr->exporter, l, links);
 }
 
 void mm__lines_eval(mm__trainer *tr, double loss, double acc)
@@ -119,10 +120,25 @@ void mm__lines_eval(mm__trainer *tr, double loss, double acc)
     tr->live.val_acc = acc;
 }
 
+/* The transport's counters per peer (net/counters.h, MM_LINK_COUNTERS):
+ * one object link_FIELD each, peer id -> count, of the peers with any
+ * traffic. */
+static void link_fields(mm__trainer *tr, mm_metrics *m)
+{
+#define MM_X(field)                                                  \
+    mm_metrics_obj_begin(m, "link_" #field);                         \
+    for (uint32_t j = 0; j < tr->n; j++)                             \
+        if (tr->links[j].bytes_sent || tr->links[j].bytes_recv)      \
+            mm_metrics_obj_int(m, j, (long long)tr->links[j].field); \
+    mm_metrics_obj_end(m);
+    MM_LINK_COUNTERS(MM_X)
+#undef MM_X
+}
+
 void mm__lines_round(mm__trainer *tr, double loss, float lr)
 {
     mm_transport_stats st;
-    mm__mbox_stats(tr->mb, &st, false);
+    mm__mbox_stats(tr->mb, &st, tr->links, false);
 
     /* neighbours and distances of the round's first exchange, the one
      * every neighbour takes part in, between the states the round starts
@@ -160,11 +176,12 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
             mm_metrics_obj_num(m, tr->v.in[k].peer, tr->nbr[k].first_dist);
     mm_metrics_obj_end(m);
     mm_metrics_int(m, "exchanges", tr->exchanges);
+    link_fields(tr, m);
     mm__cc_fields(tr, m, MM__LINE_ROUND);
     algo_fields(tr, MM__LINE_ROUND);
     clip_fields(tr, MM__LINE_ROUND);
     mm_metrics_end(m);
-    publish_live(tr, loss, lr, &st, false);
+    publish_live(tr, loss, lr, &st, tr->links, false);
 
     char cc[96];
     mm__cc_describe(tr, cc, sizeof cc);
@@ -180,7 +197,7 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
 static void write_refusals(mm__trainer *tr, mm_metrics *m)
 {
     mm_transport_stats st;
-    mm__mbox_stats(tr->mb, &st, true);
+    mm__mbox_stats(tr->mb, &st, NULL, true);
     uint64_t total = 0;
 #define MM_X(field, line, explanation) \
     if (line == MM_CTR_REFUSED)        \
@@ -270,6 +287,9 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     if (tr->round_error[0])
         mm_metrics_str(m, "error", tr->round_error);
     mm_metrics_int(m, "max_rss_kb", peak_kib);
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu) == 0) /* every thread's */
+        mm_metrics_num(m, "cpu_s", (double)cpu.tv_sec + 1e-9 * (double)cpu.tv_nsec);
     mm_metrics_int(m, "skipped_sends", (long long)mm__mbox_skipped_sends(tr->mb));
     mm_metrics_int(m, "deferred_sends", (long long)mm__mbox_deferred_sends(tr->mb));
     mm_metrics_int(m, "stale_dropped", (long long)tr->stale_dropped);
@@ -279,7 +299,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     write_refusals(tr, m);
     mm__iso_fields(tr->iso, tr->mb, m, v, -1);
     mm_metrics_end(m);
-    publish_live(tr, NAN, NAN, NULL, true);
+    publish_live(tr, NAN, NAN, NULL, NULL, true);
     mm__iso_log_verdict(tr->iso, tr->mb, v, now);
     if (v != MM__ISO_OK && !tr->exit_status)
         tr->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;

@@ -115,8 +115,10 @@ static int alloc_round(mm__trainer *tr)
     tr->nbr = calloc((size_t)maxdeg, sizeof *tr->nbr);
     tr->mix_in = calloc((size_t)maxdeg, sizeof *tr->mix_in);
     tr->ids = calloc((size_t)maxdeg * 4 + 4, sizeof *tr->ids);
+    tr->links = calloc(tr->n, sizeof *tr->links);
     tr->sketch = calloc((size_t)tr->cfg->sketch_dim, sizeof *tr->sketch);
-    if (!tr->in_buf || !tr->out_buf || !tr->nbr || !tr->mix_in || !tr->ids || !tr->sketch)
+    if (!tr->in_buf || !tr->out_buf || !tr->nbr || !tr->mix_in || !tr->ids || !tr->links ||
+        !tr->sketch)
         return -1;
     tr->v.in = tr->in_buf;
     tr->v.out = tr->out_buf;
@@ -189,6 +191,7 @@ void mm__trainer_free(mm__trainer *tr)
     free(tr->nbr);
     free(tr->mix_in);
     free(tr->ids);
+    free(tr->links);
     free(tr->sketch);
     free(tr->cc_ratio);
     mm__ccskip_free(tr->skip);

@@ -83,6 +83,7 @@ typedef struct mm__trainer {
     mm__nbr *nbr;                   /* nbr[k]: v.in[k] */
     mm_mix_input *mix_in;           /* the mix's input, nbr[k] as gossip/mix.h wants it */
     uint32_t *ids;                  /* scratch */
+    mm_link_stats *links;           /* [n]: the transport's counters per peer, of the last line */
     float *sketch;
     double loss_sum;
     int loss_n;

@@ -28,16 +28,55 @@ bool mm_watch_is_sweep(const char *dir)
 
 /* ---- a peer's last round line ---------------------------------------------- */
 
-/* What the links need of a peer's last round line. */
+/* What the links need of a peer's last round line, and of the round line
+ * at least LINK_RATE_S before it (or the earliest one read) for the links'
+ * bytes per second. */
 typedef struct {
-    bool have;
+    bool have, have_prev;
     int64_t round;
     double *nbrs, *missing;   /* ids */
     size_t n_nbrs, n_missing;
-    mm_json_obj o;            /* owns the arrays; dist is in it */
+    double time, prev_time;
+    mm_json_obj o;            /* owns the arrays; dist and link_bytes_recv are in it */
+    mm_json_obj prev;
 } last_round;
 
-/* The last complete line of path with "ev":"round", from its last 256 KiB. */
+#define LINK_RATE_S 1.0
+
+/* The round line that starts at line (up to end), parsed into o: 0, or -1
+ * when it is not one. */
+static int parse_round(const char *line, const char *end, mm_json_obj *o, double *time)
+{
+    if (!memmem(line, (size_t)(end - line), "\"ev\":\"round\"", 12))
+        return -1;
+    char err[128];
+    if (mm_json_parse(line, (size_t)(end - line), o, err, sizeof err) != 0)
+        return -1;
+    if (!mm_json_num(o, "time", time)) {
+        mm_json_free(o);
+        return -1;
+    }
+    return 0;
+}
+
+static void take_last(last_round *lr)
+{
+    double r;
+    const mm_json_field *a = mm_json_get(&lr->o, "nbrs"), *m = mm_json_get(&lr->o, "missing");
+    lr->have = mm_json_num(&lr->o, "round", &r);
+    lr->round = (int64_t)r;
+    if (a && a->type == MM_J_ARR) {
+        lr->nbrs = a->arr;
+        lr->n_nbrs = a->n_arr;
+    }
+    if (m && m->type == MM_J_ARR) {
+        lr->missing = m->arr;
+        lr->n_missing = m->n_arr;
+    }
+}
+
+/* The last complete line of path with "ev":"round", from its last 256 KiB,
+ * and the one LINK_RATE_S before it (or the earliest there). */
 static void read_last_round(const char *path, last_round *lr)
 {
     memset(lr, 0, sizeof *lr);
@@ -59,31 +98,43 @@ static void read_last_round(const char *path, last_round *lr)
     while (n > 0 && buf[n - 1] != '\n')
         n--;
     char *end = buf + n;
+    bool parsed = false;
     while (end > buf) {
         char *line = end - 1; /* the newline of the line before */
         while (line > buf && line[-1] != '\n')
             line--;
-        if (memmem(line, (size_t)(end - line), "\"ev\":\"round\"", 12)) {
-            char err[128];
-            if (mm_json_parse(line, (size_t)(end - line), &lr->o, err, sizeof err) == 0) {
-                double r;
-                const mm_json_field *a = mm_json_get(&lr->o, "nbrs"), *m = mm_json_get(&lr->o, "missing");
-                lr->have = mm_json_num(&lr->o, "round", &r);
-                lr->round = (int64_t)r;
-                if (a && a->type == MM_J_ARR) {
-                    lr->nbrs = a->arr;
-                    lr->n_nbrs = a->n_arr;
-                }
-                if (m && m->type == MM_J_ARR) {
-                    lr->missing = m->arr;
-                    lr->n_missing = m->n_arr;
+        mm_json_obj o;
+        double time;
+        if (line > buf || from == 0) /* a line cut by the 256 KiB is not read */
+            if (parse_round(line, end, &o, &time) == 0) {
+                if (!parsed) {
+                    lr->o = o;
+                    lr->time = time;
+                    parsed = true;
+                    take_last(lr);
+                } else {
+                    if (lr->have_prev)
+                        mm_json_free(&lr->prev);
+                    lr->prev = o;
+                    lr->prev_time = time;
+                    lr->have_prev = true;
+                    if (time <= lr->time - LINK_RATE_S)
+                        break;
                 }
             }
-            break;
-        }
         end = line;
     }
+    if (parsed && !lr->have)
+        mm_json_free(&lr->o);
     free(buf);
+}
+
+static void free_last_round(last_round *lr)
+{
+    if (lr->have)
+        mm_json_free(&lr->o);
+    if (lr->have_prev)
+        mm_json_free(&lr->prev);
 }
 
 static bool has_id(const double *ids, size_t n, uint32_t id)
@@ -94,9 +145,11 @@ static bool has_id(const double *ids, size_t n, uint32_t id)
     return false;
 }
 
-static double last_dist(const last_round *lr, uint32_t id)
+/* A round line's object field (dist, link_bytes_recv, ...) at key id; NaN
+ * when absent. */
+static double obj_value(const mm_json_obj *o, const char *field, uint32_t id)
 {
-    const mm_json_field *d = mm_json_get(&lr->o, "dist");
+    const mm_json_field *d = mm_json_get(o, field);
     char key[16];
     snprintf(key, sizeof key, "%u", id);
     if (d && d->type == MM_J_OBJ)
@@ -238,6 +291,26 @@ static void put_peer(mm_text *t, const mm_rep_peer *p, const char *state, double
     mm_text_put(t, "}");
 }
 
+/* What i received from j (its round line's link_bytes_recv) and per
+ * second over the last LINK_RATE_S or more; null before there is any. */
+static void put_link_bytes(mm_text *t, const last_round *lr, uint32_t j)
+{
+    double b1 = lr->have ? obj_value(&lr->o, "link_bytes_recv", j) : NAN;
+    double b0 = lr->have_prev ? obj_value(&lr->prev, "link_bytes_recv", j) : NAN;
+    if (lr->have_prev && isnan(b0) && !isnan(b1))
+        b0 = 0; /* no traffic with j yet then */
+    double dt = lr->time - lr->prev_time;
+    mm_text_put(t, ",\"bytes\":");
+    if (isfinite(b1))
+        mm_text_put(t, "%.0f", b1);
+    else
+        mm_text_put(t, "null");
+    mm_text_put(t, ",\"bps\":");
+    mm_text_json_num(t, lr->have_prev && dt > 0 ? (b1 - b0) / dt : NAN);
+    mm_text_put(t, ",\"time\":");
+    mm_text_json_num(t, lr->have ? lr->time : NAN);
+}
+
 static void put_links(mm_text *t, const mm_report *r, const mm_topology *topo,
                       const char *const *states, const last_round *lr)
 {
@@ -256,7 +329,8 @@ static void put_links(mm_text *t, const mm_report *r, const mm_topology *topo,
             mm_text_put(t, "%s{\"from\":%u,\"to\":%d,\"state\":", first ? "" : ",", j, i);
             mm_text_json_str(t, link_state(r, states, &lr[i], i, j));
             mm_text_put(t, ",\"dist\":");
-            mm_text_json_num(t, lr[i].have ? last_dist(&lr[i], j) : NAN);
+            mm_text_json_num(t, lr[i].have ? obj_value(&lr[i].o, "dist", j) : NAN);
+            put_link_bytes(t, &lr[i], j);
             mm_text_put(t, "}");
             first = false;
         }
@@ -344,7 +418,7 @@ char *mm_watch_run_json(const char *dir, const mm_watch_opts *o, double now, siz
     mm_text_put(&t, "}");
 out:
     for (int i = 0; lr && i < r.n_peers; i++)
-        mm_json_free(&lr[i].o);
+        free_last_round(&lr[i]);
     free(lr);
     free(states);
     mm_topo_free(topo);

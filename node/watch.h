@@ -25,4 +25,18 @@ char *mm_watch_run_json(const char *dir, const mm_watch_opts *o, double now, siz
 char *mm_watch_sweep_json(const char *dir, const mm_watch_opts *o, double now, size_t *len,
                           char *err, size_t errlen);
 
+/* murmur watch --hosts FILE --metrics-port PORT[+]: a run's peers through
+ * their metrics endpoints, each at its hosts-file line's HOST and PORT
+ * (PORT+: PORT + its id), with token (NULL: none) for their
+ * --metrics-token-file. mm_watch_hosts_json scrapes every peer (each at
+ * most about 3 s: a 1 s connect, 2 s reads) and returns the document, a
+ * run's fields (docs/metrics.md, "Peers' endpoints"); the history is kept
+ * from the first scrape, now being unix time. */
+typedef struct mm_watch_hosts mm_watch_hosts;
+mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, const char *token,
+                                   double now, char *err, size_t errlen);
+char *mm_watch_hosts_json(mm_watch_hosts *h, const mm_watch_opts *o, double now, size_t *len,
+                          char *err, size_t errlen);
+void mm_watch_hosts_free(mm_watch_hosts *h);
+
 #endif

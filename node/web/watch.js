@@ -2,13 +2,15 @@
 // /events (docs/metrics.md, "murmur watch"). Chart.js is Debian's, served
 // by murmur. The DOM carries what the tests read: #round[data-round],
 // canvas[data-points], #topology[data-peers][data-links] with .peer and
-// .link elements whose data-state is their state.
+// .link elements whose data-state is their state and, for links,
+// data-bps the bytes per second over it (both directions).
 "use strict";
 
 const PALETTE = ["#58a6ff", "#3fb950", "#d29922", "#db61a2", "#a371f7", "#39c5cf",
   "#f0883e", "#8b949e", "#ff7b72", "#7ee787", "#e3b341", "#79c0ff"];
 const colour = (i) => PALETTE[i % PALETTE.length];
 const $ = (id) => document.getElementById(id);
+const num = (v) => (v === null || v === undefined || !isFinite(v)) ? 0 : v;
 const fmt = (v, d = 3) => (v === null || v === undefined || !isFinite(v)) ? "–" : Number(v).toPrecision(d);
 const pct = (v) => (v === null || v === undefined || !isFinite(v)) ? "–" : (100 * v).toFixed(1) + "%";
 const bytes = (v) => {
@@ -53,6 +55,7 @@ const errorBars = {
 };
 
 const charts = {};
+const linkSeries = new Map();
 function chart(id, cfg) {
   if (!charts[id]) charts[id] = new Chart($(id), cfg);
   return charts[id];
@@ -109,9 +112,16 @@ function drawTopology(doc) {
     if (seen.has(key)) continue;
     seen.add(key);
     const [x1, y1] = pos(l.from), [x2, y2] = pos(l.to);
-    const line = el("line", { x1, y1, x2, y2, class: "link " + state, "data-from": l.from, "data-to": l.to, "data-state": state }, svg);
+    const bps = num(l.bps) + (other ? num(other.bps) : 0);
+    const line = el("line", { x1, y1, x2, y2, class: "link " + state, "data-from": l.from, "data-to": l.to,
+      "data-state": state, "data-bps": bps }, svg);
     const d = isFinite(l.dist) && l.dist !== null ? " ‖x−x‖ " + fmt(l.dist) : "";
-    el("title", {}, line).textContent = `${l.from} – ${l.to}: ${state}${d}`;
+    el("title", {}, line).textContent = `${l.from} – ${l.to}: ${state}${d} · ${bytes(bps)}/s`;
+    if (n <= 16 && bps > 0) {
+      // inside the circle of peers, clear of their labels below them
+      const mx = 0.7 * (x1 + x2) / 2, my = 0.7 * (y1 + y2) / 2;
+      el("text", { x: mx, y: my, class: "rate" }, svg).textContent = bytes(bps) + "/s";
+    }
     links++;
   }
   const r = n > 24 ? 0.05 : n > 12 ? 0.075 : 0.11;
@@ -151,7 +161,9 @@ function drawRun(doc) {
   const ax = xiRows.filter((w) => w.acc !== null);
   const last = ax.length ? ax[ax.length - 1].round || 1 : 1;
   setData("chart-acc-xi", { type: "scatter", data: { datasets: [] },
-    options: { parsing: false, scales: axes("consensus distance Ξ (log)", "mean accuracy", "linear", "logarithmic"), plugins: { legend: { display: false } } } },
+    // parsed (not parsing: false, which Chart.js takes as sorted by x and
+    // then sizes the x axis from the first and last points only)
+    options: { scales: axes("consensus distance Ξ (log)", "mean accuracy", "linear", "logarithmic"), plugins: { legend: { display: false } } } },
   [{ label: "rounds", data: ax.map((w) => ({ x: w.xi, y: w.acc, r: w.round })), showLine: true,
      borderWidth: 1, segment: { borderColor: "rgba(88,166,255,0.25)" }, pointRadius: 4, backgroundColor: ax.map((w) => `rgba(88,166,255,${0.25 + 0.75 * w.round / last})`), borderColor: "#58a6ff" }]);
 
@@ -180,6 +192,23 @@ function drawRun(doc) {
   bytesCfg.options.scales.y.ticks = { callback: (v) => bytes(v) + "/s" };
   bytesCfg.options.scales.y.beginAtZero = true;
   setData("chart-bytes", bytesCfg, doc.peers.map((p, i) => peerLine(p, rate[i])));
+
+  // each link's bytes per second as its receiver's round lines count them,
+  // one point per update since the page opened (x: the receiver's time)
+  for (const l of doc.links) {
+    if (l.bps === null || l.time === null) continue;
+    const key = l.from + "→" + l.to, s = linkSeries.get(key) || [];
+    if (!s.length || l.time > s[s.length - 1].x) s.push({ x: l.time, y: l.bps });
+    if (s.length > 400) s.shift();
+    linkSeries.set(key, s);
+  }
+  const linkCfg = lineCfg("wall time (s)", "received per second");
+  linkCfg.options.scales.y.ticks = { callback: (v) => bytes(v) + "/s" };
+  linkCfg.options.scales.y.beginAtZero = true;
+  setData("chart-links", linkCfg, [...linkSeries.entries()].map(([key, data]) => {
+    const [from, to] = key.split("→").map(Number);
+    return { label: key, data, borderColor: colour(from), backgroundColor: colour(from), borderDash: from > to ? [4, 3] : [] };
+  }));
 
   const split = doc.peers.map((p) => p.rounds.length ? p.rounds[p.rounds.length - 1] : null);
   const part = (k) => split.map((r) => r ? r[k] : 0);
@@ -223,15 +252,16 @@ function drawSweep(doc) {
       yMin: s.acc[0] - sd(s.acc[1]), yMax: s.acc[0] + sd(s.acc[1]) }] : [],
   }));
   const sweepChart = chart("chart-sweep", { type: "scatter", data: { datasets: [] }, plugins: [errorBars],
-    options: { parsing: false, scales: axes("mean consensus distance Ξ over the run (log)", "final accuracy", "linear", "logarithmic"),
+    options: { scales: axes("mean consensus distance Ξ over the run (log)", "final accuracy", "linear", "logarithmic"),
       plugins: { legend: { position: "bottom" } } } });
   // the axes hold the error bars too, with a margin
   const pts = ds.flatMap((d) => d.data);
   if (pts.length) {
     const lo = Math.min(...pts.map((p) => p.yMin)), hi = Math.max(...pts.map((p) => p.yMax));
     const pad = Math.max(0.02, 0.1 * (hi - lo));
-    sweepChart.options.scales.y.min = Math.max(0, lo - pad);
-    sweepChart.options.scales.y.max = Math.min(1, hi + pad);
+    // on whole hundredths: Chart.js adds a tick at a bound that is not one
+    sweepChart.options.scales.y.min = Math.max(0, Math.floor(100 * (lo - pad)) / 100);
+    sweepChart.options.scales.y.max = Math.min(1, Math.ceil(100 * (hi + pad)) / 100);
     const xl = Math.min(...pts.map((p) => p.xMin > 0 ? p.xMin : p.x)), xh = Math.max(...pts.map((p) => p.xMax));
     sweepChart.options.scales.x.min = xl / 1.5;
     sweepChart.options.scales.x.max = xh * 1.5;

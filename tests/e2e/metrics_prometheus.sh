@@ -5,7 +5,9 @@
 # exactly the bytes_sent of the peer's own metrics.jsonl round line of that
 # round (both come from one copy of the peer's state), the last one among
 # the run's last rounds (a peer stops serving when it exits, which can be
-# between two scrapes: ~3 rounds of 75 ms each).
+# between two scrapes: ~3 rounds of 75 ms each); so is its bytes sent to
+# each neighbour (murmur_neighbour_sent_bytes_total, the line's
+# link_bytes_sent), to its two ring neighbours only, summing to the total.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/pkgs.sh"
 need_pkgs prometheus jq curl || { echo "skip: prometheus, jq or curl missing and not root to install them"; exit 0; }
@@ -83,7 +85,34 @@ while [ $k -lt $n ]; do
         fail "peer $k: Prometheus's murmur_transport_sent_bytes_total differs from metrics.jsonl"
     k=$((k + 1))
 done
+# Bytes per neighbour: each scrape's murmur_neighbour_sent_bytes_total{neighbour=J}
+# is the link_bytes_sent J of the same round line, the peer's two ring
+# neighbours and no one else, and they add up to the process's bytes.
+curl -sf "$api/query" --data-urlencode "query=murmur_neighbour_sent_bytes_total[5m]" > "$T/q.json" ||
+    fail "query murmur_neighbour_sent_bytes_total failed"
+jq -r '.data.result[] | .metric.node as $k | .metric.neighbour as $j | .values[] | "\($k) \($j) \(.[0]) \(.[1])"' \
+    "$T/q.json" > "$T/links.txt"
+k=0
+while [ $k -lt $n ]; do
+    grep '"ev":"round"' "$run/node-$k/metrics.jsonl" |
+        sed -n 's/.*"round":\([0-9]*\),.*"link_bytes_sent":{\([^}]*\)}.*/\1 \2/p' | tr -d '"' |
+        awk '{ n = split($2, kv, ","); for (i = 1; i <= n; i++) { split(kv[i], p, ":"); print $1 + 1, p[1], p[2] } }' \
+        > "$T/links$k.txt"
+    awk -v k=$k -v n=$n 'FILENAME == ARGV[1] { sent[$1 " " $2] = $3; next }
+        FILENAME == ARGV[2] && $1 == k { r[$2] = $3; next }
+        FILENAME == ARGV[3] && $1 == k { total[$2] = $3; next }
+        FILENAME == ARGV[4] && $1 == k && ($3 in r) {
+            R = r[$3]; seen++; sum[$3] += $4
+            if ($2 != (k + 1) % n && $2 != (k + n - 1) % n) { printf "  peer %d: bytes to %s, not a neighbour\n", k, $2; bad++ }
+            if (sent[R " " $2] != $4) { printf "  peer %d at %s: round %d, to %s %s bytes; metrics.jsonl: %s\n", k, $3, R, $2, $4, sent[R " " $2]; bad++ } }
+        END { for (ts in sum) { scrapes++; if (sum[ts] != total[ts]) { printf "  peer %d at %s: neighbours sum to %d, the process sent %s\n", k, ts, sum[ts], total[ts]; bad++ } }
+              printf "  peer %d: %d scrapes, %d neighbour samples match link_bytes_sent and sum to the process bytes\n", k, scrapes, seen
+              exit !(scrapes >= 4 && seen >= 2 * scrapes && !bad) }' \
+        "$T/links$k.txt" "$T/rounds.txt" "$T/bytes.txt" "$T/links.txt" ||
+        fail "peer $k: Prometheus's murmur_neighbour_sent_bytes_total differs from metrics.jsonl"
+    k=$((k + 1))
+done
 # the training metrics made it too
 curl -sf "$api/query" --data-urlencode 'query=count(max_over_time(murmur_eval_accuracy_ratio[5m]) > 0)' |
     jq -e '.data.result[0].value[1] == "4"' > /dev/null || fail "not every peer's eval accuracy reached Prometheus"
-echo "ok: Prometheus scraped 4 peers; rounds increase and bytes match metrics.jsonl"
+echo "ok: Prometheus scraped 4 peers; rounds increase, bytes and bytes per neighbour match metrics.jsonl"

@@ -1,7 +1,9 @@
 # murmur watch in a real browser: Debian's headless Chromium, driven through
 # the DevTools protocol (tests/tools/cdp), opens the page of
 #  1. a running 4-peer ring: the round shown advances, the consensus chart
-#     has points, the topology shows 4 peers and 4 links; a screenshot; then
+#     has points, the topology shows 4 peers and 4 links, each link a
+#     rate of bytes per second above 0 and the per-link chart points for
+#     its 8 directions; a screenshot; then
 #     one peer is killed (SIGKILL) and its node turns "silent" and both its
 #     links "missing" within the documented time (--interval after its
 #     launcher saw it exit; here 0.5 s, allowed 10 s under load);
@@ -51,6 +53,10 @@ r=$(q '#round' round)
     "print:'round ' + $r" \
     "wait:30:$(q '#chart-consensus' points) > 0" \
     "print:'consensus points ' + $(q '#chart-consensus' points)" \
+    "wait:20:$(q '#chart-links' points) >= 8" \
+    "print:'link points ' + $(q '#chart-links' points)" \
+    "print:'acc-xi axis covers ' + (() => { const c = charts['chart-acc-xi'], xs = c.data.datasets[0].data.map(p => p.x); return c.scales.x.min <= Math.min(...xs) && c.scales.x.max >= Math.max(...xs); })()" \
+    "print:'link rates ' + [...document.querySelectorAll('#topology .link')].map(l => l.dataset.from + '-' + l.dataset.to + ':' + Math.round(l.dataset.bps)).join(' ')" \
     "print:'topology ' + $(q '#topology' peers) + ' peers ' + $(q '#topology' links) + ' links'" \
     "print:'states ' + [...document.querySelectorAll('#topology .peer')].map(p => p.dataset.state).join(',')" \
     "shot:$shots/watch-run.png" \
@@ -65,7 +71,11 @@ cat "$T/cdp1.out" | sed 's/^/  /'
 r1=$(sed -n 's/^round //p' "$T/cdp1.out" | head -1); r2=$(sed -n 's/^round //p' "$T/cdp1.out" | tail -1)
 [ "$r2" -gt "$r1" ] || fail "the round shown did not advance ($r1 then $r2)"
 grep -q '^topology 4 peers 4 links$' "$T/cdp1.out" || fail "the topology does not show 4 peers and 4 links"
+grep -q '^acc-xi axis covers true$' "$T/cdp1.out" || fail "the accuracy-against-consensus chart's axis leaves points out"
 grep -q '^states [a-z,]*running' "$T/cdp1.out" || fail "no peer shown running"
+# every link of the live ring carries bytes: 4 links, each rate > 0
+[ "$(sed -n 's/^link rates //p' "$T/cdp1.out" | tr ' ' '\n' | awk -F: '$2 > 0' | wc -l)" -eq 4 ] ||
+    fail "not every link shows its bytes per second"
 note "peer 2 shown silent $(awk -v a="$(cat "$T/killed")" -v b="$(cat "$T/seen")" 'BEGIN { printf "%.1f", b - a }') s after SIGKILL"
 [ -s "$shots/watch-run.png" ] && [ -s "$shots/watch-run-killed.png" ] || fail "no screenshot"
 kill -TERM "$ring" 2>/dev/null || true # run-local.sh stops its peers
