@@ -98,16 +98,20 @@ while [ $k -lt $n ]; do
         sed -n 's/.*"round":\([0-9]*\),.*"link_bytes_sent":{\([^}]*\)}.*/\1 \2/p' | tr -d '"' |
         awk '{ n = split($2, kv, ","); for (i = 1; i <= n; i++) { split(kv[i], p, ":"); print $1 + 1, p[1], p[2] } }' \
         > "$T/links$k.txt"
-    awk -v k=$k -v n=$n 'FILENAME == ARGV[1] { sent[$1 " " $2] = $3; next }
+    awk -v k=$k -v n=$n 'FILENAME == ARGV[1] { sent[$1 " " $2] = $3; keys[$1]++; next }
         FILENAME == ARGV[2] && $1 == k { r[$2] = $3; next }
         FILENAME == ARGV[3] && $1 == k { total[$2] = $3; next }
         FILENAME == ARGV[4] && $1 == k && ($3 in r) {
-            R = r[$3]; seen++; sum[$3] += $4
+            R = r[$3]; seen++; sum[$3] += $4; samples[$3]++
             if ($2 != (k + 1) % n && $2 != (k + n - 1) % n) { printf "  peer %d: bytes to %s, not a neighbour\n", k, $2; bad++ }
             if (sent[R " " $2] != $4) { printf "  peer %d at %s: round %d, to %s %s bytes; metrics.jsonl: %s\n", k, $3, R, $2, $4, sent[R " " $2]; bad++ } }
-        END { for (ts in sum) { scrapes++; if (sum[ts] != total[ts]) { printf "  peer %d at %s: neighbours sum to %d, the process sent %s\n", k, ts, sum[ts], total[ts]; bad++ } }
+        END { for (ts in sum) { scrapes++; if (sum[ts] != total[ts]) { printf "  peer %d at %s: neighbours sum to %d, the process sent %s\n", k, ts, sum[ts], total[ts]; bad++ }
+                  # as many neighbours as the round line has keys (both, once
+                  # both links carried bytes: at the first round one may not yet)
+                  if (samples[ts] != keys[r[ts]]) { printf "  peer %d at %s: %d neighbours, the round line %d\n", k, ts, samples[ts], keys[r[ts]]; bad++ }
+                  if (samples[ts] == 2) full++ }
               printf "  peer %d: %d scrapes, %d neighbour samples match link_bytes_sent and sum to the process bytes\n", k, scrapes, seen
-              exit !(scrapes >= 4 && seen >= 2 * scrapes && !bad) }' \
+              exit !(scrapes >= 4 && full >= scrapes - 1 && !bad) }' \
         "$T/links$k.txt" "$T/rounds.txt" "$T/bytes.txt" "$T/links.txt" ||
         fail "peer $k: Prometheus's murmur_neighbour_sent_bytes_total differs from metrics.jsonl"
     k=$((k + 1))
