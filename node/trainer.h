@@ -101,6 +101,8 @@ typedef struct mm__trainer {
     struct mm__ccskip *skip;        /* NULL: every edge every round */
     uint16_t level;                 /* this round's level (mm_cc_level), in its vectors */
     bool cc_fresh;                  /* the last round's first exchange mixed someone */
+    mm_cc_shape cc_shape;           /* Xi^2 from q and the pull's b (gossip/consensus.h) */
+    double cc_pull2;                /* b: the squared pull of this round's first mix */
 
     double t_start, start_deadline;
     double t_compute, t_comm, t_wait;
