@@ -158,7 +158,8 @@ void mm__cc_describe(const mm__trainer *tr, char *buf, size_t len);
 /* round_lines.c */
 void mm__lines_start(mm__trainer *tr);
 void mm__lines_round(mm__trainer *tr, double loss, float lr);
-void mm__lines_eval(mm__trainer *tr, double loss, double acc);
+/* r: the evaluation (NULL without a model: loss and accuracy null). */
+void mm__lines_eval(mm__trainer *tr, const mm_eval_result *r);
 void mm__lines_isolated(mm__trainer *tr);
 void mm__lines_end(mm__trainer *tr, const char *reason);
 
