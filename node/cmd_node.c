@@ -36,7 +36,7 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 
 static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
 {
-    return mm_gsched_parse(arg, 1000, dst, err, errlen);
+    return mm_steps_schedule_parse(arg, 1000, dst, err, errlen);
 }
 
 static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)

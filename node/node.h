@@ -48,7 +48,7 @@ typedef struct {
     /* consensus control (docs/node.md): a schedule of gossip steps by round
      * (n = 0: none; then gossip_steps), or, with consensus_target > 0,
      * between 1 and max_gossip_steps exchanges a round as peers agree */
-    mm_gsched gossip_schedule;
+    mm_steps_schedule gossip_schedule;
     double consensus_target;
     int max_gossip_steps;
     double min_gossip_steps;       /* fewest exchanges a round on average: 1, or < 1 to skip rounds */
