@@ -8,10 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "net/algo.h"
+#include "base/jitter.h"
 #include "gossip/consensus.h"
 #include "model/outer.h"
-#include "node/plan.h"
+#include "net/algo.h"
 #include "node/replica.h"
 
 /* The exit status of murmur node (docs/node.md, "Exit status"): what a
@@ -72,7 +72,7 @@ typedef struct {
     long outer_memory_mb;          /* refuse the outer state above this */
 
     /* testing: a seeded random delay added to every local step */
-    mm_plan_jitter jitter;
+    mm_jitter jitter;
     uint64_t jitter_seed;
     bool jitter_seed_given;
 

@@ -163,7 +163,7 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
  * slower machine without taking a core from the other peers. */
 static void jitter_delay(mm__trainer *tr)
 {
-    const mm_plan_jitter *j = &tr->cfg->jitter;
+    const mm_jitter *j = &tr->cfg->jitter;
     double u = mm_rng_uniform(&tr->jitter_rng), d = 0;
     if (j->kind == MM_JITTER_UNIFORM)
         d = j->a * u;

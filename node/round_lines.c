@@ -12,7 +12,7 @@
 #include "base/sha256.h"
 #include "node/algo.h"
 #include "node/algo_choco.h"
-#include "node/blas_env.h"
+#include "model/blas_env.h"
 #include "node/trainer.h"
 
 static void algo_fields(mm__trainer *tr, mm__line where)
