@@ -31,6 +31,7 @@ static void clip_fields(mm__trainer *tr, mm__line where)
         return;
     if (where == MM__LINE_ROUND) {
         mm_metrics_num(&tr->metrics, "clip_radius", c->radius_max); /* (INFINITY: null) */
+        tr->live.clip_radius = c->radius_max; /* what a scrape shows of this line */
         c->radius_max = 0;
     }
     mm_metrics_int(&tr->metrics, "pulls_clipped", (long long)c->clipped);
@@ -99,6 +100,8 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->choco = choco;
     if (choco)
         mm__choco_get_stats(tr->algo_state, &l->cs);
+    l->clip = mm_clip_on(&tr->clip);
+    l->pulls_clipped = tr->clip.clipped; /* (l->clip_radius: clip_fields) */
     l->ended = ended;
     mm__exporter_publish(tr->exporter, l, links);
 }
@@ -302,7 +305,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     publish_live(tr, NAN, NAN, NULL, NULL, true);
     mm__iso_log_verdict(tr->iso, tr->mb, v, now);
     if (v != MM__ISO_OK && !tr->exit_status)
-        tr->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;
+        tr->exit_status = v == MM__ISO_REFUSED ? MM_EXIT_REFUSED : MM_EXIT_ISOLATED;
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             tr->round, tr->step, mm_time_now() - tr->t_start, tr->t_compute, tr->t_comm, tr->t_wait,
             peak_kib / 1024);
