@@ -25,7 +25,7 @@ static int start(mm__trainer *tr, char *err, size_t errlen)
     }
     if (!ar) {
         snprintf(err, errlen, "out of memory for the all-reduce's %zu floats", tr->P);
-        return -1;
+        return MM_EXIT_ERROR;
     }
     tr->algo_state = ar;
     return 0;

@@ -69,35 +69,38 @@ int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma,
     char why[256];
     if (mm_codec_parse(c->compress, spec, why, sizeof why) != 0) {
         snprintf(err, errlen, "--compress %s: %s", c->compress, why);
-        return -1;
+        return MM_EXIT_USAGE;
     }
     if (c->algo != MM_ALGO_DPSGD) {
         snprintf(err, errlen, "--compress runs CHOCO-SGD, defined for --algo dpsgd only "
                               "(not %s)", mm_algo_name(c->algo));
-        return -1;
+        return MM_EXIT_USAGE;
     }
     *gamma = c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(spec);
     if (!(*gamma > 0 && *gamma <= 1)) {
         snprintf(err, errlen, "--consensus-step %g is outside (0, 1]", *gamma);
-        return -1;
+        return MM_EXIT_USAGE;
     }
     return 0;
 }
 
-mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
-                         const float *x, size_t P, char *err, size_t errlen)
+int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                  const float *x, size_t P, mm__choco **out, char *err, size_t errlen)
 {
     mm_codec_spec spec;
     double gamma;
     char why[256];
-    if (mm__choco_check(c, &spec, &gamma, err, errlen) != 0)
-        return NULL;
+    *out = NULL;
+    int status = mm__choco_check(c, &spec, &gamma, err, errlen);
+    if (status != 0)
+        return status;
     uint32_t n = (uint32_t)mm_topo_n(topo);
     mm__choco *ch = calloc(1, sizeof *ch);
     if (!ch) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        return MM_EXIT_ERROR;
     }
+    status = MM_EXIT_USAGE;
     ch->id = id;
     ch->n = n;
     ch->P = P;
@@ -130,16 +133,18 @@ mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint3
     ch->self = malloc(4 * P);
     ch->peer = calloc(n, sizeof *ch->peer);
     if (!ch->self || !ch->peer) {
+        status = MM_EXIT_ERROR;
         snprintf(err, errlen, "out of memory for the public copies");
         goto fail;
     }
     /* x_hat_i starts at x, not 0: a peer that resumes mid-run must not
      * pull its neighbours towards 0 (its first RESET carries x_hat_i). */
     memcpy(ch->self, x, 4 * P);
-    return ch;
+    *out = ch;
+    return 0;
 fail:
     mm__choco_free(ch);
-    return NULL;
+    return status;
 }
 
 void mm__choco_free(mm__choco *ch)
@@ -311,8 +316,10 @@ void mm__choco_get_stats(const mm__choco *ch, mm__choco_stats *out) { *out = ch-
 
 static int start(mm__trainer *tr, char *err, size_t errlen)
 {
-    tr->algo_state = mm__choco_new(tr->cfg, tr->topo, tr->id, tr->x, tr->P, err, errlen);
-    return tr->algo_state ? 0 : -1;
+    mm__choco *ch;
+    int status = mm__choco_new(tr->cfg, tr->topo, tr->id, tr->x, tr->P, &ch, err, errlen);
+    tr->algo_state = ch;
+    return status;
 }
 
 static void end(mm__trainer *tr) { mm__choco_free(tr->algo_state); }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "node/node.h"
 
 enum { ROLE_IN = 1, ROLE_OUT = 2 };
 
@@ -264,12 +265,12 @@ void mm__iso_log_verdict(mm__iso *s, mm__mbox *mb, mm__iso_verdict v, double now
                  n_refused ? n_refused : (int)s->n_list, s->n_list,
                  any_clash ? "because two processes claimed one id"
                            : "refused because the two are configured differently",
-                 MM__EXIT_REFUSED);
+                 MM_EXIT_REFUSED);
     else
         mm_error("isolated: for the whole run (%.0f s) this peer mixed with none of its %d "
                  "neighbours, and none was refused: were they started, and do --base-port or "
                  "--hosts say where they listen?; exit status %d", now - s->t0, n_in,
-                 MM__EXIT_ISOLATED);
+                 MM_EXIT_ISOLATED);
 }
 
 /* A neighbour in the fields of a line: who, and (when the line says

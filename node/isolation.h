@@ -26,10 +26,6 @@ typedef struct mm__iso mm__iso;
 
 typedef enum { MM__ISO_OK, MM__ISO_REFUSED, MM__ISO_ISOLATED } mm__iso_verdict;
 
-/* Exit statuses of a peer that ended with a verdict (docs/node.md). */
-#define MM__EXIT_REFUSED 3
-#define MM__EXIT_ISOLATED 4
-
 /* How long a peer may mix with none of its neighbours before it says so:
  * max(--start-timeout, --peer-timeout + --round-timeout), in seconds. The
  * start timeout is how long a peer waits for neighbours that have not

@@ -17,10 +17,12 @@ typedef struct mm__trainer mm__trainer;
 
 /* Builds this peer's replica (the model and its shard, or a plain vector
  * with --vector-len), resumes it from run_dir/node-K/checkpoint.bin with
- * --resume, and opens its metrics file. The topology must outlive it.
- * NULL with the reason in err. */
-mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
-                             const char *dir, char *err, size_t errlen);
+ * --resume, and opens its metrics file, into *out. The topology must
+ * outlive it. 0; or the exit status (MM_EXIT_USAGE for a configuration
+ * refused: --compress, --outer; MM_EXIT_ERROR otherwise) with the reason
+ * in err. */
+int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
+                    const char *dir, mm__trainer **out, char *err, size_t errlen);
 void mm__trainer_free(mm__trainer *t);
 
 /* What the transport needs to know: the vector's length and fingerprint

@@ -220,7 +220,7 @@ static int exchange(mm__trainer *tr, uint64_t e, bool with_compute, bool more)
     float *s = mm__mbox_buf(tr->mb, b);
     if (a->send(tr, b, e, more) != 0) {
         mm__round_phase(tr, PH_IDLE);
-        tr->exit_status = 1;
+        tr->exit_status = MM_EXIT_ERROR;
         return -1;
     }
     double t2 = mm_time_now();
@@ -325,7 +325,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
     while (tr->round < c->rounds && !mm__trainer_stopping(tr)) {
         if (mm_topo_round(tr->topo, tr->id, (uint64_t)tr->round, &tr->v) != 0) {
             mm_error("topology has no round %ld for peer %u", tr->round, tr->id);
-            tr->exit_status = 1;
+            tr->exit_status = MM_EXIT_ERROR;
             break;
         }
         int r = run_round(tr);
@@ -337,7 +337,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
             mm_error("round %ld: %s; stopping, the last checkpoint is kept", tr->round,
                      tr->round_error);
             if (!mm__trainer_stopping(tr))
-                tr->exit_status = 1;
+                tr->exit_status = MM_EXIT_ERROR;
             break;
         }
         if (r < 0)
@@ -355,7 +355,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
             mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
                      "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
                      "the last checkpoint is kept", tr->round, bad_at, tr->P);
-            tr->exit_status = 1;
+            tr->exit_status = MM_EXIT_ERROR;
             params_lost = true;
             break;
         }
@@ -378,6 +378,6 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
     mm__lines_end(tr, params_lost ? "nonfinite" : round_failed ? mm_algo_name(tr->algo->id)
                      : mm__trainer_stopping(tr) ? "signal" : "done");
     if (checkpoint_failed && !tr->exit_status)
-        tr->exit_status = 1;
+        tr->exit_status = MM_EXIT_ERROR;
     mm__mbox_finish(mb);
 }

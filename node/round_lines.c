@@ -305,7 +305,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     publish_live(tr, NAN, NAN, NULL, NULL, true);
     mm__iso_log_verdict(tr->iso, tr->mb, v, now);
     if (v != MM__ISO_OK && !tr->exit_status)
-        tr->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;
+        tr->exit_status = v == MM__ISO_REFUSED ? MM_EXIT_REFUSED : MM_EXIT_ISOLATED;
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             tr->round, tr->step, mm_time_now() - tr->t_start, tr->t_compute, tr->t_comm, tr->t_wait,
             peak_kib / 1024);
