@@ -22,7 +22,7 @@ typedef struct {
     uint64_t mixed;         /* exchanges that mixed its vector */
 } iso_peer;
 
-struct mm__iso {
+struct mm__isolation {
     uint32_t n, self;
     double limit, repeat;
     double t0;
@@ -35,15 +35,15 @@ struct mm__iso {
     double next_warn;
 };
 
-double mm__iso_limit(int start_ms, int peer_ms, int round_ms)
+double mm__isolation_limit(int start_ms, int peer_ms, int round_ms)
 {
     double a = start_ms / 1000.0, b = (peer_ms + (double)round_ms) / 1000.0;
     return a > b ? a : b;
 }
 
-mm__iso *mm__iso_new(uint32_t n, uint32_t self, double limit_s)
+mm__isolation *mm__isolation_new(uint32_t n, uint32_t self, double limit_s)
 {
-    mm__iso *s = calloc(1, sizeof *s);
+    mm__isolation *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->n = n;
@@ -53,13 +53,13 @@ mm__iso *mm__iso_new(uint32_t n, uint32_t self, double limit_s)
     s->peer = calloc(n, sizeof *s->peer);
     s->list = calloc(n, sizeof *s->list);
     if (!s->peer || !s->list) {
-        mm__iso_free(s);
+        mm__isolation_free(s);
         return NULL;
     }
     return s;
 }
 
-void mm__iso_free(mm__iso *s)
+void mm__isolation_free(mm__isolation *s)
 {
     if (!s)
         return;
@@ -68,12 +68,12 @@ void mm__iso_free(mm__iso *s)
     free(s);
 }
 
-void mm__iso_start(mm__iso *s, double now)
+void mm__isolation_start(mm__isolation *s, double now)
 {
     s->t0 = s->alone_since = now;
 }
 
-static void add(mm__iso *s, uint32_t p, uint8_t role)
+static void add(mm__isolation *s, uint32_t p, uint8_t role)
 {
     if (p >= s->n || p == s->self)
         return;
@@ -82,7 +82,7 @@ static void add(mm__iso *s, uint32_t p, uint8_t role)
     s->peer[p].role |= role;
 }
 
-void mm__iso_round(mm__iso *s, const mm_round_view *v)
+void mm__isolation_round(mm__isolation *s, const mm_round_view *v)
 {
     for (int k = 0; k < v->n_in; k++)
         add(s, v->in[k].peer, ROLE_IN);
@@ -92,9 +92,9 @@ void mm__iso_round(mm__iso *s, const mm_round_view *v)
         s->in_since = true;
 }
 
-double mm__iso_alone(const mm__iso *s, double now) { return now - s->alone_since; }
+double mm__isolation_alone(const mm__isolation *s, double now) { return now - s->alone_since; }
 
-void mm__iso_mixed(mm__iso *s, uint32_t peer, double now)
+void mm__isolation_mixed(mm__isolation *s, uint32_t peer, double now)
 {
     if (peer >= s->n)
         return;
@@ -161,7 +161,7 @@ static bool unknown_refusals(mm__mbox *mb, char *buf, size_t len, uint64_t *coun
     return true;
 }
 
-bool mm__iso_check(mm__iso *s, mm__mbox *mb, double now)
+bool mm__isolation_check(mm__isolation *s, mm__mbox *mb, double now)
 {
     double alone = now - s->alone_since;
     if (!s->in_since || alone < s->limit || now < s->next_warn)
@@ -199,7 +199,7 @@ bool mm__iso_check(mm__iso *s, mm__mbox *mb, double now)
 
 /* Neighbours refused (refused()), and whether every in-neighbour went
  * unmixed for a whole run longer than the limit. */
-static int judge(mm__iso *s, mm__mbox *mb, double now, bool *alone_all)
+static int judge(mm__isolation *s, mm__mbox *mb, double now, bool *alone_all)
 {
     int n_refused = 0;
     bool any_in = false, any_mixed = false;
@@ -218,25 +218,25 @@ static int judge(mm__iso *s, mm__mbox *mb, double now, bool *alone_all)
     return n_refused;
 }
 
-mm__iso_verdict mm__iso_verdict_at(mm__iso *s, mm__mbox *mb, double now)
+mm__isolation_verdict mm__isolation_verdict_at(mm__isolation *s, mm__mbox *mb, double now)
 {
     bool alone_all;
     if (judge(s, mb, now, &alone_all) > 0)
-        return MM__ISO_REFUSED;
+        return MM__VERDICT_REFUSED;
     char why[MM_REFUSAL_TEXT + 160];
     uint64_t cnt;
     /* alone all run, and what came in was refused without a name: a
      * --plaintext peer dialled only by TLS peers sees nothing else */
     if (alone_all && unknown_refusals(mb, why, sizeof why, &cnt))
-        return MM__ISO_REFUSED;
-    return alone_all ? MM__ISO_ISOLATED : MM__ISO_OK;
+        return MM__VERDICT_REFUSED;
+    return alone_all ? MM__VERDICT_ISOLATED : MM__VERDICT_OK;
 }
 
-void mm__iso_log_verdict(mm__iso *s, mm__mbox *mb, mm__iso_verdict v, double now)
+void mm__isolation_log_verdict(mm__isolation *s, mm__mbox *mb, mm__isolation_verdict v, double now)
 {
-    if (v == MM__ISO_OK)
+    if (v == MM__VERDICT_OK)
         return;
-    const char *tag = v == MM__ISO_REFUSED ? "refused" : "isolated";
+    const char *tag = v == MM__VERDICT_REFUSED ? "refused" : "isolated";
     int n_in = 0, n_refused = 0, named = 0;
     bool any_clash = false;
     for (uint32_t i = 0; i < s->n_list; i++) {
@@ -248,16 +248,16 @@ void mm__iso_log_verdict(mm__iso *s, mm__mbox *mb, mm__iso_verdict v, double now
         n_refused += r;
         any_clash |= clash;
         /* refused: the refused ones; isolated: every in-neighbour */
-        if (v == MM__ISO_REFUSED ? !r : !(s->peer[p].role & ROLE_IN))
+        if (v == MM__VERDICT_REFUSED ? !r : !(s->peer[p].role & ROLE_IN))
             continue;
         if (named++ < MAX_NAMED)
             mm_error("%s: peer %u: %s", tag, p, why);
     }
     char why[MM_REFUSAL_TEXT + 160];
     uint64_t cnt;
-    if (unknown_refusals(mb, why, sizeof why, &cnt) && (v == MM__ISO_ISOLATED || !n_refused))
+    if (unknown_refusals(mb, why, sizeof why, &cnt) && (v == MM__VERDICT_ISOLATED || !n_refused))
         mm_error("%s: %s", tag, why);
-    if (v == MM__ISO_REFUSED)
+    if (v == MM__VERDICT_REFUSED)
         mm_error("refused: misconfigured: %s %d of its %u neighbours for the whole run, "
                  "%s (above); exit status %d",
                  any_clash ? "this peer could not tell whom it mixed with as"
@@ -287,7 +287,8 @@ static int cmp_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-void mm__iso_fields(mm__iso *s, mm__mbox *mb, mm_metrics *m, mm__iso_verdict v, double alone_s)
+void mm__isolation_fields(mm__isolation *s, mm__mbox *mb, mm_metrics *m,
+                          mm__isolation_verdict v, double alone_s)
 {
     named_peer *nb = calloc(s->n_list ? s->n_list : 1, sizeof *nb);
     if (!nb)
@@ -305,7 +306,7 @@ void mm__iso_fields(mm__iso *s, mm__mbox *mb, mm_metrics *m, mm__iso_verdict v, 
             k++;
         }
     mm_metrics_obj_end(m);
-    if (v == MM__ISO_OK && alone_s < 0) {
+    if (v == MM__VERDICT_OK && alone_s < 0) {
         free(nb);
         return;
     }
@@ -326,7 +327,7 @@ void mm__iso_fields(mm__iso *s, mm__mbox *mb, mm_metrics *m, mm__iso_verdict v, 
     k = 0;
     mm_metrics_obj_begin(m, "why");
     for (uint32_t i = 0; i < s->n_list && k < MAX_FIELDS; i++)
-        if (nb[i].refused || (v != MM__ISO_REFUSED && (s->peer[nb[i].id].role & ROLE_IN))) {
+        if (nb[i].refused || (v != MM__VERDICT_REFUSED && (s->peer[nb[i].id].role & ROLE_IN))) {
             mm_metrics_obj_str(m, nb[i].id, nb[i].why);
             k++;
         }

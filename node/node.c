@@ -17,14 +17,13 @@
 #include "base/log.h"
 #include "node/allreduce.h"
 #include "net/ports.h"
-#include "node/blas_env.h"
+#include "model/blas_env.h"
 #include "net/tls.h"
 #include "gossip/codec.h"
 #include "node/algo_choco.h"
 #include "node/exporter.h"
 #include "node/http.h"
 #include "node/node_int.h"
-#include "node/options.h"
 #include "node/peers.h"
 #include "node/poison.h"
 
@@ -84,7 +83,7 @@ static void try_send(node *nd, const mm__cmd *c)
     const void *buf = mm__mbox_claim(nd->mb, c);
     if (!buf)
         return;
-    mm_transport_set_round(nd->transport, c->exchange);
+    mm_transport_set_exchange(nd->transport, c->exchange);
     if (mm_transport_send_vec(nd->transport, c->peer, c->exchange, &c->meta, buf, c->len) != 0)
         mm__mbox_unclaim(nd->mb, c); /* refused after all: keep it for when it is up */
 }
@@ -547,7 +546,7 @@ int mm_node_run(const mm_node_config *c)
     }
     free(senders); /* (the transport keeps its copy) */
     if (c->algo == MM_ALGO_ALLREDUCE) {
-        mm_allreduce_config ac = {.t = nd->transport, .self = nd->id, .n = nd->n,
+        mm_allreduce_config ac = {.transport = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),
                                   .chunk = (uint64_t)c->allreduce_chunk,
                                   .done = on_allreduce_done, .ud = nd};

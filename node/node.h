@@ -8,10 +8,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "net/algo.h"
+#include "base/jitter.h"
 #include "gossip/consensus.h"
 #include "model/outer.h"
-#include "node/plan.h"
+#include "net/algo.h"
 #include "node/replica.h"
 
 /* The exit status of murmur node (docs/node.md, "Exit status"): what a
@@ -48,7 +48,7 @@ typedef struct {
     /* consensus control (docs/node.md): a schedule of gossip steps by round
      * (n = 0: none; then gossip_steps), or, with consensus_target > 0,
      * between 1 and max_gossip_steps exchanges a round as peers agree */
-    mm_gsched gossip_schedule;
+    mm_steps_schedule gossip_schedule;
     double consensus_target;
     int max_gossip_steps;
     double min_gossip_steps;       /* fewest exchanges a round on average: 1, or < 1 to skip rounds */
@@ -72,7 +72,7 @@ typedef struct {
     long outer_memory_mb;          /* refuse the outer state above this */
 
     /* testing: a seeded random delay added to every local step */
-    mm_plan_jitter jitter;
+    mm_jitter jitter;
     uint64_t jitter_seed;
     bool jitter_seed_given;
 

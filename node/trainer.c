@@ -161,15 +161,16 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
             status = tr->algo->start(tr, err, errlen);
     }
     if (status == 0) {
-        tr->iso = mm__iso_new(tr->n, id, mm__iso_limit(c->start_timeout_ms,
-                                                       c->peer_timeout_ms, c->round_timeout_ms));
+        double limit = mm__isolation_limit(c->start_timeout_ms, c->peer_timeout_ms,
+                                           c->round_timeout_ms);
+        tr->iso = mm__isolation_new(tr->n, id, limit);
         if (alloc_round(tr) != 0 || !tr->iso) {
             snprintf(err, errlen, "out of memory for a round with %d neighbours",
                      mm_topo_max_degree(topo));
             status = MM_EXIT_ERROR;
         }
     }
-    if (status == 0 && mm__cc_start(tr, err, errlen) != 0)
+    if (status == 0 && mm__control_start(tr, err, errlen) != 0)
         status = MM_EXIT_ERROR;
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->dir);
@@ -201,8 +202,8 @@ void mm__trainer_free(mm__trainer *tr)
     free(tr->links);
     free(tr->sketch);
     free(tr->cc_ratio);
-    mm__ccskip_free(tr->skip);
-    mm__iso_free(tr->iso);
+    mm__skip_free(tr->skip);
+    mm__isolation_free(tr->iso);
     mm__outer_free(tr->outer);
     free(tr);
 }

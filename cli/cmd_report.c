@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "node/commands.h"
+#include "cli/commands.h"
 #include "report/report.h"
 #include "report/sweep.h"
 

@@ -6,9 +6,9 @@
 
 #include "base/log.h"
 #include "base/opt.h"
-#include "node/commands.h"
+#include "cli/commands.h"
 #include "node/node.h"
-#include "node/options.h"
+#include "cli/options.h"
 #include "node/peers.h"
 #include "node/poison.h"
 
@@ -36,7 +36,7 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 
 static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
 {
-    return mm_gsched_parse(arg, 1000, dst, err, errlen);
+    return mm_steps_schedule_parse(arg, 1000, dst, err, errlen);
 }
 
 static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
@@ -61,7 +61,7 @@ static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_a
 static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
 {
     char why[200];
-    if (mm_plan_parse_jitter(arg, dst, why, sizeof why) != 0) {
+    if (mm_jitter_parse(arg, dst, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s", why);
         return -1;
     }
