@@ -52,13 +52,16 @@ if [ -x "$PY" ] && "$PY" -c 'import torch' 2>/dev/null; then have_torch=1
 else echo "bench-model: PyTorch not importable by $PY: C figures only"; fi
 
 for th in 1 2; do
-    c_all=""; ts_all=""; tf_all=""; g_all=""; p_all=""; last=""
+    c_all=""; ts_all=""; tf_all=""; g_all=""; p_all=""; gc_all=""; pc_all=""; r_all=""; last=""
     r=0
     while [ "$r" -lt "$ROUNDS" ]; do
         last=$(c_run "$th" "$KERNEL")
         c_all="$c_all $(field tokens_per_s "$last")"
         g_all="$g_all $(field model_gflops "$last")"
         p_all="$p_all $(field sgemm1024_gflops "$last")"
+        gc_all="$gc_all $(field model_cpu_gflops "$last")"
+        pc_all="$pc_all $(field sgemm1024_cpu_gflops "$last")"
+        r_all="$r_all $(ratio "$(field model_gflops "$last")" "$(field sgemm1024_gflops "$last")")"
         if [ "$have_torch" = 1 ]; then
             ts_all="$ts_all $(field tokens_per_s "$(torch_run "$th" "")")"
             if [ -n "$KERNEL" ]; then
@@ -86,5 +89,9 @@ for th in 1 2; do
         echo "  ratio C / PyTorch as shipped:      $(ratio "$c" "$ts")$t2"
     fi
     g=$(median $g_all); p=$(median $p_all)
-    echo "  achieved model GFLOP/s $g vs 1024^3 sgemm GFLOP/s $p in the same runs: $(ratio "$g" "$p")"
+    echo "  achieved model GFLOP/s $g vs 1024^3 sgemm GFLOP/s $p in the same runs: $(ratio "$g" "$p")" \
+         "(target >= $( [ "$th" = 1 ] && echo 0.75 || echo 0.6 ); per run:$r_all)"
+    gc=$(median $gc_all); pc=$(median $pc_all)
+    echo "  per CPU second (all threads; steady under load): model GFLOP/s $gc vs sgemm $pc: $(ratio "$gc" "$pc")"
+    echo "  load now: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
