@@ -5,7 +5,7 @@
 #   make data       fetch and prepare the Brown corpus into data/
 #   make demo       the README's main job
 #
-# Sources are found by folder. Each room (base/ model/ gossip/ report/ node/)
+# Sources are found by folder. Each room (base/ model/ gossip/ net/ report/ node/)
 # becomes one object in libmurmur.a, linked with `ld -r`, in which its
 # internal names (mm__*) are made local: they cannot be reached from another
 # room or a test, and `nm -g` of the library shows the public API only.
@@ -25,15 +25,15 @@ SANITIZE ?=
 # (make test-sanitize) keeps them.
 ASSERTS  ?= -DNDEBUG
 
-DEB_PKGS = libuv1-dev libssl-dev libopenblas-dev libcmocka-dev
+DEB_PKGS = libuv1-dev libssl-dev libopenblas-dev libcmocka-dev libmicrohttpd-dev libjs-chart.js
 PKGS     = libuv openssl cmocka
-LIBS     = $(shell pkg-config --libs libuv openssl openblas 2>/dev/null || echo -luv -lssl -lcrypto -lopenblas) -lm -lpthread
-PKG_CFLAGS = $(shell pkg-config --cflags libuv openssl openblas 2>/dev/null)
+LIBS     = $(shell pkg-config --libs libuv openssl openblas libmicrohttpd 2>/dev/null || echo -luv -lssl -lcrypto -lopenblas -lmicrohttpd) -lm -lpthread
+PKG_CFLAGS = $(shell pkg-config --cflags libuv openssl openblas libmicrohttpd 2>/dev/null)
 CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ALL_CFLAGS = $(CPPFLAGS) $(ASSERTS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread
 
-ROOMS    = base model gossip report node
+ROOMS    = base model gossip net report node
 PROG_SRC = node/main.c $(wildcard node/cmd_*.c)
 PROG_OBJ = $(PROG_SRC:%.c=$(BUILD)/%.o)
 room_src = $(filter-out $(PROG_SRC),$(wildcard $(1)/*.c))

@@ -164,6 +164,12 @@ void mm_metrics_obj_num(mm_metrics *m, uint32_t k, double v)
     number(m, v);
 }
 
+void mm_metrics_obj_int(mm_metrics *m, uint32_t k, long long v)
+{
+    put(m, "%s\"%u\":%lld", m->object_first ? "" : ",", k, v);
+    m->object_first = false;
+}
+
 void mm_metrics_obj_str(mm_metrics *m, uint32_t k, const char *v)
 {
     put(m, "%s\"%u\":", m->object_first ? "" : ",", k);

@@ -34,6 +34,7 @@ void mm_metrics_ids(mm_metrics *m, const char *key, const uint32_t *v, int n);
 void mm_metrics_floats(mm_metrics *m, const char *key, const float *v, int n);
 void mm_metrics_obj_begin(mm_metrics *m, const char *key);
 void mm_metrics_obj_num(mm_metrics *m, uint32_t key, double v);
+void mm_metrics_obj_int(mm_metrics *m, uint32_t key, long long v);
 void mm_metrics_obj_str(mm_metrics *m, uint32_t key, const char *v);
 void mm_metrics_obj_end(mm_metrics *m);
 /* Write the line. 0 on success, -1 (and the file unchanged) on failure. */

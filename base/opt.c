@@ -105,6 +105,27 @@ static int set_value(const mm_opt *o, const char *arg, char *err, size_t errlen)
     return -1;
 }
 
+/* A flag given twice: the last one counts, as getopt has it, and that is
+ * said once, with both values (`--lr 1e-3 --lr 2e-3` is a typo more often
+ * than a choice). *seen is the value it had ("" for a flag), NULL before. */
+static void warn_repeated(const char *cmd, const mm_opt *o, const char **seen, const char *arg)
+{
+    static const char said[] = "(said)";
+    const char *now = arg ? arg : "";
+    if (!*seen) {
+        *seen = now;
+        return;
+    }
+    if (*seen == said)
+        return;
+    if (o->kind == MM_OPT_FLAG)
+        fprintf(stderr, "murmur %s: warning: --%s given twice\n", cmd, o->name);
+    else
+        fprintf(stderr, "murmur %s: warning: --%s given twice ('%s', then '%s'): the last "
+                "one counts\n", cmd, o->name, *seen, now);
+    *seen = said;
+}
+
 int mm_opt_parse(const char *cmd, int argc, char **argv, const mm_opt *table, int *first_arg,
                  void (*help)(FILE *out))
 {
@@ -134,6 +155,13 @@ int mm_opt_parse(const char *cmd, int argc, char **argv, const mm_opt *table, in
     }
     lo[k++] = (struct option){"help", no_argument, NULL, 'h'};
 
+    /* the value each entry was given last (a repeated flag is said once) */
+    const char **seen = calloc(n + 1, sizeof *seen);
+    if (!seen) {
+        free(lo);
+        fprintf(stderr, "murmur %s: out of memory\n", cmd);
+        return -1;
+    }
     int rc = 0, c;
     opterr = 0;
     optind = 1;
@@ -159,6 +187,7 @@ int mm_opt_parse(const char *cmd, int argc, char **argv, const mm_opt *table, in
             rc = -1;
         } else {
             const mm_opt *o = &table[c - OPT_BASE];
+            warn_repeated(cmd, o, &seen[c - OPT_BASE], optarg);
             char why[256], sn[8] = "";
             if (o->short_name)
                 snprintf(sn, sizeof sn, "-%c/", o->short_name);
@@ -171,6 +200,7 @@ int mm_opt_parse(const char *cmd, int argc, char **argv, const mm_opt *table, in
         }
     }
     free(lo);
+    free(seen);
     if (rc < 0)
         fprintf(stderr, "Try 'murmur %s --help'.\n", cmd);
     if (first_arg)

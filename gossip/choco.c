@@ -9,7 +9,7 @@
 #include <math.h>
 
 #include "gossip/codec_internal.h"
-#include "gossip/wire.h"
+#include "base/crc32c.h"
 
 /* Floats per block of the consensus step: x's block (16 KB) stays in L1
  * while every copy streams past it once. A multiple of gossip/mix.c's
@@ -64,8 +64,11 @@ MM_CODEC_HOT static double axpy_dist_block(float *restrict x, float a, const flo
     return total;
 }
 
-int mm_choco_mix(float *x, const float *x_hat_self, size_t n, double self_weight,
-                 mm_mix_input *in, int n_in, double gamma)
+/* The consensus step with each present copy's pull scaled by clip[k] in
+ * [0, 1] (NULL: 1 each, and the distances measured in the same pass). A
+ * pull scaled by c moves (1 - c) of its weight onto x_hat_self. */
+static int choco_mix(float *x, const float *x_hat_self, size_t n, double self_weight,
+                     mm_mix_input *in, int n_in, double gamma, const double *clip)
 {
     if (!(gamma > 0 && gamma <= 1))
         return -1;
@@ -77,32 +80,63 @@ int mm_choco_mix(float *x, const float *x_hat_self, size_t n, double self_weight
         for (int k = 0; k < n_in; k++)
             self += (1.0 - gamma) * in[k].weight;
     for (int k = 0; k < n_in; k++) {
-        in[k].dist = NAN;
+        if (!clip)
+            in[k].dist = NAN;
         if (!in[k].x)
             self += gamma * in[k].weight; /* a missing copy's weight goes back to self */
     }
-    double w_new = self * 1.0;
+    double w_new = self * 1.0, self_extra = 0;
     for (int k = 0; k < n_in; k++)
-        if (in[k].x)
+        if (in[k].x) {
             w_new += gamma * in[k].weight * 1.0;
+            if (clip)
+                self_extra += gamma * in[k].weight * (1 - clip[k]);
+        }
     if (!(w_new > 1e-30))
         return 0; /* nothing to mix with */
-    float coef_self = (float)((self * 1.0 + 0.0) / 1.0 / w_new - 1.0 / 1.0);
+    float coef_self = (float)((self * 1.0 + self_extra) / 1.0 / w_new - 1.0 / 1.0);
     for (int k = 0; k < n_in; k++)
-        if (in[k].x)
+        if (in[k].x && !clip)
             in[k].dist = 0;
     for (size_t base = 0; base < n; base += MIX_BLOCK) {
         size_t len = n - base < MIX_BLOCK ? n - base : MIX_BLOCK;
         axpy_block(x + base, coef_self, x_hat_self + base, len);
-        for (int k = 0; k < n_in; k++)
-            if (in[k].x)
-                in[k].dist += axpy_dist_block(x + base, (float)(gamma * in[k].weight / w_new),
-                                              in[k].x + base, x_hat_self + base, len);
+        for (int k = 0; k < n_in; k++) {
+            if (!in[k].x)
+                continue;
+            float a = (float)(gamma * in[k].weight / w_new * (clip ? clip[k] : 1.0));
+            if (clip)
+                axpy_block(x + base, a, in[k].x + base, len);
+            else
+                in[k].dist += axpy_dist_block(x + base, a, in[k].x + base, x_hat_self + base,
+                                              len);
+        }
     }
     for (int k = 0; k < n_in; k++)
-        if (in[k].x)
+        if (in[k].x && !clip)
             in[k].dist = sqrt(in[k].dist);
     return 0;
+}
+
+int mm_choco_mix(float *x, const float *x_hat_self, size_t n, double self_weight,
+                 mm_mix_input *in, int n_in, double gamma)
+{
+    return choco_mix(x, x_hat_self, n, self_weight, in, n_in, gamma, NULL);
+}
+
+int mm_choco_mix_clip(float *x, const float *x_hat_self, size_t n, double self_weight,
+                      mm_mix_input *in, int n_in, double gamma, mm_clip *clip)
+{
+    if (!mm_clip_on(clip))
+        return choco_mix(x, x_hat_self, n, self_weight, in, n_in, gamma, NULL);
+    double d[n_in > 0 ? n_in : 1], scale[n_in > 0 ? n_in : 1];
+    d[0] = NAN;
+    for (int k = 0; k < n_in; k++)
+        d[k] = in[k].dist = in[k].x ? sqrt(mm_mix_dist(in[k].x, 1.0f, x_hat_self, 1.0f, n)) : NAN;
+    double tau = mm_clip_radius(clip, d, n_in);
+    for (int k = 0; k < n_in; k++)
+        scale[k] = in[k].x ? mm_clip_scale(d[k], tau) : 1.0;
+    return choco_mix(x, x_hat_self, n, self_weight, in, n_in, gamma, scale);
 }
 
 double mm_choco_default_gamma(const mm_codec_spec *spec)

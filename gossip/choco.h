@@ -77,6 +77,16 @@ mm_codec_err mm_choco_receive(const mm_codec *c, const uint8_t *q, size_t len, f
 int mm_choco_mix(float *x, const float *x_hat_self, size_t n, double self_weight,
                  mm_mix_input *in, int n_in, double gamma);
 
+/* Step 3 with every pull x_hat_j - x_hat_i clipped by clip's rule
+ * (gossip/robust.h): in[k].dist = ||x_hat_j - x_hat_i|| measured first,
+ * then the radius tau, then x_hat_j enters as if it stood at
+ * x_hat_i + min(1, tau / dist) (x_hat_j - x_hat_i), the weight it loses
+ * going to x_hat_i. So one neighbour moves x by at most gamma W_ij tau in
+ * a mix, whatever its copy holds. clip NULL or off: mm_choco_mix, bit for
+ * bit. Returns as mm_choco_mix. */
+int mm_choco_mix_clip(float *x, const float *x_hat_self, size_t n, double self_weight,
+                      mm_mix_input *in, int n_in, double gamma, mm_clip *clip);
+
 /* CRC32C of a copy's bytes (n floats, little-endian): what steps 1 and 2
  * return, for checking a copy at any other time. */
 uint32_t mm_choco_crc(const float *copy, size_t n);

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "gossip/wire.h"
+#include "base/crc32c.h"
 
 static const struct {
     const char *name;

@@ -9,12 +9,13 @@
  * +-scale, bf16 is the upper half of a binary32; a copy update is one
  * binary32 addition. How the encoder chooses codes (the rounding below) is
  * ours and may change without breaking a peer. */
+#include "base/finite.h"
 #include "gossip/codec_internal.h"
 
 #include <float.h>
 #include <math.h>
 
-#include "gossip/wire.h"
+#include "base/crc32c.h"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -409,7 +410,7 @@ mm_codec_err mm__codec_dense_encode(mm_codec *c, const float *x, float *ref, uin
     switch (c->spec.kind) {
     case MM_CODEC_FP32: {
         uint64_t bad;
-        if (!mm_wire_all_finite(x, n, &bad))
+        if (!mm_all_finite(x, n, &bad))
             return bad_input(why, whylen, x, NULL, bad, bad + 1);
         for (uint64_t i = 0; i < n; i += MM_CODEC_CHUNK) {
             uint64_t m = n - i < MM_CODEC_CHUNK ? n - i : MM_CODEC_CHUNK;

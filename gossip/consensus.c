@@ -104,10 +104,12 @@ int mm_cc_ratios(const double *lam, int n, int gmax, double *ratio)
 
 /* ---- the controller --------------------------------------------------------- */
 
-void mm_cc_init(mm_cc *c, double target, int gmax, const double *ratio)
+void mm_cc_init(mm_cc *c, double target, double gmin, int gmax, const double *ratio)
 {
-    *c = (mm_cc){.target = target, .gmax = gmax, .ratio = ratio, .gi = 1, .gamma = 1,
-                 .a = 0, .q_prev = 0, .xi = 0};
+    double lo = 1.0 / (MM_CC_SKIP_MAX + 1);
+    gmin = gmin < lo ? lo : gmin > 1 ? 1 : gmin;
+    *c = (mm_cc){.target = target, .gmax = gmax, .gmin = gmin, .ratio = ratio, .gi = 1,
+                 .gamma = 1, .a = 0, .q_prev = 0, .xi = 0};
 }
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -122,20 +124,66 @@ double mm_cc_estimate(const mm_cc *c)
     return r > 0 && c->a > 0 ? sqrt(c->a / (2 * r)) : 0;
 }
 
-int mm_cc_round(mm_cc *c, uint64_t round)
+/* gamma of h: h itself from 1 up, exp(h - 1) below (see mm_cc_round) */
+static double gamma_of(double h) { return h >= 1 ? h : exp(h - 1); }
+
+/* the golden-ratio sequence: the same u on every peer each round, and
+ * evenly spread over [0, 1) across rounds */
+static double dither(uint64_t round) { return fmod((double)round * 0.6180339887498949, 1.0); }
+
+int mm_cc_round(mm_cc *c, uint64_t round, int fresh)
 {
-    c->xi = mm_cc_estimate(c);
-    /* ln(Xi/X), clipped: an estimate of 0 (the start, when every replica is
-     * the same) asks for fewer exchanges without driving gamma far. */
-    double err = c->xi > 0 ? clampd(log(c->xi / c->target), -MM_CC_ERR_MAX, MM_CC_ERR_MAX)
-                           : -MM_CC_ERR_MAX;
-    c->gi = clampd(c->gi + MM_CC_KI * err, 1, c->gmax);
-    c->gamma = clampd(c->gi + MM_CC_KP * err, 1, c->gmax);
-    /* the golden-ratio sequence: the same u on every peer each round, and
-     * evenly spread over [0, 1) across rounds */
-    double u = fmod((double)round * 0.6180339887498949, 1.0);
-    int g = (int)floor(c->gamma + u);
+    if (fresh) {
+        c->xi = mm_cc_estimate(c);
+        /* ln(Xi/X), clipped: an estimate of 0 (the start, when every
+         * replica is the same) asks for fewer exchanges without driving
+         * gamma far. */
+        double err = c->xi > 0 ? clampd(log(c->xi / c->target), -MM_CC_ERR_MAX, MM_CC_ERR_MAX)
+                               : -MM_CC_ERR_MAX;
+        double hmin = 1 + log(c->gmin); /* 1 when gmin = 1: the range before skipping */
+        double ki = MM_CC_KI * (c->idle + 1);
+        c->gi = clampd(c->gi + (ki < MM_CC_KI_MAX ? ki : MM_CC_KI_MAX) * err, hmin, c->gmax);
+        c->idle = 0;
+        c->gamma = gamma_of(clampd(c->gi + MM_CC_KP * err, hmin, c->gmax));
+    }
+    else
+        c->idle++;
+    int g = (int)floor(c->gamma + dither(round));
     return g < 1 ? 1 : g > c->gmax ? c->gmax : g;
+}
+
+/* ---- skipping rounds -------------------------------------------------------- */
+
+#define LEVEL_OFFSET 4.0   /* h + 4 >= 0.84 for every h >= 1 + ln(1/64) */
+#define LEVEL_SCALE 512.0  /* 1/512 of a unit of h: gamma to 0.2 % */
+
+uint16_t mm_cc_level(const mm_cc *c)
+{
+    double v = floor((c->gi + LEVEL_OFFSET) * LEVEL_SCALE + 0.5);
+    return (uint16_t)clampd(v, 0, 65535);
+}
+
+double mm_cc_level_value(uint16_t level) { return level / LEVEL_SCALE - LEVEL_OFFSET; }
+
+void mm_cc_fold_level(mm_cc *c, double h_mixed)
+{
+    if (isfinite(h_mixed))
+        c->gi = clampd(h_mixed, 1 + log(c->gmin), c->gmax);
+}
+
+int mm_cc_skip_rounds(double gamma, uint64_t round, int kmax)
+{
+    int k = 0;
+    while (gamma < 1 && k < kmax && gamma + dither(round + 1 + (uint64_t)k) < 1)
+        k++;
+    return k;
+}
+
+uint64_t mm_cc_edge_next(uint64_t round, uint16_t l_self, uint16_t l_peer)
+{
+    /* the mean of the two decoded levels: the same double at both ends */
+    double h = 0.5 * (mm_cc_level_value(l_self) + mm_cc_level_value(l_peer));
+    return round + 1 + (uint64_t)mm_cc_skip_rounds(gamma_of(h), round, MM_CC_SKIP_MAX);
 }
 
 void mm_cc_fold(mm_cc *c, double a_mixed, double q, int first)

@@ -78,31 +78,87 @@ int mm_cc_ratios(const double *lam, int n, int gmax, double *ratio);
 /* Gains and constants (docs/node.md gives the reasons). */
 #define MM_CC_BETA 0.1  /* leak of the gossiped estimate per round */
 #define MM_CC_KI 0.2    /* integral gain, exchanges per unit of ln(Xi/X) per round */
+#define MM_CC_KI_MAX 0.5 /* the most one update integrates after rounds without input */
 #define MM_CC_KP 1.0    /* proportional gain, exchanges per unit of ln(Xi/X) */
 #define MM_CC_ERR_MAX 1.0 /* |ln(Xi/X)| is clipped to this */
 #define MM_CC_AUX_MAX 1e30 /* the gossiped scalar is kept in [0, this] */
+#define MM_CC_SKIP_MAX 63  /* most rounds an edge skips in a row (gamma < 1) */
 
 typedef struct {
     double target;        /* X */
     int gmax;             /* most exchanges a round may have */
+    double gmin;          /* fewest exchanges a round on average: 1, or in
+                           * [1/(MM_CC_SKIP_MAX+1), 1) when rounds may be skipped */
     const double *ratio;  /* R(G), G = 1..gmax (mm_cc_ratios), owned by the caller */
-    double gi;            /* the integral part of gamma */
-    double gamma;         /* exchanges per round wanted, in [1, gmax] */
+    double gi;            /* the integral state h: gamma_I = T(h) (below) */
+    double gamma;         /* exchanges per round wanted, in [gmin, gmax] */
     double a;             /* gossiped estimate of mean_i q_i */
     double q_prev;        /* this peer's q of the last round it measured one */
     double xi;            /* the estimate of Xi the last decision used */
+    int idle;             /* rounds since the last fresh input */
 } mm_cc;
 
-void mm_cc_init(mm_cc *c, double target, int gmax, const double *ratio);
+/* gmin = 1: the controller only adds exchanges (1..gmax a round), as
+ * before rounds could be skipped; gmin < 1 lets it skip rounds too. */
+void mm_cc_init(mm_cc *c, double target, double gmin, int gmax, const double *ratio);
 /* The estimate of Xi from a (the gossiped mean of q) at gamma exchanges
- * per round: sqrt(a / (2 R(gamma))), R interpolated between whole G. */
+ * per round: sqrt(a / (2 R(gamma))), R interpolated between whole G; R(1)
+ * below one exchange a round: with one mix every P rounds, the model's
+ * pulls pile up P times between mixes in every mode alike, so the shape of
+ * the disagreement seen at an exchange, and R, is that of G = 1. */
 double mm_cc_estimate(const mm_cc *c);
 /* Round start: updates the estimate and gamma, and returns how many
  * exchanges this peer wants this round: floor(gamma + u) within
- * [1, gmax], with u = frac(round * 0.618...) the same on every peer, so
- * that peers whose gamma agree want the same number and a fractional gamma
- * is met on average. */
-int mm_cc_round(mm_cc *c, uint64_t round);
+ * [1, gmax] (which rounds an edge skips when gamma < 1 is the edges'
+ * business: mm_cc_edge_next), with u = frac(round * 0.618...) the same on every peer, so that peers whose
+ * gamma agree want the same number and a fractional gamma is met on
+ * average. fresh: whether the estimate has new input since the last call
+ * (an exchange was mixed); without it gamma is kept (no integral wind-up
+ * over rounds that learnt nothing) and only the dither moves; the next
+ * fresh round integrates the error over the rounds since the last one
+ * (gain KI per round, at most KI_MAX at once: the error an exchange sees
+ * stood for every round of the gap, and a gap of 1/gamma rounds would
+ * otherwise slow the loop by as much). With fresh every round (gmin = 1)
+ * this is KI a round, as before.
+ *
+ * The PI law works on h: gamma = T(h), T(h) = h for h >= 1 (exchanges
+ * added one by one, as with gmin = 1) and exp(h - 1) below (rounds skipped
+ * by factors: the distance a skip lets grow is about proportional to the
+ * rounds between mixes, so ln gamma is what moves ln Xi linearly). T is
+ * continuous with slope 1 at h = 1; h is kept in [1 + ln gmin, gmax]. */
+int mm_cc_round(mm_cc *c, uint64_t round, int fresh);
+/* ---- skipping rounds (gmin < 1) ----
+ *
+ * Below one exchange a round an edge exchanges only in some rounds, and
+ * its two ends must agree on which. Every vector of a round's first
+ * exchange carries the sender's *level*, its integral state h in fixed
+ * point (the SKIP field, docs/protocol.md 3.2); both ends of an edge
+ * then hold both levels and compute the edge's next round from them
+ * alike (mm_cc_edge_next). The levels are also averaged over the graph
+ * like the parameters (mm_cc_fold_level): integral states that each
+ * integrate their own peer's error drift apart on a ring (each peer's
+ * estimate keeps a tenth of its own q, and errors of opposite sign push
+ * neighbours to opposite bounds, an edge between two peers at the floor
+ * then going unmixed for 63 rounds); averaged, they integrate the mean
+ * error and stay together. */
+
+/* This peer's level: round((h + 4) * 512) in [0, 65535]. */
+uint16_t mm_cc_level(const mm_cc *c);
+/* A level's h: level / 512 - 4. */
+double mm_cc_level_value(uint16_t level);
+/* After a round's first exchange (gmin < 1): h_mixed = h + sum_j W_ij
+ * (h_j - h) over the neighbours whose vector came (h_j their levels'
+ * values); h is set to it, kept in [1 + ln gmin, gmax]. */
+void mm_cc_fold_level(mm_cc *c, double h_mixed);
+/* How many rounds after `round` the dither skips at gamma: r' = round+1,
+ * round+2, ... while gamma + u_r' < 1, at most kmax; 0 when gamma >= 1. */
+int mm_cc_skip_rounds(double gamma, uint64_t round, int kmax);
+/* The round an edge exchanges on next after exchanging in `round`, its
+ * ends having announced levels l_self and l_peer: with gamma_e = T of the
+ * mean of both levels' h, round + 1 + mm_cc_skip_rounds(gamma_e, round,
+ * MM_CC_SKIP_MAX); the same at both ends (the mean of the same two
+ * doubles). */
+uint64_t mm_cc_edge_next(uint64_t round, uint16_t l_self, uint16_t l_peer);
 /* After an exchange's mix: a_mixed is self' * a + sum_j W_ij aux_j over
  * the neighbours whose vector came (self' takes the others' weight).
  * first: the round's first exchange, where q (this peer's q_i, NaN when no

@@ -1,7 +1,7 @@
 /* The arithmetic of averaging: blocked loops over flat float vectors, and
  * one round's update with its weight rules (gossip/mix.h). */
 #include "gossip/mix.h"
-#include "gossip/wire.h"
+#include "net/algo.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -70,19 +70,11 @@ double mm_mix_norm2(const float *x, size_t n)
     return total;
 }
 
-int mm_mix_all_finite(const float *x, size_t n)
+double mm_mix_round_clip(float *x, const float *s, size_t n, double w_old, double self_weight,
+                         mm_mix_input *in, int n_in, int pushsum, double w_max, mm_clip *clip)
 {
-    /* isfinite() per element defeats vectorisation; x*0 is NaN exactly when
-     * x is NaN or Inf, and NaN propagates through the sum. */
-    float acc = 0.0f;
-    for (size_t k = 0; k < n; k++)
-        acc += x[k] * 0.0f;
-    return acc == 0.0f;
-}
-
-double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,
-                    mm_mix_input *in, int n_in, int pushsum, double w_max, double clip_pull)
-{
+    if (!mm_clip_on(clip))
+        clip = NULL;
     mm_weight_rule rule = pushsum ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
     uint32_t n_peers = w_max >= 1 && w_max < 4294967296.0 ? (uint32_t)w_max : 1;
     double self = self_weight;
@@ -101,17 +93,25 @@ double mm_mix_round(float *x, const float *s, size_t n, double w_old, double sel
 
     /* With a bound on the pull every distance is needed before the update,
      * since the bound changes the coefficients: clipping z_k to
-     * z_t + c (z_k - z_t) moves (1 - c) of its weight onto z_t. */
-    double w_new = self * w_old, self_extra = 0;
+     * z_t + c (z_k - z_t) moves (1 - c) of its weight onto z_t. The radius
+     * may depend on this mix's distances (gossip/robust.h). */
+    double w_new = self * w_old, self_extra = 0, tau = 0;
     for (int k = 0; k < n_in; k++) {
         if (!in[k].x)
             continue;
         w_new += in[k].weight * in[k].w;
-        if (clip_pull > 0) {
+        if (clip)
             in[k].dist = sqrt(mm_mix_dist(in[k].x, (float)(1.0 / in[k].w), s, inv_old, n));
-            if (in[k].dist > clip_pull)
-                self_extra += in[k].weight * (1 - clip_pull / in[k].dist) * in[k].w;
-        }
+    }
+    if (clip) {
+        double d[n_in > 0 ? n_in : 1];
+        d[0] = NAN;
+        for (int k = 0; k < n_in; k++)
+            d[k] = in[k].dist;
+        tau = mm_clip_radius(clip, d, n_in);
+        for (int k = 0; k < n_in; k++)
+            if (in[k].x)
+                self_extra += in[k].weight * (1 - mm_clip_scale(in[k].dist, tau)) * in[k].w;
     }
     if (!(w_new > 0))
         return w_old; /* W_self' = 0 and nothing accepted: keep what we have */
@@ -122,9 +122,8 @@ double mm_mix_round(float *x, const float *s, size_t n, double w_old, double sel
         if (!in[k].x)
             continue;
         double c = in[k].weight / w_new;
-        if (clip_pull > 0) {
-            if (in[k].dist > clip_pull)
-                c *= clip_pull / in[k].dist;
+        if (clip) {
+            c *= mm_clip_scale(in[k].dist, tau);
             mm_mix_axpy(x, (float)c, in[k].x, n);
         } else {
             in[k].dist = sqrt(mm_mix_axpy_dist(x, (float)c, in[k].x, (float)(1.0 / in[k].w),
@@ -135,4 +134,11 @@ double mm_mix_round(float *x, const float *s, size_t n, double w_old, double sel
         return 1.0;
     /* x holds z whatever w is: only the weight is brought back in range. */
     return w_new < MM_PUSHSUM_W_MIN ? MM_PUSHSUM_W_MIN : w_new > w_max ? w_max : w_new;
+}
+
+double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,
+                    mm_mix_input *in, int n_in, int pushsum, double w_max, double clip_pull)
+{
+    mm_clip c = mm_clip_make(clip_pull, 0);
+    return mm_mix_round_clip(x, s, n, w_old, self_weight, in, n_in, pushsum, w_max, &c);
 }

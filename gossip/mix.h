@@ -5,6 +5,8 @@
 
 #include <stddef.h>
 
+#include "gossip/robust.h"
+
 /* dst += a * x, and returns sum_k (x[k]*sx - ref[k]*sr)^2: the squared
  * distance between the de-biased neighbour x*sx and our own ref*sr,
  * measured in the same pass over memory as the update. */
@@ -22,9 +24,6 @@ void mm_mix_scale_copy(float *dst, float a, const float *x, size_t n);
 
 /* sum_k x[k]^2, in double. */
 double mm_mix_norm2(const float *x, size_t n);
-
-/* 1 if every value is finite, else 0. */
-int mm_mix_all_finite(const float *x, size_t n);
 
 /* One neighbour's contribution to a round of mixing. */
 typedef struct {
@@ -45,9 +44,10 @@ typedef struct {
  * A missing neighbour's weight goes back to self (W_self' = W_self + W_k),
  * except with push-sum, where its mass is simply not received and the
  * de-biasing by w absorbs the loss. With clip_pull > 0 a neighbour farther
- * than clip_pull is pulled in only to that distance.
+ * than clip_pull is pulled in only to that distance (mm_mix_round_clip
+ * below: the same with a fixed radius).
  *
- * Weights (the rule of gossip/wire.h, checked again here whatever the
+ * Weights (the rule of net/wire.h, checked again here whatever the
  * transport did): outside push-sum every w_k must be exactly 1; with
  * push-sum it must lie in [MM_PUSHSUM_W_MIN, w_max] (w_max: the number of
  * peers). A neighbour whose w_k breaks the rule is refused (in[k].refused
@@ -69,5 +69,13 @@ typedef struct {
  * neighbour claiming more mass than the cluster has can take it. */
 double mm_mix_round(float *x, const float *s, size_t n, double w_old, double self_weight,
                     mm_mix_input *in, int n_in, int pushsum, double w_max, double clip_pull);
+
+/* mm_mix_round with the pulls clipped by clip's rule (gossip/robust.h:
+ * every present neighbour's distance ||z_k - z_t|| measured first, then
+ * the radius, then the update with each pull scaled by min(1, tau/d));
+ * clip NULL or off: no clipping, bit for bit mm_mix_round's update with
+ * clip_pull 0. The clipped pulls are counted in clip. */
+double mm_mix_round_clip(float *x, const float *s, size_t n, double w_old, double self_weight,
+                         mm_mix_input *in, int n_in, int pushsum, double w_max, mm_clip *clip);
 
 #endif

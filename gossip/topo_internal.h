@@ -30,6 +30,7 @@ struct mm_topology {
     struct base_plan *base;
     /* epidemic: round r's arcs for all peers, drawn once per round (O(n s)) */
     struct epi_cache *ec;
+    uint8_t digest[32]; /* of the canonical form (gossip/topo_digest.c) */
 };
 
 struct match_cache {
@@ -57,6 +58,9 @@ void mm__topo_round_rng(uint64_t seed, uint64_t round, mm_rng *rng);
 /* True for the schedules drawn at random every round (no period). */
 bool mm__topo_random(const mm_topology *t);
 int mm_ceil_log2(int n);
+/* Sets t->digest from the spec t was built from (gossip/topo_digest.c).
+ * 0, or -1 when out of memory. */
+int mm__topo_digest(const mm_topo_spec *s, mm_topology *t);
 
 /* "name:line: " (or "name: " when line is 0) then the message; returns -1. */
 int mm__topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)

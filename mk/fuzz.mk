@@ -1,26 +1,30 @@
-# make fuzz        libFuzzer on the frame decoder and on every codec decoder,
-#                  FUZZ_SECONDS each (default 600)
+# make fuzz        libFuzzer on the frame decoder, on every codec decoder and
+#                  on whole VECTOR frames of every codec (header fields and
+#                  body together), FUZZ_SECONDS each (default 600)
 # make fuzz-short  the same for 20 s each (what CI runs)
 # Needs clang with compiler-rt (libFuzzer). The corpora live in build-fuzz/
-# (corpus/ for the frame decoder, corpus-codec/ for the codecs).
+# (corpus/ for the frame decoder, corpus-codec/ for the codecs,
+# corpus-frame/ for whole frames).
 FUZZ_DIR     = build-fuzz
 FUZZ_SECONDS ?= 600
-FUZZ_SRC     = tests/fuzz_wire.c gossip/wire.c gossip/crc32c.c
+FUZZ_SRC     = tests/fuzz_wire.c net/wire.c net/algo.c base/crc32c.c base/finite.c
 FUZZ_CODEC_SRC = tests/fuzz_codec.c gossip/codec.c gossip/codec_dense.c gossip/codec_sparse.c \
-                 gossip/wire.c gossip/crc32c.c
-FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h gossip/wire.h
+                 base/crc32c.c base/finite.c
+FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h base/crc32c.h base/finite.h
+FUZZ_FRAME_SRC = tests/fuzz_frame.c $(filter-out tests/fuzz_codec.c,$(FUZZ_CODEC_SRC)) net/wire.c net/algo.c
 FUZZ_CFLAGS  = -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra -ffp-contract=off
 
 .PHONY: fuzz fuzz-short fuzz-build
 fuzz-build: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/corpus/.seeded \
-            $(FUZZ_DIR)/fuzz_codec $(FUZZ_DIR)/corpus-codec/.seeded
+            $(FUZZ_DIR)/fuzz_codec $(FUZZ_DIR)/corpus-codec/.seeded \
+            $(FUZZ_DIR)/fuzz_frame $(FUZZ_DIR)/corpus-frame/.seeded
 
-$(FUZZ_DIR)/fuzz_wire: $(FUZZ_SRC) gossip/wire.h
+$(FUZZ_DIR)/fuzz_wire: $(FUZZ_SRC) net/wire.h net/algo.h
 	@$(call ensure_pkgs,clang libclang-rt-14-dev)
 	@mkdir -p $(FUZZ_DIR)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_SRC) -lm
 
-$(FUZZ_DIR)/corpus/.seeded: $(FUZZ_SRC) gossip/wire.h
+$(FUZZ_DIR)/corpus/.seeded: $(FUZZ_SRC) net/wire.h net/algo.h
 	@mkdir -p $(FUZZ_DIR)/corpus
 	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen $(FUZZ_SRC) -lm
 	$(FUZZ_DIR)/seedgen $(FUZZ_DIR)/corpus && touch $@
@@ -35,11 +39,23 @@ $(FUZZ_DIR)/corpus-codec/.seeded: $(FUZZ_CODEC_SRC) $(FUZZ_CODEC_HDR)
 	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen-codec $(FUZZ_CODEC_SRC) -lm
 	$(FUZZ_DIR)/seedgen-codec $(FUZZ_DIR)/corpus-codec && touch $@
 
+$(FUZZ_DIR)/fuzz_frame: $(FUZZ_FRAME_SRC) $(FUZZ_CODEC_HDR) net/wire.h
+	@$(call ensure_pkgs,clang libclang-rt-14-dev)
+	@mkdir -p $(FUZZ_DIR)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_FRAME_SRC) -lm
+
+$(FUZZ_DIR)/corpus-frame/.seeded: $(FUZZ_FRAME_SRC) $(FUZZ_CODEC_HDR) net/wire.h
+	@mkdir -p $(FUZZ_DIR)/corpus-frame
+	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen-frame $(FUZZ_FRAME_SRC) -lm
+	$(FUZZ_DIR)/seedgen-frame $(FUZZ_DIR)/corpus-frame && touch $@
+
 fuzz: fuzz-build
 	$(FUZZ_DIR)/fuzz_wire -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	    -artifact_prefix=$(FUZZ_DIR)/ $(FUZZ_DIR)/corpus
 	$(FUZZ_DIR)/fuzz_codec -max_total_time=$(FUZZ_SECONDS) -max_len=12000 \
 	    -artifact_prefix=$(FUZZ_DIR)/codec- $(FUZZ_DIR)/corpus-codec
+	$(FUZZ_DIR)/fuzz_frame -max_total_time=$(FUZZ_SECONDS) -max_len=4096 \
+	    -artifact_prefix=$(FUZZ_DIR)/frame- $(FUZZ_DIR)/corpus-frame
 
 fuzz-short:
 	$(MAKE) fuzz FUZZ_SECONDS=20

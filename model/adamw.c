@@ -1,6 +1,7 @@
 /* AdamW with decoupled weight decay on the 2-D weight matrices only, global
  * gradient-norm clipping, and a linear warm-up followed by a cosine decay. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,9 @@ int mm_adamw_init(mm_adamw *opt, const mm_adamw_config *cfg, size_t n)
     opt->n = n;
     opt->m = calloc(n ? n : 1, sizeof(float));
     opt->v = calloc(n ? n : 1, sizeof(float));
-    if (!opt->m || !opt->v) {
+    if (cfg->accum_steps > 1)
+        opt->acc = calloc(n ? n : 1, sizeof(float));
+    if (!opt->m || !opt->v || (cfg->accum_steps > 1 && !opt->acc)) {
         mm_adamw_free(opt);
         return -1;
     }
@@ -35,7 +38,8 @@ void mm_adamw_free(mm_adamw *opt)
 {
     free(opt->m);
     free(opt->v);
-    opt->m = opt->v = NULL;
+    free(opt->acc);
+    opt->m = opt->v = opt->acc = NULL;
 }
 
 float mm_adamw_lr(const mm_adamw_config *c, long step)
@@ -97,6 +101,26 @@ static void update(float *restrict p, const float *restrict g, float *restrict m
     }
 }
 
+void mm_adamw_accum_update(float *p, const float *g, float *m, float *v, float *acc, size_t n,
+                           long t, int K, float lr, float b1, float b2, float eps, float wd)
+{
+    long k = (t + K - 1) / K;
+    float bc1 = 1.0f - powf(b1, (float)k), bc2 = 1.0f - powf(b2, (float)k);
+    float invK = 1.0f / (float)K;
+    bool fold = t % K == 0;
+    for (size_t i = 0; i < n; i++) {
+        acc[i] += g[i] * invK;
+        float mt = b1 * m[i] + (1.0f - b1) * g[i];
+        float vt = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+        p[i] -= lr * (mt / bc1 / (sqrtf(vt / bc2) + eps) + wd * p[i]);
+        if (fold) {
+            m[i] = b1 * m[i] + (1.0f - b1) * acc[i];
+            v[i] = b2 * v[i] + (1.0f - b2) * acc[i] * acc[i];
+            acc[i] = 0.0f;
+        }
+    }
+}
+
 static int is_matrix(const char *name)
 {
     static const char *const mats[] = {"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw"};
@@ -109,7 +133,8 @@ static int is_matrix(const char *name)
 float mm_adamw_step(mm_adamw *opt, const mm_model *mdl, float *params, float *grads)
 {
     const mm_adamw_config *c = &opt->cfg;
-    if (opt->n != mdl->n_params || !opt->m || !opt->v)
+    bool accum = c->accum_steps > 1;
+    if (opt->n != mdl->n_params || !opt->m || !opt->v || (accum && !opt->acc))
         return NAN; /* optimizer built for another model: touch nothing */
     float norm = (float)sqrt(sumsq(grads, opt->n));
     if (c->grad_clip > 0.0f && norm > c->grad_clip)
@@ -120,8 +145,13 @@ float mm_adamw_step(mm_adamw *opt, const mm_model *mdl, float *params, float *gr
     for (int i = 0; i < MM_NUM_TENSORS; i++) {
         mm_tensor_info ti = mm_model_tensor(mdl, i);
         float wd = is_matrix(ti.name) ? c->weight_decay : 0.0f;
-        update(params + ti.offset, grads + ti.offset, opt->m + ti.offset, opt->v + ti.offset,
-               ti.count, lr, c->beta1, c->beta2, bc1, bc2, c->eps, wd);
+        if (accum)
+            mm_adamw_accum_update(params + ti.offset, grads + ti.offset, opt->m + ti.offset,
+                                  opt->v + ti.offset, opt->acc + ti.offset, ti.count, t,
+                                  c->accum_steps, lr, c->beta1, c->beta2, c->eps, wd);
+        else
+            update(params + ti.offset, grads + ti.offset, opt->m + ti.offset,
+                   opt->v + ti.offset, ti.count, lr, c->beta1, c->beta2, bc1, bc2, c->eps, wd);
     }
     opt->step++;
     return norm;

@@ -1,11 +1,13 @@
-/* Checkpoint file format v1 (docs/formats.md): a 200-byte little-endian
- * header, the parameters, optionally AdamW's m and v, then a SHA-256 of all
- * bytes before it. The whole file is read and checked before anything is
+/* Checkpoint file format v1 and v2 (docs/formats.md): a 200-byte
+ * little-endian header, the parameters, optionally AdamW's m and v, in v2
+ * optionally the outer optimizer's block and AccumAdamW's accumulator
+ * block, then a SHA-256 of all bytes before it. The whole file is read and checked before anything is
  * copied into the caller's model, so a failed load changes nothing. */
 #include "model/checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,9 +23,13 @@
 #endif
 
 #define CKPT_MAGIC "MMCKPT01"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 1u        /* written when no v2 block is present: unchanged files */
+#define CKPT_VERSION_MAX 2u
 #define CKPT_HEADER 200
 #define FLAG_OPT 1u
+#define FLAG_OUTER 2u          /* v2: int64 outer step, int64 0, outer params, outer momentum */
+#define FLAG_ACCUM 4u          /* v2: int64 accum_steps, int64 0, the accumulator */
+#define BLOCK_HEAD 16
 
 enum { /* header field offsets */
     OFF_MAGIC = 0, OFF_VERSION = 8, OFF_FLAGS = 12, OFF_CFG = 16, OFF_FP = 32,
@@ -38,7 +44,21 @@ static void get(const uint8_t *h, size_t off, void *v, size_t n) { memcpy(v, h +
 
 static size_t file_size(size_t n_params, uint32_t flags)
 {
-    return CKPT_HEADER + n_params * sizeof(float) * ((flags & FLAG_OPT) ? 3 : 1) + 32;
+    size_t vec = n_params * sizeof(float);
+    return CKPT_HEADER + vec * ((flags & FLAG_OPT) ? 3 : 1) +
+           ((flags & FLAG_OUTER) ? BLOCK_HEAD + 2 * vec : 0) +
+           ((flags & FLAG_ACCUM) ? BLOCK_HEAD + vec : 0) + 32;
+}
+
+/* Where the outer block and the accumulator block start. */
+static size_t outer_off(size_t n, uint32_t flags)
+{
+    return CKPT_HEADER + n * sizeof(float) * ((flags & FLAG_OPT) ? 3 : 1);
+}
+
+static size_t accum_off(size_t n, uint32_t flags)
+{
+    return outer_off(n, flags) + ((flags & FLAG_OUTER) ? BLOCK_HEAD + 2 * n * sizeof(float) : 0);
 }
 
 int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
@@ -48,14 +68,18 @@ int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
         snprintf(err, errlen, "%s: optimizer holds %zu values, model %zu", path, opt->n, m->n_params);
         return -1;
     }
-    uint32_t flags = opt ? FLAG_OPT : 0;
+    mm_ckpt_state zero = {.pushsum_weight = 1.0};
+    if (!st)
+        st = &zero;
+    bool accum = opt && opt->cfg.accum_steps > 1 && opt->acc;
+    uint32_t flags = (opt ? FLAG_OPT : 0) | (st->outer.x ? FLAG_OUTER : 0) | (accum ? FLAG_ACCUM : 0);
     size_t n = m->n_params, size = file_size(n, flags);
     uint8_t *buf = calloc(1, size);
     if (!buf) {
         snprintf(err, errlen, "%s: out of memory (%zu bytes)", path, size);
         return -1;
     }
-    uint32_t version = CKPT_VERSION;
+    uint32_t version = flags & (FLAG_OUTER | FLAG_ACCUM) ? 2u : CKPT_VERSION;
     int32_t cfg[4] = {m->cfg.n_layer, m->cfg.d_model, m->cfg.n_head, m->cfg.n_ctx};
     uint8_t fp[MM_FINGERPRINT_LEN];
     uint64_t np = n;
@@ -66,9 +90,6 @@ int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
     put(buf, OFF_CFG, cfg, sizeof cfg);
     put(buf, OFF_FP, fp, sizeof fp);
     put(buf, OFF_NPARAMS, &np, 8);
-    mm_ckpt_state zero = {.pushsum_weight = 1.0};
-    if (!st)
-        st = &zero;
     put(buf, OFF_STEP, &st->step, 8);
     put(buf, OFF_ROUND, &st->round, 8);
     put(buf, OFF_PEER, &st->peer_id, 4);
@@ -95,6 +116,18 @@ int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
     if (opt) {
         memcpy(p + n * sizeof(float), opt->m, n * sizeof(float));
         memcpy(p + 2 * n * sizeof(float), opt->v, n * sizeof(float));
+    }
+    if (flags & FLAG_OUTER) {
+        uint8_t *b = buf + outer_off(n, flags);
+        put(b, 0, &st->outer.step, 8);
+        memcpy(b + BLOCK_HEAD, st->outer.x, n * sizeof(float));
+        memcpy(b + BLOCK_HEAD + n * sizeof(float), st->outer.m, n * sizeof(float));
+    }
+    if (flags & FLAG_ACCUM) {
+        uint8_t *b = buf + accum_off(n, flags);
+        int64_t k = opt->cfg.accum_steps;
+        put(b, 0, &k, 8);
+        memcpy(b + BLOCK_HEAD, opt->acc, n * sizeof(float));
     }
     mm_sha256(buf, size - 32, buf + size - 32);
     int rc = mm_write_atomic(path, buf, size, err, errlen);
@@ -152,11 +185,18 @@ static int check_header(const char *path, const uint8_t *h, size_t len, char *er
         snprintf(err, errlen, "%s: truncated: %zu bytes, shorter than the header", path, len);
         return -1;
     }
-    uint32_t version;
+    uint32_t version, flags;
     get(h, OFF_VERSION, &version, 4);
-    if (version != CKPT_VERSION) {
-        snprintf(err, errlen, "%s: checkpoint format version %u, this murmur reads version %u",
-                 path, version, CKPT_VERSION);
+    get(h, OFF_FLAGS, &flags, 4);
+    if (version < 1 || version > CKPT_VERSION_MAX) {
+        snprintf(err, errlen, "%s: checkpoint format version %u, this murmur reads versions 1 "
+                 "and 2", path, version);
+        return -1;
+    }
+    uint32_t known = version == 1 ? FLAG_OPT : FLAG_OPT | FLAG_OUTER | FLAG_ACCUM;
+    if (flags & ~known) {
+        snprintf(err, errlen, "%s: unknown flags 0x%x for format version %u (corrupted?)", path,
+                 flags, version);
         return -1;
     }
     return 0;
@@ -200,7 +240,7 @@ static void describe(const mm_model_config *c, char *out, size_t n)
 int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt, mm_ckpt_state *st,
                        char *err, size_t errlen)
 {
-    size_t n = m->n_params, limit = file_size(n, FLAG_OPT), len;
+    size_t n = m->n_params, limit = file_size(n, FLAG_OPT | FLAG_OUTER | FLAG_ACCUM), len;
     /* One byte past the largest valid size tells "too long" from "exact". */
     uint8_t *buf = read_file(path, limit + 1, &len, err, errlen);
     if (!buf)
@@ -219,10 +259,6 @@ int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt, mm_ckpt_sta
         describe(&fc, have, sizeof have);
         snprintf(err, errlen, "%s: holds %llu parameters (%s), the model has %zu", path,
                  (unsigned long long)np, have, n);
-        goto out;
-    }
-    if (flags & ~FLAG_OPT) {
-        snprintf(err, errlen, "%s: unknown flags 0x%x (corrupted?)", path, flags);
         goto out;
     }
     size_t want = file_size(n, flags);
@@ -258,6 +294,16 @@ int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt, mm_ckpt_sta
         snprintf(err, errlen, "%s: holds no optimizer state, cannot resume training from it", path);
         goto out;
     }
+    int64_t file_k = 0;
+    if (flags & FLAG_ACCUM)
+        get(buf + accum_off(n, flags), 0, &file_k, 8);
+    int run_k = opt && opt->cfg.accum_steps > 1 ? opt->cfg.accum_steps : 0;
+    if (opt && (int64_t)run_k != file_k) {
+        snprintf(err, errlen, "%s: written with --adam-accum %lld, this run has --adam-accum %d "
+                 "(the optimizer states differ)", path, (long long)(file_k > 1 ? file_k : 0),
+                 run_k);
+        goto out;
+    }
     if (opt && opt->n != n) {
         snprintf(err, errlen, "%s: optimizer sized for %zu values, checkpoint has %zu", path,
                  opt->n, n);
@@ -285,8 +331,20 @@ int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt, mm_ckpt_sta
         opt->step = (long)ostep;
         memcpy(opt->m, p + n * sizeof(float), n * sizeof(float));
         memcpy(opt->v, p + 2 * n * sizeof(float), n * sizeof(float));
+        if (flags & FLAG_ACCUM)
+            memcpy(opt->acc, buf + accum_off(n, flags) + BLOCK_HEAD, n * sizeof(float));
     }
     if (st) {
+        st->outer.has = (flags & FLAG_OUTER) != 0;
+        st->outer.step = 0;
+        if (st->outer.has) {
+            const uint8_t *b = buf + outer_off(n, flags);
+            get(b, 0, &st->outer.step, 8);
+            if (st->outer.x) {
+                memcpy(st->outer.x, b + BLOCK_HEAD, n * sizeof(float));
+                memcpy(st->outer.m, b + BLOCK_HEAD + n * sizeof(float), n * sizeof(float));
+            }
+        }
         get(buf, OFF_STEP, &st->step, 8);
         get(buf, OFF_ROUND, &st->round, 8);
         get(buf, OFF_PEER, &st->peer_id, 4);

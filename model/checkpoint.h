@@ -19,9 +19,20 @@ typedef struct {
     double pushsum_weight; /* push-sum weight w (1.0 outside push-sum) */
     mm_rng rng;          /* data sampling stream */
     uint64_t seed;       /* the run's seed */
+    /* The outer optimizer's state (docs/outer.md), format version 2. On
+     * save: written when x is not NULL. On load: copied into x and m (n
+     * floats each) when the file has it and x is not NULL; has says
+     * whether the file had it. */
+    struct {
+        float *x, *m;    /* outer parameters, outer momentum */
+        int64_t step;    /* outer steps taken */
+        int has;
+    } outer;
 } mm_ckpt_state;
 
-/* Write model params, optimizer state and st to path atomically. */
+/* Write model params, optimizer state (with Decent-DP's accumulator when
+ * opt->cfg.accum_steps > 1) and st to path atomically: format version 1,
+ * or version 2 when it holds an outer state or an accumulator. */
 int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
                        const mm_ckpt_state *st, char *err, size_t errlen);
 

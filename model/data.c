@@ -90,6 +90,11 @@ out:
     return rc;
 }
 
+size_t mm_shard_text_bytes(const mm_shard *s)
+{
+    return s->train_len - (size_t)s->n_files;
+}
+
 void mm_shard_free(mm_shard *s)
 {
     free(s->train);

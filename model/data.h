@@ -95,7 +95,7 @@ int mm_data_index_write(const char *data_dir, const mm_data_file *files, int n,
 /* --- one peer's shard ------------------------------------------------------ */
 
 typedef struct {
-    uint8_t *train;          /* this peer's training bytes (its files, concatenated) */
+    uint8_t *train;          /* this peer's training bytes (its files, each followed by '\n') */
     size_t train_len;
     uint8_t *val;            /* the shared validation bytes */
     size_t val_len;
@@ -109,6 +109,10 @@ typedef struct {
 int mm_shard_load(mm_shard *s, const char *data_dir, const mm_partition *part,
                   int peer, int n_peers, char *err, size_t errlen);
 void mm_shard_free(mm_shard *s);
+
+/* The shard's training text as the index counts it (murmur data-info): its
+ * files' own bytes, without the newline the shard adds after each. */
+size_t mm_shard_text_bytes(const mm_shard *s);
 
 /* Fill tokens[B*(T+1)] with B random windows of T+1 bytes from the shard's
  * training text, drawn with rng (so a checkpointed rng resumes the stream). */

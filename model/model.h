@@ -113,6 +113,9 @@ typedef struct {
     long warmup_steps, total_steps; /* linear warm-up, then cosine to lr_min */
     float beta1, beta2, eps, weight_decay;
     float grad_clip;          /* clip the global gradient norm to this; 0: off */
+    int accum_steps;          /* > 1: Decent-DP's AccumAdamW (docs/outer.md): the moments
+                               * move every accum_steps steps, from the mean gradient of
+                               * those steps; 0 or 1: AdamW */
 } mm_adamw_config;
 
 /* lr 1e-3 -> 1e-4, warm-up 100, total 5000, betas 0.9/0.95, eps 1e-8,
@@ -123,6 +126,7 @@ typedef struct {
     mm_adamw_config cfg;
     size_t n;
     float *m, *v;  /* first and second moments, n floats each */
+    float *acc;    /* accum_steps > 1: the mean gradient so far of this accumulation */
     long step;     /* number of updates applied */
 } mm_adamw;
 
@@ -141,5 +145,16 @@ float mm_adamw_lr(const mm_adamw_config *cfg, long step);
  * gradient norm before clipping (NAN, changing nothing, when opt was not
  * initialised for m->n_params floats). */
 float mm_adamw_step(mm_adamw *opt, const mm_model *m, float *params, float *grads);
+
+/* AccumAdamW's update of n floats at update number t (1-based) of
+ * accumulations of K = accum_steps > 1 (Wang et al., ICLR 2025, Decent-DP's
+ * optim.py; docs/outer.md):
+ *   acc += g / K
+ *   m~ = b1 m + (1 - b1) g,  v~ = b2 v + (1 - b2) g^2     (not stored)
+ *   k = ceil(t / K),  p -= lr (m~ / (1 - b1^k) / (sqrt(v~ / (1 - b2^k)) + eps) + wd p)
+ *   when t % K == 0:  m = b1 m + (1 - b1) acc,  v = b2 v + (1 - b2) acc^2,  acc = 0
+ * Exposed for tests; mm_adamw_step calls it per tensor. */
+void mm_adamw_accum_update(float *p, const float *g, float *m, float *v, float *acc, size_t n,
+                           long t, int K, float lr, float b1, float b2, float eps, float wd);
 
 #endif

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/sha256.h"
+
 #define MAX_TEXT_FILES 100000
 #define MAX_DEPTH 32
 
@@ -59,17 +61,33 @@ bool mm_utf8_valid(const uint8_t *p, size_t n, size_t *bad_at)
     return true;
 }
 
+/* A name too long for the index keeps its first MM_TEXT_KEEP bytes and
+ * ends in '-' and 8 hex digits of the SHA-256 of the whole original (the
+ * path, or the directory's name): two long names that begin alike stay
+ * apart, and each one's mapping depends on itself only. */
+#define MM_TEXT_HASH_HEX 8
+#define MM_TEXT_KEEP (MM_DATA_NAME_MAX - 1 - 1 - MM_TEXT_HASH_HEX)
+
 /* The index's rules: [A-Za-z0-9_.-], at most 31 bytes, no leading '.'. */
 static bool map_name(const char *in, size_t len, char out[MM_DATA_NAME_MAX])
 {
-    bool changed = len >= MM_DATA_NAME_MAX;
-    size_t n = len < MM_DATA_NAME_MAX - 1 ? len : MM_DATA_NAME_MAX - 1;
+    bool cut = len >= MM_DATA_NAME_MAX, changed = cut;
+    size_t n = cut ? MM_TEXT_KEEP : len;
     for (size_t i = 0; i < n; i++) {
         char c = in[i];
         bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                   c == '_' || c == '-' || (c == '.' && i > 0);
         out[i] = c == '/' ? '-' : ok ? c : '_';
         changed |= !ok && c != '/';
+    }
+    if (cut) {
+        uint8_t d[MM_SHA256_LEN];
+        char hex[2 * MM_SHA256_LEN + 1];
+        mm_sha256(in, len, d);
+        mm_sha256_hex(d, hex);
+        out[n++] = '-';
+        memcpy(out + n, hex, MM_TEXT_HASH_HEX);
+        n += MM_TEXT_HASH_HEX;
     }
     out[n] = '\0';
     return changed;

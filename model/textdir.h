@@ -23,10 +23,13 @@ typedef struct {
  * Names and labels are mapped to the index's rules ([A-Za-z0-9_.-], at
  * most 31 bytes, not starting with '.'): the path without a final ".txt",
  * with '/' as '-', every other byte outside the set as '_', a leading '.'
- * as '_', cut at 31 bytes. Refused, with both paths named: two files that
- * map to one name, two directories that map to one label. Refused: a
- * label with fewer than 2 files (one validates, the rest train), no files,
- * more than 100000. 0, or -1 with the reason in err. */
+ * as '_'; one of more than 31 bytes keeps its first 22 and ends in '-' and
+ * 8 hex digits of the SHA-256 of the whole (the path without ".txt", or the
+ * directory's name), so long names that begin alike stay apart. Refused,
+ * with both paths named: two files that map to one name, two directories
+ * that map to one label. Refused: a label with fewer than 2 files (one
+ * validates, the rest train), no files, more than 100000. 0, or -1 with
+ * the reason in err. */
 int mm_text_scan(const char *dir, const char *default_label, mm_text_file **files, int *n,
                  char *err, size_t errlen);
 void mm_text_files_free(mm_text_file *files, int n);

@@ -8,6 +8,7 @@
 #include "node/blas_env.h"
 
 #include <cblas.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,17 +32,42 @@ const char *mm_blas_kernel(void)
     return name ? name : "unknown";
 }
 
+/* Tests only: MURMUR_BLAS_PRETEND_CPU="avx2 fma" (words as in
+ * /proc/cpuinfo's flags) stands for the CPU's features, so that every
+ * branch below runs on every machine (tests/e2e/blas_kernel.sh). */
+static bool pretend_has(const char *flags, const char *flag)
+{
+    size_t n = strlen(flag);
+    for (const char *p = flags; (p = strstr(p, flag)) != NULL; p += n)
+        if ((p == flags || p[-1] == ' ') && (p[n] == 0 || p[n] == ' '))
+            return true;
+    return false;
+}
+
+static bool cpu_has(const char *flag)
+{
+    const char *pretend = getenv("MURMUR_BLAS_PRETEND_CPU");
+    if (pretend)
+        return pretend_has(pretend, flag);
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    /* __builtin_cpu_supports wants a literal */
+    if (!strcmp(flag, "avx512f")) return __builtin_cpu_supports("avx512f");
+    if (!strcmp(flag, "avx512bw")) return __builtin_cpu_supports("avx512bw");
+    if (!strcmp(flag, "avx512vl")) return __builtin_cpu_supports("avx512vl");
+    if (!strcmp(flag, "avx2")) return __builtin_cpu_supports("avx2");
+    if (!strcmp(flag, "fma")) return __builtin_cpu_supports("fma");
+#endif
+    return false;
+}
+
 /* The best kernel this CPU can run that OpenBLAS 0.3.21 ships, or NULL. */
 static const char *best_kernel(void)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl"))
+    if (cpu_has("avx512f") && cpu_has("avx512bw") && cpu_has("avx512vl"))
         return "SkylakeX";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    if (cpu_has("avx2") && cpu_has("fma"))
         return "Haswell";
-#endif
     return NULL;
 }
 

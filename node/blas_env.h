@@ -9,7 +9,8 @@
  * that a better kernel supports, and the user has not set OPENBLAS_CORETYPE,
  * sets it and re-executes argv, silently. Returns normally otherwise.
  * MURMUR_NO_BLAS_FIX=1 turns it off; MURMUR_BLAS_PRETEND_KERNEL=NAME (for
- * tests) acts as if OpenBLAS had chosen NAME. */
+ * tests) acts as if OpenBLAS had chosen NAME, MURMUR_BLAS_PRETEND_CPU="FLAG
+ * ..." as if the CPU had exactly these /proc/cpuinfo flags. */
 void mm_blas_fix_kernel(int argc, char **argv);
 
 /* Logs what mm_blas_fix_kernel did (re-executed, or why it could not), once

@@ -129,6 +129,23 @@ static bool inside(const char *dir, const char *dst)
     return !strcmp(a, b) || (!strncmp(a, b, n) && (b[n] == '/' || !strcmp(a, "/")));
 }
 
+/* Whether a text file can be a text of the corpus; if not, says why. */
+static bool text_ok(const char *path, const char *text, size_t len)
+{
+    size_t bad;
+    if (len == 0) {
+        fprintf(stderr, "murmur data-prepare: %s: empty file (every text needs at least one "
+                        "byte; remove it)\n", path);
+        return false;
+    }
+    if (!mm_utf8_valid((const uint8_t *)text, len, &bad)) {
+        fprintf(stderr, "murmur data-prepare: %s: byte %zu: %s (0x%02x)\n", path, bad,
+                text[bad] ? "not valid UTF-8" : "a NUL byte, not text", (unsigned char)text[bad]);
+        return false;
+    }
+    return true;
+}
+
 static int prepare_text(const char *dir, const char *dst, const char *label, const char *note)
 {
     char err[1024], note_buf[600];
@@ -154,27 +171,24 @@ static int prepare_text(const char *dir, const char *dst, const char *label, con
                         "put it elsewhere\n", dst, dir);
         goto out;
     }
+    /* A bad file is said and the others still read, so that one run names
+     * every file to fix; the index is then not written. */
+    int refused = 0;
     for (int i = 0; i < n; i++) {
         char in_path[4200], out_path[4200];
         snprintf(in_path, sizeof in_path, "%s/%s", dir, tf[i].rel);
         size_t len;
         char *text = read_all(in_path, &len, MAX_TEXT_BYTES, err, sizeof err);
-        if (!text) {
-            fprintf(stderr, "murmur data-prepare: %s\n", err);
-            goto out;
-        }
-        size_t bad;
-        if (len == 0) {
-            fprintf(stderr, "murmur data-prepare: %s: empty file (every text needs at least one "
-                            "byte; remove it)\n", in_path);
+        if (!text || !text_ok(in_path, text, len)) {
+            if (!text)
+                fprintf(stderr, "murmur data-prepare: %s\n", err);
             free(text);
-            goto out;
+            refused++;
+            continue;
         }
-        if (!mm_utf8_valid((const uint8_t *)text, len, &bad)) {
-            fprintf(stderr, "murmur data-prepare: %s: byte %zu: %s (0x%02x)\n", in_path, bad,
-                    text[bad] ? "not valid UTF-8" : "a NUL byte, not text", (unsigned char)text[bad]);
+        if (refused) { /* no index will be written: only check the rest */
             free(text);
-            goto out;
+            continue;
         }
         mm_data_file *d = &files[i];
         memcpy(d->name, tf[i].name, sizeof d->name);
@@ -195,6 +209,11 @@ static int prepare_text(const char *dir, const char *dst, const char *label, con
                    (int)strcspn(tf[i].rel, "/"), tf[i].rel, tf[i].label);
         labels += i == 0 || strcmp(tf[i].label, tf[i - 1].label);
         total += len;
+    }
+    if (refused) {
+        fprintf(stderr, "murmur data-prepare: %d of %d files refused (each named above): fix or "
+                        "remove them (no index written to %s)\n", refused, n, dst);
+        goto out;
     }
     if (!note) {
         snprintf(note_buf, sizeof note_buf, "source text %.500s", dir);
@@ -217,9 +236,9 @@ out:
     return rc;
 }
 
-static void prepare_usage(void)
+static void prepare_usage(FILE *out)
 {
-    fprintf(stderr,
+    fprintf(out,
             "usage: murmur data-prepare [--note TEXT] SRC DST\n"
             "       murmur data-prepare --text [--label NAME] [--note TEXT] DIR DST\n"
             "  SRC holds cats.txt ('FILE GENRE' per line) and the tagged Brown files.\n"
@@ -235,7 +254,10 @@ int cmd_data_prepare(int argc, char **argv)
     bool text = false;
     int i = 1;
     while (i < argc && argv[i][0] == '-') {
-        if (!strcmp(argv[i], "--text")) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            prepare_usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--text")) {
             text = true;
             i++;
         } else if (i + 1 < argc && (!strcmp(argv[i], "--note") || !strcmp(argv[i], "--label"))) {
@@ -243,12 +265,12 @@ int cmd_data_prepare(int argc, char **argv)
             i += 2;
         } else {
             fprintf(stderr, "murmur data-prepare: unknown option or missing value: '%s'\n", argv[i]);
-            prepare_usage();
+            prepare_usage(stderr);
             return 2;
         }
     }
     if (argc - i != 2 || (note && strchr(note, '\n'))) {
-        prepare_usage();
+        prepare_usage(stderr);
         return 2;
     }
     if (text && (!*label || strlen(label) >= MM_DATA_NAME_MAX || strspn(label,
@@ -263,6 +285,11 @@ int cmd_data_prepare(int argc, char **argv)
 
 int cmd_data_verify(int argc, char **argv)
 {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: murmur data-verify DIR\n"
+               "  checks a prepared corpus: index.tsv, every file's size and SHA-256\n");
+        return 0;
+    }
     if (argc != 2) {
         fprintf(stderr, "usage: murmur data-verify DIR\n");
         return 2;

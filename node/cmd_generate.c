@@ -67,7 +67,7 @@ int cmd_generate(int argc, char **argv)
     char *end;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         errno = 0;
         switch (c) {
         case 'c': path = optarg; break;

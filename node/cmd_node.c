@@ -10,12 +10,24 @@
 #include "node/node.h"
 #include "node/options.h"
 #include "node/peers.h"
+#include "node/poison.h"
 
 static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
     int a = mm_algo_parse(arg);
-    if (a < 0) {
-        snprintf(err, errlen, "is dpsgd, async, pushsum or allreduce, not '%s'", arg);
+    if (a < 0) { /* "is dpsgd, async, pushsum or allreduce, not 'x'" */
+        static const char *const names[] = {
+#define MM_X(NAME, code, name) name,
+            MM_ALGOS(MM_X)
+#undef MM_X
+        };
+        size_t n = sizeof names / sizeof names[0], len = 0;
+        len += (size_t)snprintf(err, errlen, "is");
+        for (size_t i = 0; i < n && len < errlen; i++)
+            len += (size_t)snprintf(err + len, errlen - len, "%s %s",
+                                    i == 0 ? "" : i + 1 < n ? "," : " or", names[i]);
+        if (len < errlen)
+            snprintf(err + len, errlen - len, ", not '%s'", arg);
         return -1;
     }
     *(mm_algo *)dst = (mm_algo)a;
@@ -25,6 +37,23 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
 {
     return mm_gsched_parse(arg, 1000, dst, err, errlen);
+}
+
+static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
+{
+    if (strcmp(arg, "nesterov") && strcmp(arg, "none")) {
+        snprintf(err, errlen, "is nesterov or none, not '%s'", arg);
+        return -1;
+    }
+    *(bool *)dst = !strcmp(arg, "nesterov");
+    return 0;
+}
+
+static const char *show_outer(const void *dst) { return *(const bool *)dst ? "nesterov" : "none"; }
+
+static int parse_outer_decay(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return mm_outer_parse_decay(arg, dst, err, errlen);
 }
 
 static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_algo *)dst); }
@@ -41,9 +70,9 @@ static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
 
 static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 {
-    if (strcmp(arg, "nan") && strcmp(arg, "inf") && strcmp(arg, "huge") &&
-        strncmp(arg, "weight=", 7)) {
-        snprintf(err, errlen, "is nan, inf, huge or weight=X, not '%s'", arg);
+    if (!mm_poison_kind_ok(arg)) {
+        snprintf(err, errlen, "is nan, inf, huge, scale=X, weight=X, reset-codec, reset-short, "
+                 "reset-long, reset-huge or q-huge, not '%s'", arg);
         return -1;
     }
     *(const char **)dst = arg;
@@ -53,7 +82,9 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 /* --different-init and --verbose set something other than a bool field. */
 typedef struct {
     bool different_init, verbose;
-    bool gossip_steps, max_gossip_steps; /* given on the command line */
+    bool gossip_steps, max_gossip_steps, min_gossip_steps; /* given on the command line */
+    bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay;
+    bool dry_run;
 } node_flags;
 
 #define NODE_OPTS 96
@@ -108,6 +139,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "exchanges a round, agreed with each neighbour (0 off)", .hide_default = true),
         MM_OPT(MM_OPT_INT, "max-gossip-steps", "G", &c->max_gossip_steps, 1, 64,
                "with --consensus-target: most exchanges a round", .given = &f->max_gossip_steps),
+        MM_OPT(MM_OPT_DOUBLE, "min-gossip-steps", "F", &c->min_gossip_steps, 1.0 / 64, 1,
+               "with --consensus-target: fewest exchanges a round on average; below 1 an "
+               "edge skips rounds as its two ends agree (1/64 .. 1, default 1: never)",
+               .given = &f->min_gossip_steps, .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "no-train", NULL, &c->no_train, 0, 0,
                "pure gossip: no training, replicas start apart"),
         MM_OPT(MM_OPT_LONG, "vector-len", "N", &c->vector_len, 1, (double)(1L << 34),
@@ -126,6 +161,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_DOUBLE, "clip-pull", "X", &c->clip_pull, 0, INFINITY,
                "bound each neighbour's pull: ||x_j - x_i|| clipped to X (0 off)",
                .hide_default = true),
+        MM_OPT(MM_OPT_DOUBLE, "robust-clip", "F", &c->robust_clip, 0, 1e6,
+               "robust mixing: clip each neighbour's pull to F times the lower median of "
+               "this peer's last 16 neighbour distances (docs/node.md; 0 off)",
+               .hide_default = true),
         MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
         MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
                "send CHOCO's compressed differences: fp32 | bf16 | int8[:B] | sign[:B] | "
@@ -137,6 +176,31 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_LONG, "choco-memory-mb", "MB", &c->choco_memory_mb, 1, 1L << 30,
                "refuse to start when the public copies (one vector per in-neighbour and "
                "one's own) and buffers would take more"),
+        MM_OPT_HEAD("Outer optimizer, DiLoCo (docs/outer.md):"),
+        MM_OPT(MM_OPT_CUSTOM, "outer", "O", &c->outer, 0, 0,
+               "nesterov: every round, after --local-steps H inner steps, an outer Nesterov "
+               "step on the pseudo-gradient (outer params - the average of the peers' inner "
+               "params); with --algo allreduce this is DiLoCo, with dpsgd its gossip version; "
+               "none (default): plain averaging", .parse = parse_outer, .show = show_outer,
+               .given = &f->outer),
+        MM_OPT(MM_OPT_FLOAT, "outer-lr", "LR", &c->outer_cfg.lr, 0, 100,
+               "outer learning rate, > 0 (1 with momentum 0: plain averaging)",
+               .given = &f->outer_lr),
+        MM_OPT(MM_OPT_FLOAT, "outer-momentum", "MU", &c->outer_cfg.momentum, 0, 1,
+               "outer Nesterov momentum, in [0, 1)", .given = &f->outer_momentum),
+        MM_OPT(MM_OPT_LONG, "outer-momentum-warmup", "N", &c->outer_cfg.warmup, 0, BIG,
+               "Pier's momentum warm-up: mu_k = MU k / N for the first N outer steps",
+               .given = &f->outer_warmup),
+        MM_OPT(MM_OPT_CUSTOM, "outer-momentum-decay", "D", &c->outer_cfg, 0, 0,
+               "Pier's momentum decay: none | linear:F | cosine:F (from outer step F x rounds "
+               "on, the momentum falls to 0 at the end of the run)", .parse = parse_outer_decay,
+               .hide_default = true, .given = &f->outer_decay),
+        MM_OPT(MM_OPT_FLAG, "outer-overlap", NULL, &c->outer_overlap, 0, 0,
+               "overlap a round's local steps with the exchange (the pseudo-gradient is then "
+               "one round old, as D-PSGD's gradient is); default: steps first, then exchange"),
+        MM_OPT(MM_OPT_LONG, "outer-memory-mb", "MB", &c->outer_memory_mb, 1, 1L << 30,
+               "refuse to start when the outer state (3 vectors: outer params, momentum, "
+               "local progress) would take more"),
         MM_OPT_HEAD("Metrics and checkpoints (docs/metrics.md):"),
         MM_OPT(MM_OPT_INT, "eval-every", "E", &c->eval_every, 0, INT_MAX,
                "evaluate and sketch every E rounds, 0 = off"),
@@ -152,7 +216,16 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "so)"),
         MM_OPT(MM_OPT_INT, "log-every", "N", &c->log_every, 0, INT_MAX,
                "progress line every N rounds"),
+        MM_OPT(MM_OPT_STR, "metrics-addr", "HOST:PORT", &c->metrics_addr, 0, 0,
+               "serve Prometheus metrics at http://HOST:PORT/metrics (off by default; "
+               "127.0.0.1:PORT for this machine only; PORT+ adds the peer's id)", .hide_default = true),
+        MM_OPT(MM_OPT_STR, "metrics-token-file", "FILE", &c->metrics_token_file, 0, 0,
+               "the endpoint asks for 'Authorization: Bearer TOKEN', TOKEN the file's first "
+               "line", .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),
+        MM_OPT(MM_OPT_FLAG, "dry-run", NULL, &f->dry_run, 0, 0,
+               "check every flag and the topology as at start, then exit: 0 it would start, 2 "
+               "and why it would not (no socket, file or training; scripts/sweep.sh --check)"),
         MM_OPT_HEAD("Testing only:"),
         MM_OPT(MM_OPT_CUSTOM, "compute-jitter", "J", &c->jitter, 0, 0,
                "add a random delay after every local step (slept, to study stragglers): none, "
@@ -164,7 +237,11 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "stream", .given = &c->jitter_seed_given, .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
                "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
-               "push-sum weight X)", .parse = parse_poison,
+               "push-sum weight X), scale=X (every float times X), or with --compress "
+               "reset-codec | reset-short | reset-long (RESETs in the agreed codec, a float "
+               "short, a float long) | reset-huge (valid RESETs of +-1e38) | q-huge (int8 q's "
+               "of scale 2^120, valid CRCs); node/poison.h",
+               .parse = parse_poison,
                .hide_default = true),
     };
     int n = 0;
@@ -191,12 +268,52 @@ static int check_consensus(const mm_node_config *c, const node_flags *f)
         why = "--consensus-target needs --algo dpsgd (neighbours agree on every exchange)";
     else if (f->max_gossip_steps && !(c->consensus_target > 0))
         why = "--max-gossip-steps bounds --consensus-target, which is not given";
+    else if (c->clip_pull > 0 && c->robust_clip > 0)
+        why = "give --clip-pull X (a fixed radius) or --robust-clip F (one from the "
+              "neighbour distances), not both";
+    else if ((c->clip_pull > 0 || c->robust_clip > 0) && c->algo == MM_ALGO_ALLREDUCE)
+        why = "--clip-pull and --robust-clip bound gossip pulls; --algo allreduce mixes none";
+    else if (f->min_gossip_steps && !(c->consensus_target > 0))
+        why = "--min-gossip-steps bounds --consensus-target, which is not given";
     else if (c->consensus_target > 0 && c->compress)
         why = "--consensus-target and --compress do not combine yet (consensus control "
               "drops edges for an exchange, which would leave CHOCO's public copies behind)";
     if (why)
         fprintf(stderr, "murmur node: %s\n", why);
     return why ? -1 : 0;
+}
+
+/* The outer optimizer's flags: values the table cannot bound, and the
+ * combinations it does not run (docs/outer.md). */
+static int check_outer(const mm_node_config *c, const node_flags *f)
+{
+    char why[200] = "";
+    const mm_outer_config *o = &c->outer_cfg;
+    if (!c->outer && (f->outer_lr || f->outer_momentum || f->outer_warmup || f->outer_decay ||
+                      c->outer_overlap))
+        snprintf(why, sizeof why, "--outer-lr, --outer-momentum, --outer-momentum-warmup, "
+                 "--outer-momentum-decay and --outer-overlap need --outer nesterov");
+    else if (!c->outer)
+        return 0;
+    else if (!(o->lr > 0))
+        snprintf(why, sizeof why, "--outer-lr must be > 0, not %g", o->lr);
+    else if (!(o->momentum < 1))
+        snprintf(why, sizeof why, "--outer-momentum must be in [0, 1), not %g", o->momentum);
+    else if (c->algo == MM_ALGO_ASYNC || c->algo == MM_ALGO_PUSHSUM)
+        snprintf(why, sizeof why, "--outer nesterov runs over --algo dpsgd or allreduce, not %s "
+                 "(its outer step needs a synchronous average of the round)",
+                 mm_algo_name(c->algo));
+    else if (c->no_train)
+        snprintf(why, sizeof why, "--outer nesterov needs training: drop --no-train");
+    else if (c->compress)
+        snprintf(why, sizeof why, "--outer nesterov and --compress do not combine (CHOCO's "
+                 "public copies would have to follow the outer step)");
+    else if (c->consensus_target > 0 || c->gossip_schedule.n || c->gossip_steps > 1)
+        snprintf(why, sizeof why, "--outer nesterov runs one exchange a round: drop "
+                 "--gossip-steps, --gossip-steps-schedule and --consensus-target");
+    if (why[0])
+        fprintf(stderr, "murmur node: %s\n", why);
+    return why[0] ? -1 : 0;
 }
 
 static const mm_opt *help_table;
@@ -269,7 +386,7 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
-    if (check_consensus(&c, &f) != 0)
+    if (check_consensus(&c, &f) != 0 || check_outer(&c, &f) != 0)
         return 2;
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */
@@ -283,5 +400,5 @@ int cmd_node(int argc, char **argv)
         fprintf(stderr, "murmur node: %s\n", err);
         return 2;
     }
-    return mm_node_run(&c);
+    return f.dry_run ? mm_node_check(&c) : mm_node_run(&c);
 }

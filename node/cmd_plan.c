@@ -30,7 +30,7 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
     int a = mm_plan_parse_algo(arg);
     if (a < 0) {
-        snprintf(err, errlen, "is dpsgd, async or allreduce, not '%s'", arg);
+        snprintf(err, errlen, "is dpsgd, pushsum, async or allreduce, not '%s'", arg);
         return -1;
     }
     *(mm_plan_algo *)dst = (mm_plan_algo)a;
@@ -94,7 +94,11 @@ static int parse(int argc, char **argv, plan_args *a)
                "dpsgd: averaging exchanges per round"),
         MM_OPT(MM_OPT_FLAG, "overlap", NULL, &a->in.overlap, 0, 0,
                "allreduce: average the snapshot while computing (as dpsgd does); default: "
-               "compute, then all-reduce"),
+               "compute, then all-reduce. With --outer: the node's --outer-overlap"),
+        MM_OPT(MM_OPT_FLAG, "outer", NULL, &a->in.outer, 0, 0,
+               "the node's --outer nesterov (docs/outer.md): one exchange every H = "
+               "--local-steps steps, after them (dpsgd too) unless --overlap, and the outer "
+               "step's 2 more passes over the vector"),
         MM_OPT_HEAD("Vector:"),
         MM_OPT(MM_OPT_DOUBLE, "vector-len", "N", &a->vec, 1, 1e12,
                "floats in the vector (pure gossip, or any model)", .given = &a->have_vec,
@@ -243,7 +247,9 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
            topo_kind, in->local_steps, in->local_steps > 1 ? "s" : "");
     if (in->algo == MM_PLAN_DPSGD && in->gossip_steps > 1)
         printf(", %d gossip steps", in->gossip_steps);
-    if (in->algo == MM_PLAN_ALLREDUCE)
+    if (in->outer)
+        printf(", outer Nesterov step");
+    if (in->algo == MM_PLAN_ALLREDUCE || (in->outer && in->algo == MM_PLAN_DPSGD))
         printf(", %s", in->overlap ? "overlapped with compute" : "after compute");
     printf("\nvector       %.0f floats x %g bytes = %.3f MB; message %.3f MB\n", in->vec_floats,
            in->bytes_per_float, in->vec_floats * in->bytes_per_float / 1e6, o->msg_bytes / 1e6);
@@ -253,8 +259,10 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
     else if (in->links.groups)
         printf("links        %dx%d: intra %.2f MB/s, inter %.2f MB/s (0 = unlimited)",
                in->links.groups, in->links.per, in->links.intra / 1e6, in->links.inter / 1e6);
+    else if (in->loop_bps > 0)
+        printf("links        one group: each peer's link %.2f MB/s", in->loop_bps / 1e6);
     else
-        printf("links        one group: each peer's link %.2f MB/s (0 = unlimited)", in->loop_bps / 1e6);
+        printf("links        unlimited (no --links, --loop-rate or --calibrate)");
     if (in->links.groups)
         printf("; payload %.3f of the rate, TCP flows sharing a link %.3f of it",
                in->payload_share, in->tcp_share > 0 ? in->tcp_share : 1);
@@ -263,13 +271,18 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
            in->step_sd * 1e3, a->cores && in->n > a->cores ? " sharing the cores" : "",
            a->jitter ? a->jitter : "none");
     if (in->algo == MM_PLAN_ALLREDUCE)
-        printf("all-reduce   %.4f s per all-reduce (2(n-1) steps), bound by the %s\n",
-               o->allreduce_s, mm_plan_res_name(o->bottleneck));
+        printf("all-reduce   %.4f s per all-reduce (2(n-1) steps), bound by %s%s\n",
+               o->allreduce_s, o->bottleneck ? "the " : "",
+               o->bottleneck ? mm_plan_res_name(o->bottleneck)
+                             : "nothing: unlimited links (latency only)");
     else
-        printf("exchange     slowest message %.4f s, bound by the %s\n", o->exchange_s,
-               mm_plan_res_name(o->bottleneck));
+        printf("exchange     slowest message %.4f s, bound by %s%s\n", o->exchange_s,
+               o->bottleneck ? "the " : "", o->bottleneck ? mm_plan_res_name(o->bottleneck)
+                                                        : "nothing: unlimited links (latency only)");
     printf("round        %.4f s = compute %.4f + exposed communication %.4f + waiting %.4f"
            " + mixing %.4f\n", o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s);
+    printf("per step     %.4f s (a round is %d optimizer step%s; one exchange per round)\n",
+           o->round_s / in->local_steps, in->local_steps, in->local_steps > 1 ? "s" : "");
     if (in->algo == MM_PLAN_ASYNC)
         printf("             slowest peer %.4f s per round; a neighbour's vector is new in %.0f%% of rounds\n",
                o->round_slowest_s, 100 * o->fresh);
@@ -288,14 +301,16 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            "\"jitter\":\"%s\",\"mix_fps\":%.6g,\"round_s\":%.6g,\"compute_s\":%.6g,"
            "\"comm_exposed_s\":%.6g,\"wait_s\":%.6g,\"mix_s\":%.6g,\"exchange_s\":%.6g,"
            "\"allreduce_s\":%.6g,\"round_slowest_s\":%.6g,\"fresh\":%.4g,\"bound_lo_s\":%.6g,"
-           "\"bound_hi_s\":%.6g,\"bottleneck\":\"%s\",\"cores\":%d,\"rounds\":%d,\"seed\":%llu",
+           "\"bound_hi_s\":%.6g,\"bottleneck\":\"%s\",\"cores\":%d,\"rounds\":%d,\"seed\":%llu,"
+           "\"outer\":%s,\"step_round_s\":%.6g",
            mm_plan_algo_name(in->algo), in->n, topo_kind, in->local_steps, in->gossip_steps,
            in->overlap ? "true" : "false", in->vec_floats, in->bytes_per_float, o->msg_bytes,
            in->links.groups, in->links.per, in->links.intra, in->links.inter, in->loop_bps,
            in->latency_s, in->step_s, in->step_sd, a->jitter ? a->jitter : "none", in->mix_fps,
            o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s, o->exchange_s,
            o->allreduce_s, o->round_slowest_s, o->fresh, o->bound_lo_s, o->bound_hi_s,
-           mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed);
+           mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed,
+           in->outer ? "true" : "false", o->round_s / in->local_steps);
     if (a->placement)
         printf(",\"placement\":\"%s\"", a->placement);
     printf(",\"payload_share\":%.6g,\"tcp_share\":%.6g", in->links.groups ? in->payload_share : 1,
@@ -353,6 +368,17 @@ int cmd_plan(int argc, char **argv)
         fprintf(stderr, "murmur plan: --links: %s\n", err);
         return 2;
     }
+    if (predict && !a.topo && a.in.algo != MM_PLAN_ALLREDUCE) {
+        fprintf(stderr, "murmur plan: --algo %s needs --topology FILE (--peers N alone is for "
+                        "--algo allreduce)\n", mm_plan_algo_name(a.in.algo));
+        return 2;
+    }
+    if (predict && !a.topo && a.links && !a.placement &&
+        a.in.links.groups * a.in.links.per != a.peers) {
+        fprintf(stderr, "murmur plan: --links %s is %d x %d = %d peers, --peers says %d\n", a.links,
+                a.in.links.groups, a.in.links.per, a.in.links.groups * a.in.links.per, a.peers);
+        return 2;
+    }
     if (predict && !a.have_step && !a.calibrate) {
         fprintf(stderr, "murmur plan: give --step-time S (0 for pure gossip) or --calibrate\n");
         return 2;
@@ -385,6 +411,14 @@ int cmd_plan(int argc, char **argv)
             mm_topo_free(t);
             return 2;
         }
+        int np = mm_topo_n(t);
+        if (a.links && !a.placement && a.in.links.groups * a.in.links.per != np) {
+            fprintf(stderr, "murmur plan: --links %s is %d x %d = %d peers, %s has %d (or place "
+                            "them: --placement)\n", a.links, a.in.links.groups, a.in.links.per,
+                    a.in.links.groups * a.in.links.per, a.topo, np);
+            mm_topo_free(t);
+            return 2;
+        }
     }
     mm_plan_in *in = &a.in;
     in->topo = t;
@@ -408,6 +442,9 @@ int cmd_plan(int argc, char **argv)
     }
     in->vec_floats = a.have_vec ? a.vec : (double)mm_model_param_count(&a.cfg);
     if (k.done) {
+        if (a.have_step)
+            fprintf(stderr, "murmur plan: warning: --step-time %g s replaces the step time "
+                            "--calibrate measured (%.6f s)\n", in->step_s, k.step_s);
         if (!a.have_step)
             in->step_s = k.step_s;
         if (!a.have_sd && !a.have_step)

@@ -18,7 +18,8 @@ static void usage(FILE *out)
             "       murmur report --progress RUN_DIR [--stale SEC]\n"
             "       murmur report --compare RUN_DIR... [--csv FILE] [--plot FILE.png] [--no-plots]\n"
             "                     [--target-loss L]\n"
-            "       murmur report --sweep SWEEP_DIR [--csv FILE] [--plots DIR] [--no-plots]\n\n"
+            "       murmur report --sweep SWEEP_DIR... [--baseline SETTING] [--csv FILE] [--plots DIR]\n"
+            "                     [--no-plots]\n\n"
             "Merges the peers' node-K/metrics.jsonl of a run (docs/metrics.md). For each\n"
             "evaluation round: consensus distance (exact from snapshots when every peer\n"
             "present has one, else estimated from the eval sketches), validation accuracy\n"
@@ -46,7 +47,14 @@ static void usage(FILE *out)
             "                  left out. CSV (default SWEEP_DIR/sweep.csv, and every run in\n"
             "                  sweep-runs.csv beside it) and three plots (default\n"
             "                  SWEEP_DIR/plots): accuracy against consensus distance,\n"
-            "                  bytes sent per peer and wall time\n\n"
+            "                  bytes sent per peer and wall time\n"
+            "  --baseline S    with --sweep: every setting paired seed by seed against\n"
+            "                  setting S (default: the spec's baseline line, if any): mean\n"
+            "                  and sd of the differences over the seeds both finished, a 95 %%\n"
+            "                  Student-t interval, the signs; a table, CSV columns and a plot.\n"
+            "                  Several SWEEP_DIRs: their settings side by side (a name met\n"
+            "                  twice becomes SWEEP:NAME), paired across them; --csv and\n"
+            "                  --plots (or --no-plots) are then required\n\n"
             "Exit status: 0 ok, 1 no metrics (--sweep: no finished run) or an output\n"
             "failed, 2 usage.\n");
 }
@@ -137,19 +145,32 @@ static void beside(char *buf, size_t len, const char *dir, const char *csv, cons
         snprintf(buf, len, "%s", name);
 }
 
-static int sweep(const char *dir, const char *csv, const char *plots_dir, bool plots)
+static int sweep(char *const *dirs, int n_dirs, const char *baseline, const char *csv,
+                 const char *plots_dir, bool plots)
 {
     mm_sweep s;
     char err[1024];
-    if (mm_sweep_load(dir, NULL, &s, err, sizeof err) != 0) {
+    const char *dir = dirs[0];
+    if (n_dirs > 1 && (!csv || (plots && !plots_dir))) {
+        fprintf(stderr, "murmur report: several sweeps: say where their CSV (--csv FILE) and "
+                        "plots (--plots DIR, or --no-plots) go\n");
+        return 2;
+    }
+    if (mm_sweep_load_many(dirs, n_dirs, NULL, &s, err, sizeof err) != 0) {
         fprintf(stderr, "murmur report: %s\n", err);
         return 1;
+    }
+    if (baseline && mm_sweep_set_baseline(&s, baseline, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur report: %s\n", err);
+        mm_sweep_free(&s);
+        return 2;
     }
     int rc = 0, done = 0;
     for (int i = 0; i < s.n_settings; i++)
         done += s.settings[i].n_done;
     printf("\n");
     mm_sweep_print_table(&s, stdout);
+    mm_sweep_print_paired(&s, stdout);
     printf("\n");
     char path[4096], runs_csv[4096];
     if (!csv) {
@@ -175,7 +196,7 @@ static int sweep(const char *dir, const char *csv, const char *plots_dir, bool p
             rc = 1;
     }
     if (done == 0) {
-        fprintf(stderr, "murmur report: no run of %s has finished: nothing to average\n", dir);
+        fprintf(stderr, "murmur report: no run of %s has finished: nothing to average\n", s.dir);
         rc = 1;
     }
     mm_sweep_free(&s);
@@ -184,7 +205,7 @@ static int sweep(const char *dir, const char *csv, const char *plots_dir, bool p
 
 int cmd_report(int argc, char **argv)
 {
-    const char *csv = NULL, *plots_dir = NULL, *png = NULL;
+    const char *csv = NULL, *plots_dir = NULL, *png = NULL, *baseline = NULL;
     bool plots = true, prog = false, cmp = false, swp = false;
     double stale = 30, target = NAN;
     char **dirs = calloc((size_t)argc, sizeof *dirs);
@@ -203,6 +224,8 @@ int cmd_report(int argc, char **argv)
             csv = argv[++i];
         } else if (!strcmp(a, "--plots") && has_val) {
             plots_dir = argv[++i];
+        } else if (!strcmp(a, "--baseline") && has_val) {
+            baseline = argv[++i];
         } else if (!strcmp(a, "--plot") && has_val) {
             png = argv[++i];
         } else if (!strcmp(a, "--no-plots")) {
@@ -235,11 +258,16 @@ int cmd_report(int argc, char **argv)
             dirs[n_dirs++] = argv[i];
         }
     }
-    if (n_dirs == 0 || (!cmp && n_dirs > 1) || (prog + cmp + swp > 1)) {
+    if (n_dirs == 0 || (!cmp && !swp && n_dirs > 1) || (prog + cmp + swp > 1)) {
         fprintf(stderr, "murmur report: %s\n\n",
                 n_dirs == 0 ? "which run? give RUN_DIR" :
                 prog + cmp + swp > 1 ? "--progress, --compare and --sweep do not mix"
-                            : swp ? "one SWEEP_DIR" : "one RUN_DIR (several only with --compare)");
+                            : "one RUN_DIR (several only with --compare or --sweep)");
+        usage(stderr);
+        goto out;
+    }
+    if (baseline && !swp) {
+        fprintf(stderr, "murmur report: --baseline goes with --sweep\n\n");
         usage(stderr);
         goto out;
     }
@@ -248,7 +276,7 @@ int cmd_report(int argc, char **argv)
         goto out;
     }
     if (swp) {
-        rc = sweep(dirs[0], csv, plots_dir, plots);
+        rc = sweep(dirs, n_dirs, baseline, csv, plots_dir, plots);
         goto out;
     }
     if (cmp) {

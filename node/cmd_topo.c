@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sha256.h"
 #include "gossip/topology.h"
 #include "node/commands.h"
 
@@ -271,6 +272,9 @@ static void info_json(const char *path, const mm_topology *t, const mm_topo_fact
     json_str(path);
     printf(", \"kind\": ");
     json_str(mm_topo_kind(t));
+    char hex[65];
+    mm_sha256_hex(mm_topo_digest(t), hex);
+    printf(", \"digest\": \"%s\"", hex);
     printf(", \"peers\": %d, \"directed\": %s, \"push_sum\": %s, \"time_varying\": %s, \"period\": %d, \"window\": %d,\n",
            n, f->arcs_directed ? "true" : "false", mm_topo_directed(t) ? "true" : "false",
            period == 1 ? "false" : "true", period, f->window);
@@ -306,12 +310,21 @@ static void info_json(const char *path, const mm_topology *t, const mm_topo_fact
         printf(", \"rounds_tenfold\": %.0f}\n", f->rounds_tenfold);
 }
 
+/* What peers compare in their HELLO (docs/protocol.md 3.1). */
+static void print_digest(const mm_topology *t)
+{
+    char hex[65];
+    mm_sha256_hex(mm_topo_digest(t), hex);
+    printf("digest        %s\n", hex);
+}
+
 /* `schedule local`: nothing to say but that nothing is said. */
 static void info_local(const char *path, const mm_topology *t)
 {
     printf("file          %s\n", path);
     printf("kind          %s\n", mm_topo_kind(t));
     printf("peers         %d\n", mm_topo_n(t));
+    print_digest(t);
     printf("graph         none: no communication, every peer trains alone on its shard (W = I)\n");
     printf("sends         0 vectors per peer per round\n");
     printf("rho           1  = ||I - J||_2: nothing is averaged\n");
@@ -340,6 +353,7 @@ static void info_text(const char *path, const mm_topology *t, const mm_topo_fact
     printf("file          %s\n", path);
     printf("kind          %s\n", mm_topo_kind(t));
     printf("peers         %d\n", n);
+    print_digest(t);
     printf("graph         %s, %s\n", links, tv);
     if (period > 1)
         printf("period        %d rounds\n", period);
@@ -348,7 +362,11 @@ static void info_text(const char *path, const mm_topology *t, const mm_topo_fact
         snprintf(over, sizeof over, " (union of rounds 0..%d)", f->window - 1);
     else if (period > 1)
         snprintf(over, sizeof over, " (union over one period)");
-    printf("edges         %zu%s%s\n", f->edges, sym ? "" : " directed", over);
+    if (sym && mm_topo_directed(t)) /* a directed file whose arcs all come in pairs */
+        printf("edges         %zu directed (%zu pairs, each both ways)%s\n", 2 * f->edges,
+               f->edges, over);
+    else
+        printf("edges         %zu%s%s\n", f->edges, sym ? "" : " directed", over);
     if (period != 1)
         printf("per round     %zu edges\n", f->edges_per_round);
     if (sym)
@@ -492,6 +510,13 @@ int cmd_topo(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    /* `murmur topo gen --help`, `topo info FILE -h`: the one usage, which
+     * covers every subcommand (no file or kind is needed to ask) */
+    for (int i = 2; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        }
     if (!strcmp(sub, "gen"))
         return gen(argc - 1, argv + 1);
     if (!strcmp(sub, "info"))

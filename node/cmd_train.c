@@ -56,7 +56,7 @@ static const mm_opt *train_table(train_args *a)
                .given = &a->set_steps),
         MM_OPT(MM_OPT_DOUBLE, "minutes", "M", &a->minutes, 1e-3, 1e6,
                "stop after M minutes of this invocation; without --steps the schedule's length is "
-               "estimated from the first steps",
+               "fitted to the speed of the first steps, and shrunk when they slow down",
                .hide_default = true),
         MM_OPT_HEAD("Shard (murmur node derives these from the topology and --id):"),
         MM_OPT(MM_OPT_INT, "peer", "K", &a->peer, 0, 1 << 20, "train peer K's shard"),
@@ -188,7 +188,8 @@ typedef struct {
     char ckpt[PATH_MAX + 32];
     uint64_t seed;
     bool estimate_total;       /* the --minutes schedule is not sized yet */
-    double t0, deadline;
+    bool refit;                /* ... sized by this invocation: refitted as the speed changes */
+    double t0, deadline, next_fit;
 } run;
 
 static void evaluate(run *r, double t)
@@ -294,7 +295,7 @@ static int resume_run(run *r)
 {
     train_args *a = r->a;
     char err[PATH_MAX + 512];
-    mm_ckpt_state st;
+    mm_ckpt_state st = {0};
     if (mm_replica_load(&r->rep, r->ckpt, &st, err, sizeof err) != 0) {
         mm_error("cannot resume: %s", err);
         return 1;
@@ -335,7 +336,7 @@ static void log_start(run *r)
             mc->d_model, mc->n_head, mc->n_ctx, r->rep.model.n_params);
     mm_info("data: %s, partition %s, peer %d of %d: %d files (%s), %zu training bytes; "
             "%zu validation bytes", a->rc.data_dir, mm_partition_name(&a->rc.partition), a->peer,
-            a->n_peers, sh->n_files, sh->genres, sh->train_len, sh->val_len);
+            a->n_peers, sh->n_files, sh->genres, mm_shard_text_bytes(sh), sh->val_len);
     char sched[96];
     if (r->estimate_total)
         snprintf(sched, sizeof sched, "schedule sized after 20 steps to fit %g minutes",
@@ -369,17 +370,41 @@ static void log_start(run *r)
     mm_metrics_end(m);
 }
 
-/* With --minutes alone: after 20 steps, the schedule is sized to what fits. */
-static void size_schedule(run *r, long step, long done, double t_steps)
+/* With --minutes alone: after 20 steps, the schedule is sized to what fits
+ * at the speed so far (95% of the time left), and then refitted every
+ * twentieth of the time budget: when the steps have slowed (a loaded
+ * machine), the schedule shrinks, so that its decay still ends before the
+ * deadline. It never grows (that would raise the learning rate again). */
+static void fit_schedule(run *r, long step, long done, double t_steps)
 {
     mm_adamw_config *oc = &r->rep.opt.cfg;
-    double per = (mm_time_now() - t_steps) / done, left = r->deadline - mm_time_now();
+    double now = mm_time_now(), per = (now - t_steps) / done, left = r->deadline - now;
     long total = step + (long)(0.95 * left / per);
-    oc->total_steps = total > step ? total : step + 1;
-    if (!r->a->given.warmup && oc->warmup_steps > oc->total_steps / 10)
+    if (total <= step)
+        total = step + 1;
+    r->next_fit = now + (r->deadline - r->t0) / 20;
+    if (!r->estimate_total && total >= oc->total_steps - oc->total_steps / 100)
+        return; /* as fast as assumed, or faster: keep it */
+    long was = oc->total_steps;
+    oc->total_steps = total;
+    /* a warm-up still under way (not given) is a tenth of the schedule */
+    if (!r->a->given.warmup && step < oc->warmup_steps && oc->warmup_steps > oc->total_steps / 10)
         oc->warmup_steps = oc->total_steps / 10 > step ? oc->total_steps / 10 : step;
-    mm_info("%.1f ms per step: schedule sized to %ld steps", per * 1e3, oc->total_steps);
+    if (r->estimate_total)
+        mm_info("%.1f ms per step: schedule sized to %ld steps", per * 1e3, oc->total_steps);
+    else
+        mm_info("step %ld: the steps have slowed to %.1f ms on average: schedule refitted from "
+                "%ld to %ld steps, to end within --minutes %g", step, per * 1e3, was,
+                oc->total_steps, r->a->minutes);
     r->estimate_total = false;
+    r->refit = true;
+}
+
+/* A refit every twentieth of the budget, none in its last twentieth (too
+ * few steps are left there to measure, or to change). */
+static bool refit_due(const run *r, double t)
+{
+    return r->refit && t >= r->next_fit && t < r->deadline - (r->deadline - r->t0) / 20;
 }
 
 /* The steps; returns why they stopped. */
@@ -408,9 +433,9 @@ static const char *train_loop(run *r, long *evaluated)
         loss_sum += loss;
         n_sum++;
         long step = opt->step, done = step - start_step;
-        if (r->estimate_total && done == 20)
-            size_schedule(r, step, done, t_steps);
         double t = mm_time_now();
+        if ((r->estimate_total && done == 20) || refit_due(r, t))
+            fit_schedule(r, step, done, t_steps);
         mm_metrics *m = &r->m;
         mm_metrics_begin(m, "step");
         mm_metrics_int(m, "step", step);
@@ -484,12 +509,26 @@ static int train(train_args *a)
     }
     long peak_kib = mm_peak_rss_kib();
     double secs = mm_time_now() - r.t0;
+    const mm_adamw_config *oc = &r.rep.opt.cfg;
+    long short_by = !strcmp(reason, "time") ? oc->total_steps - r.rep.opt.step : 0;
+    if (short_by > 0 && short_by >= oc->total_steps / 100)
+        mm_warn("--minutes %g ran out at step %ld of the schedule's %ld: %ld steps (%.0f%%) "
+                "short, so the learning rate stopped at %.2e, not its final %.2e; give --steps "
+                "%ld or fewer, or more --minutes (or --resume with --minutes to finish)",
+                a->minutes, r.rep.opt.step, oc->total_steps, short_by,
+                100.0 * (double)short_by / (double)oc->total_steps,
+                mm_adamw_lr(oc, r.rep.opt.step), mm_adamw_lr(oc, oc->total_steps),
+                r.rep.opt.step);
+    else if (short_by > 0)
+        mm_info("--minutes %g ran out %ld step(s) before the schedule's end (%ld)", a->minutes,
+                short_by, oc->total_steps);
     mm_info("stopped (%s) at step %ld after %.1f s: checkpoint %s%s; peak RSS %.1f MiB", reason,
             r.rep.opt.step, secs, r.ckpt, diverged ? " not updated" : "", peak_kib / 1024.0);
     mm_metrics_begin(&r.m, "end");
     mm_metrics_int(&r.m, "step", r.rep.opt.step);
     mm_metrics_fixed(&r.m, "time", secs, 3);
     mm_metrics_str(&r.m, "reason", reason);
+    mm_metrics_int(&r.m, "schedule_steps", oc->total_steps);
     mm_metrics_int(&r.m, "peak_rss_kib", peak_kib);
     mm_metrics_end(&r.m);
     rc = diverged ? 1 : 0;

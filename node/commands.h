@@ -13,5 +13,6 @@ int cmd_plan(int argc, char **argv);
 int cmd_data_prepare(int argc, char **argv);
 int cmd_data_verify(int argc, char **argv);
 int cmd_data_info(int argc, char **argv);
+int cmd_watch(int argc, char **argv);
 
 #endif

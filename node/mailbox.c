@@ -38,6 +38,8 @@ struct mm__mbox {
     bool *ever_up;                  /* [n] */
     uint64_t *ups;                  /* [n]: times the peer came up */
     uint64_t *lost;                 /* [n]: sends to it dropped or failed */
+    uint64_t *written_exchange;     /* [n]: the last send handed to the transport ... */
+    uint64_t *written_ups;          /* [n]: ... on the connection of these ups */
 
     void *buf[MM__MBOX_BUFS];       /* snapshot buffers (8-byte aligned) */
     int refs[MM__MBOX_BUFS];        /* sends (pending or in flight) still reading it */
@@ -65,6 +67,7 @@ struct mm__mbox {
     mm__refusals **refusals;        /* [n + 1], each allocated at its first refusal;
                                      * [n]: peer unknown */
     mm_transport_stats stats;       /* copied by the loop on every wake */
+    mm_link_stats *links;           /* [n]: the same, per peer */
     uint64_t stats_gen;             /* wakes that copied them */
 };
 
@@ -90,6 +93,10 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     mb->ever_up = calloc(n, sizeof *mb->ever_up);
     mb->ups = calloc(n, sizeof *mb->ups);
     mb->lost = calloc(n, sizeof *mb->lost);
+    mb->written_exchange = malloc(n * sizeof *mb->written_exchange);
+    mb->written_ups = calloc(n, sizeof *mb->written_ups);
+    for (uint32_t p = 0; mb->written_exchange && p < n; p++)
+        mb->written_exchange[p] = UINT64_MAX;
     mb->inflight = calloc(n, sizeof *mb->inflight);
     mb->inflight_buf = calloc(n, sizeof *mb->inflight_buf);
     mb->pending = calloc(n, sizeof *mb->pending);
@@ -97,7 +104,9 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     mb->want = calloc(n, sizeof *mb->want);
     mb->wanted = calloc(n, sizeof *mb->wanted);
     mb->refusals = calloc((size_t)n + 1, sizeof *mb->refusals);
-    bool ok = mb->inbox && mb->state && mb->ever_up && mb->ups && mb->lost && mb->inflight && mb->inflight_buf &&
+    mb->links = calloc(n, sizeof *mb->links);
+    bool ok = mb->links && mb->inbox && mb->state && mb->ever_up && mb->ups && mb->lost && mb->inflight && mb->inflight_buf &&
+              mb->written_exchange && mb->written_ups &&
               mb->pending && mb->has_pending && mb->want && mb->wanted && mb->refusals;
     for (int b = 0; b < MM__MBOX_BUFS; b++) {
         mb->buf_exchange[b] = -1;
@@ -121,12 +130,15 @@ void mm__mbox_free(mm__mbox *mb)
     free(mb->ever_up);
     free(mb->ups);
     free(mb->lost);
+    free(mb->written_exchange);
+    free(mb->written_ups);
     free(mb->inflight);
     free(mb->inflight_buf);
     free(mb->pending);
     free(mb->has_pending);
     free(mb->want);
     free(mb->wanted);
+    free(mb->links);
     if (mb->refusals)
         for (uint32_t p = 0; p <= mb->n; p++)
             free(mb->refusals[p]);
@@ -285,6 +297,8 @@ void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
         .ups = mb->ups[peer],
         .lost = mb->lost[peer],
         .vector_ups = s->ups,
+        .written_exchange = mb->written_exchange[peer],
+        .written_ups = mb->written_ups[peer],
     };
     pthread_mutex_unlock(&mb->mu);
 }
@@ -327,7 +341,7 @@ void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline)
 
 bool mm__mbox_stopping(mm__mbox *mb) { return atomic_load(&mb->signals) > 0; }
 
-void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
+void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, mm_link_stats *links, bool fresh)
 {
     if (fresh) {
         uint64_t sg = read_locked(mb, &mb->stats_gen);
@@ -343,6 +357,8 @@ void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh)
     }
     pthread_mutex_lock(&mb->mu);
     *out = mb->stats;
+    if (links)
+        memcpy(links, mb->links, mb->n * sizeof *links);
     pthread_mutex_unlock(&mb->mu);
 }
 
@@ -521,7 +537,8 @@ int mm__mbox_signal(mm__mbox *mb)
 }
 
 int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *want_n,
-                   bool *finished, const mm_transport_stats *stats)
+                   bool *finished, const mm_transport_stats *stats,
+                   const mm_link_stats *links)
 {
     pthread_mutex_lock(&mb->mu);
     int n = mb->q_len < cap ? mb->q_len : cap;
@@ -537,6 +554,7 @@ int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *wa
     *finished = mb->finished;
     mb->finished = false; /* reported once */
     mb->stats = *stats;
+    memcpy(mb->links, links, mb->n * sizeof *links);
     mb->stats_gen++;
     changed(mb); /* the queue has room again; the counters are new */
     pthread_mutex_unlock(&mb->mu);
@@ -577,6 +595,8 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
     mb->has_pending[c->peer] = false; /* its buffer reference passes to the send */
     mb->inflight[c->peer] = true;
     mb->inflight_buf[c->peer] = c->buf;
+    mb->written_exchange[c->peer] = c->exchange;
+    mb->written_ups[c->peer] = mb->ups[c->peer];
     changed(mb);
     const void *buf = (const char *)mb->buf[c->buf] + c->off;
     pthread_mutex_unlock(&mb->mu);
@@ -588,6 +608,7 @@ void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c)
     pthread_mutex_lock(&mb->mu);
     assert(mb->inflight[c->peer] && mb->inflight_buf[c->peer] == c->buf);
     mb->inflight[c->peer] = false;
+    mb->written_exchange[c->peer] = UINT64_MAX; /* (not written after all) */
     mb->pending[c->peer] = *c;
     mb->has_pending[c->peer] = true;
     changed(mb);

@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "gossip/transport.h"
+#include "net/transport.h"
 
 /* Snapshots in flight: this round's, the last round's still going to a fast
  * neighbour, and one pinned by a send to a neighbour that stopped reading
@@ -50,11 +50,16 @@ typedef struct {
     size_t body_len;
     bool send_pending;       /* our send to it waits for it to come up */
     uint64_t pending_exchange;
-    /* For compressed gossip (node/choco_round.c), which must know whether
+    /* For compressed gossip (node/algo_choco.c), which must know whether
      * every frame since a RESET reached the peer: */
     uint64_t ups;            /* times its connection came up (a new connection) */
     uint64_t lost;           /* sends to it dropped or failed (never written whole) */
     uint64_t vector_ups;     /* ups when the waiting vector was delivered */
+    /* The last send handed to the transport (written to a connection that
+     * was up): its exchange (UINT64_MAX: none yet, or handed back) and the
+     * ups of that connection. A send pending while the peer connects goes
+     * out on the new connection: this says which. */
+    uint64_t written_exchange, written_ups;
 } mm__peer_view;
 
 /* What the transport said about a peer's refused connections and failed
@@ -129,9 +134,11 @@ uint64_t mm__mbox_generation(mm__mbox *mb);
  * node_now() time). */
 void mm__mbox_wait(mm__mbox *mb, uint64_t gen, double deadline);
 bool mm__mbox_stopping(mm__mbox *mb);
-/* The transport's counters as the loop last copied them; with fresh, first
- * asks the loop for a new copy and waits for it (at most a second). */
-void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, bool fresh);
+/* The transport's counters as the loop last copied them, and (links not
+ * NULL: room for n_peers) its counters per peer of the same copy; with
+ * fresh, first asks the loop for a new copy and waits for it (at most a
+ * second). */
+void mm__mbox_stats(mm__mbox *mb, mm_transport_stats *out, mm_link_stats *links, bool fresh);
 /* The refusals of connections to or from peer (all zero when none);
  * peer MM_PEER_UNKNOWN: of those whose peer the transport could not tell. */
 void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out);
@@ -188,10 +195,12 @@ int mm__mbox_signal(mm__mbox *mb);
 
 /* On wake: takes the queued commands (up to cap), the want list when it
  * changed (*want_n = -1 otherwise; want has room for n_peers), whether the
- * training thread finished, and stores the transport's counters. Returns
- * the number of commands. */
+ * training thread finished, and stores the transport's counters (links:
+ * n_peers of them, mm_transport_get_link_stats). Returns the number of
+ * commands. */
 int mm__mbox_drain(mm__mbox *mb, mm__cmd *cmds, int cap, uint32_t *want, int *want_n,
-                   bool *finished, const mm_transport_stats *stats);
+                   bool *finished, const mm_transport_stats *stats,
+                   const mm_link_stats *links);
 /* For a SEND command: whether it should go out now. Returns its buffer
  * (now in flight) or NULL: obsolete (a newer send replaced it, or its
  * buffer was rewritten), skipped (the previous send to that peer is still

@@ -20,6 +20,7 @@ static const struct {
     {"report", cmd_report, "merge a run's metrics: consensus distance vs accuracy", 0},
     {"data-prepare", cmd_data_prepare, "prepare a corpus: Brown, or your own text (--text)", 0},
     {"data-info", cmd_data_info, "print how a partition splits the corpus across peers", 0},
+    {"watch", cmd_watch, "a live page of a run or a sweep, in your browser", 0},
     {"plan", cmd_plan, "predict the time per round of a run (and calibrate it here)", 1},
     /* Hidden (no summary): used by scripts/fetch-brown.sh and the tests. */
     {"data-verify", cmd_data_verify, NULL, 0},

@@ -2,44 +2,31 @@
  * callbacks, the mailbox's commands, signals, an orderly shutdown) and the
  * training thread's start. Nothing here touches the parameter vector
  * except to hand snapshot buffers to the transport. */
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "base/fs.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "gossip/allreduce.h"
-#include "gossip/ports.h"
+#include "node/allreduce.h"
+#include "net/ports.h"
 #include "node/blas_env.h"
-#include "gossip/tls.h"
-#include "node/choco_round.h"
+#include "net/tls.h"
+#include "gossip/codec.h"
+#include "node/algo_choco.h"
+#include "node/exporter.h"
+#include "node/http.h"
 #include "node/node_int.h"
 #include "node/options.h"
 #include "node/peers.h"
-
-const char *mm_algo_name(mm_algo a)
-{
-    switch (a) {
-    case MM_ALGO_ASYNC: return "async";
-    case MM_ALGO_PUSHSUM: return "pushsum";
-    case MM_ALGO_ALLREDUCE: return "allreduce";
-    default: return "dpsgd";
-    }
-}
-
-int mm_algo_parse(const char *s)
-{
-    if (!strcmp(s, "dpsgd")) return MM_ALGO_DPSGD;
-    if (!strcmp(s, "async")) return MM_ALGO_ASYNC;
-    if (!strcmp(s, "pushsum")) return MM_ALGO_PUSHSUM;
-    if (!strcmp(s, "allreduce")) return MM_ALGO_ALLREDUCE;
-    return -1;
-}
+#include "node/poison.h"
 
 void mm_node_config_defaults(mm_node_config *c)
 {
@@ -54,12 +41,15 @@ void mm_node_config_defaults(mm_node_config *c)
     c->local_steps = 1;
     c->gossip_steps = 1;
     c->max_gossip_steps = 8;
+    c->min_gossip_steps = 1;
     c->same_init = true;
     c->round_timeout_ms = 5000;
     c->peer_timeout_ms = 10000;
     c->start_timeout_ms = 30000;
     c->staleness = 8;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
+    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
+    c->outer_memory_mb = 2048;
     c->eval_every = 20;
     c->eval_windows = 64;
     c->checkpoint_every = 50;
@@ -79,7 +69,11 @@ typedef struct {
     mm_allreduce *ar;               /* --algo allreduce: the ring, on this thread */
     mm__mbox *mb;
     mm__trainer *trainer;
+    mm_codec *body_codec;           /* --compress: checks bodies on this thread */
+    mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
+    mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
+    mm_link_stats *links;           /* [n]: the transport's counters per peer, for the mailbox */
     mm__cmd cmds[MM__MBOX_QUEUE];
 } node;
 
@@ -130,9 +124,11 @@ static void on_wake(uv_async_t *h)
     node *nd = h->data;
     mm_transport_stats st;
     mm_transport_get_stats(nd->transport, &st);
+    mm_transport_get_link_stats(nd->transport, nd->links);
     int want_n;
     bool finished;
-    int n = mm__mbox_drain(nd->mb, nd->cmds, MM__MBOX_QUEUE, nd->want, &want_n, &finished, &st);
+    int n = mm__mbox_drain(nd->mb, nd->cmds, MM__MBOX_QUEUE, nd->want, &want_n, &finished, &st,
+                           nd->links);
     if (want_n >= 0)
         mm_transport_want(nd->transport, nd->want, want_n);
     for (int i = 0; i < n; i++) {
@@ -229,13 +225,55 @@ static void log_removed_temp(const char *path)
     mm_info("removed %s, left by a writer that died mid-write", path);
 }
 
+/* A body in a codec other than fp32 is checked whole, on the loop thread,
+ * before the transport lends it (docs/protocol.md section 6), with the
+ * codec's own rules: the transport knows no codec. */
+static int check_body(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen)
+{
+    return mm_codec_check(ud, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+}
+
+static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errlen)
+{
+    mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
+                          .frac = tc->codec_frac};
+    char cerr[200];
+    if (!(nd->body_codec = mm_codec_new(&spec, tc->vec_len, cerr, sizeof cerr))) {
+        snprintf(err, errlen, "codec %u: %s", tc->codec, cerr);
+        return -1;
+    }
+    tc->check_body = check_body;
+    tc->check_ud = nd->body_codec;
+    tc->codec_name = mm_codec_kind_name(spec.kind);
+    return 0;
+}
+
+/* The peers whose vectors this peer takes, into senders[n]: its
+ * in-neighbours over the schedule, or for the all-reduce the ring's
+ * previous peer. False: any (a schedule that never repeats). */
+static bool senders_of(const node *nd, const mm_topology *topo, bool *senders)
+{
+    if (nd->cfg->algo == MM_ALGO_ALLREDUCE) {
+        memset(senders, 0, nd->n * sizeof *senders);
+        senders[(nd->id + nd->n - 1) % nd->n] = true;
+        return true;
+    }
+    return mm_topo_senders(topo, nd->id, senders) >= 0;
+}
+
 /* The transport's configuration for this peer. The TLS file names live in
  * tls (which must outlive the transport's creation). */
-static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
-                            mm_transport_config *tc, char *err, size_t errlen)
+static int transport_config(node *nd, const mm_topology *topo, char **addrs,
+                            mm_tls_files *tls, bool *senders, mm_transport_config *tc,
+                            char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     memset(tc, 0, sizeof *tc);
+    /* peers that loaded different topologies refuse each other at the
+     * HELLO; the file's own name (not its directory) says which */
+    memcpy(tc->topo_digest, mm_topo_digest(topo), sizeof tc->topo_digest);
+    const char *slash = strrchr(c->topology, '/');
+    tc->topo_name = slash ? slash + 1 : c->topology;
     tc->self_id = nd->id;
     tc->n_peers = nd->n;
     tc->addrs = (const char *const *)addrs;
@@ -244,10 +282,7 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
     tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
-    tc->algo = c->algo == MM_ALGO_PUSHSUM     ? MM_WIRE_ALGO_PUSHSUM
-               : c->algo == MM_ALGO_ASYNC     ? MM_WIRE_ALGO_ASYNC
-               : c->algo == MM_ALGO_ALLREDUCE ? MM_WIRE_ALGO_ALLREDUCE
-                                              : MM_WIRE_ALGO_DPSGD;
+    tc->algo = (uint8_t)c->algo; /* the table's number is the HELLO's */
     /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
      * no more than a chunk in a receive buffer */
     if (c->algo == MM_ALGO_ALLREDUCE) {
@@ -259,6 +294,16 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
+    tc->copies = c->compress != NULL;
+    tc->senders = senders_of(nd, topo, senders) ? senders : NULL;
+    /* async: a neighbour far ahead or behind is a straggler, and what it
+     * sends is copied out at once (one copy per neighbour whatever its
+     * round): no window (docs/protocol.md, "Rounds") */
+    if (c->algo == MM_ALGO_ASYNC)
+        tc->round_window = MM_ROUND_WINDOW_NONE;
+    /* (all-reduce leaves codec 0: fp32, the transport's default) */
+    if (tc->codec && tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
+        return -1;
     tc->plaintext = c->plaintext;
     if (!c->plaintext) {
         if (mm_tls_files_for(c->tls_dir, nd->id, tls) != 0) {
@@ -272,7 +317,15 @@ static int transport_config(const node *nd, char **addrs, mm_tls_files *tls,
     tc->peer_timeout_ms = (uint32_t)c->peer_timeout_ms;
     tc->max_pending_conns = (uint32_t)c->max_pending;
     tc->heartbeat_ms = (uint32_t)(c->peer_timeout_ms / 4 > 0 ? c->peer_timeout_ms / 4 : 1);
-    tc->test_poison = c->test_poison;
+    if (c->test_poison) {
+        mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
+                              .frac = tc->codec_frac};
+        if (!(nd->poison = mm_poison_new(c->test_poison, tc->codec ? &spec : NULL,
+                                          tc->vec_len, nd->n, err, errlen)))
+            return -1;
+        tc->tamper = mm_poison_tamper;
+        tc->tamper_ud = nd->poison;
+    }
     return 0;
 }
 
@@ -296,13 +349,9 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
         mm_warn("%s", msg);
 }
 
-/* Loads the topology and checks it against the command line, resolves
- * where every peer listens, then opens the run directory and the log. 0, or
- * the exit status after printing why: 2 for a configuration refused (the
- * topology, the number of peers, the id, the algorithm for this W), 1
- * otherwise. */
-static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
-                     FILE **logf, char *err, size_t errlen)
+/* Loads the topology and checks it against the command line: the number
+ * of peers, the id, the algorithm for this W. 0, or 2 after printing why. */
+static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     *topo = mm_topo_load(c->topology, err, errlen);
@@ -329,6 +378,19 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
                 mm_algo_name(c->algo));
         return 2;
     }
+    return 0;
+}
+
+/* Loads and checks the topology (load_topology), resolves where every
+ * peer listens, then opens the run directory and the log. 0, or the exit
+ * status after printing why: 2 for a configuration refused, 1 otherwise. */
+static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
+                     FILE **logf, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    int rc = load_topology(nd, topo, err, errlen);
+    if (rc != 0)
+        return rc;
     *addrs = mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
@@ -345,6 +407,16 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/node.log", dir);
     *logf = fopen(path, "a");
+    /* One process per node-K/: a second peer K in this run directory (a
+     * duplicate --id) would write its lines into the first one's log and
+     * metrics. The lock lasts as long as the process. */
+    if (*logf && flock(fileno(*logf), LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        fclose(*logf);
+        *logf = NULL;
+        fprintf(stderr, "murmur node: %s is in use by another process running peer %u in this "
+                        "run directory (is --id %u given twice?)\n", dir, nd->id, nd->id);
+        return 2;
+    }
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
     mm_blas_log_note(); /* the OpenBLAS re-exec, if any: in the peer's log only */
@@ -356,6 +428,58 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     snprintf(path, sizeof path, "%s/snap", dir);
     mm_remove_stale_temps(path, log_removed_temp);
     return 0;
+}
+
+/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h). */
+static int start_exporter(node *nd, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    char *token = NULL;
+    if (c->metrics_token_file && !(token = mm_http_read_token(c->metrics_token_file, err, errlen)))
+        return -1;
+    /* HOST:P+ is port P + this peer's id: one flag for every peer of a machine */
+    char addr[300];
+    size_t len = strlen(c->metrics_addr);
+    snprintf(addr, sizeof addr, "%s", c->metrics_addr);
+    if (len > 1 && len < sizeof addr && addr[len - 1] == '+') {
+        addr[len - 1] = '\0';
+        char *colon = strrchr(addr, ':');
+        long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+        if (!colon || port <= 0 || port + nd->id > 65535) {
+            snprintf(err, errlen, "--metrics-addr %s: HOST:PORT+ wants a port", c->metrics_addr);
+            free(token);
+            return -1;
+        }
+        snprintf(colon + 1, sizeof addr - (size_t)(colon + 1 - addr), "%ld", port + nd->id);
+    }
+    char why[PATH_MAX + 256];
+    nd->exporter = mm__exporter_start(addr, token, nd->n, why, sizeof why);
+    free(token);
+    if (!nd->exporter) {
+        snprintf(err, errlen, "--metrics-addr: %s", why);
+        return -1;
+    }
+    mm__trainer_set_exporter(nd->trainer, nd->exporter);
+    return 0;
+}
+
+int mm_node_check(const mm_node_config *c)
+{
+    char err[PATH_MAX + 512] = "";
+    node nd = {.cfg = c};
+    mm_topology *topo = NULL;
+    int rc = load_topology(&nd, &topo, err, sizeof err);
+    mm_codec_spec spec;
+    double gamma;
+    if (rc == 0 && c->compress && mm__choco_check(c, &spec, &gamma, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur node: %s\n", err);
+        rc = 2;
+    }
+    if (rc == 0)
+        printf("murmur node: the flags are valid (peer %u of %u, %s)\n", nd.id, nd.n,
+               c->topology);
+    mm_topo_free(topo);
+    return rc;
 }
 
 int mm_node_run(const mm_node_config *c)
@@ -380,10 +504,17 @@ int mm_node_run(const mm_node_config *c)
     }
     nd->trainer = mm__trainer_new(c, nd->id, topo, dir, err, sizeof err);
     nd->want = calloc(nd->n, sizeof *nd->want);
-    if (!nd->trainer || !nd->want) {
+    nd->links = calloc(nd->n, sizeof *nd->links);
+    if (!nd->trainer || !nd->want || !nd->links) {
         mm_error("%s", nd->trainer ? "out of memory" : err);
-        if (!nd->trainer && c->compress && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress configuration refused (choco_round.c) */
+        if (!nd->trainer && (c->compress || c->outer) && strncmp(err, "--", 2) == 0)
+            status = 2; /* a --compress or --outer configuration refused (algo_choco.c,
+                         * algo_outer.c) */
+        goto out;
+    }
+
+    if (c->metrics_addr && start_exporter(nd, err, sizeof err) != 0) {
+        mm_error("%s", err);
         goto out;
     }
 
@@ -404,12 +535,15 @@ int mm_node_run(const mm_node_config *c)
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                  .on_refused = on_refused, .ud = nd};
-    if (transport_config(nd, addrs, &tls, &tc, err, sizeof err) != 0 ||
+    bool *senders = calloc(nd->n, sizeof *senders);
+    if (!senders || transport_config(nd, topo, addrs, &tls, senders, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {
-        mm_error("%s", err);
+        mm_error("%s", senders ? err : "out of memory");
+        free(senders);
         uv_close((uv_handle_t *)&nd->wake, NULL);
         goto out;
     }
+    free(senders); /* (the transport keeps its copy) */
     if (c->algo == MM_ALGO_ALLREDUCE) {
         mm_allreduce_config ac = {.t = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),
@@ -445,6 +579,7 @@ int mm_node_run(const mm_node_config *c)
     status = mm__trainer_status(nd->trainer);
 
 out:
+    mm__exporter_stop(nd->exporter);
     mm_allreduce_free(nd->ar);
     if (nd->transport)
         mm_transport_free(nd->transport);
@@ -454,9 +589,12 @@ out:
     }
     mm__mbox_free(nd->mb);
     mm__trainer_free(nd->trainer);
+    mm_codec_free(nd->body_codec);
+    mm_poison_free(nd->poison);
     mm_topo_free(topo);
     mm_peer_addrs_free(addrs, nd->n);
     free(nd->want);
+    free(nd->links);
     mm_log_set_file(NULL);
     if (logf)
         fclose(logf);

@@ -8,11 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "net/algo.h"
 #include "gossip/consensus.h"
+#include "model/outer.h"
 #include "node/plan.h"
 #include "node/replica.h"
-
-typedef enum { MM_ALGO_DPSGD, MM_ALGO_ASYNC, MM_ALGO_PUSHSUM, MM_ALGO_ALLREDUCE } mm_algo;
 
 typedef struct {
     /* who and where */
@@ -40,17 +40,25 @@ typedef struct {
     mm_gsched gossip_schedule;
     double consensus_target;
     int max_gossip_steps;
+    double min_gossip_steps;       /* fewest exchanges a round on average: 1, or < 1 to skip rounds */
     bool no_train;
     long vector_len;               /* >0: pure gossip on a plain vector, no model */
     bool same_init;                /* all peers start from the same x_0 */
     int round_timeout_ms, peer_timeout_ms, start_timeout_ms;
     int staleness;                 /* async: oldest copy (in rounds) still mixed */
     double clip_pull;              /* >0: bound ||x_j - x_i|| per neighbour */
+    double robust_clip;            /* >0: clip each pull to this times the lower median
+                                    * of recent neighbour distances (gossip/robust.h) */
     /* compressed gossip, CHOCO-SGD (docs/compression.md): NULL plain D-PSGD */
     const char *compress;          /* codec spec: fp32, bf16, int8[:B], sign[:B], topk:F, randk:F */
     double consensus_step;         /* gamma; 0: the codec's default */
     long choco_memory_mb;          /* refuse public copies and buffers above this */
     long allreduce_chunk;          /* allreduce: floats per chunk (0: the default) */
+    /* the outer optimizer (docs/outer.md): outer false, none */
+    bool outer;                    /* --outer nesterov */
+    mm_outer_config outer_cfg;
+    bool outer_overlap;            /* the local steps overlap the exchange of the last ones */
+    long outer_memory_mb;          /* refuse the outer state above this */
 
     /* testing: a seeded random delay added to every local step */
     mm_plan_jitter jitter;
@@ -65,8 +73,10 @@ typedef struct {
     uint64_t sketch_seed;
     bool resume;
     int log_every;
+    const char *metrics_addr;      /* HOST:PORT of the Prometheus endpoint, or NULL (off) */
+    const char *metrics_token_file; /* its bearer token, or NULL */
 
-    const char *test_poison;       /* test-only: "nan", "inf", "huge" */
+    const char *test_poison;       /* test-only: a kind of node/poison.h */
 } mm_node_config;
 
 void mm_node_config_defaults(mm_node_config *c);
@@ -74,12 +84,15 @@ void mm_node_config_defaults(mm_node_config *c);
 /* Runs the peer to completion. Returns the process exit status. */
 int mm_node_run(const mm_node_config *cfg);
 
+/* murmur node --dry-run: the checks of mm_node_run's start that need no
+ * model, socket or file (the topology, the number of peers, the id, the
+ * algorithm for this W, --compress's configuration). 0 with one line on
+ * stdout, or 2 after printing why on stderr. */
+int mm_node_check(const mm_node_config *cfg);
+
 /* The HELLO fingerprint of a --vector-len run (no model): SHA-256 of the
  * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md
  * 3.1). A model run uses mm_model_fingerprint(). */
 void mm_vector_fingerprint(size_t P, uint8_t out[32]);
-
-const char *mm_algo_name(mm_algo a);
-int mm_algo_parse(const char *s);
 
 #endif

@@ -1,6 +1,7 @@
 /* What the peer's two sides share inside node/ (the mm__ prefix: internal,
  * not part of murmur's API). node.c is the process and the loop thread;
- * round.c is the training thread, which owns the parameters. They meet
+ * the training thread, which owns the parameters, is node/trainer.h's
+ * files (round.c the round, algo_*.c the algorithms). They meet
  * only in the mailbox (node/mailbox.h). */
 #ifndef MURMUR_NODE_INT_H
 #define MURMUR_NODE_INT_H
@@ -38,5 +39,8 @@ void mm__trainer_codec(const mm__trainer *t, uint8_t *codec, uint32_t *block, do
  * mm__trainer_status afterwards. */
 void mm__trainer_run(mm__trainer *t, mm__mbox *mb);
 int mm__trainer_status(const mm__trainer *t);
+/* --metrics-addr: publish each round's state there (before mm__trainer_run). */
+typedef struct mm__exporter mm__exporter;
+void mm__trainer_set_exporter(mm__trainer *t, mm__exporter *e);
 
 #endif

@@ -34,7 +34,7 @@ int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out)
 {
     const double BIG = (double)(1LL << 40);
     const mm_opt t[] = {
-        MM_OPT_HEAD("Model (the same on every peer; from the checkpoint with --resume):"),
+        MM_OPT_HEAD("Model (the same on every peer; --resume needs the shape the checkpoint was made with):"),
         MM_OPT(MM_OPT_INT, "layers", "N", &c->model.n_layer, 1, 64, "transformer blocks",
                .given = &g->layers),
         MM_OPT(MM_OPT_INT, "width", "N", &c->model.d_model, 1, 4096, "model width d_model",
@@ -56,6 +56,10 @@ int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out)
                "decoupled weight decay of the matrices", .given = &g->weight_decay),
         MM_OPT(MM_OPT_FLOAT, "clip", "X", &c->adamw.grad_clip, 0, 1e6,
                "clip the gradient norm to X, 0 = off", .given = &g->clip),
+        MM_OPT(MM_OPT_INT, "adam-accum", "K", &c->adamw.accum_steps, 0, 1 << 20,
+               "Decent-DP's AccumAdamW (docs/outer.md): the Adam moments move every K steps, "
+               "from the mean gradient of those K (e.g. K = the number of peers); 0 or 1: "
+               "AdamW", .hide_default = true),
         MM_OPT(MM_OPT_U64, "seed", "S", &c->seed, 0, (double)(1ULL << 53),
                "model initialisation and data sampling seed", .given = &g->seed),
         MM_OPT_HEAD("Data:"),
@@ -80,6 +84,11 @@ int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, lo
 {
     if (!g->min_lr && g->lr)
         c->adamw.lr_min = c->adamw.lr_max / 10;
+    if (c->adamw.lr_max == 0) {
+        snprintf(err, errlen, "--lr 0 would never move the weights: for gossip without "
+                 "training, murmur node --no-train");
+        return -1;
+    }
     if (c->adamw.lr_min > c->adamw.lr_max) {
         snprintf(err, errlen, "--min-lr %g is above --lr %g", (double)c->adamw.lr_min,
                  (double)c->adamw.lr_max);
@@ -89,6 +98,17 @@ int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, lo
         c->partition.seed = c->seed; /* the same on every peer of the run */
     if (!g->warmup && c->adamw.warmup_steps > total_steps / 10)
         c->adamw.warmup_steps = total_steps / 10;
+    /* in the flags' own names (the checks below use the model's) */
+    if (c->model.n_head > c->model.d_model) {
+        snprintf(err, errlen, "--heads %d is more than --width %d", c->model.n_head,
+                 c->model.d_model);
+        return -1;
+    }
+    if (c->model.n_head > 0 && c->model.d_model % c->model.n_head != 0) {
+        snprintf(err, errlen, "--width %d is not a multiple of --heads %d (each head takes "
+                 "width/heads dimensions)", c->model.d_model, c->model.n_head);
+        return -1;
+    }
     const char *why = mm_model_config_check(&c->model);
     if (why) {
         snprintf(err, errlen, "model shape: %s", why);

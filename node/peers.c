@@ -1,6 +1,7 @@
 #include "node/peers.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +27,14 @@ static int valid_hostport(const char *s)
     return !errno && *end == 0 && port > 0 && port < 65536;
 }
 
-static char **from_hosts_file(const char *path, unsigned n, char *err, size_t errlen)
+/* n 0: as many peers as the file lists (its highest id + 1, at most
+ * MM_PEER_HOSTS_MAX), set in *count. */
+static char **from_hosts_file(const char *path, unsigned n, unsigned *count, char *err,
+                              size_t errlen)
 {
+    bool counting = n == 0;
+    if (counting)
+        n = MM_PEER_HOSTS_MAX;
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -63,9 +70,15 @@ static char **from_hosts_file(const char *path, unsigned n, char *err, size_t er
             hp = a;
         }
         next = id + 1;
+        if (counting && id + 1 > *count)
+            *count = id + 1;
         if (id >= n) {
-            snprintf(err, errlen, "%s:%u: peer %u is out of range (the topology has %u peers)",
-                     path, lineno, id, n);
+            if (counting)
+                snprintf(err, errlen, "%s:%u: peer %u is out of range (at most %u peers)", path,
+                         lineno, id, n);
+            else
+                snprintf(err, errlen, "%s:%u: peer %u is out of range (the topology has %u "
+                         "peers)", path, lineno, id, n);
             ok = 0;
         } else if (addrs[id]) {
             snprintf(err, errlen, "%s:%u: peer %u is listed twice", path, lineno, id);
@@ -78,6 +91,13 @@ static char **from_hosts_file(const char *path, unsigned n, char *err, size_t er
         }
     }
     fclose(f);
+    if (counting) {
+        n = *count;
+        if (ok && n == 0) {
+            snprintf(err, errlen, "%s: lists no peer", path);
+            ok = 0;
+        }
+    }
     for (unsigned i = 0; ok && i < n; i++) {
         if (!addrs[i]) {
             snprintf(err, errlen, "%s: no address for peer %u", path, i);
@@ -85,16 +105,22 @@ static char **from_hosts_file(const char *path, unsigned n, char *err, size_t er
         }
     }
     if (!ok) {
-        mm_peer_addrs_free(addrs, n);
+        mm_peer_addrs_free(addrs, counting ? MM_PEER_HOSTS_MAX : n);
         return NULL;
     }
     return addrs;
 }
 
+char **mm_peer_hosts_read(const char *path, unsigned *n, char *err, size_t errlen)
+{
+    *n = 0;
+    return from_hosts_file(path, 0, n, err, errlen);
+}
+
 char **mm_peer_addrs(const mm_node_config *c, unsigned n, char *err, size_t errlen)
 {
     if (c->hosts_file)
-        return from_hosts_file(c->hosts_file, n, err, errlen);
+        return from_hosts_file(c->hosts_file, n, NULL, err, errlen);
     if (c->base_port <= 0 || c->base_port + (long)n > 65536) {
         snprintf(err, errlen, "--base-port %d leaves no room for %u peers", c->base_port, n);
         return NULL;

@@ -12,6 +12,13 @@
 char **mm_peer_addrs(const mm_node_config *c, unsigned n, char *err, size_t errlen);
 void mm_peer_addrs_free(char **addrs, unsigned n);
 
+/* A hosts file's "host:port" of every peer it lists, ids 0 .. *n - 1, *n
+ * set to their number (each id once, none missing; at most
+ * MM_PEER_HOSTS_MAX), or NULL with err. Free with mm_peer_addrs_free(addrs,
+ * *n). */
+#define MM_PEER_HOSTS_MAX 4096u
+char **mm_peer_hosts_read(const char *path, unsigned *n, char *err, size_t errlen);
+
 /* The address to listen on: --listen as given, else NULL (the transport
  * then listens on our own entry). */
 const char *mm_peer_listen_addr(const mm_node_config *c, const char *own);

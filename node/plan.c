@@ -45,6 +45,11 @@ int mm_plan_parse_links(const char *spec, mm_plan_links *out, char *err, size_t 
     strcpy(buf, spec);
     char *colon = strchr(buf, ':');
     int g = 0, p = 0, used = 0;
+    if (!colon && sscanf(buf, "%dx%d%n", &g, &p, &used) == 2 && !buf[used]) {
+        snprintf(err, errlen, "link profile '%s': the groups need their rates, e.g. "
+                 "%s:intra=10gbit,inter=1gbit", spec, spec);
+        return -1;
+    }
     if (!colon || sscanf(buf, "%dx%d%n", &g, &p, &used) != 2 || buf + used != colon || g < 1 ||
         p < 1 || g > 1 << 20 || p > 1 << 20) {
         snprintf(err, errlen, "link profile '%s': expected GxP:intra=RATE,inter=RATE", spec);
@@ -55,6 +60,11 @@ int mm_plan_parse_links(const char *spec, mm_plan_links *out, char *err, size_t 
     for (char *kv = strtok(colon + 1, ","); kv; kv = strtok(NULL, ",")) {
         char *eq = strchr(kv, '=');
         double r = eq ? mm_plan_parse_rate(eq + 1) : -1;
+        if (eq && r < 0 && isdigit((unsigned char)eq[1]) && strtod(eq + 1, NULL) == 0) {
+            snprintf(err, errlen, "link profile '%s': '%s': a rate must be above 0 (leave %.*s= "
+                     "out for an unlimited link)", spec, kv, (int)(eq - kv), kv);
+            return -1;
+        }
         if (!eq || r < 0) {
             snprintf(err, errlen, "link profile '%s': '%s' is not KEY=RATE (e.g. inter=100mbit)", spec, kv);
             return -1;
@@ -128,7 +138,9 @@ int mm_plan_parse_jitter(const char *s, mm_plan_jitter *out, char *err, size_t e
 
 int mm_plan_parse_algo(const char *s)
 {
-    if (!strcmp(s, "dpsgd"))
+    /* push-sum sends what D-PSGD sends (one f64 more per message) on the
+     * same rounds: it is timed as dpsgd */
+    if (!strcmp(s, "dpsgd") || !strcmp(s, "pushsum"))
         return MM_PLAN_DPSGD;
     if (!strcmp(s, "async"))
         return MM_PLAN_ASYNC;
@@ -259,7 +271,7 @@ static double draw_round(const mm_plan_in *in, mm_rng *rng)
 /* ---- the simulation ----------------------------------------------------- */
 
 typedef struct {
-    double *s, *s0, *c, *ready, *arrive, *tsend, *tin, *t, *next;
+    double *s, *s0, *c, *ready, *arrive, *tsend, *tsent, *tin, *t, *next;
     int *nin, *res;
     mm_plan_flow *flows;
     size_t cap_flows;
@@ -268,6 +280,7 @@ typedef struct {
 static void sim_free(sim_buf *b)
 {
     free(b->s), free(b->s0), free(b->c), free(b->ready), free(b->arrive), free(b->tsend);
+    free(b->tsent);
     free(b->tin), free(b->next), free(b->t), free(b->nin), free(b->res), free(b->flows);
 }
 
@@ -278,12 +291,13 @@ static int sim_alloc(sim_buf *b, int n, size_t max_flows)
     b->s = calloc(N, sizeof *b->s), b->s0 = calloc(N, sizeof *b->s0);
     b->c = calloc(N, sizeof *b->c), b->ready = calloc(N, sizeof *b->ready);
     b->arrive = calloc(N, sizeof *b->arrive), b->tsend = calloc(N, sizeof *b->tsend);
+    b->tsent = calloc(N, sizeof *b->tsent);
     b->tin = calloc(N, sizeof *b->tin), b->next = calloc(N, sizeof *b->next);
     b->nin = calloc(N, sizeof *b->nin);
     b->t = calloc(F, sizeof *b->t), b->res = calloc(F, sizeof *b->res);
     b->flows = calloc(F, sizeof *b->flows);
     b->cap_flows = F;
-    return b->s && b->s0 && b->c && b->ready && b->arrive && b->tsend && b->tin && b->next && b->nin && b->t &&
+    return b->s && b->s0 && b->c && b->ready && b->arrive && b->tsend && b->tsent && b->tin && b->next && b->nin && b->t &&
                    b->res && b->flows
                ? 0
                : -1;
@@ -343,6 +357,7 @@ static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *
                       mm_neighbour *nb_in, mm_neighbour *nb_out)
 {
     int n = in->n, R = in->rounds + in->warmup, G = in->algo == MM_PLAN_DPSGD ? in->gossip_steps : 1;
+    bool steps_first = in->outer && !in->overlap && in->algo == MM_PLAN_DPSGD;
     double V = in->vec_floats * in->bytes_per_float, emax_c = 0, ec = 0, tmax_sum = 0;
     for (int r = 0; r < R; r++) {
         size_t nf;
@@ -392,17 +407,21 @@ static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *
             for (int i = 0; i < n; i++) {
                 double c = g == 0 ? b->c[i] : 0;
                 b->ready[i] = b->s[i] + c;
-                b->arrive[i] = b->s[i] + b->tsend[i]; /* its own sends must be out */
+                /* sends leave at the round's start, or after the compute
+                 * (the outer optimizer's steps first) */
+                b->tsent[i] = steps_first ? b->ready[i] : b->s[i];
+                b->arrive[i] = b->tsent[i] + b->tsend[i]; /* its own sends must be out */
             }
             for (size_t k = 0; k < nf; k++) {
                 uint32_t a = b->flows[k].from, z = b->flows[k].to;
-                b->arrive[z] = fmax(b->arrive[z], b->s[a] + b->t[k]);
+                b->arrive[z] = fmax(b->arrive[z], b->tsent[a] + b->t[k]);
             }
             for (int i = 0; i < n; i++) {
-                double done = fmax(b->ready[i], b->arrive[i]), mix = mix_time(in, b->nin[i] + 1);
+                double done = fmax(b->ready[i], b->arrive[i]);
+                double mix = mix_time(in, b->nin[i] + 1 + (in->outer ? 2 : 0));
                 if (count)
                     book(o, g == 0 ? b->c[i] : 0, b->ready[i], done,
-                         b->s[i] + fmax(b->tsend[i], b->tin[i]), mix);
+                         b->tsent[i] + fmax(b->tsend[i], b->tin[i]), mix);
                 /* the next exchange (or round) starts when this one is mixed */
                 b->next[i] = done + mix;
             }
@@ -413,8 +432,9 @@ static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *
     o->exchange_s = T;
     round_rates(in, b, o);
     double mix_mean = o->mix_s / (Rn * n) / G;
-    o->bound_lo_s = fmax(ec / Rn, T) + mix_mean + (G - 1) * (T + mix_mean);
-    o->bound_hi_s = fmax(emax_c / Rn, T) + mix_mean + (G - 1) * (T + mix_mean);
+    o->bound_lo_s = (steps_first ? ec / Rn + T : fmax(ec / Rn, T)) + mix_mean + (G - 1) * (T + mix_mean);
+    o->bound_hi_s = (steps_first ? emax_c / Rn + T : fmax(emax_c / Rn, T)) + mix_mean +
+                    (G - 1) * (T + mix_mean);
     if (in->algo == MM_PLAN_ASYNC) {
         /* a neighbour's vector is new in a round when it arrived since the
          * last: one send in flight per neighbour, one per sender's round */
@@ -458,7 +478,7 @@ static int run_allreduce(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rn
     if (T < 0)
         return -1;
     /* reduce n-1 chunks of P/n (about one pass) and write the average (one more) */
-    double mix = mix_time(in, 2);
+    double mix = mix_time(in, in->outer ? 4 : 2); /* (the outer step: 2 more passes) */
     o->allreduce_s = o->exchange_s = T;
     o->msg_bytes = in->vec_floats * in->bytes_per_float / n;
     for (int r = 0; r < R; r++) {

@@ -60,7 +60,11 @@ typedef struct {
     mm_plan_algo algo;
     int local_steps;          /* H >= 1 optimizer steps per round */
     int gossip_steps;         /* G >= 1 exchanges per round (dpsgd) */
-    bool overlap;             /* allreduce: averages the snapshot while computing */
+    bool overlap;             /* allreduce: averages the snapshot while computing; with
+                               * outer, dpsgd too (else dpsgd always overlaps) */
+    bool outer;               /* the node's --outer nesterov: dpsgd exchanges after its
+                               * compute unless overlap; the outer step costs 2 more
+                               * passes over the vector (docs/outer.md) */
     double vec_floats;        /* P: floats in the vector */
     double bytes_per_float;   /* 4 for float32; a codec's smaller figure */
     double step_s;            /* mean time of one optimizer step */

@@ -77,7 +77,9 @@ int mm_replica_save(const mm_replica *r, const char *path, mm_ckpt_state st, cha
 int mm_replica_load(mm_replica *r, const char *path, mm_ckpt_state *st, char *err,
                     size_t errlen)
 {
-    mm_ckpt_state s;
+    mm_ckpt_state s = {0};
+    if (st) /* where the outer state goes, if the caller has one */
+        s.outer = st->outer;
     if (mm_checkpoint_load(path, &r->model, &r->opt, &s, err, errlen) != 0)
         return -1;
     r->rng = s.rng;

@@ -45,6 +45,7 @@ typedef struct {
     int n_peers, sketch_dim;
     uint64_t sketch_seed;
     char topology[128], algo[32];
+    char topology_digest[65]; /* what its HELLO compares ("" in older runs) */
     char compress[48];    /* --compress codec spec, "" without */
     double gamma;         /* its --consensus-step (NaN without) */
     mm_rep_round *rounds; /* sorted by round, one per round */
@@ -61,6 +62,12 @@ typedef struct {
     int first_refused;    /* ... its id (-1 none) */
     bool isolated_now;    /* running, and an isolated line came after its last mixing round */
     double mtime;         /* metrics file modification time (epoch s) */
+    /* The exit status a launcher recorded (launch/node-K.exit, written when
+     * the process ended) no older than the metrics' last write
+     * (has_launch_exit): a peer with one and no end line is dead, not
+     * running. */
+    bool has_launch_exit;
+    int launch_exit;
 } mm_rep_peer;
 
 typedef struct {

@@ -30,6 +30,9 @@ void mm__report_build_rows(mm_report *r, const mm_report_opts *opt);
 
 /* printf of v with format f into buf, or "-" when v is NaN (not available). */
 const char *mm__report_num(char *buf, size_t len, const char *f, double v);
+/* " " and s right-aligned in w columns (printf pads by bytes; a UTF-8
+ * character such as '±' is one column). */
+void mm__report_cell(FILE *out, int w, const char *s);
 /* The run's name for tables and legends: the last component of its directory. */
 void mm__report_run_name(const mm_report *r, char *buf, size_t len);
 /* Runs gnuplot on script; 1 if gnuplot is not installed. */

@@ -7,8 +7,10 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
+#include "net/counters.h"
 #include "report/jsonl.h"
 
 void mm__report_warn(mm_report *r, const mm_report_opts *opt, const char *fmt, ...)
@@ -192,15 +194,34 @@ static void copy_str(char *dst, size_t len, const char *src)
         snprintf(dst, len, "%s", src);
 }
 
-/* The refusal counters of an end line (docs/metrics.md), summed over a
- * peer's lives to name the commonest. */
-static const char *const refusal_counters[] = {
-    "bad_magic", "bad_version", "bad_type", "bad_length", "bad_checksum", "bad_fingerprint",
-    "bad_round", "bad_values", "bad_weight", "bad_identity", "bad_tls", "frame_timeouts",
-    "peer_timeouts", "flood_refused", "id_clash", "tls_mismatch", "pending_refused",
-    "bad_codec", "bad_config",
+/* What run-local.sh recorded when peer p's process ended
+ * (DIR/launch/node-K.exit: its exit status), or -1: no record, or one
+ * older than the peer's metrics (it was started again since). */
+static int launch_exit(const char *dir, const mm_rep_peer *p)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/launch/node-%d.exit", dir, p->id);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    struct stat st;
+    int status = -1;
+    if (fstat(fileno(f), &st) != 0 || fscanf(f, "%d", &status) != 1 || status < 0)
+        status = -1;
+    fclose(f);
+    double t = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
+    return status >= 0 && t >= p->mtime ? status : -1;
+}
+
+/* The transport's counters of an end line (docs/metrics.md; the table in
+ * net/counters.h): the refusals among them are summed over a peer's
+ * lives to name the commonest. */
+static const struct { const char *name; int line; } counters[] = {
+#define MM_X(field, line, explanation) {#field, line},
+    MM_TRANSPORT_COUNTERS(MM_X)
+#undef MM_X
 };
-#define N_REFUSAL_COUNTERS (sizeof refusal_counters / sizeof refusal_counters[0])
+#define N_COUNTERS (sizeof counters / sizeof counters[0])
 
 /* An end or isolated line's "refusals" object: neighbour id -> refusal. */
 static void read_refusals(mm_rep_peer *p, const mm_json_obj *o)
@@ -233,7 +254,7 @@ typedef struct {
     /* Counter values at the end of the previous segments (summed) and the
      * latest of the current segment: sent, recv, compute, comm, wait, time. */
     double off[6], last[6];
-    double refusal_sum[N_REFUSAL_COUNTERS];
+    double refusal_sum[N_COUNTERS]; /* by counters[], the refusals only */
 } loader;
 
 /* Parses one line into o. 1 when there is a record to use, 0 when the line
@@ -294,6 +315,7 @@ static void on_start(loader *L, const mm_json_obj *o)
     if (mm_json_u64(o, "sketch_seed", &u))
         p->sketch_seed = u;
     copy_str(p->topology, sizeof p->topology, mm_json_str(o, "topology"));
+    copy_str(p->topology_digest, sizeof p->topology_digest, mm_json_str(o, "topology_digest"));
     copy_str(p->algo, sizeof p->algo, mm_json_str(o, "algo"));
     copy_str(p->compress, sizeof p->compress, mm_json_str(o, "compress"));
     if (!mm_json_num(o, "consensus_step", &p->gamma))
@@ -411,8 +433,10 @@ static void on_end(loader *L, const mm_json_obj *o)
     p->isolated_now = false;
     copy_str(p->end_reason, sizeof p->end_reason, mm_json_str(o, "reason"));
     read_refusals(p, o);
-    for (size_t i = 0; i < N_REFUSAL_COUNTERS; i++) {
-        double v = num_or(o, refusal_counters[i], 0);
+    for (size_t i = 0; i < N_COUNTERS; i++) {
+        if (counters[i].line != MM_CTR_REFUSED)
+            continue;
+        double v = num_or(o, counters[i].name, 0);
         if (isfinite(v) && v > 0)
             L->refusal_sum[i] += v;
     }
@@ -429,12 +453,13 @@ static void on_end(loader *L, const mm_json_obj *o)
 static void finish(loader *L)
 {
     mm_rep_peer *p = L->p;
-    size_t top = 0;
-    for (size_t i = 1; i < N_REFUSAL_COUNTERS; i++)
-        if (L->refusal_sum[i] > L->refusal_sum[top])
+    size_t top = N_COUNTERS; /* the first of the largest */
+    for (size_t i = 0; i < N_COUNTERS; i++)
+        if (counters[i].line == MM_CTR_REFUSED &&
+            (top == N_COUNTERS || L->refusal_sum[i] > L->refusal_sum[top]))
             top = i;
-    if (L->refusal_sum[top] > 0)
-        copy_str(p->top_refusal, sizeof p->top_refusal, refusal_counters[top]);
+    if (top < N_COUNTERS && L->refusal_sum[top] > 0)
+        copy_str(p->top_refusal, sizeof p->top_refusal, counters[top].name);
     p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
     double ex = 0;
     for (size_t i = 0; i < p->n_rounds; i++)
@@ -551,6 +576,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
     qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
 
     size_t records = 0;
+    const mm_rep_peer *first = NULL; /* the first peer with a start line */
     for (int i = 0; i < r->n_peers; i++) {
         mm_rep_peer *p = &r->peers[i];
         char path[4096];
@@ -559,11 +585,14 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             mm__report_warn(r, opt, "node-%d: no metrics (%s: %s)", p->id, path, strerror(errno));
             continue;
         }
+        p->launch_exit = launch_exit(dir, p);
+        p->has_launch_exit = p->launch_exit >= 0;
         records += p->n_rounds + p->n_evals + (size_t)p->n_starts;
         if (p->n_peers > r->n_expected)
             r->n_expected = p->n_peers;
         if (p->n_starts && r->params < 0) {
             r->params = p->params;
+            first = p;
             copy_str(r->topology, sizeof r->topology, p->topology);
             copy_str(r->algo, sizeof r->algo, p->algo);
             copy_str(r->compress, sizeof r->compress, p->compress);
@@ -572,10 +601,21 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             mm__report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,
                            (long long)p->params, r->peers[0].id, (long long)r->params);
         }
+        if (p->n_starts && first != p && strcmp(p->topology_digest, first->topology_digest))
+            mm__report_warn(r, opt, "node-%d loaded topology %s, node-%d %s: the peers disagree "
+                            "(their HELLOs refuse each other: bad_topology)", p->id, p->topology,
+                            first->id, first->topology);
     }
     if (records == 0) {
-        snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
-                 "(%d node directories)", dir, r->n_peers);
+        char own[4096];
+        snprintf(own, sizeof own, "%s/metrics.jsonl", dir);
+        if (r->n_peers == 0 && access(own, F_OK) == 0)
+            snprintf(err, errlen, "%s is one peer's directory (it holds metrics.jsonl), not a "
+                     "run: point murmur report at the directory above it, which holds the "
+                     "node-K/ directories", dir);
+        else
+            snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
+                     "(%d node directories)", dir, r->n_peers);
         mm_report_free(r);
         return -1;
     }

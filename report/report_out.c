@@ -4,6 +4,16 @@
 #include <math.h>
 #include <string.h>
 
+#include "net/counters.h"
+
+void mm__report_cell(FILE *out, int w, const char *s)
+{
+    int cols = 0;
+    for (const char *p = s; *p; p++)
+        cols += ((unsigned char)*p & 0xC0) != 0x80;
+    fprintf(out, " %*s%s", w - cols > 0 ? w - cols : 0, "", s);
+}
+
 const char *mm__report_num(char *buf, size_t len, const char *f, double v)
 {
     if (isnan(v))
@@ -28,18 +38,14 @@ void mm__report_run_name(const mm_report *r, char *buf, size_t len)
 
 const char *mm_report_refusal_words(const char *name)
 {
-    static const struct { const char *name, *words; } w[] = {
-        {"tls_mismatch", "one side runs TLS, the other --plaintext"},
-        {"bad_fingerprint", "another model (--layers, --width, ...) or vector length"},
-        {"bad_config", "another --algo or codec"},
-        {"id_clash", "two processes run with one --id"},
-        {"bad_identity", "a certificate or HELLO naming another peer"},
-        {"bad_tls", "TLS handshake failed (certificates of another CA?)"},
-        {"bad_version", "another protocol version (another murmur build)"},
-        {"bad_magic", "something that is not murmur"},
+    /* the configuration refusals (net/counters.h) */
+    static const struct { const char *name, *words; bool config; } w[] = {
+#define MM_X(code, name, config, words) {name, words, config},
+        MM_REFUSAL_CODES(MM_X)
+#undef MM_X
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
-        if (!strcmp(name, w[i].name))
+        if (w[i].config && !strcmp(name, w[i].name))
             return w[i].words;
     return NULL;
 }
@@ -49,6 +55,8 @@ static const char *end_of(const mm_rep_peer *p)
 {
     if (!p->has_metrics)
         return "none";
+    if (!p->ended && p->has_launch_exit)
+        return p->launch_exit > 128 ? "killed" : "exited"; /* with no end line */
     if (!p->ended)
         return p->isolated_now ? "isolated?" : "running?";
     return p->end_reason[0] ? p->end_reason : "end";
@@ -62,6 +70,11 @@ static void why_of(const mm_rep_peer *p, char *buf, size_t len)
                  p->n_refused_nbrs - 1);
     else if (p->n_refused_nbrs > 0 && p->first_refused >= 0)
         snprintf(buf, len, "peer %d: %s", p->first_refused, p->refused_code);
+    else if (!p->ended && p->has_launch_exit && p->launch_exit > 128)
+        snprintf(buf, len, "no end line: killed by signal %d%s", p->launch_exit - 128,
+                 p->launch_exit == 128 + 9 ? " (SIGKILL)" : "");
+    else if (!p->ended && p->has_launch_exit)
+        snprintf(buf, len, "no end line: exited with status %d", p->launch_exit);
     else if (!strcmp(end_of(p), "isolated") || p->isolated_now)
         snprintf(buf, len, "mixed with no neighbour");
     else
@@ -75,7 +88,8 @@ void mm_report_print_table(const mm_report *r, FILE *out)
             r->topology[0] ? r->topology : "?", r->algo[0] ? r->algo : "?",
             (long long)r->params);
     fprintf(out, "consensus distance Xi = sqrt(1/n sum ||x_i - xbar||^2) over the peers present; "
-                 "time split and bytes are cumulative to that round\n\n");
+                 "time split and bytes are cumulative to that round;\nMB/peer: sent by every "
+                 "peer that ran (present or not) up to that round, per peer\n\n");
     fprintf(out, "%8s %5s %11s %-6s %7s %7s %7s %8s %8s %8s %8s %10s %5s %5s %5s %9s %5s\n",
             "round", "peers", "consensus", "how", "acc", "acc_min", "acc_max", "val_loss",
             "vl_min", "vl_max", "train", "MB/peer", "comp%", "comm%", "wait%", "wall_s", "G");
@@ -255,12 +269,14 @@ void mm_report_print_progress(const mm_report *r, double now, double stale_s, FI
             }
         }
         /* . live, x stale (no write for stale_s), E ended, R ended refused,
-         * I isolated (ended so, or alone now), - no metrics */
+         * I isolated (ended so, or alone now), D dead (its process ended
+         * without an end line, as the launcher recorded), - no metrics */
         const char *end = end_of(p);
         char c = !p->has_metrics                 ? '-'
                  : !strcmp(end, "refused")       ? 'R'
                  : !strcmp(end, "isolated") || p->isolated_now ? 'I'
                  : p->ended                      ? 'E'
+                 : p->has_launch_exit           ? 'D'
                  : now - p->mtime > stale_s      ? 'x'
                                                  : '.';
         if (!strcmp(end, "refused") || (p->isolated_now && p->n_refused_nbrs > 0)) {

@@ -102,6 +102,34 @@ void mm__report_gp_title(FILE *f, const char *s)
     fputc('\'', f);
 }
 
+/* A run's plots are titled with what it is: its directory's name, or for a
+ * sweep's run (SETTING/sSEED) "SETTING, seed SEED", then its peers,
+ * topology file and algorithm: "ring-8,lr=3e-3, seed 1: 8 peers, ring-8.topo,
+ * dpsgd" (a bare "s1" told nothing). */
+static void plot_title(const mm_report *r, char *buf, size_t len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", r->dir);
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        path[--n] = 0;
+    char *last = strrchr(path, '/');
+    const char *name = last ? last + 1 : path;
+    size_t used;
+    if (last && name[0] == 's' && name[1] && strspn(name + 1, "0123456789") == strlen(name + 1)) {
+        *last = 0;
+        const char *setting = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        used = (size_t)snprintf(buf, len, "%s, seed %s", setting, name + 1);
+    } else {
+        used = (size_t)snprintf(buf, len, "%s", name);
+    }
+    if (used >= len)
+        return;
+    const char *topo = strrchr(r->topology, '/') ? strrchr(r->topology, '/') + 1 : r->topology;
+    snprintf(buf + used, len - used, ": %d peers%s%s%s%s", r->n_peers, topo[0] ? ", " : "", topo,
+             r->algo[0] ? ", " : "", r->algo);
+}
+
 static int plot(const char *dir, const char *name, FILE *out, int *made)
 {
     char path[4096], png[4096];
@@ -153,12 +181,8 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         n_both += w->xi > 0 && !isnan(w->acc_mean);
     }
     fclose(f);
-    char name[160];
-    snprintf(name, sizeof name, "%s", r->dir);
-    size_t nl = strlen(name);
-    while (nl > 1 && name[nl - 1] == '/')
-        name[--nl] = 0;
-    const char *run = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+    char run[400];
+    plot_title(r, run, sizeof run);
     int made = 0, failed = 0;
 
     if (n_xi) {
@@ -192,7 +216,8 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         mm__report_gp_terminal(f, 900, 560);
         fprintf(f, "set output 'accuracy.png'\nset title ");
         mm__report_gp_title(f, run);
-        fprintf(f, "\nset grid\nset key below\nset xlabel 'round'\n"
+        /* the key above the plot: below it, gnuplot set it over the x label */
+        fprintf(f, "\nset grid\nset key outside top center horizontal\nset xlabel 'round'\n"
                    "set ylabel 'validation accuracy'\nset y2label 'loss'\nset y2tics\nset ytics nomirror\n"
                    "plot 'plot.dat' using 1:6:7 with filledcurves fs transparent solid 0.25 "
                    "lc rgb '#4060c0' title 'accuracy min..max over peers', \\\n"

@@ -35,6 +35,28 @@ static const mm_rep_round *round_upto(const mm_rep_peer *p, int64_t round)
     return lo > 0 ? &p->rounds[lo - 1] : NULL;
 }
 
+/* Bytes sent and received up to round, summed over every peer that ran
+ * (a peer absent from this evaluation, stopped or not yet back, counts
+ * with what it had sent by then), and the sent bytes per such peer: the
+ * set never changes from row to row, and each peer's counters only grow
+ * (summed over its restarts), so MB/peer never decreases. */
+static void sent_upto(const mm_report *r, int64_t round, mm_rep_row *row)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_peers; i++) {
+        const mm_rep_peer *p = &r->peers[i];
+        if (!p->n_rounds)
+            continue;
+        n++;
+        const mm_rep_round *rd = round_upto(p, round);
+        if (rd) {
+            row->sent_sum += rd->bytes_sent;
+            row->recv_sum += rd->bytes_recv;
+        }
+    }
+    row->sent_peer = n ? row->sent_sum / n : NAN;
+}
+
 typedef struct {
     int64_t *v;
     size_t n, cap;
@@ -165,8 +187,6 @@ void mm__report_build_rows(mm_report *r, const mm_report_opts *opt)
             }
             const mm_rep_round *rd = round_upto(p, round);
             if (rd) {
-                row->sent_sum += rd->bytes_sent;
-                row->recv_sum += rd->bytes_recv;
                 t += rd->time;
                 tc += rd->t_compute;
                 tm += rd->t_comm;
@@ -204,7 +224,7 @@ void mm__report_build_rows(mm_report *r, const mm_report_opts *opt)
         row->exchanges_avg = n_ctr ? ex_avg / n_ctr : NAN;
         row->xi_est = n_est ? sqrt(est2 / n_est) : NAN;
         row->norm_mean = n_norm ? norm / n_norm : NAN;
-        row->sent_peer = n_ctr ? row->sent_sum / n_ctr : NAN;
+        sent_upto(r, round, row);
         row->f_compute = t > 0 ? tc / t : NAN;
         row->f_comm = t > 0 ? tm / t : NAN;
         row->f_wait = t > 0 ? tw / t : NAN;

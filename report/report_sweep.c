@@ -320,7 +320,8 @@ static int read_row(mm_sweep *s, char *line, const char *plan, int lineno, int *
 int mm_sweep_load(const char *dir, FILE *warn, mm_sweep *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
-    char plan[4096];
+    s->baseline = -1;
+    char plan[4096], baseline[256] = "";
     snprintf(plan, sizeof plan, "%s/sweep.plan", dir);
     FILE *f = fopen(plan, "r");
     if (!f) {
@@ -340,6 +341,10 @@ int mm_sweep_load(const char *dir, FILE *warn, mm_sweep *s, char *err, size_t er
     while ((len = getline(&line, &cap, f)) > 0 && rc == 0) {
         lineno++;
         line[strcspn(line, "\r\n")] = 0;
+        if (!strncmp(line, "# baseline ", 11)) {
+            snprintf(baseline, sizeof baseline, "%s", line + 11);
+            continue;
+        }
         if (line[0] == '#' || line[0] == 0)
             continue;
         if (!header) {
@@ -363,9 +368,121 @@ int mm_sweep_load(const char *dir, FILE *warn, mm_sweep *s, char *err, size_t er
                 s->settings[u->setting_idx].n_done++;
         }
         aggregate(s);
+        if (baseline[0])
+            rc = mm_sweep_set_baseline(s, baseline, err, errlen);
     }
     if (null)
         fclose(null);
+    if (rc != 0)
+        mm_sweep_free(s);
+    return rc;
+}
+
+static const char *last_component(const char *d, char *buf, size_t len)
+{
+    size_t n = strlen(d);
+    while (n > 1 && d[n - 1] == '/')
+        n--;
+    size_t b = n;
+    while (b > 0 && d[b - 1] != '/')
+        b--;
+    snprintf(buf, len, "%.*s", (int)(n - b), d + b);
+    return buf;
+}
+
+static int axis_index(mm_sweep *s, const char *name, bool add)
+{
+    for (int i = 0; i < s->n_axes; i++)
+        if (!strcmp(s->axes[i], name))
+            return i;
+    if (!add)
+        return -1;
+    s->axes = realloc(s->axes, (size_t)(s->n_axes + 1) * sizeof *s->axes);
+    if (!s->axes)
+        abort();
+    s->axes[s->n_axes] = dupstr(name);
+    return s->n_axes++;
+}
+
+/* Appends sweep one's settings and runs to s (axes already in s). */
+static void merge_one(mm_sweep *s, const mm_sweep *one)
+{
+    char base[256];
+    last_component(one->dir, base, sizeof base);
+    int first = s->n_settings;
+    s->settings = realloc(s->settings, (size_t)(s->n_settings + one->n_settings) * sizeof *s->settings);
+    s->runs = realloc(s->runs, (size_t)(s->n_runs + one->n_runs) * sizeof *s->runs);
+    if (!s->settings || !s->runs)
+        abort();
+    for (int i = 0; i < one->n_settings; i++) {
+        mm_sweep_setting *g = &s->settings[s->n_settings];
+        *g = one->settings[i];
+        if (find_setting(s, g->name) >= 0) {
+            char name[sizeof g->name];
+            snprintf(name, sizeof name, "%.100s:%.150s", base, one->settings[i].name);
+            memcpy(g->name, name, sizeof name);
+        }
+        g->axis_values = calloc((size_t)(s->n_axes ? s->n_axes : 1), sizeof *g->axis_values);
+        if (!g->axis_values)
+            abort();
+        for (int k = 0; k < s->n_axes; k++) {
+            int j = -1;
+            for (int m = 0; m < one->n_axes && j < 0; m++)
+                if (!strcmp(one->axes[m], s->axes[k]))
+                    j = m;
+            g->axis_values[k] = dupstr(j >= 0 ? one->settings[i].axis_values[j] : "");
+        }
+        s->n_settings++;
+    }
+    for (int i = 0; i < one->n_runs; i++) {
+        mm_sweep_run *u = &s->runs[s->n_runs++];
+        *u = one->runs[i];
+        u->setting_idx = first + one->runs[i].setting_idx;
+        memcpy(u->setting, s->settings[u->setting_idx].name, sizeof u->setting);
+        snprintf(u->run, sizeof u->run, "%.300s/%.320s", one->dir, one->runs[i].run);
+    }
+}
+
+int mm_sweep_load_many(char *const *dirs, int n, FILE *warn, mm_sweep *s, char *err,
+                       size_t errlen)
+{
+    if (n == 1)
+        return mm_sweep_load(dirs[0], warn, s, err, errlen);
+    mm_sweep *all = calloc((size_t)n, sizeof *all);
+    if (!all)
+        abort();
+    int loaded = 0, rc = 0;
+    while (loaded < n && rc == 0)
+        if ((rc = mm_sweep_load(dirs[loaded], warn, &all[loaded], err, errlen)) == 0)
+            loaded++;
+    memset(s, 0, sizeof *s);
+    s->baseline = -1;
+    char baseline[256] = "";
+    if (rc == 0) {
+        size_t dl = 1;
+        for (int k = 0; k < n; k++)
+            dl += strlen(dirs[k]) + 3;
+        s->dir = calloc(dl, 1);
+        s->axes = calloc(1, sizeof *s->axes);
+        if (!s->dir || !s->axes)
+            abort();
+        for (int k = 0; k < n; k++) {
+            strcat(strcat(s->dir, k ? " + " : ""), dirs[k]);
+            for (int m = 0; m < all[k].n_axes; m++)
+                axis_index(s, all[k].axes[m], true);
+        }
+        for (int k = 0; k < n; k++) {
+            int before = s->n_settings;
+            merge_one(s, &all[k]);
+            if (!baseline[0] && all[k].baseline >= 0)
+                snprintf(baseline, sizeof baseline, "%s", s->settings[before + all[k].baseline].name);
+        }
+    }
+    for (int k = 0; k < loaded; k++)
+        mm_sweep_free(&all[k]);
+    free(all);
+    if (rc == 0 && baseline[0])
+        rc = mm_sweep_set_baseline(s, baseline, err, errlen);
     if (rc != 0)
         mm_sweep_free(s);
     return rc;
@@ -403,15 +520,6 @@ static const char *pm(char *buf, size_t len, const char *fm, const mm_sweep_stat
 
 #define PM(fm, st, scale) pm((char[48]){0}, 48, fm, st, scale)
 
-/* s right-aligned in w columns: printf pads by bytes, and '±' is two. */
-static void cell(FILE *out, int w, const char *s)
-{
-    int cols = 0;
-    for (const char *p = s; *p; p++)
-        cols += ((unsigned char)*p & 0xC0) != 0x80;
-    fprintf(out, " %*s%s", w - cols > 0 ? w - cols : 0, "", s);
-}
-
 void mm_sweep_print_table(const mm_sweep *s, FILE *out)
 {
     int w = 7;
@@ -427,13 +535,13 @@ void mm_sweep_print_table(const mm_sweep *s, FILE *out)
         char seeds[16];
         snprintf(seeds, sizeof seeds, "%d/%d", g->n_done, g->n_planned);
         fprintf(out, "%-*s %5d %5s", w, g->name, g->peers, seeds);
-        cell(out, 15, PM("%.4f", &g->acc, 1));
-        cell(out, 15, PM("%.4f", &g->vloss, 1));
-        cell(out, 21, PM("%.3e", &g->xi_final, 1));
-        cell(out, 21, PM("%.3e", &g->xi_avg, 1));
+        mm__report_cell(out, 15, PM("%.4f", &g->acc, 1));
+        mm__report_cell(out, 15, PM("%.4f", &g->vloss, 1));
+        mm__report_cell(out, 21, PM("%.3e", &g->xi_final, 1));
+        mm__report_cell(out, 21, PM("%.3e", &g->xi_avg, 1));
         fprintf(out, " %-6s", g->xi_avg_method);
-        cell(out, 19, PM("%.3f", &g->bytes_peer, 1e-6));
-        cell(out, 13, PM("%.1f", &g->wall, 1));
+        mm__report_cell(out, 19, PM("%.3f", &g->bytes_peer, 1e-6));
+        mm__report_cell(out, 13, PM("%.1f", &g->wall, 1));
         fputc('\n', out);
     }
     fprintf(out, "(mean±sd over the seeds that finished, sd with n-1; seeds = finished/planned;\n"
@@ -459,11 +567,45 @@ static void csv_stat(FILE *f, const mm_sweep_stat *st)
     mm__report_csv_num(f, "%.9g", st->sd);
 }
 
+static void csv_d(FILE *f, const mm_sweep_paired *p, bool any)
+{
+    mm__report_csv_num(f, "%.9g", p->mean);
+    mm__report_csv_num(f, "%.9g", p->sd);
+    mm__report_csv_num(f, "%.9g", p->lo);
+    mm__report_csv_num(f, "%.9g", p->hi);
+    if (any)
+        fprintf(f, ",%d,%d", p->n_pos, p->n_neg);
+    else
+        fprintf(f, ",,");
+}
+
+/* The paired columns of setting si: empty without a baseline. */
+static void csv_paired(FILE *f, const mm_sweep *s, int si, int64_t *seeds)
+{
+    if (s->baseline < 0) {
+        fprintf(f, ",,,,,,,,,,,,,,,");
+        return;
+    }
+    const mm_sweep_setting *g = &s->settings[si];
+    fputc(',', f);
+    mm__report_csv_str(f, s->settings[s->baseline].name);
+    fprintf(f, ",%d,\"", g->n_paired);
+    int n = mm_sweep_paired_seeds(s, si, seeds);
+    for (int k = 0; k < n; k++)
+        fprintf(f, "%s%lld", k ? " " : "", (long long)seeds[k]);
+    fputc('"', f);
+    csv_d(f, &g->d_acc, g->d_acc.n > 0);
+    csv_d(f, &g->d_vloss, g->d_vloss.n > 0);
+}
+
 int mm_sweep_write_csv(const mm_sweep *s, const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
+    int64_t *seeds = malloc((size_t)(s->n_runs ? s->n_runs : 1) * sizeof *seeds);
+    if (!seeds)
+        abort();
     fprintf(f, "setting,topology,topology_file,peers");
     for (int k = 0; k < s->n_axes; k++) {
         fputc(',', f);
@@ -473,7 +615,10 @@ int mm_sweep_write_csv(const mm_sweep *s, const char *path)
                "consensus_final_mean,consensus_final_sd,consensus_final_method,"
                "consensus_avg_mean,consensus_avg_sd,consensus_rms_mean,consensus_rms_sd,"
                "consensus_avg_method,bytes_sent_per_peer_mean,bytes_sent_per_peer_sd,"
-               "wall_s_mean,wall_s_sd,left_out\n");
+               "wall_s_mean,wall_s_sd,left_out,baseline,paired_n,paired_seeds,"
+               "d_acc_mean,d_acc_sd,d_acc_lo,d_acc_hi,d_acc_pos,d_acc_neg,"
+               "d_val_loss_mean,d_val_loss_sd,d_val_loss_lo,d_val_loss_hi,d_val_loss_pos,"
+               "d_val_loss_neg\n");
     for (int i = 0; i < s->n_settings; i++) {
         const mm_sweep_setting *g = &s->settings[i];
         mm__report_csv_str(f, g->name);
@@ -511,8 +656,11 @@ int mm_sweep_write_csv(const mm_sweep *s, const char *path)
                         mm_sweep_status_name(s->runs[r].status));
                 sep = " ";
             }
-        fprintf(f, "\"\n");
+        fputc('"', f);
+        csv_paired(f, s, i, seeds);
+        fputc('\n', f);
     }
+    free(seeds);
     return fclose(f) == 0 ? 0 : -1;
 }
 

@@ -45,6 +45,24 @@ static int topologies(const mm_sweep *s, const char **names)
     return n;
 }
 
+/* A setting's label on the plots: its axis values (the name after the
+ * topology's), after the sweep's name when the name carries one
+ * (SWEEP:TOPOLOGY,..., report --sweep A B ...): "lang-16-late" or
+ * "lang-16-late:consensus-target=1". */
+static void dat_label(FILE *f, const char *name)
+{
+    const char *axes = strchr(name, ','), *sweep_end = strchr(name, ':');
+    if (sweep_end && axes && sweep_end > axes)
+        sweep_end = NULL; /* a ':' in an axis value, not a sweep's name */
+    char label[512];
+    if (sweep_end)
+        snprintf(label, sizeof label, "%.*s%s%s", (int)(sweep_end - name), name,
+                 axes ? ":" : "", axes ? axes + 1 : "");
+    else
+        snprintf(label, sizeof label, "%s", axes ? axes + 1 : "");
+    dat_str(f, label);
+}
+
 static int write_dat(const mm_sweep *s, const char *path, const char **topo, int n_topo,
                      int *n_xi)
 {
@@ -62,9 +80,7 @@ static int write_dat(const mm_sweep *s, const char *path, const char **topo, int
             const mm_sweep_setting *g = &s->settings[i];
             if (strcmp(g->topology, topo[t]) || g->n_done == 0)
                 continue;
-            /* The label: the axis values (the name after the topology's). */
-            const char *label = strchr(g->name, ',');
-            dat_str(f, label ? label + 1 : "");
+            dat_label(f, g->name);
             mm__report_dat_num(f, g->acc.mean);
             mm__report_dat_num(f, bar(&g->acc));
             mm__report_dat_num(f, g->xi_avg.mean > 0 ? g->xi_avg.mean : NAN);
@@ -193,6 +209,97 @@ static int write_gp(const mm_sweep *s, const char *dir, const plot_spec *p, cons
     return fclose(f) == 0 ? 0 : -1;
 }
 
+/* sweep_paired.dat: per topology, the settings with a pair: label,
+ * averaged consensus distance, d_acc and its 95 % interval (the mean
+ * itself at both ends with one pair), pairs. Returns the points written. */
+static int write_paired_dat(const mm_sweep *s, const char *path, const char **topo, int n_topo)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# murmur report --sweep %s: accuracy paired by seed against %s,\n"
+               "# one block per topology; lo = hi = d with one pair\n", s->dir,
+            s->settings[s->baseline].name);
+    int n = 0;
+    for (int t = 0; t < n_topo; t++) {
+        fprintf(f, "# topology %s\n# label consensus_avg d_acc d_acc_lo d_acc_hi pairs\n", topo[t]);
+        for (int i = 0; i < s->n_settings; i++) {
+            const mm_sweep_setting *g = &s->settings[i];
+            const mm_sweep_paired *d = &g->d_acc;
+            if (strcmp(g->topology, topo[t]) || d->n == 0 || !(g->xi_avg.mean > 0))
+                continue;
+            dat_label(f, g->name);
+            mm__report_dat_num(f, g->xi_avg.mean);
+            mm__report_dat_num(f, d->mean);
+            mm__report_dat_num(f, d->n >= 2 ? d->lo : d->mean);
+            mm__report_dat_num(f, d->n >= 2 ? d->hi : d->mean);
+            fprintf(f, " %d\n", d->n);
+            n++;
+        }
+        fputs("\n\n", f);
+    }
+    return fclose(f) == 0 ? n : -1;
+}
+
+static int write_paired_gp(const mm_sweep *s, const char *path, const char **topo, int n_topo,
+                           bool labels)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    char title[512];
+    snprintf(title, sizeof title, "accuracy paired by seed against %s: mean difference, 95 %% "
+             "Student-t interval", s->settings[s->baseline].name);
+    mm__report_gp_terminal(f, 960, 620);
+    fprintf(f, "set output 'sweep_paired_acc.png'\nset title ");
+    mm__report_gp_title(f, title);
+    fprintf(f, "\nset grid\nset key outside right top title 'topology'\n"
+               "set xlabel 'consensus distance {/Symbol X}, mean over the evaluation rounds (log)'\n"
+               "set ylabel 'accuracy - baseline accuracy (same seed)'\n"
+               "set logscale x\nset format x '10^{%%L}'\nset offsets graph 0.05, graph 0.05, "
+               "graph 0.05, graph 0.05\nset xzeroaxis lt -1\nset bars small\nplot ");
+    for (int t = 0; t < n_topo; t++) {
+        static const int pt[] = {7, 5, 9, 13, 11, 15};
+        fprintf(f, "%s'sweep_paired.dat' index %d using 2:3:4:5 with yerrorbars pt %d ps 1.3 "
+                   "lw 1.5 lc %d title ", t ? ", \\\n     " : "", t, pt[t % 6], t + 1);
+        mm__report_gp_title(f, topo[t]);
+    }
+    if (labels)
+        for (int t = 0; t < n_topo; t++)
+            fprintf(f, ", \\\n     'sweep_paired.dat' index %d using 2:3:1 with labels offset 1,0.8 "
+                       "left font ',8' tc lt %d notitle", t, t + 1);
+    fputc('\n', f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* The paired plot, with a baseline: 0, 1 gnuplot missing, -1 failure. */
+static int paired_plot(const mm_sweep *s, const char *dir, const char **topo, int n_topo, FILE *out)
+{
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/sweep_paired.dat", dir);
+    int n = write_paired_dat(s, path, topo, n_topo);
+    if (n < 0) {
+        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        return -1;
+    }
+    if (n == 0) {
+        fprintf(stderr, "murmur report: no setting has a pair and a consensus distance: no "
+                        "sweep_paired_acc.png\n");
+        return 0;
+    }
+    snprintf(path, sizeof path, "%s/sweep_paired_acc.gp", dir);
+    if (write_paired_gp(s, path, topo, n_topo, s->n_axes > 0) != 0) {
+        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        return -1;
+    }
+    int g = mm__report_gnuplot(path);
+    if (g < 0)
+        fprintf(stderr, "murmur report: gnuplot failed on %s\n", path);
+    else if (g == 0)
+        fprintf(out, "plot: %s/sweep_paired_acc.png\n", dir);
+    return g;
+}
+
 int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
 {
     char err[PATH_MAX + 64], path[PATH_MAX + 64];
@@ -247,6 +354,8 @@ int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
             fprintf(out, "plot: %s/%s.png\n", dir, plots[i].name);
         }
     }
+    if (rc == 0 && s->baseline >= 0)
+        rc = paired_plot(s, dir, topo, n_topo, out);
     free(topo);
     return rc;
 }

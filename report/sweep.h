@@ -23,6 +23,23 @@ typedef struct {
 } mm_sweep_stat;
 void mm_sweep_stat_of(const double *v, int count, mm_sweep_stat *st);
 
+/* The paired difference of a figure between two settings over the seeds
+ * both finished (docs/sweep.md, "Paired comparisons"): d_s = a_s - b_s for
+ * the pairs whose two values are finite; n of them; their mean and sample
+ * standard deviation (n - 1); the 95 % Student-t interval
+ * mean -+ t(0.975, n - 1) sd / sqrt(n) (lo, hi: NaN when n < 2); and how
+ * many d_s are > 0 (n_pos) and < 0 (n_neg). All NaN and 0 when n == 0. */
+typedef struct {
+    int n, n_pos, n_neg;
+    double mean, sd, lo, hi;
+} mm_sweep_paired;
+void mm_sweep_paired_of(const double *a, const double *b, int count, mm_sweep_paired *p);
+/* t(0.975, df), the quantile of Student's t with df degrees of freedom
+ * that a two-sided 95 % interval uses (12.706 for df 1, 2.776 for 4,
+ * 1.960 as df grows): a table to df 30, the Cornish-Fisher expansion
+ * beyond (error under 1e-6). NaN for df < 1. */
+double mm_t975(int df);
+
 typedef enum {
     MM_SWEEP_DONE,        /* finished: averaged */
     MM_SWEEP_MISSING,     /* planned, no directory: not run (yet) */
@@ -39,7 +56,8 @@ typedef struct {
     int index;
     char setting[256];
     int64_t seed;
-    char run[320];      /* relative to the sweep directory: SETTING/sSEED */
+    char run[640];      /* relative to the sweep directory: SETTING/sSEED (merged
+                         * sweeps: the sweep's directory, then that) */
     int setting_idx;    /* into mm_sweep.settings */
     mm_sweep_status status;
     char why[256];      /* for a run left out: the reason */
@@ -68,6 +86,11 @@ typedef struct {
     mm_sweep_stat acc, vloss, xi_final, xi_avg, xi_rms, bytes_peer, wall;
     char xi_method[8];       /* of the finished runs' xi_final: exact, sketch, mixed, none */
     char xi_avg_method[8];
+    /* Against the sweep's baseline (when it has one): the seeds both
+     * finished, and the paired differences of accuracy and validation
+     * loss over them (setting minus baseline). */
+    int n_paired;
+    mm_sweep_paired d_acc, d_vloss;
 } mm_sweep_setting;
 
 typedef struct {
@@ -78,6 +101,7 @@ typedef struct {
     int n_runs;
     mm_sweep_setting *settings;
     int n_settings;          /* in the plan's order of first appearance */
+    int baseline;            /* the setting the others are paired against, -1: none */
 } mm_sweep;
 
 /* Reads dir/sweep.plan and every planned run. 0, or -1 with a message in
@@ -86,6 +110,27 @@ typedef struct {
  * of the runs' reports go to warn (NULL: discarded). */
 int mm_sweep_load(const char *dir, FILE *warn, mm_sweep *s, char *err, size_t errlen);
 void mm_sweep_free(mm_sweep *s);
+/* Several sweeps as one (mm_sweep_load of each): every setting of each,
+ * in order, side by side, so that they can be paired by seed across
+ * sweeps (the baseline in one, the settings in others). A setting whose
+ * name an earlier sweep already has is named "SWEEP:NAME" (SWEEP the last
+ * component of its directory); the axes are the union of the sweeps'
+ * (a setting without one has ""); s->dir is the directories joined by
+ * " + "; the baseline is the first sweep's that has one. n == 1 is
+ * mm_sweep_load. 0, or -1 with err. */
+int mm_sweep_load_many(char *const *dirs, int n, FILE *warn, mm_sweep *s, char *err,
+                       size_t errlen);
+
+/* Pairs every setting against the baseline setting named (by seed; a run
+ * counts only when it finished, in both settings): fills each setting's
+ * n_paired, d_acc and d_vloss. The plan's "# baseline NAME" line (written
+ * by scripts/sweep.sh from the spec's baseline key) makes mm_sweep_load
+ * call it; a later call replaces the baseline. 0, or -1 with err when no
+ * setting has that name. */
+int mm_sweep_set_baseline(mm_sweep *s, const char *name, char *err, size_t errlen);
+/* The seeds setting si and the baseline both finished, in plan order, into
+ * seeds[0..] (room for every run); returns how many. */
+int mm_sweep_paired_seeds(const mm_sweep *s, int si, int64_t *seeds);
 
 /* The table (one line per setting, then the runs left out), the CSV of the
  * settings, the CSV of every planned run (docs/sweep.md has the columns). */
@@ -93,9 +138,16 @@ void mm_sweep_print_table(const mm_sweep *s, FILE *out);
 int mm_sweep_write_csv(const mm_sweep *s, const char *path);
 int mm_sweep_write_runs_csv(const mm_sweep *s, const char *path);
 
+/* The paired table (one line per setting against the baseline), after
+ * mm_sweep_print_table; nothing without a baseline. */
+void mm_sweep_print_paired(const mm_sweep *s, FILE *out);
+
 /* Into dir (created): sweep_acc_consensus.png, sweep_acc_bytes.png,
- * sweep_acc_wall.png with their .gp scripts and sweep.dat. Prints the
- * paths. 0 ok, 1 gnuplot missing (warning), -1 failure. */
+ * sweep_acc_wall.png with their .gp scripts and sweep.dat, and with a
+ * baseline sweep_paired_acc.png (the paired accuracy difference and its
+ * 95 % interval against the averaged consensus distance) with
+ * sweep_paired.dat. Prints the paths. 0 ok, 1 gnuplot missing (warning),
+ * -1 failure. */
 int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out);
 
 #endif

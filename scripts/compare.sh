@@ -8,8 +8,9 @@
 # the same peers, seed and node flags: runs/NAME/<topology name>/. Then
 # `murmur report --compare` writes the comparison -- final accuracy, final
 # consensus distance, bytes per peer and wall time per topology -- to
-# stdout and runs/NAME/compare.csv, and one PNG (runs/NAME/compare.png)
-# overlaying consensus distance (log) and accuracy against round. Each run
+# stdout and runs/NAME/compare.csv, and two PNGs: runs/NAME/compare.png
+# overlaying consensus distance (log) and accuracy against round, and
+# runs/NAME/compare-bytes.png, accuracy against MB sent per peer. Each run
 # also gets its own report: runs/NAME/<topology>/report.txt, report.csv
 # and plots/.
 #   -s SEED            adds --seed SEED to the node flags

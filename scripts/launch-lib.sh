@@ -106,6 +106,18 @@ check_ports() {
     return 1
 }
 
+# ports_busy BASE COUNT [listen]: 0 when a local socket (IPv4 or IPv6) holds
+# one of the ports BASE..BASE+COUNT-1: in any state, or with `listen` only
+# a listening one (what makes a peer's bind fail; the TIME_WAIT left by a
+# run that just ended on these ports does not).
+ports_busy() {
+    cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v lo="$1" -v n="$2" -v only="${3:-}" '
+        BEGIN { for (p = lo; p < lo + n; p++) want[sprintf("%04X", p)] = 1 }
+        only == "listen" && $4 != "0A" { next }
+        { k = index($2, ":"); if (k && toupper(substr($2, k + 1)) in want) busy = 1 }
+        END { exit !busy }'
+}
+
 # peer_failure DIR STATUS: why the peer whose directory is DIR (node-K/)
 # exited with STATUS, on stdout, indented: for status 3 (a neighbour
 # refused: the run is misconfigured) and 4 (isolated: no neighbour ever
@@ -151,7 +163,7 @@ run_verdict() {
     if [ "$1" -gt 0 ]; then
         echo "$PROG: the run is misconfigured: $1 peer(s) could not mix with a neighbour for the whole run" \
             "because the two are configured differently (status 3; the reasons above: TLS or --plaintext," \
-            "model, --algo, certificates, or one --id given twice)" >&2
+            "model, --algo, the topology file, certificates, or one --id given twice)" >&2
     fi
     if [ "$2" -gt 0 ]; then
         echo "$PROG: $2 peer(s) were isolated: they mixed with none of their neighbours for the whole run" \

@@ -2,7 +2,7 @@
 # Runs N murmur peers on this machine as one experiment in runs/NAME/.
 #
 #   scripts/run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p BASE_PORT] [-i SEC]
-#                        [--no-report] [-- extra murmur node flags]
+#                        [--no-report] [--resume] [-- extra murmur node flags]
 #
 # Makes runs/NAME/ with manifest.json (this command, the node flags, the
 # topology file's name and SHA-256, the seed, `murmur --version`), a copy of
@@ -16,8 +16,21 @@
 #
 # Before starting anything it refuses (exit 2, saying why) an -n that is not
 # the topology's number of peers, a topology whose W is column-stochastic
-# only without --algo pushsum in the node flags, and ports that overlap the
-# kernel's ephemeral port range (it says which -p to use instead).
+# only without --algo pushsum in the node flags, ports that overlap the
+# kernel's ephemeral port range (it says which -p to use instead), and
+# ports on which something already listens (another run).
+#
+# --resume continues the run in runs/NAME/ (or starts it, saying so, when
+# there is none yet): given the same -n, topology file and node flags as
+# its manifest.json records (else refused, exit 2, then and now shown), it
+# starts every peer again with the node flags and --resume, so each goes on
+# from its node-K/checkpoint.bin (docs/node.md). The manifest stays; each
+# resume is a line of launch/resumes.log; console.log files are appended to.
+#
+# A peer that failed and was restarted by hand (its command is
+# manifest.json's node_command, with --resume) while the run goes on is
+# waited for, and when it ends normally (its end line says done, written
+# after the failure) it does not count as failed.
 #
 # Each peer runs in its own session, away from the terminal: Ctrl-C reaches
 # only this script, which sends every peer one SIGTERM (each finishes its
@@ -42,7 +55,7 @@ set -u
 
 PROG=run-local
 die() { echo "run-local: $*" >&2; exit 1; }
-bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [-- node flags]" >&2; exit 2; }
+bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [--resume] [-- node flags]" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
 json_str() { # a JSON string literal of $1
     printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/	/\\t/g' | tr '\n' ' ')"
@@ -64,7 +77,7 @@ RUNS=${RUNS:-runs}
 GRACE=${GRACE:-30}
 command_json=$(json_arr "$0" "$@")
 
-n='' topo='' name='' port=29500 interval=5 report=1
+n='' topo='' name='' port=29500 interval=5 report=1 resume=0
 while [ $# -gt 0 ]; do
     case $1 in
     -n|-t|-r|-p|-i) [ $# -ge 2 ] || bad "$1 needs a value" ;;
@@ -76,6 +89,7 @@ while [ $# -gt 0 ]; do
     -p) port=$2; shift 2 ;;
     -i) interval=$2; shift 2 ;;
     --no-report) report=0; shift ;;
+    --resume) resume=1; shift ;;
     -h|--help) help_text "$0"; exit 0 ;;
     --) shift; break ;;
     *) bad "unknown argument: $1" ;;
@@ -93,41 +107,85 @@ is_uint "$interval" && [ "$interval" -ge 1 ] || bad "-i SEC: a whole number of s
 command -v setsid >/dev/null 2>&1 || die "setsid (util-linux) not found: it keeps the peers away from the terminal's Ctrl-C"
 check_topology "$topo" "$n" "$@" || exit 2
 check_ports "$port" "$n" "-p $port: ports" || exit 2
+if ports_busy "$port" "$n" listen; then
+    echo "run-local: ports $port..$((port + n - 1)) (-p $port): something listens on some of them" \
+        "(another run? 'ss -tanp' shows who holds them); peers on them would form an island" \
+        "or fail: choose another -p" >&2
+    exit 2
+fi
 
 dir=$RUNS/$name
-[ -e "$dir" ] && die "$dir already exists: choose another -r NAME or remove it"
-mkdir -p "$dir/launch" || die "cannot create $dir"
-cp "$topo" "$dir/topology.txt" || die "cannot copy $topo"
-
-# The seed as the node flags give it (--seed S or --seed=S), else the node's default.
-seed=null prev=''
-for a in "$@"; do
-    case $a in --seed=*) seed=$(json_str "${a#--seed=}") ;; esac
-    [ "$prev" = --seed ] && seed=$(json_str "$a")
-    prev=$a
-done
 sha=$(sha256sum "$topo" | cut -d' ' -f1)
-version=$("$MURMUR" --version 2>/dev/null) || version=unknown
-{
-    printf '{\n'
-    printf '  "command": %s,\n' "$command_json"
-    printf '  "cwd": %s,\n' "$(json_str "$(pwd)")"
-    printf '  "host": %s,\n' "$(json_str "$(hostname 2>/dev/null || echo unknown)")"
-    printf '  "started": %s,\n' "$(json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
-    printf '  "version": %s,\n' "$(json_str "$version")"
-    printf '  "n_peers": %s,\n' "$n"
-    printf '  "base_port": %s,\n' "$port"
-    printf '  "topology": {"file": %s, "path": %s, "sha256": %s, "copy": "topology.txt"},\n' \
-        "$(json_str "$(basename "$topo")")" "$(json_str "$topo")" "$(json_str "$sha")"
-    printf '  "seed": %s,\n' "$seed"
-    printf '  "node_flags": %s,\n' "$(json_arr "$@")"
-    printf '  "node_command": %s\n' "$(json_arr "$MURMUR" node --id K --topology "$topo" \
-        --base-port "$port" --run-dir "$dir" --tls-dir "$dir/certs" "$@")"
-    printf '}\n'
-} >"$dir/manifest.json" || die "cannot write $dir/manifest.json"
+node_flags_json=$(json_arr "$@")
+# manifest_field NAME: the text after "NAME": on its line of manifest.json.
+manifest_field() { sed -n "s/^  \"$1\": \(.*\),\{0,1\}\$/\1/p" "$dir/manifest.json" | sed 's/,$//'; }
+# resume_run: checks that runs/NAME is this run (-n, the
+# topology's SHA-256, the node flags, as manifest.json records them) and
+# that none of its peers still runs; forgets the last launch's exit records.
+resume_run() {
+    [ -f "$dir/manifest.json" ] || die "--resume: $dir has no manifest.json: not a run of run-local.sh"
+    had_n=$(manifest_field n_peers) had_flags=$(manifest_field node_flags)
+    had_sha=$(manifest_field topology | sed -n 's/.*"sha256": "\([0-9a-f]*\)".*/\1/p')
+    [ "$had_n" = "$n" ] || { echo "run-local: --resume: $dir was run with -n $had_n, not $n" >&2; exit 2; }
+    [ "$had_sha" = "$sha" ] || { echo "run-local: --resume: $topo is not the topology $dir was run with (its copy: $dir/topology.txt)" >&2; exit 2; }
+    [ "$had_flags" = "$node_flags_json" ] || {
+        printf 'run-local: --resume: %s was run with other node flags:\n  then: %s\n  now:  %s\n' \
+            "$dir" "$had_flags" "$node_flags_json" >&2; exit 2; }
+    k=0
+    while [ "$k" -lt "$n" ]; do
+        [ ! -f "$dir/node-$k/node.log" ] || flock -n "$dir/node-$k/node.log" true ||
+            die "--resume: peer $k of $dir still runs (it holds $dir/node-$k/node.log)"
+        rm -f "$dir/launch/node-$k.exit" "$dir/launch/node-$k.pid"
+        k=$((k + 1))
+    done
+    printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" >>"$dir/launch/resumes.log"
+    echo "run-local: resuming $dir: every peer from its checkpoint (--resume)"
+}
 
-sh "$MAKE_CERTS" "$dir/certs" "$n" >"$dir/launch/certs.log" 2>&1 ||
-    die "making certificates failed (see $dir/launch/certs.log)"
+# new_run NODE_FLAGS...: runs/NAME with its manifest, topology copy and
+# certificates.
+new_run() {
+    [ -e "$dir" ] && die "$dir already exists: choose another -r NAME, remove it, or continue it with --resume"
+    mkdir -p "$dir/launch" || die "cannot create $dir"
+    cp "$topo" "$dir/topology.txt" || die "cannot copy $topo"
+
+    # The seed as the node flags give it (--seed S or --seed=S), else the node's default.
+    seed=null prev=''
+    for a in "$@"; do
+        case $a in --seed=*) seed=$(json_str "${a#--seed=}") ;; esac
+        [ "$prev" = --seed ] && seed=$(json_str "$a")
+        prev=$a
+    done
+    version=$("$MURMUR" --version 2>/dev/null) || version=unknown
+    {
+        printf '{\n'
+        printf '  "command": %s,\n' "$command_json"
+        printf '  "cwd": %s,\n' "$(json_str "$(pwd)")"
+        printf '  "host": %s,\n' "$(json_str "$(hostname 2>/dev/null || echo unknown)")"
+        printf '  "started": %s,\n' "$(json_str "$(date -u +%Y-%m-%dT%H:%M:%SZ)")"
+        printf '  "version": %s,\n' "$(json_str "$version")"
+        printf '  "n_peers": %s,\n' "$n"
+        printf '  "base_port": %s,\n' "$port"
+        printf '  "topology": {"file": %s, "path": %s, "sha256": %s, "copy": "topology.txt"},\n' \
+            "$(json_str "$(basename "$topo")")" "$(json_str "$topo")" "$(json_str "$sha")"
+        printf '  "seed": %s,\n' "$seed"
+        printf '  "node_flags": %s,\n' "$node_flags_json"
+        printf '  "node_command": %s\n' "$(json_arr "$MURMUR" node --id K --topology "$topo" \
+            --base-port "$port" --run-dir "$dir" --tls-dir "$dir/certs" "$@")"
+        printf '}\n'
+    } >"$dir/manifest.json" || die "cannot write $dir/manifest.json"
+
+    sh "$MAKE_CERTS" "$dir/certs" "$n" >"$dir/launch/certs.log" 2>&1 ||
+        die "making certificates failed (see $dir/launch/certs.log)"
+}
+
+if [ "$resume" = 1 ] && [ -e "$dir" ]; then
+    resume_run
+else
+    [ "$resume" = 1 ] && echo "run-local: --resume: no run at $dir yet, starting it"
+    new_run "$@"
+fi
+[ "$resume" = 1 ] && set -- "$@" --resume
 
 # Each peer runs under a small watcher subshell that records its exit status
 # in launch/node-K.exit: the launcher then knows who ended and how without
@@ -143,7 +201,7 @@ while [ "$k" -lt "$n" ]; do
     (
         setsid -w sh -c 'echo $$ >"$0"; exec "$@"' "$dir/launch/node-$k.pid" \
             "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" --run-dir "$dir" \
-            --tls-dir "$dir/certs" "$@" >"$dir/node-$k/console.log" 2>&1 &
+            --tls-dir "$dir/certs" "$@" >>"$dir/node-$k/console.log" 2>&1 &
         wait $!
         echo $? >"$dir/launch/node-$k.exit.tmp"
         mv "$dir/launch/node-$k.exit.tmp" "$dir/launch/node-$k.exit"
@@ -177,9 +235,21 @@ on_signal() {
 }
 trap on_signal INT TERM HUP
 
+# A peer whose launch failed may be started again by hand (manifest.json's
+# node_command with --resume). by_hand_running K: such a peer K runs now
+# (a process holds node-K/node.log, the node's lock). by_hand_done K: it
+# ended normally since the failure (its metrics' last line, written after
+# launch/node-K.exit, is an end line with reason done).
+by_hand_running() { [ -f "$dir/node-$1/node.log" ] && ! flock -n "$dir/node-$1/node.log" true; }
+by_hand_done() {
+    [ "$dir/node-$1/metrics.jsonl" -nt "$dir/launch/node-$1.exit" ] &&
+        tail -n 1 "$dir/node-$1/metrics.jsonl" | grep -q '"ev":"end".*"reason":"done"'
+}
+
 start=$(date +%s)
 reported_fail=''
 reported_iso=''
+reported_hand=''
 while :; do
     done_n=0
     k=0
@@ -194,6 +264,13 @@ while :; do
                     reported_fail="$reported_fail $k"
                 fi ;;
             esac
+            if [ "$st" != 0 ] && by_hand_running "$k"; then
+                done_n=$((done_n - 1))
+                case " $reported_hand " in *" $k "*) ;; *)
+                    echo "run-local: peer $k runs again, restarted by hand: waiting for it too" >&2
+                    reported_hand="$reported_hand $k" ;;
+                esac
+            fi
         fi
         k=$((k + 1))
     done
@@ -237,6 +314,10 @@ failed=0 n_refused=0 n_isolated=0
 k=0
 while [ "$k" -lt "$n" ]; do
     st=$(cat "$dir/launch/node-$k.exit")
+    if [ "$st" != 0 ] && by_hand_done "$k"; then
+        echo "run-local: peer $k, restarted by hand after status $st, ended normally (end line: done)"
+        st=0
+    fi
     [ "$st" = 0 ] || failed=$((failed + 1))
     [ "$st" = 3 ] && n_refused=$((n_refused + 1))
     [ "$st" = 4 ] && n_isolated=$((n_isolated + 1))

@@ -14,11 +14,14 @@
 #   axis --FLAG V...     a node flag swept over values (one line per flag)
 #   lr V...              short for: axis --lr V...
 #   partition V...       short for: axis --partition V...
+#   baseline SETTING     the setting the report pairs every other against, seed
+#                        by seed (murmur report --sweep --baseline)
 # A bad spec is refused before anything runs, naming the file, the line and
 # the reason (unknown key or node flag, an empty list, a topology file that
 # does not exist, has another number of peers or needs --algo pushsum, a key
 # or flag given twice, an axis the fixed flags also set, a flag the sweep
-# sets itself).
+# sets itself), and a setting whose flags `murmur node --dry-run`, the
+# node's own option parsing and start-up checks, refuses.
 #
 # Run SEED of setting SETTING goes to runs/NAME/SETTING/sSEED/ through
 # scripts/run-local.sh (NAME: -r, default the spec's file name without its
@@ -41,7 +44,8 @@
 # an interrupted run (Ctrl-C: sweep.interrupted) or one without a marker
 # (the sweep was killed) is moved aside to sSEED.attempt-K/ and run again. A
 # failed run (sweep.failed: a peer exited non-zero, or its report failed)
-# is kept and rerun only with --retry-failed. Nothing unfinished is ever
+# is kept and rerun only with --retry-failed, or when the spec has changed
+# its node flags since (it is then a new run). Nothing unfinished is ever
 # averaged: `murmur report --sweep` lists and excludes it.
 #
 # Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops the current run cleanly (its
@@ -114,7 +118,8 @@ spec_err0() { echo "sweep: $spec: $1" >&2; exit 2; }
 
 # The node's flags, from `murmur node --help`: "--name" (takes no value) or
 # "--name ARG" (takes one), one per line.
-node_help=$("$MURMUR" node --help 2>&1 | sed -n 's/^  \(--[a-z0-9-]*\)\( [A-Z][A-Z]*\)\{0,1\}\( .*\)\{0,1\}$/\1\2/p')
+# a flag's value is named in capitals, or like R:G,... (--gossip-steps-schedule)
+node_help=$("$MURMUR" node --help 2>&1 | sed -n 's/^  \(--[a-z0-9-]*\)\( [A-Z][A-Z:,.]*\)\{0,1\}\( .*\)\{0,1\}$/\1\2/p')
 [ -n "$node_help" ] || die "cannot read the node's flags from '$MURMUR node --help'"
 # flag_kind --NAME: "value", "bool" or "unknown".
 flag_kind() {
@@ -127,12 +132,14 @@ owned_reason() {
     --seed) echo "--seed is set by the sweep: list seeds on the 'seeds' line" ;;
     --id|--n-peers|--topology|--base-port|--run-dir|--tls-dir|--hosts|--listen|--resume)
         echo "$1 is set by the sweep for each run (the topology on the 'topology' line)" ;;
+    --dry-run) echo "--dry-run is how the sweep checks each setting's flags (sweep.sh --check)" ;;
     *) return 1 ;;
     esac
 }
 valid_value() { case $1 in ''|*[!A-Za-z0-9._:+-]*) return 1 ;; esac; }
 
 topo_words='' topo_line='' peers_list='' peers_line='' seeds_list='' seeds_line=''
+baseline='' baseline_line=''
 fixed_flags='' fixed_names=' ' axis_n=0
 lineno=0
 # add_axis LINE FLAG VALUES...
@@ -240,7 +247,11 @@ while IFS= read -r raw || [ -n "$raw" ]; do
         add_axis $lineno "$@" ;;
     lr) add_axis $lineno --lr "$@" ;;
     partition) add_axis $lineno --partition "$@" ;;
-    *) spec_err $lineno "unknown key '$key' (topology, peers, seeds, flags, axis, lr, partition)" ;;
+    baseline)
+        [ -z "$baseline_line" ] || spec_err $lineno "'baseline' given twice (first on line $baseline_line)"
+        [ $# -eq 1 ] || spec_err $lineno "baseline: give one setting's name (e.g. complete-16)"
+        baseline=$1 baseline_line=$lineno ;;
+    *) spec_err $lineno "unknown key '$key' (topology, peers, seeds, flags, axis, lr, partition, baseline)" ;;
     esac
 done < "$spec"
 [ -n "$topo_line" ] || spec_err0 "no 'topology' line: which topology files?"
@@ -332,6 +343,7 @@ done
 top=$RUNS/$name
 {
     printf '# murmur sweep plan 1 (scripts/sweep.sh, docs/sweep.md)\n'
+    [ -z "$baseline" ] || printf '# baseline %s\n' "$baseline"
     printf 'index\tsetting\tseed\trun\ttopology\tpeers'
     for j in $axis_order; do eval "printf '\t%s' \"\${axis_flag_$j#--}\""; done
     printf '\tflags\n'
@@ -362,6 +374,31 @@ for s in $seeds_list; do
 $topos
 EOF
 done
+if [ -n "$baseline" ]; then
+    awk -F'\t' -v b="$baseline" '!/^#/ && h++ && $2 == b { found = 1 } END { exit !found }' "$plan_tmp" ||
+        spec_err $baseline_line "baseline: '$baseline' is not one of the settings (--check lists them)"
+fi
+
+# Each setting's flags as the node itself reads them: `murmur node
+# --dry-run` parses them with its own table and makes its start's checks
+# (values, shapes, combinations, the topology for this --algo), so that a
+# spec the sweep accepts is one every peer accepts. The first seed's runs
+# stand for the others (their flags differ only in --seed).
+first_seed=${seeds_list# }; first_seed=${first_seed%% *}
+while IFS='	' read -r idx setting seed run tf tp rest; do
+    case $idx in ''|*[!0-9]*) continue ;; esac
+    [ "$seed" = "$first_seed" ] || continue
+    rflags=${rest##*	}
+    case " $rflags " in *" --plaintext "*) tls='' ;; *) tls=--plaintext ;; esac
+    set -f
+    # shellcheck disable=SC2086
+    if ! "$MURMUR" node --dry-run $tls --id 0 --n-peers "$tp" --topology "$tf" $rflags \
+        >/dev/null 2>"$plan_tmp.err"; then
+        set +f
+        spec_err0 "setting $setting: murmur node refuses its flags ($rflags): $(sed 's/^murmur node: //' "$plan_tmp.err" | head -n 3)"
+    fi
+    set +f
+done <"$plan_tmp"
 
 # Ports: each run takes the next free block of its peer count from
 # base_port, below the kernel's ephemeral range.
@@ -369,13 +406,6 @@ eph_lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null |
 [ $((base_port + max_peers)) -le "$eph_lo" ] ||
     bad "-p $base_port: the runs' ports must stay below the ephemeral range, which starts at $eph_lo (/proc/sys/net/ipv4/ip_local_port_range)"
 port_cursor=$base_port
-# ports_busy BASE COUNT: 0 when a socket (any state, IPv4 or IPv6) holds one of them.
-ports_busy() {
-    cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk -v lo="$1" -v n="$2" '
-        BEGIN { for (p = lo; p < lo + n; p++) want[sprintf("%04X", p)] = 1 }
-        { k = index($2, ":"); if (k && toupper(substr($2, k + 1)) in want) busy = 1 }
-        END { exit !busy }'
-}
 # next_ports COUNT: sets run_port to a free block, moves the cursor past it.
 next_ports() {
     np_tries=0
@@ -390,11 +420,11 @@ next_ports() {
 }
 
 if [ "$check_only" = 1 ]; then
-    n_settings=$(awk -F'\t' 'NR > 2 { s[$2] = 1 } END { print length(s) }' "$plan_tmp")
+    n_settings=$(awk -F'\t' '!/^#/ && h++ { s[$2] = 1 } END { print length(s) }' "$plan_tmp")
     n_seeds=$(echo $seeds_list | wc -w)
     pl() { [ "$1" = 1 ] && echo "$1 $2" || echo "$1 ${2}s"; }
     echo "sweep: $spec is valid: $(pl $n_settings setting) x $(pl $n_seeds seed) = $(pl $n_runs run) into $top/"
-    awk -F'\t' 'NR > 2 { printf "  %-40s seed %-4s %s peers  %s\n", $2, $3, $6, $NF }' "$plan_tmp"
+    awk -F'\t' '!/^#/ && h++ { printf "  %-40s seed %-4s %s peers  %s\n", $2, $3, $6, $NF }' "$plan_tmp"
     exit 0
 fi
 
@@ -435,6 +465,15 @@ hms() {
 marker() { # marker DIR NAME TEXT: DIR/NAME written atomically
     printf '%s\n' "$3" >"$1/$2.tmp" && mv "$1/$2.tmp" "$1/$2"
 }
+# kept_failed DIR FLAGS: DIR failed before with these very node flags (its
+# sweep.failed says which; one written before it did says none: the same)
+# and is kept, not rerun (without --retry-failed). A failed run whose
+# flags the spec has changed since is a new run.
+kept_failed() {
+    [ -f "$1/sweep.failed" ] && [ "$retry_failed" = 0 ] || return 1
+    kf_had=$(sed -n 's/^flags //p' "$1/sweep.failed")
+    [ -z "$kf_had" ] || [ "$kf_had" = "$2" ]
+}
 
 # What is left to do.
 todo=0 done_before=0 failed_before=0
@@ -442,7 +481,7 @@ while IFS='	' read -r idx setting seed run rest; do
     case $idx in ''|*[!0-9]*) continue ;; esac
     d=$top/$run
     if [ -f "$d/sweep.done" ]; then done_before=$((done_before + 1))
-    elif [ -f "$d/sweep.failed" ] && [ "$retry_failed" = 0 ]; then failed_before=$((failed_before + 1))
+    elif kept_failed "$d" "${rest##*	}"; then failed_before=$((failed_before + 1))
     else todo=$((todo + 1)); fi
 done <"$top/sweep.plan"
 log "$spec: $n_runs runs into $top/ ($done_before finished before, $failed_before failed before and kept, $todo to run)"
@@ -466,13 +505,12 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     flags=${rest##*	}
     tag="[$((idx + 1))/$n_runs]"
     [ -f "$d/sweep.done" ] && continue
-    if [ -f "$d/sweep.failed" ] && [ "$retry_failed" = 0 ]; then
-        continue
-    fi
+    kept_failed "$d" "$flags" && continue
     if [ -e "$d" ]; then
         why=unfinished
         [ -f "$d/sweep.interrupted" ] && why=interrupted
         [ -f "$d/sweep.failed" ] && why=failed
+        [ -f "$d/sweep.failed" ] && [ "$retry_failed" = 0 ] && why="failed with other node flags ($(sed -n 's/^flags //p' "$d/sweep.failed"))"
         k=1
         while [ -e "$d.attempt-$k" ]; do k=$((k + 1)); done
         mv "$d" "$d.attempt-$k" || die "cannot move $d aside"
@@ -514,7 +552,8 @@ flags $flags"
         n_ok=$((n_ok + 1))
     else
         [ -d "$d" ] || mkdir -p "$d"
-        marker "$d" sweep.failed "$status"
+        marker "$d" sweep.failed "$status
+flags $flags"
         n_failed=$((n_failed + 1))
     fi
     eta=''
@@ -528,7 +567,7 @@ if [ "$interrupted" = 1 ]; then
     exit 130
 fi
 rc=0
-unfinished=$(awk -F'\t' -v top="$top" 'NR > 2 { print top "/" $4 }' "$top/sweep.plan" |
+unfinished=$(awk -F'\t' -v top="$top" '!/^#/ && h++ { print top "/" $4 }' "$top/sweep.plan" |
     while IFS= read -r d; do [ -f "$d/sweep.done" ] || echo x; done | wc -l)
 [ "$unfinished" -eq 0 ] || { log "$unfinished of $n_runs runs not finished (failed or left): they are excluded from the aggregate"; rc=1; }
 if [ "$aggregate" = 1 ]; then

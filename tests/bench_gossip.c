@@ -11,9 +11,9 @@
  * BENCH_ONLY=plain|tls|codecs (one part, for profiling), BENCH_VERBOSE,
  * BENCH_CODECS (list, or none), BENCH_CODEC_FLOATS (vector lengths). */
 #include "base/log.h"
-#include "gossip/tls.h"
-#include "gossip/transport.h"
-#include "gossip/wire.h"
+#include "net/tls.h"
+#include "net/transport.h"
+#include "net/wire.h"
 #include "tests/bench_codec.h"
 
 #include <arpa/inet.h>

@@ -1,4 +1,4 @@
-/* libFuzzer target for the frame decoder (gossip/wire.c).
+/* libFuzzer target for the frame decoder (net/wire.c).
  * Input: byte 0 = options (bit 0: repair checksums so mutations reach the
  * checks behind them; bit 1: a TLS connection, where the payload CRC field
  * is 0 and not computed; bits 2..7: how the stream is split into reads),
@@ -10,10 +10,12 @@
  * never read or write outside its buffers, never ask for 0 bytes, must stop
  * at the first error, and must never deliver a HELLO with non-zero reserved
  * bytes, nor a VECTOR whose vector header breaks a rule (weight, codec,
- * flags, reserved bits, aux, offset and count, the fp32 body's length) or
+ * flags, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
-#include "gossip/wire.h"
+#include "base/finite.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -101,15 +103,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             rx.vec_len = h.vec_len;
             rx.vec_buf = vbuf;
             rx.codec = h.codec;
-            rx.allow_chunks = h.algo == MM_WIRE_ALGO_ALLREDUCE;
+            rx.allow_chunks = h.algo == MM_ALGO_ALLREDUCE;
         }
         if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_VECTOR) {
             const mm_wire_vec *v = &rx.vec;
             uint64_t body = rx.hdr.payload_len - MM_WIRE_VEC_HDR;
             bool reset = v->flags & MM_VEC_RESET;
             if (!mm_wire_weight_ok(rule, v->weight, n_peers, NULL, 0) ||
-                (v->flags & ~MM_VEC_FLAGS) || (rx.payload[10] | rx.payload[11]) ||
-                !isfinite(v->aux))
+                (v->flags & ~MM_VEC_FLAGS) || !isfinite(v->aux))
                 abort(); /* a weight the rule forbids, unknown bits, aux not finite */
             if (v->codec != rx.codec && !(reset && v->codec == MM_WIRE_CODEC_FP32))
                 abort(); /* another codec */
@@ -118,7 +119,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort(); /* outside the vector, or a chunk where none may go */
             if (v->codec == MM_WIRE_CODEC_FP32 &&
                 (body != 4 * v->count ||
-                 !mm_wire_all_finite((const float *)(rx.payload + MM_WIRE_VEC_HDR), v->count,
+                 !mm_all_finite((const float *)(rx.payload + MM_WIRE_VEC_HDR), v->count,
                                      NULL)))
                 abort(); /* an fp32 body of another length, or NaN/Inf */
             if (body > 4 * rx.vec_len)
@@ -155,7 +156,7 @@ int main(int argc, char **argv)
         buf[n++] = (uint8_t)(k % 3 | 3 << 2); /* rules in turn, 4 peers */
         /* seed 1 (and 5): all-reduce, whose vectors may be chunks */
         mm_wire_hello h = {.vec_len = 16, .target = 2, .codec = MM_WIRE_CODEC_FP32,
-                           .algo = k % 4 == 1 ? MM_WIRE_ALGO_ALLREDUCE : MM_WIRE_ALGO_DPSGD};
+                           .algo = k % 4 == 1 ? MM_ALGO_ALLREDUCE : MM_ALGO_DPSGD};
         memset(h.fingerprint, 7, 32);
         uint8_t hp[MM_WIRE_HELLO_LEN];
         mm_wire_put_hello(hp, &h);

@@ -1,4 +1,4 @@
-/* The ring all-reduce (gossip/allreduce.c) over real transports on
+/* The ring all-reduce (node/allreduce.c) over real transports on
  * loopback: n = 2, 3, 4, 7 and 8 peers average vectors whose length n does
  * not divide, in many small chunks (so the pipeline and the gather's
  * wait-before-overwrite are exercised), several rounds back to back, out
@@ -15,7 +15,7 @@
 #include <float.h>
 #include <math.h>
 
-#include "gossip/allreduce.h"
+#include "node/allreduce.h"
 #include "tests/tnet.h"
 
 static const char *certdir;
@@ -72,7 +72,7 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
     tn_init(cl, n, len);
     for (uint32_t i = 0; i < n; i++) {
         mm_transport_config cfg = tn_config(cl, i, tls ? certdir : NULL);
-        cfg.algo = MM_WIRE_ALGO_ALLREDUCE;
+        cfg.algo = MM_ALGO_ALLREDUCE;
         cfg.allow_chunks = true;
         cfg.weight_rule = MM_WEIGHT_ONE;
         nodes[i] = (ar_node){.cl = cl, .id = i};

@@ -11,10 +11,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/fs.h"
+#include "base/log.h"
 #include "base/opt.h"
 
 static char dir[64];
@@ -225,6 +227,47 @@ static void test_option_errors_name_the_flag(void **state)
     assert_true(lr == 0.5);
 }
 
+/* One write per log line (issue 21, defect 5): under mpirun the peers'
+ * stderr share one pipe, and a line written in pieces interleaved with
+ * another peer's. stderr is made a datagram socket here, so every write()
+ * arrives as one message: each message must be one whole line. */
+static void test_log_line_is_one_write(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_true(dup2(sv[0], STDERR_FILENO) >= 0);
+    char big[3000];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    mm_log_set_peer(3);
+    mm_info("data: %d files, %s", 12, "genre");
+    mm_warn("a long line: %s", big); /* longer than the formatting buffer */
+    mm_log_set_peer(-1);
+    mm_error("no peer id");
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    const char *want[] = {"[peer 3] info: data: 12 files, genre\n", "[peer 3] WARN: a long line: xxx",
+                          " ERROR: no peer id\n"};
+    for (int i = 0; i < 3; i++) {
+        char msg[4096];
+        ssize_t k = recv(sv[1], msg, sizeof msg - 1, MSG_DONTWAIT);
+        assert_true(k > 0);
+        msg[k] = 0;
+        assert_non_null(strstr(msg, want[i]));
+        assert_int_equal(msg[k - 1], '\n');
+        assert_ptr_equal(strchr(msg, '\n'), msg + k - 1); /* one line, whole */
+        if (i == 1)
+            assert_int_equal(strspn(strstr(msg, "xxx"), "x"), sizeof big - 1);
+    }
+    char extra;
+    assert_true(recv(sv[1], &extra, 1, MSG_DONTWAIT) < 0); /* nothing more */
+    close(sv[0]);
+    close(sv[1]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -233,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_write_atomic_and_stale_temps),
         cmocka_unit_test(test_parse_numbers),
         cmocka_unit_test(test_option_errors_name_the_flag),
+        cmocka_unit_test(test_log_line_is_one_write),
     };
     return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -301,10 +301,115 @@ static void test_atomic(void **state)
     assert_non_null(strstr(err, "no/such/dir"));
 }
 
+static uint32_t file_version(void)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t h[12];
+    assert_int_equal(fread(h, 1, sizeof h, f), sizeof h);
+    fclose(f);
+    uint32_t v;
+    memcpy(&v, h + 8, 4);
+    return v;
+}
+
+/* Format version 2: the outer optimizer's block (outer parameters,
+ * momentum, step) round-trips; a version-1 file (no block) still loads,
+ * says it has none, and leaves the caller's buffers alone; a plain
+ * checkpoint is still written as version 1. */
+static void test_outer_block(void **state)
+{
+    (void)state;
+    mm_model a, b;
+    mm_adamw oa, ob;
+    mm_model_config cfg = tiny();
+    trained(&a, &oa, &cfg, 1);
+    trained(&b, &ob, &cfg, 2);
+    size_t n = a.n_params;
+    float *ox = malloc(n * sizeof(float)), *om = malloc(n * sizeof(float));
+    float *gx = calloc(n, sizeof(float)), *gm = calloc(n, sizeof(float));
+    assert_true(ox && om && gx && gm);
+    for (size_t i = 0; i < n; i++) {
+        ox[i] = (float)i * 0.5f - 3.0f;
+        om[i] = -(float)i * 0.25f;
+    }
+    char err[256];
+    mm_ckpt_state st = some_state();
+    assert_int_equal(mm_checkpoint_save(path, &a, &oa, &st, err, sizeof err), 0);
+    assert_int_equal(file_version(), 1); /* nothing new: the old format, unchanged */
+    mm_ckpt_state got = {0};
+    got.outer.x = gx;
+    got.outer.m = gm;
+    assert_int_equal(mm_checkpoint_load(path, &b, &ob, &got, err, sizeof err), 0);
+    assert_int_equal(got.outer.has, 0);
+    for (size_t i = 0; i < n; i++)
+        assert_true(gx[i] == 0 && gm[i] == 0);
+
+    st.outer.x = ox;
+    st.outer.m = om;
+    st.outer.step = 41;
+    assert_int_equal(mm_checkpoint_save(path, &a, &oa, &st, err, sizeof err), 0);
+    assert_int_equal(file_version(), 2);
+    memset(&got, 0, sizeof got);
+    got.outer.x = gx;
+    got.outer.m = gm;
+    assert_int_equal(mm_checkpoint_load(path, &b, &ob, &got, err, sizeof err), 0);
+    assert_int_equal(got.outer.has, 1);
+    assert_int_equal(got.outer.step, 41);
+    assert_memory_equal(gx, ox, n * sizeof(float));
+    assert_memory_equal(gm, om, n * sizeof(float));
+    assert_memory_equal(a.params, b.params, n * sizeof(float));
+    assert_int_equal(got.round, st.round);
+    /* a reader without outer buffers still loads the model */
+    assert_int_equal(mm_checkpoint_load(path, &b, NULL, NULL, err, sizeof err), 0);
+    free(ox); free(om); free(gx); free(gm);
+    mm_adamw_free(&oa); mm_adamw_free(&ob);
+    mm_model_free(&a); mm_model_free(&b);
+}
+
+/* AccumAdamW's accumulator is saved and restored with the optimizer; a
+ * checkpoint of one accumulation length is refused by a run of another
+ * (or by plain AdamW), naming the flag. */
+static void test_accum_block(void **state)
+{
+    (void)state;
+    mm_model a, b;
+    mm_model_config cfg = tiny();
+    char err[256];
+    assert_int_equal(mm_model_init(&a, &cfg, 1, err, sizeof err), 0);
+    assert_int_equal(mm_model_init(&b, &cfg, 2, err, sizeof err), 0);
+    mm_adamw_config oc = mm_adamw_config_default();
+    oc.accum_steps = 4;
+    mm_adamw oa, ob, plain;
+    assert_int_equal(mm_adamw_init(&oa, &oc, a.n_params), 0);
+    assert_int_equal(mm_adamw_init(&ob, &oc, a.n_params), 0);
+    for (size_t i = 0; i < a.n_params; i++)
+        oa.acc[i] = (float)i + 0.125f;
+    oa.step = 6;
+    mm_ckpt_state st = some_state();
+    assert_int_equal(mm_checkpoint_save(path, &a, &oa, &st, err, sizeof err), 0);
+    assert_int_equal(file_version(), 2);
+    assert_int_equal(mm_checkpoint_load(path, &b, &ob, NULL, err, sizeof err), 0);
+    assert_memory_equal(oa.acc, ob.acc, a.n_params * sizeof(float));
+    assert_int_equal(ob.step, 6);
+    mm_adamw_config pc = mm_adamw_config_default();
+    assert_int_equal(mm_adamw_init(&plain, &pc, a.n_params), 0);
+    assert_int_equal(mm_checkpoint_load(path, &b, &plain, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--adam-accum 4"));
+    /* and the other way round: a plain checkpoint into an accumulating run */
+    assert_int_equal(mm_checkpoint_save(path, &a, &plain, &st, err, sizeof err), 0);
+    assert_int_equal(mm_checkpoint_load(path, &b, &ob, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--adam-accum 0"));
+    mm_adamw_free(&oa); mm_adamw_free(&ob); mm_adamw_free(&plain);
+    mm_model_free(&a); mm_model_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),
+        cmocka_unit_test(test_outer_block),
+        cmocka_unit_test(test_accum_block),
         cmocka_unit_test(test_corrupted),
         cmocka_unit_test(test_config_mismatch),
         cmocka_unit_test(test_atomic),

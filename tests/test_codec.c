@@ -16,7 +16,7 @@
 
 #include "gossip/codec.h"
 #include "gossip/codec_internal.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 #include "base/rng.h"
 
 static const char *all_specs[] = {"fp32", "bf16", "int8", "int8:32", "int8:4096", "sign",

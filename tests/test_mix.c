@@ -10,9 +10,10 @@
 
 #include <cmocka.h>
 
+#include "base/finite.h"
 #include "gossip/mix.h"
 #include "base/rng.h"
-#include "gossip/wire.h"
+#include "net/wire.h"
 
 static float *randvec(mm_rng *r, size_t n, double scale, double offset)
 {
@@ -53,17 +54,17 @@ static void test_all_finite(void **state)
     (void)state;
     size_t n = 5000;
     float *v = calloc(n, sizeof *v);
-    assert_true(mm_mix_all_finite(v, n));
+    assert_true(mm_all_finite(v, n, NULL));
     size_t where[] = {0, 17, 4999};
     for (size_t i = 0; i < 3; i++) {
         v[where[i]] = NAN;
-        assert_false(mm_mix_all_finite(v, n));
+        assert_false(mm_all_finite(v, n, NULL));
         v[where[i]] = INFINITY;
-        assert_false(mm_mix_all_finite(v, n));
+        assert_false(mm_all_finite(v, n, NULL));
         v[where[i]] = -INFINITY;
-        assert_false(mm_mix_all_finite(v, n));
+        assert_false(mm_all_finite(v, n, NULL));
         v[where[i]] = 3e38f;
-        assert_true(mm_mix_all_finite(v, n));
+        assert_true(mm_all_finite(v, n, NULL));
         v[where[i]] = 0;
     }
     free(v);
@@ -270,7 +271,7 @@ static void bad_weight_is_missing(int pushsum)
         assert_true(isnan(in[1].dist));
         assert_true(w1 == w2);
         assert_memory_equal(x1, x2, P * sizeof(float));
-        assert_true(mm_mix_all_finite(x2, P));
+        assert_true(mm_all_finite(x2, P, NULL));
     }
     /* the edges of the rule are accepted */
     const double good[] = {pushsum ? MM_PUSHSUM_W_MIN : 1.0, pushsum ? (double)N : 1.0};
@@ -336,7 +337,7 @@ static void test_pushsum_weight_bounds(void **state)
     }
     mm_mix_input two[2] = {{.x = sent, .weight = 1.0, .w = 4}, {.x = sent, .weight = 1.0, .w = 4}};
     assert_true(mm_mix_round(x, s, P, 4.0, 0.5, two, 2, 1, 4, 0) == 4.0);
-    assert_true(mm_mix_all_finite(x, P));
+    assert_true(mm_all_finite(x, P, NULL));
     free(z), free(s), free(x), free(nb), free(sent);
 }
 

@@ -96,7 +96,9 @@ static void test_parse_jitter_algo(void **state)
     assert_int_equal(mm_plan_parse_algo("dpsgd"), MM_PLAN_DPSGD);
     assert_int_equal(mm_plan_parse_algo("allreduce"), MM_PLAN_ALLREDUCE);
     assert_int_equal(mm_plan_parse_algo("async"), MM_PLAN_ASYNC);
-    assert_int_equal(mm_plan_parse_algo("pushsum"), -1);
+    /* push-sum is timed as dpsgd: the same messages on the same rounds */
+    assert_int_equal(mm_plan_parse_algo("pushsum"), MM_PLAN_DPSGD);
+    assert_int_equal(mm_plan_parse_algo("gossip"), -1);
 }
 
 /* Ring 0-1-2-3-0: every peer sends 1 MB to both neighbours. A peer's link
@@ -179,6 +181,40 @@ static void test_dpsgd_deterministic(void **state)
     assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
     NEAR(o.exchange_s, 0.05, 1e-9);
     NEAR(o.round_s, 0.05, 1e-9);
+    mm_topo_free(t);
+}
+
+/* The outer optimizer (docs/outer.md): dpsgd exchanges after its compute,
+ * so the worked example's 50 ms of compute and 200 ms exchange add up
+ * (250 ms) where plain D-PSGD hides the compute (200 ms); with --overlap
+ * they overlap again. 4 local steps: one exchange per 200 ms of compute,
+ * 400 ms a round, 100 ms a step. The outer step's 2 passes count as
+ * mixing: 3 + 2 passes of 250 000 floats at 2.5e7 floats/s = 50 ms. */
+static void test_outer_steps_first(void **state)
+{
+    (void)state;
+    mm_topology *t = gen("ring", 4);
+    mm_plan_in in;
+    mm_plan_out o;
+    char err[256];
+    example(&in, t);
+    in.outer = true;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.25, 1e-9);
+    NEAR(o.comm_exposed_s, 0.2, 1e-9);
+    NEAR(o.bound_lo_s, 0.25, 1e-9);
+    in.overlap = true;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.2, 1e-9);
+    in.overlap = false;
+    in.local_steps = 4;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.4, 1e-9);
+    in.local_steps = 1;
+    in.mix_fps = 2.5e7;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.mix_s, 0.05, 1e-9);
+    NEAR(o.round_s, 0.3, 1e-9);
     mm_topo_free(t);
 }
 
@@ -371,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_parse_jitter_algo),
         cmocka_unit_test(test_flow_times),
         cmocka_unit_test(test_dpsgd_deterministic),
+        cmocka_unit_test(test_outer_steps_first),
         cmocka_unit_test(test_onepeer_alternates),
         cmocka_unit_test(test_allreduce_deterministic),
         cmocka_unit_test(test_allreduce_expected_max),

@@ -263,6 +263,14 @@ static void test_synthetic_run(void **state)
     close_rel(w->acc_mean, 0.1 + 0.14 + 0.001, 1e-6);
     close_rel(w->acc_min, 0.1 + 0.14, 1e-6);
     close_rel(w->acc_max, 0.1 + 0.14 + 0.002, 1e-6);
+    /* MB/peer counts every peer that ran, also one absent from this
+     * evaluation, with what it had sent by then (issue 21, defect 6: a
+     * mean over the peers present went down when the set changed): peers
+     * 0, 1, 3 15 rounds of 1000, peer 2 13 then 5 after resuming at 10 */
+    close_rel(w->sent_sum, 3 * 15000.0 + 18000, 1e-12);
+    close_rel(w->sent_peer, (3 * 15000.0 + 18000) / 4, 1e-12);
+    for (size_t k = 1; k < r.n_rows; k++)
+        assert_true(r.rows[k].sent_peer >= r.rows[k - 1].sent_peer);
 
     w = row_at(&r, 19); /* damaged snapshot: sketch */
     assert_string_equal(w->method, "sketch");

@@ -39,6 +39,18 @@ static void put(const char *rel, const char *fmt, ...)
     fclose(f);
 }
 
+/* A whole file as a string (the caller frees it). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return strdup(buf);
+}
+
 /* One peer's metrics: 11 rounds (0..10), evals at 0, 5, 10 whose 2-float
  * sketches are [0,0] for peer 0 and [2 d_r, 0] for peer 1, so that the
  * sketch estimate of the consensus distance at round r is exactly d_r
@@ -251,6 +263,236 @@ static void test_stat(void **state)
     assert_true(isnan(st.mean));
 }
 
+/* Paired differences by hand: d = 1, 2, 3, 4 (the pair with a NaN is left
+ * out): mean 2.5, sd sqrt(((1.5)^2 + (.5)^2) * 2 / 3) = sqrt(5/3) = 1.2909944,
+ * t(0.975, 3) = 3.182446, half-width 3.182446 * 1.2909944 / 2 = 2.0542601:
+ * the interval [0.4457399, 4.5542601]. */
+static void test_paired_of(void **state)
+{
+    (void)state;
+    double a[] = {2, 4, NAN, 3, 9, 5}, b[] = {1, 2, 7, 0, 5, 1};
+    mm_sweep_paired p;
+    mm_sweep_paired_of(a, b, 6, &p); /* d = 1, 2, -, 3, 4, 4 */
+    assert_int_equal(p.n, 5);
+    double a2[] = {2, 4, NAN, 3, 9}, b2[] = {1, 2, 7, 0, 5};
+    mm_sweep_paired_of(a2, b2, 5, &p); /* d = 1, 2, 3, 4 */
+    assert_int_equal(p.n, 4);
+    assert_int_equal(p.n_pos, 4);
+    assert_int_equal(p.n_neg, 0);
+    NEAR(p.mean, 2.5);
+    NEAR(p.sd, sqrt(5.0 / 3));
+    assert_true(fabs(p.lo - (2.5 - 3.182446 * sqrt(5.0 / 3) / 2)) < 1e-9);
+    assert_true(fabs(p.hi - 4.5542601) < 1e-6);
+    /* signs: d = -1, 0, +2; one pair: no sd, no interval; none: all NaN */
+    double c[] = {0, 5, 6}, e[] = {1, 5, 4};
+    mm_sweep_paired_of(c, e, 3, &p);
+    assert_int_equal(p.n_pos, 1);
+    assert_int_equal(p.n_neg, 1);
+    NEAR(p.mean, 1.0 / 3);
+    mm_sweep_paired_of(c, e, 1, &p);
+    assert_int_equal(p.n, 1);
+    NEAR(p.mean, -1);
+    assert_true(isnan(p.sd) && isnan(p.lo) && isnan(p.hi));
+    mm_sweep_paired_of(c, e, 0, &p);
+    assert_int_equal(p.n, 0);
+    assert_true(isnan(p.mean));
+}
+
+/* t(0.975, df) against the t distribution's quantiles (6 decimals). */
+static void test_t975(void **state)
+{
+    (void)state;
+    assert_true(fabs(mm_t975(1) - 12.706205) < 1e-6);
+    assert_true(fabs(mm_t975(2) - 4.302653) < 1e-6);
+    assert_true(fabs(mm_t975(4) - 2.776445) < 1e-6);
+    assert_true(fabs(mm_t975(30) - 2.042272) < 1e-6);
+    assert_true(fabs(mm_t975(31) - 2.039513) < 1e-6); /* the expansion from here on */
+    assert_true(fabs(mm_t975(100) - 1.983972) < 1e-6);
+    assert_true(fabs(mm_t975(1000) - 1.962339) < 1e-6);
+    assert_true(isnan(mm_t975(0)));
+}
+
+/* make_sweep's two settings and a third, exp-2, against the baseline ring-2
+ * named in the plan:
+ *   ring-2:  seeds 1 2 3 finished (acc .30 .34 .32, loss 2.0 2.2 2.4),
+ *            4 failed, 5 invalid;
+ *   exp-2:   seeds 1 3 4 finished (acc .40 .33 .50, loss 1.5 2.6 9), 2 never
+ *            run (no directory), 5 failed;
+ *   local-2: seeds 1 2 finished (acc .2 .3, loss 3 3).
+ * exp-2 pairs on seeds 1 and 3 only: 2 is missing in exp-2, 4 failed in
+ * the baseline (exp-2's finished seed 4 must not pair with it), 5 did not
+ * finish in either. d_acc = .10, .01: mean .055, sd .045 sqrt 2 =
+ * .0636396, half-width t(0.975, 1) sd / sqrt 2 = 12.706205 * .045 =
+ * .5717792; d_loss = -.5, +.2: mean -.15, sd .35 sqrt 2, half-width
+ * 12.706205 * .35 = 4.4471718, signs 1 and 1.
+ * local-2 pairs on 1 and 2 (3 missing): d_acc = -.10, -.04, mean -.07,
+ * sd .03 sqrt 2, half-width 12.706205 * .03 = .3811862, both negative. */
+static void test_paired_sweep(void **state)
+{
+    (void)state;
+    make_sweep();
+    /* the baseline line goes after the first comment, as sweep.sh writes it */
+    char path[512], cmd[1200];
+    snprintf(path, sizeof path, "%s/sweep.plan", top);
+    snprintf(cmd, sizeof cmd, "sed -i '1a # baseline ring-2,lr=1e-3' '%s'", path);
+    assert_int_equal(system(cmd), 0);
+    const char *C = "exp-2,lr=1e-3";
+    for (int sd = 1; sd <= 5; sd++)
+        put("sweep.plan", "%d\t%s\t%d\t%s/s%d\tx/exp-2.topo\t2\t1e-3\t--lr 1e-3 --seed %d\n",
+            8 + sd, C, sd, C, sd, sd);
+    double d[3] = {0, 0.1, 0.2}, acc[] = {0.40, 0, 0.33, 0.50}, loss[] = {1.5, 0, 2.6, 9};
+    for (int sd = 1; sd <= 4; sd++) {
+        if (sd == 2)
+            continue;
+        char rel[300];
+        snprintf(rel, sizeof rel, "%s/s%d", C, sd);
+        run(rel, d, acc[sd - 1], loss[sd - 1], 50, 10, "done", "sweep.done", "finished");
+    }
+    run("exp-2,lr=1e-3/s5", d, 0.9, 0.1, 50, 10, "done", "sweep.failed", "failed: run-local.sh exit 1");
+
+    mm_sweep s;
+    char err[512];
+    assert_int_equal(mm_sweep_load(top, NULL, &s, err, sizeof err), 0);
+    assert_int_equal(s.n_settings, 3);
+    assert_int_equal(s.baseline, 0);
+    const mm_sweep_setting *ring = &s.settings[0], *local = &s.settings[1], *exp = &s.settings[2];
+    assert_string_equal(exp->name, C);
+    assert_int_equal(exp->n_done, 3);
+    int64_t seeds[32];
+    assert_int_equal(mm_sweep_paired_seeds(&s, 2, seeds), 2);
+    assert_true(seeds[0] == 1 && seeds[1] == 3);
+    assert_int_equal(exp->n_paired, 2);
+    assert_int_equal(exp->d_acc.n, 2);
+    NEAR(exp->d_acc.mean, 0.055);
+    NEAR(exp->d_acc.sd, 0.045 * sqrt(2));
+    NEAR(exp->d_acc.lo, 0.055 - 12.706205 * 0.045);
+    NEAR(exp->d_acc.hi, 0.055 + 12.706205 * 0.045);
+    assert_int_equal(exp->d_acc.n_pos, 2);
+    assert_int_equal(exp->d_acc.n_neg, 0);
+    NEAR(exp->d_vloss.mean, -0.15);
+    NEAR(exp->d_vloss.sd, 0.35 * sqrt(2));
+    NEAR(exp->d_vloss.hi, -0.15 + 12.706205 * 0.35);
+    assert_int_equal(exp->d_vloss.n_pos, 1);
+    assert_int_equal(exp->d_vloss.n_neg, 1);
+    /* local against ring: seeds 1 and 2 */
+    assert_int_equal(local->n_paired, 2);
+    NEAR(local->d_acc.mean, -0.07);
+    NEAR(local->d_acc.lo, -0.07 - 12.706205 * 0.03);
+    assert_int_equal(local->d_acc.n_neg, 2);
+    /* the baseline against itself: its 3 finished seeds, all d = 0 */
+    assert_int_equal(ring->n_paired, 3);
+    NEAR(ring->d_acc.mean, 0);
+    assert_int_equal(ring->d_acc.n_pos + ring->d_acc.n_neg, 0);
+
+    /* the table and the CSV */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    mm_sweep_print_paired(&s, m);
+    fclose(m);
+    assert_non_null(strstr(buf, "paired against ring-2,lr=1e-3"));
+    assert_non_null(strstr(buf, "+0.0550±0.0636"));
+    assert_non_null(strstr(buf, "[-0.5168, +0.6268]"));
+    assert_non_null(strstr(buf, "Student's t"));
+    free(buf);
+    char csv[512], line[4096];
+    snprintf(csv, sizeof csv, "%s/sweep.csv", top);
+    assert_int_equal(mm_sweep_write_csv(&s, csv), 0);
+    FILE *f = fopen(csv, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",left_out,baseline,paired_n,paired_seeds,d_acc_mean,d_acc_sd,"
+                                 "d_acc_lo,d_acc_hi,d_acc_pos,d_acc_neg,d_val_loss_mean"));
+    for (int i = 0; i < 3; i++)
+        assert_non_null(fgets(line, sizeof line, f));
+    assert_non_null(strstr(line, ",\"ring-2,lr=1e-3\",2,\"1 3\",0.055,0.0636396103,"));
+    assert_non_null(strstr(line, ",2,0,-0.15,"));
+    fclose(f);
+
+    /* another baseline replaces it; an unknown one is refused */
+    assert_int_equal(mm_sweep_set_baseline(&s, "local-2,lr=1e-3", err, sizeof err), 0);
+    assert_int_equal(ring->n_paired, 2);
+    NEAR(ring->d_acc.mean, 0.07);
+    assert_int_equal(exp->n_paired, 1); /* seed 1: local's 3 is missing, its 4 interrupted */
+    NEAR(exp->d_acc.mean, 0.2);
+    assert_true(isnan(exp->d_acc.lo));
+    assert_int_equal(mm_sweep_set_baseline(&s, "nope", err, sizeof err), -1);
+    assert_non_null(strstr(err, "'nope' is not a setting"));
+    mm_sweep_free(&s);
+
+    /* a plan whose baseline names no setting is refused */
+    snprintf(cmd, sizeof cmd, "sed -i 's/^# baseline .*/# baseline gone-2/' '%s'", path);
+    assert_int_equal(system(cmd), 0);
+    assert_int_equal(mm_sweep_load(top, NULL, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'gone-2'"));
+    tu_rm_rf(top);
+}
+
+/* Two sweeps as one: make_sweep's (baseline ring-2 in its plan) and a
+ * second without axes holding exp-2 (seeds 1 and 3 finished: acc .40 .33,
+ * as in test_paired_sweep) and a setting named like one of the first's.
+ * exp-2 pairs with the first sweep's ring on seeds 1 and 3: d_acc mean
+ * .055, half-width 12.706205 * .045. */
+static void test_many_sweeps(void **state)
+{
+    (void)state;
+    make_sweep();
+    char a[256], b[256], path[600], cmd[1200];
+    snprintf(a, sizeof a, "%s", top);
+    snprintf(path, sizeof path, "%s/sweep.plan", a);
+    snprintf(cmd, sizeof cmd, "sed -i '1a # baseline ring-2,lr=1e-3' '%s'", path);
+    assert_int_equal(system(cmd), 0);
+    snprintf(b, sizeof b, "/tmp/mm-test-sweep-b-%d", (int)getpid());
+    tu_rm_rf(b);
+    snprintf(top, sizeof top, "%s", b);
+    put("sweep.plan", "# murmur sweep plan 1\nindex\tsetting\tseed\trun\ttopology\tpeers\tflags\n"
+                      "0\texp-2\t1\texp-2/s1\tx/exp-2.topo\t2\t--seed 1\n"
+                      "1\texp-2\t3\texp-2/s3\tx/exp-2.topo\t2\t--seed 3\n"
+                      "2\tring-2,lr=1e-3\t1\tring-2,lr=1e-3/s1\tx/ring-2.topo\t2\t--seed 1\n");
+    double d[3] = {0, 0.1, 0.2};
+    run("exp-2/s1", d, 0.40, 1.5, 50, 10, "done", "sweep.done", "finished");
+    run("exp-2/s3", d, 0.33, 2.6, 50, 10, "done", "sweep.done", "finished");
+    run("ring-2,lr=1e-3/s1", d, 0.5, 1.0, 50, 10, "done", "sweep.done", "finished");
+    char *dirs[] = {a, b};
+    mm_sweep s;
+    char err[512];
+    assert_int_equal(mm_sweep_load_many(dirs, 2, NULL, &s, err, sizeof err), 0);
+    assert_int_equal(s.n_settings, 4);
+    assert_int_equal(s.n_runs, 12);
+    assert_int_equal(s.n_axes, 1);
+    assert_int_equal(s.baseline, 0);
+    const mm_sweep_setting *exp = &s.settings[2], *dup = &s.settings[3];
+    assert_string_equal(exp->name, "exp-2");
+    assert_string_equal(exp->axis_values[0], "");
+    char want[300];
+    snprintf(want, sizeof want, "%s:ring-2,lr=1e-3", strrchr(b, '/') + 1);
+    assert_string_equal(dup->name, want);
+    assert_int_equal(exp->n_paired, 2);
+    NEAR(exp->d_acc.mean, 0.055);
+    NEAR(exp->d_acc.hi, 0.055 + 12.706205 * 0.045);
+    assert_int_equal(dup->n_paired, 1);
+    NEAR(dup->d_acc.mean, 0.2);
+    assert_non_null(strstr(s.runs[9].run, b)); /* exp-2/s1 under the second sweep */
+    assert_non_null(strstr(s.dir, " + "));
+    /* on the plots, a setting named with its sweep is labelled with it */
+    char plots[600], dat[700];
+    snprintf(plots, sizeof plots, "%s/plots", a);
+    assert_true(mm_sweep_plots(&s, plots, stdout) >= 0);
+    snprintf(dat, sizeof dat, "%s/sweep_paired.dat", plots);
+    char *text = slurp(dat);
+    snprintf(want, sizeof want, "\"%s:lr=1e-3\" ", strrchr(b, '/') + 1);
+    assert_non_null(strstr(text, want));
+    assert_non_null(strstr(text, "\"\" ")); /* exp-2: no axis, no sweep name */
+    free(text);
+    mm_sweep_free(&s);
+    /* a directory that is not a sweep: refused, naming it */
+    char *bad[] = {a, "/nonexistent-sweep"};
+    assert_int_equal(mm_sweep_load_many(bad, 2, NULL, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "/nonexistent-sweep"));
+    tu_rm_rf(a);
+    tu_rm_rf(b);
+}
+
 static void test_bad_plan(void **state)
 {
     (void)state;
@@ -273,6 +515,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_aggregate),
         cmocka_unit_test(test_stat),
+        cmocka_unit_test(test_paired_of),
+        cmocka_unit_test(test_t975),
+        cmocka_unit_test(test_paired_sweep),
+        cmocka_unit_test(test_many_sweeps),
         cmocka_unit_test(test_bad_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "base/sha256.h"
 #include "gossip/topology.h"
 
 /* This CMocka has no assert_double_equal. */
@@ -386,6 +387,70 @@ static void facts_of_small_graphs(void **state)
 
 /* Thousands of peers: loading and one round must not be quadratic. Not a
  * timing test: the run-time limit catches an n^2 per round for n = 100000. */
+/* The topology digest (docs/protocol.md 3.1): the examples documented
+ * there, the same for a file saying the same thing in other words, and
+ * another one for every change in what the topology does. */
+static void digest_hex(const char *text, char hex[65])
+{
+    mm_topology *t = parse(text);
+    mm_sha256_hex(mm_topo_digest(t), hex);
+    mm_topo_free(t);
+}
+
+static void digest_canonical(void **state)
+{
+    (void)state;
+    static const char ring4[] = "peers 4\nkind ring\ngraph undirected\nweights metropolis\n"
+                                "0 1\n1 2\n2 3\n3 0\n";
+    char a[65], b[65];
+    digest_hex(ring4, a);
+    assert_string_equal(a, "ee96c8c61672d04a36f9f2b99c28d15ce39bd0016ba4e726e09db91f179330d2");
+    digest_hex("peers 8\nschedule random-matching\nseed 1\n", b);
+    assert_string_equal(b, "5deec148becee9645ebe329f7111f21cb0c51334dd8fc246671990857e365a1e");
+    /* the same topology in other words: comments, kind, defaults left out,
+     * reversed and reordered edges, CRLF */
+    static const char *const same[] = {
+        "# a comment\npeers 4\n3 0 # the last first\n1 0\n2 1\n3 2\n",
+        "peers 4\r\nkind my-own\r\n0 1\r\n\r\n1 2\r\n2 3\r\n0 3\r\n",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        digest_hex(same[i], b);
+        assert_string_equal(a, b);
+    }
+    /* what the topology does: each differs from ring-4 and from the others */
+    static const char *const other[] = {
+        "peers 4\n0 1\n1 2\n2 3\n",                                    /* an edge fewer */
+        "peers 4\nweights uniform\n0 1\n1 2\n2 3\n3 0\n",             /* weights */
+        "peers 4\ngraph directed\n0 1\n1 2\n2 3\n3 0\n",              /* graph */
+        "peers 4\nweights explicit\n0 1 1/3\n1 2 1/3\n2 3 1/3\n3 0 1/3\n",
+        "peers 4\nweights explicit\n0 1 1/3\n1 2 1/3\n2 3 1/3\n3 0 1/3\nself 0 1/3\n",
+        "peers 4\nweights explicit\n0 1 0.25\n1 2 0.25\n2 3 0.25\n3 0 0.25\n",
+        "peers 5\n0 1\n1 2\n2 3\n3 4\n4 0\n",                         /* peers */
+        "peers 4\nschedule one-peer-exp\n",                             /* schedule */
+        "peers 4\nschedule random-matching\nseed 1\n",
+        "peers 4\nschedule random-matching\nseed 2\n",                 /* seed */
+        "peers 4\nschedule epidemic\nseed 1\nfanout 1\n",
+        "peers 4\nschedule epidemic\nseed 1\nfanout 2\n",             /* fanout */
+        "peers 4\nschedule base\ndegree 1\n",
+        "peers 4\nschedule base\ndegree 2\n",                          /* degree */
+        "peers 4\nschedule alt-exp-ring\n",
+        "peers 4\nschedule alt-exp-ring\ngroup 2\n",                   /* group */
+        "peers 4\nschedule local\n",
+    };
+    enum { N_OTHER = sizeof other / sizeof other[0] };
+    char seen[N_OTHER + 1][65];
+    memcpy(seen[0], a, 65);
+    for (size_t i = 0; i < N_OTHER; i++) {
+        digest_hex(other[i], seen[i + 1]);
+        for (size_t j = 0; j <= i; j++)
+            if (!strcmp(seen[i + 1], seen[j]))
+                fail_msg("'%s' has the digest of %s", other[i], j ? other[j - 1] : "ring-4");
+    }
+    /* 'group 1' is the default */
+    digest_hex("peers 4\nschedule alt-exp-ring\ngroup 1\n", b);
+    assert_string_equal(b, seen[15]);
+}
+
 static void large_static_and_matching(void **state)
 {
     (void)state;
@@ -423,6 +488,7 @@ int main(void)
         cmocka_unit_test(random_matching_properties),
         cmocka_unit_test(facts_of_small_graphs),
         cmocka_unit_test(large_static_and_matching),
+        cmocka_unit_test(digest_canonical),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }

@@ -7,7 +7,7 @@
 #include <cmocka.h>
 #include <sys/stat.h>
 
-#include "gossip/ports.h"
+#include "net/ports.h"
 #include "tests/tnet.h"
 
 static const char *certdir;
@@ -17,6 +17,46 @@ static bool linked(uint32_t n, bool ring, uint32_t i, uint32_t j)
     if (i == j)
         return false;
     return !ring || (i + 1) % n == j || (j + 1) % n == i;
+}
+
+/* Every link's bytes as both ends count them (mm_transport_get_link_stats):
+ * what i sent to j is what j received from i, once nothing is in flight. */
+static bool links_agree(tn_cluster *cl, void *arg)
+{
+    uint32_t n = *(const uint32_t *)arg;
+    mm_link_stats l[TN_MAX][TN_MAX];
+    for (uint32_t i = 0; i < n; i++)
+        mm_transport_get_link_stats(cl->node[i].t, l[i]);
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t j = 0; j < n; j++)
+            if (l[i][j].bytes_sent != l[j][i].bytes_recv)
+                return false;
+    return true;
+}
+
+/* Per link: the vectors of each neighbour, nothing from others, and the
+ * links' bytes adding up to the process's (every connection was bound). */
+static void check_links(tn_cluster *cl, uint32_t n, bool ring, int rounds)
+{
+    assert_true(tn_pump(cl, links_agree, &n, 10000));
+    for (uint32_t i = 0; i < n; i++) {
+        mm_link_stats l[TN_MAX];
+        mm_transport_stats st;
+        mm_transport_get_link_stats(cl->node[i].t, l);
+        mm_transport_get_stats(cl->node[i].t, &st);
+        uint64_t sent = 0, recv = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            uint64_t want = linked(n, ring, i, j) ? (uint64_t)rounds : 0;
+            assert_int_equal(l[j].vectors_sent, want);
+            assert_int_equal(l[j].vectors_recv, want);
+            if (!want)
+                assert_int_equal(l[j].bytes_sent + l[j].bytes_recv, 0);
+            sent += l[j].bytes_sent;
+            recv += l[j].bytes_recv;
+        }
+        assert_int_equal(sent, st.bytes_sent);
+        assert_int_equal(recv, st.bytes_recv);
+    }
 }
 
 /* n peers, full mesh or ring; every peer sends one vector per round to each
@@ -72,6 +112,7 @@ static void run_graph(uint32_t n, uint64_t vec_len, bool tls, int rounds, bool r
             assert_true(tn_pump(cl, tn_has_sent, &sa, 30000));
         }
     }
+    check_links(cl, n, ring, rounds);
     for (uint32_t i = 0; i < n; i++) {
         assert_int_equal(cl->node[i].bad_content, 0);
         assert_int_equal(cl->node[i].sent_fail, 0);
@@ -469,7 +510,7 @@ static void config_errors(void **s)
 
 /* A listen port inside the kernel's ephemeral range, held by an outgoing
  * connection (what happened to 9 of 256 peers started with -p 38000): the
- * error says why and which ports to choose (gossip/ports.h). */
+ * error says why and which ports to choose (net/ports.h). */
 static void ephemeral_port_in_use(void **s)
 {
     int lo, hi;

@@ -29,7 +29,8 @@ typedef struct {
     uint64_t delivered;
     uint8_t last[16384];
     size_t last_len;
-    uint8_t last_codec;
+    uint8_t last_codec, last_flags;
+    mm_codec *codec;        /* checks the bodies */
 } victim;
 
 static void v_on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
@@ -39,6 +40,7 @@ static void v_on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_v
     (void)round;
     v->delivered++;
     v->last_codec = meta->codec;
+    v->last_flags = meta->flags;
     v->last_len = len < sizeof v->last ? len : sizeof v->last;
     memcpy(v->last, body, v->last_len);
     mm_transport_release(v->t, peer);
@@ -47,7 +49,12 @@ static void v_on_sent(void *ud, uint32_t p, uint64_t r, bool ok) { (void)ud; (vo
 static void v_on_peer(void *ud, uint32_t p, mm_peer_state s) { (void)ud; (void)p; (void)s; }
 static void v_wake(uv_timer_t *h) { (void)h; }
 
-static void victim_start(victim *v, const mm_codec_spec *spec)
+static int check_body(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen)
+{
+    return mm_codec_check(ud, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+}
+
+static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
 {
     memset(v, 0, sizeof *v);
     uv_loop_init(&v->loop);
@@ -60,8 +67,15 @@ static void victim_start(victim *v, const mm_codec_spec *spec)
     mm_transport_config c = {.self_id = VICTIM, .n_peers = 2, .addrs = v->addrs,
                              .vec_len = VLEN, .plaintext = true, .weight_rule = MM_WEIGHT_ONE,
                              .codec = (uint8_t)spec->kind, .codec_block = spec->block,
-                             .codec_frac = spec->frac, .frame_timeout_ms = 500};
+                             .codec_frac = spec->frac, .frame_timeout_ms = 500,
+                             .copies = copies};
     memset(c.fingerprint, 0xAB, 32);
+    char cerr[200];
+    v->codec = mm_codec_new(spec, VLEN, cerr, sizeof cerr);
+    assert_non_null(v->codec);
+    c.check_body = check_body; /* as murmur node does: the codec's own rules */
+    c.check_ud = v->codec;
+    c.codec_name = mm_codec_kind_name(spec->kind);
     uint64_t q = mm_codec_max_len(spec, VLEN);
     c.max_body = q > 4 * VLEN ? q : 4 * VLEN;
     mm_transport_callbacks cb = {.on_vector = v_on_vector, .on_sent = v_on_sent,
@@ -81,6 +95,7 @@ static void victim_stop(victim *v)
     while (!closed && uv_hrtime() / 1000000 < end)
         uv_run(&v->loop, UV_RUN_ONCE);
     mm_transport_free(v->t);
+    mm_codec_free(v->codec);
     uv_close((uv_handle_t *)&v->wake, NULL);
     for (int i = 0; i < 100 && uv_loop_alive(&v->loop); i++)
         uv_run(&v->loop, UV_RUN_NOWAIT);
@@ -118,11 +133,12 @@ static void att_frame(int fd, uint16_t type, uint64_t round, const void *payload
     }
 }
 
-/* HELLO naming spec, then a VECTOR of body in that codec. */
-static int att_send(victim *v, const mm_codec_spec *spec, const uint8_t *body, size_t len)
+/* HELLO naming spec, then a VECTOR with vector header m and body. */
+static int att_send_vec(victim *v, const mm_codec_spec *spec, const mm_wire_vec *m,
+                        const uint8_t *body, size_t len)
 {
     int fd = att_connect(v);
-    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
                        .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                        .codec_frac = spec->frac};
     memset(h.fingerprint, 0xAB, 32);
@@ -130,8 +146,7 @@ static int att_send(victim *v, const mm_codec_spec *spec, const uint8_t *body, s
     mm_wire_put_hello(hb, &h);
     att_frame(fd, MM_WIRE_HELLO, 0, hb, sizeof hb);
     uint8_t *p = malloc(MM_WIRE_VEC_HDR + len);
-    mm_wire_vec m = {.weight = 1.0, .codec = (uint8_t)spec->kind, .count = VLEN};
-    mm_wire_put_vec(p, &m);
+    mm_wire_put_vec(p, m);
     memcpy(p + MM_WIRE_VEC_HDR, body, len);
     att_frame(fd, MM_WIRE_VECTOR, 0, p, MM_WIRE_VEC_HDR + len);
     free(p);
@@ -149,8 +164,41 @@ static bool closed_by_peer(int fd)
     }
 }
 
-/* Sends body; it must be refused (bad_codec + 1, connection closed) and
- * never delivered. */
+static uint64_t counter(const victim *v, size_t field)
+{
+    mm_transport_stats st;
+    mm_transport_get_stats(v->t, &st);
+    uint64_t x;
+    memcpy(&x, (const char *)&st + field, sizeof x);
+    return x;
+}
+
+/* Sends the VECTOR m + body; it must be refused (the counter at offset
+ * field of mm_transport_stats + 1, the connection closed) and never
+ * delivered. */
+static void expect_frame_refused(victim *v, const mm_codec_spec *spec, const mm_wire_vec *m,
+                                 const uint8_t *body, size_t len, size_t field,
+                                 const char *what)
+{
+    uint64_t before = counter(v, field), delivered = v->delivered;
+    int fd = att_send_vec(v, spec, m, body, len);
+    uint64_t end = uv_hrtime() / 1000000 + 5000;
+    bool closed = false;
+    while (uv_hrtime() / 1000000 < end) {
+        uv_run(&v->loop, UV_RUN_ONCE);
+        if (counter(v, field) > before && (closed = closed_by_peer(fd)))
+            break;
+        if (v->delivered != delivered)
+            break;
+    }
+    close(fd);
+    if (counter(v, field) != before + 1 || !closed || v->delivered != delivered)
+        fail_msg("%s: counter %llu -> %llu, closed %d, delivered %llu -> %llu", what,
+                 (unsigned long long)before, (unsigned long long)counter(v, field), closed,
+                 (unsigned long long)delivered, (unsigned long long)v->delivered);
+}
+
+/* A q body its codec refuses: bad_codec. */
 static void expect_refused(victim *v, const mm_codec_spec *spec, const uint8_t *body,
                            size_t len, const char *what)
 {
@@ -160,39 +208,32 @@ static void expect_refused(victim *v, const mm_codec_spec *spec, const uint8_t *
     /* the crafted body is really one the codec refuses */
     assert_int_not_equal(mm_codec_check(c, body, len, why, sizeof why), MM_CODEC_OK);
     mm_codec_free(c);
-    mm_transport_stats st;
-    mm_transport_get_stats(v->t, &st);
-    uint64_t before = st.bad_codec, delivered = v->delivered;
-    int fd = att_send(v, spec, body, len);
-    uint64_t end = uv_hrtime() / 1000000 + 5000;
-    bool closed = false;
-    while (uv_hrtime() / 1000000 < end) {
-        uv_run(&v->loop, UV_RUN_ONCE);
-        mm_transport_get_stats(v->t, &st);
-        if (st.bad_codec > before && (closed = closed_by_peer(fd)))
-            break;
-    }
-    close(fd);
-    if (st.bad_codec != before + 1 || !closed)
-        fail_msg("%s: bad_codec %llu -> %llu, closed %d", what, (unsigned long long)before,
-                 (unsigned long long)st.bad_codec, closed);
-    assert_int_equal(v->delivered, delivered);
+    mm_wire_vec m = {.weight = 1.0, .codec = (uint8_t)spec->kind, .count = VLEN};
+    expect_frame_refused(v, spec, &m, body, len, offsetof(mm_transport_stats, bad_codec), what);
 }
 
-/* A good body: delivered byte for byte (the peer was not harmed). */
-static void expect_delivered(victim *v, const mm_codec_spec *spec, const uint8_t *body,
-                             size_t len)
+/* A good frame: delivered byte for byte (the peer was not harmed). */
+static void expect_frame_delivered(victim *v, const mm_codec_spec *spec, const mm_wire_vec *m,
+                                   const uint8_t *body, size_t len)
 {
     uint64_t want = v->delivered + 1;
-    int fd = att_send(v, spec, body, len);
+    int fd = att_send_vec(v, spec, m, body, len);
     uint64_t end = uv_hrtime() / 1000000 + 5000;
     while (v->delivered < want && uv_hrtime() / 1000000 < end)
         uv_run(&v->loop, UV_RUN_ONCE);
     close(fd);
     assert_int_equal(v->delivered, want);
-    assert_int_equal(v->last_codec, spec->kind);
+    assert_int_equal(v->last_codec, m->codec);
+    assert_int_equal(v->last_flags, m->flags);
     assert_int_equal(v->last_len, len);
     assert_memory_equal(v->last, body, len);
+}
+
+static void expect_delivered(victim *v, const mm_codec_spec *spec, const uint8_t *body,
+                             size_t len)
+{
+    mm_wire_vec m = {.weight = 1.0, .codec = (uint8_t)spec->kind, .count = VLEN};
+    expect_frame_delivered(v, spec, &m, body, len);
 }
 
 static void set_f32(uint8_t *p, float f) { memcpy(p, &f, 4); }
@@ -215,7 +256,7 @@ static void every_codec(void **s)
         assert_int_equal(mm_codec_encode(c, x, NULL, 42, good, cap, &len, NULL, why, sizeof why),
                          MM_CODEC_OK);
         victim v;
-        victim_start(&v, &spec);
+        victim_start(&v, &spec, true);
         uint64_t m = (VLEN + spec.block - 1) / (spec.block ? spec.block : 1);
         /* every codec: one byte short */
         expect_refused(&v, &spec, good, len - 1, "truncated");
@@ -300,9 +341,91 @@ static void every_codec(void **s)
     }
 }
 
+/* RESET frames (docs/protocol.md 3.2, 6.10) under every codec: a RESET
+ * body is the whole copy in fp32, exactly 4 n bytes, every value finite.
+ * A RESET flagged on a body of the agreed codec (valid as that codec: the
+ * receiver used to take 4 n bytes of its buffer as the copy, stale bytes
+ * of earlier frames included), one float short or long, with a NaN or an
+ * infinity: each refused, counted, the connection closed, nothing
+ * delivered. A RESET where no copies are kept (no --compress): bad_type.
+ * A good RESET is delivered whole. */
+static void resets(void **s)
+{
+    (void)s;
+    const char *specs[] = {"bf16", "int8", "sign", "topk:0.1", "randk:0.1", "fp32"};
+    float x[VLEN + 1];
+    for (int i = 0; i <= VLEN; i++)
+        x[i] = (float)((i * 7919) % 1000) / 100.0f - 5.0f;
+    const size_t bad_codec = offsetof(mm_transport_stats, bad_codec),
+                 bad_length = offsetof(mm_transport_stats, bad_length),
+                 bad_values = offsetof(mm_transport_stats, bad_values),
+                 bad_type = offsetof(mm_transport_stats, bad_type);
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++) {
+        mm_codec_spec spec;
+        char why[200];
+        assert_int_equal(mm_codec_parse(specs[si], &spec, why, sizeof why), 0);
+        mm_codec *c = mm_codec_new(&spec, VLEN, why, sizeof why);
+        assert_non_null(c);
+        size_t cap = mm_codec_max_bytes(c), len = 0;
+        uint8_t *q = malloc(cap);
+        assert_int_equal(mm_codec_encode(c, x, NULL, 42, q, cap, &len, NULL, why, sizeof why),
+                         MM_CODEC_OK);
+        assert_int_equal(mm_codec_check(c, q, len, why, sizeof why), MM_CODEC_OK);
+        uint8_t body[4 * (VLEN + 1)];
+        memcpy(body, x, sizeof body);
+        mm_wire_vec reset = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32,
+                             .flags = MM_VEC_RESET, .count = VLEN};
+        victim v;
+        victim_start(&v, &spec, true);
+        if (spec.kind != MM_CODEC_FP32) { /* (with fp32 the codec's body is a good RESET) */
+            mm_wire_vec in_codec = reset;
+            in_codec.codec = (uint8_t)spec.kind;
+            expect_frame_refused(&v, &spec, &in_codec, q, len, bad_codec, "RESET in codec");
+        }
+        expect_frame_refused(&v, &spec, &reset, body, 4 * VLEN - 4, bad_length,
+                             "RESET one float short");
+        expect_frame_refused(&v, &spec, &reset, body, 4 * VLEN + 4, bad_length,
+                             "RESET one float long");
+        set_f32(body + 4 * 17, NAN);
+        expect_frame_refused(&v, &spec, &reset, body, 4 * VLEN, bad_values, "RESET with a NaN");
+        set_f32(body + 4 * 17, -INFINITY);
+        expect_frame_refused(&v, &spec, &reset, body, 4 * VLEN, bad_values, "RESET with -Inf");
+        memcpy(body, x, sizeof body);
+        expect_frame_delivered(&v, &spec, &reset, body, 4 * VLEN);
+        expect_delivered(&v, &spec, q, len); /* and a q after it */
+        victim_stop(&v);
+        /* the same good RESET where no public copies are kept */
+        victim_start(&v, &spec, false);
+        expect_frame_refused(&v, &spec, &reset, body, 4 * VLEN, bad_type,
+                             "RESET without --compress");
+        victim_stop(&v);
+        mm_codec_free(c);
+        free(q);
+    }
+}
+
+/* The HELLO's codec fraction is compared bit for bit (docs/protocol.md
+ * 3.1): -0.0 on an fp32 cluster, equal to 0 as a number, is refused
+ * (bad_config). */
+static void fraction_bits(void **s)
+{
+    (void)s;
+    mm_codec_spec fp = {.kind = MM_CODEC_FP32}, neg = fp;
+    neg.frac = -0.0;
+    victim v;
+    victim_start(&v, &fp, false);
+    float x[VLEN] = {0};
+    mm_wire_vec m = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = VLEN};
+    expect_frame_refused(&v, &neg, &m, (const uint8_t *)x, sizeof x,
+                         offsetof(mm_transport_stats, bad_config), "fraction -0.0");
+    expect_frame_delivered(&v, &fp, &m, (const uint8_t *)x, sizeof x);
+    victim_stop(&v);
+}
+
 int main(void)
 {
     mm_log_set_level(MM_LOG_WARN);
-    const struct CMUnitTest tests[] = {cmocka_unit_test(every_codec)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(every_codec), cmocka_unit_test(resets),
+                                       cmocka_unit_test(fraction_bits)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

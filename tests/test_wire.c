@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gossip/wire.h"
+#include "base/finite.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 static void crc_known_values(void **s)
 {
@@ -105,13 +107,13 @@ static void finite_check(void **s)
     for (int i = 0; i < 9000; i++)
         v[i] = (float)i - 4500.0f;
     uint64_t bad = 0;
-    assert_true(mm_wire_all_finite(v, 9000, &bad));
+    assert_true(mm_all_finite(v, 9000, &bad));
     v[8999] = NAN;
-    assert_false(mm_wire_all_finite(v, 9000, &bad));
+    assert_false(mm_all_finite(v, 9000, &bad));
     assert_int_equal(bad, 8999);
     v[8999] = 1e38f;
     v[5000] = -INFINITY;
-    assert_false(mm_wire_all_finite(v, 9000, &bad));
+    assert_false(mm_all_finite(v, 9000, &bad));
     assert_int_equal(bad, 5000);
 }
 
@@ -136,7 +138,7 @@ static void decode_stream(size_t step)
     enum { N = 257 };
     uint8_t stream[3 * MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN + MM_WIRE_VEC_HDR + 4 * N];
     size_t len = 0;
-    mm_wire_hello hello = {.vec_len = N, .target = 3, .algo = MM_WIRE_ALGO_PUSHSUM,
+    mm_wire_hello hello = {.vec_len = N, .target = 3, .algo = MM_ALGO_PUSHSUM,
                            .codec = 4, .codec_frac = 0.01};
     memset(hello.fingerprint, 0x5A, 32);
     uint8_t hp[MM_WIRE_HELLO_LEN];
@@ -185,7 +187,7 @@ static void decode_stream(size_t step)
             mm_wire_get_hello(rx.payload, &g);
             assert_int_equal(g.vec_len, N);
             assert_int_equal(g.target, 3);
-            assert_int_equal(g.algo, MM_WIRE_ALGO_PUSHSUM);
+            assert_int_equal(g.algo, MM_ALGO_PUSHSUM);
             assert_int_equal(g.codec, 4);
             assert_true(g.codec_frac == 0.01);
             rx.hello_done = true;
@@ -356,9 +358,9 @@ typedef struct {
     uint8_t codec;
     bool chunks;
     uint64_t max_body;
+    bool copies;
 } vec_conn;
 
-static uint8_t feed_reserved; /* written into the vector header's reserved bytes */
 
 static mm_rx_event feed_vec(const vec_conn *vc, const mm_wire_vec *m, uint64_t body_len,
                             mm_wire_rx *rx)
@@ -367,7 +369,6 @@ static mm_rx_event feed_vec(const vec_conn *vc, const mm_wire_vec *m, uint64_t b
     static uint8_t payload[MM_WIRE_VEC_HDR + 4096], vbuf[MM_WIRE_VEC_HDR + 4096];
     memset(payload, 0, sizeof payload);
     mm_wire_put_vec(payload, m);
-    payload[11] = feed_reserved;
     memset(rx, 0, sizeof *rx);
     rx->hello_done = true;
     rx->no_payload_crc = true;
@@ -376,6 +377,7 @@ static mm_rx_event feed_vec(const vec_conn *vc, const mm_wire_vec *m, uint64_t b
     rx->codec = vc->codec;
     rx->allow_chunks = vc->chunks;
     rx->max_body = vc->max_body;
+    rx->copies = vc->copies;
     mm_wire_rx_init(rx);
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1,
                         .payload_len = MM_WIRE_VEC_HDR + body_len};
@@ -430,11 +432,11 @@ static void vector_header_rules(void **s)
             fail_msg("%s: error %s (%s), expected %s", bad[i].what, mm_wire_err_name(rx.err),
                      rx.why, mm_wire_err_name(bad[i].e));
     }
-    /* its reserved bytes must be 0 */
-    feed_reserved = 0x10;
-    assert_int_equal(feed_vec(&fp, &whole, 4 * N, &rx), MM_RX_ERROR);
-    assert_int_equal(rx.err, MM_WIRE_E_TYPE);
-    feed_reserved = 0;
+    /* bytes 10..11 carry consensus control's level, any value, round-trip */
+    m = whole;
+    m.level = 0xBEEF;
+    assert_int_equal(feed_vec(&fp, &m, 4 * N, &rx), MM_RX_FRAME);
+    assert_int_equal(rx.vec.level, 0xBEEF);
     /* aux must be finite */
     m = whole;
     m.aux = NAN;
@@ -458,19 +460,33 @@ static void vector_header_rules(void **s)
     assert_int_equal(feed_vec(&topk, &m, 150, &rx), MM_RX_FRAME);
     assert_int_equal(feed_vec(&topk, &m, 201, &rx), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
-    const vec_conn topk_big = {.codec = 4, .max_body = 4 * N};
+    const vec_conn topk_big = {.codec = 4, .max_body = 4 * N, .copies = true};
     m.codec = MM_WIRE_CODEC_FP32;
     assert_int_equal(feed_vec(&topk_big, &m, 4 * N, &rx), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_CODEC);
     m.flags = MM_VEC_RESET;
     assert_int_equal(feed_vec(&topk_big, &m, 4 * N, &rx), MM_RX_FRAME);
     assert_true(rx.vec.flags & MM_VEC_RESET);
+    /* a RESET is fp32 and exactly 4 n bytes, whatever the agreed codec: in
+     * the agreed codec (a body shorter than the copy it claims to be) it is
+     * refused on its header */
+    m.codec = 4;
+    assert_int_equal(feed_vec(&topk_big, &m, 150, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_CODEC);
+    m.codec = MM_WIRE_CODEC_FP32;
+    assert_int_equal(feed_vec(&topk_big, &m, 4 * N - 4, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+    /* and only where public copies are kept (--compress) */
+    const vec_conn fp_copies = {.copies = true};
+    assert_int_equal(feed_vec(&fp_copies, &m, 4 * N, &rx), MM_RX_FRAME);
+    assert_int_equal(feed_vec(&fp, &m, 4 * N, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_TYPE);
 }
 
 /* HELLO v3: every field round-trips; its reserved bytes must be 0. */
 static void hello_fields(void **s)
 {
-    mm_wire_hello h = {.vec_len = 1234567, .target = 9, .algo = MM_WIRE_ALGO_ALLREDUCE,
+    mm_wire_hello h = {.vec_len = 1234567, .target = 9, .algo = MM_ALGO_ALLREDUCE,
                        .codec = 3, .codec_block = 256, .codec_frac = 0}, g;
     memset(h.fingerprint, 0xA5, 32);
     uint8_t p[MM_WIRE_HELLO_LEN];
@@ -479,7 +495,7 @@ static void hello_fields(void **s)
     assert_memory_equal(g.fingerprint, h.fingerprint, 32);
     assert_true(g.vec_len == h.vec_len);
     assert_int_equal(g.target, 9);
-    assert_int_equal(g.algo, MM_WIRE_ALGO_ALLREDUCE);
+    assert_int_equal(g.algo, MM_ALGO_ALLREDUCE);
     assert_int_equal(g.codec, 3);
     assert_int_equal(g.codec_block, 256);
     for (int off = 44; off < 52; off++) {
@@ -503,8 +519,8 @@ static void hello_fields(void **s)
         assert_int_equal(mm_wire_rx_advance(&rx, want), MM_RX_ERROR);
         assert_int_equal(rx.err, MM_WIRE_E_TYPE);
     }
-    assert_string_equal(mm_wire_algo_name(MM_WIRE_ALGO_PUSHSUM), "pushsum");
-    assert_string_equal(mm_wire_algo_name(77), "algorithm 77");
+    assert_string_equal(mm_algo_name(MM_ALGO_PUSHSUM), "pushsum");
+    assert_null(mm_algo_name((mm_algo)77));
 }
 
 static void decoder_any_split(void **s)

@@ -6,9 +6,9 @@
 #define MURMUR_TNET_H
 
 #include "base/log.h"
-#include "gossip/tls.h"
-#include "gossip/transport.h"
-#include "gossip/wire.h"
+#include "net/tls.h"
+#include "net/transport.h"
+#include "net/wire.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

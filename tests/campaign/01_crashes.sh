@@ -8,7 +8,7 @@
 . "$(dirname "$0")/../e2e/lib.sh"
 . "$(dirname "$0")/lib/faults.sh"
 N=8
-rounds=$(pick 400 800)
+rounds=$(pick 800 1600)
 kills=$(pick 3 10)
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n $N > "$T/ring.topo" 2>/dev/null
@@ -22,6 +22,16 @@ peer() { k=$1; shift; MURMUR_NO_BLAS_FIX=1 exec "$MURMUR" node --id "$k" $flags 
 m() { echo "$run/node-$1/metrics.jsonl"; }
 starts() { count_ev "$(m "$1")" start; }
 
+# lead_round: the highest round any peer has logged
+lead_round() {
+    c=0; hi=0
+    while [ $c -lt $N ]; do
+        x=$(last_round "$(m $c)"); [ "${x:-0}" -gt $hi ] && hi=$x
+        c=$((c + 1))
+    done
+    echo $hi
+}
+
 k=0
 while [ $k -lt $N ]; do peer $k & eval "p$k=\$!"; E2E_PIDS="$E2E_PIDS $!"; k=$((k + 1)); done
 
@@ -32,20 +42,24 @@ while [ $injected -lt "$kills" ]; do
     # Kill only a peer that has run at least 12 rounds in its current life
     # (so a checkpoint of this life exists) and is not near the end.
     # While a neighbour is down the others do not wait for it, so with this
-    # tiny model they can run 100 rounds and more before the restarted
-    # peer is back: stop injecting once the victim is near the end (it may
-    # already have finished, and will make no more progress).
+    # tiny model they ran 115 rounds and more before the restarted peer was
+    # back: stop injecting once any peer is within 200 rounds of the end
+    # (with 120 of the victim's, the others once finished first and the
+    # restarted peer, finding nobody, ended isolated: a fresh-clone run).
     base=$(rounds_done "$(m $v)")
     j=0
     while :; do
-        r=$(last_round "$(m $v)"); r=${r:-0}
-        [ "$r" -lt $((rounds - 120)) ] || break
+        # the most advanced peer's round: while the victim is down its
+        # neighbours run on without it, and if they all finish before it is
+        # back it finds nobody and ends isolated (exit 4), rightly
+        r=$(lead_round); r=${r:-0}
+        [ "$r" -lt $((rounds - 200)) ] || break
         now_n=$(rounds_done "$(m $v)")
         [ $((now_n - base)) -ge $((12 + $(rand 8))) ] && break
         j=$((j + 1)); [ $j -lt 600 ] || fail "peer $v made no progress"
         sleep 0.1
     done
-    [ "$r" -lt $((rounds - 120)) ] || break
+    [ "$r" -lt $((rounds - 200)) ] || break
     eval "pid=\$p$v"
     kill -9 "$pid"; wait "$pid" 2>/dev/null || true
     injected=$((injected + 1)); killed_set="$killed_set $v"

@@ -24,7 +24,7 @@ if [ "$(id -u)" -ne 0 ]; then
     exit 0
 fi
 N=8
-rounds=$(pick 150 500); cut_at=$(pick 40 150); heal_at=$(pick 80 300)
+rounds=$(pick 400 500); cut_at=$(pick 40 150); heal_at=$(pick 80 300)
 tag="cp$(rand 9999)"
 E2E_CLEANUP="sh '$LAB' down $tag"
 sh "$LAB" split $tag $N

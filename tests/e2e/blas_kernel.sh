@@ -6,7 +6,9 @@
 # help text or a usage error; a user's OPENBLAS_CORETYPE is kept;
 # MURMUR_NO_BLAS_FIX=1 disables the fix; a stray re-exec marker cannot cause
 # a loop. MURMUR_BLAS_PRETEND_KERNEL=Prescott plays the old-OpenBLAS case on
-# a machine whose OpenBLAS knows its CPU.
+# a machine whose OpenBLAS knows its CPU, and MURMUR_BLAS_PRETEND_CPU the
+# CPU's flags, so that each kernel choice (SkylakeX, Haswell, none) and its
+# log line are checked on every machine, not only on the CPU that has them.
 set -eu
 MURMUR=${MURMUR:-./murmur}
 . tests/e2e/lib/corpus.sh
@@ -55,6 +57,35 @@ grep -q "re-execut" "$tmp/user.log" && { echo "FAIL: overrode the user's OPENBLA
 # A marker inherited without a kernel set must not re-exec (loop guard).
 MURMUR_BLAS_REEXEC=1 train >"$tmp/mark.log"
 grep -q "re-execut" "$tmp/mark.log" && { echo "FAIL: re-exec with the marker set"; exit 1; }
+# Every branch of the choice, on every machine: OpenBLAS pretended to have
+# fallen back to Prescott, the CPU pretended to have these flags; a one-peer
+# pure-gossip node (no BLAS call, so even a kernel this CPU lacks is safe)
+# must say in its log which kernel it re-executed with, in these words, or
+# nothing when the CPU has no better one.
+printf 'peers 1\n' > "$tmp/one.topo"
+one_peer() { # RUN-DIR: a one-round node whose log is RUN-DIR/node-0/node.log
+    "$MURMUR" node --id 0 --topology "$tmp/one.topo" --plaintext --no-train --vector-len 1000 \
+        --run-dir "$1" --rounds 1 --eval-every 0 \
+        --base-port "$(sh -c '. tests/e2e/lib.sh; free_ports 1' "$0")" > "$1.out" 2>&1 ||
+        { echo "FAIL: one-peer node run"; cat "$1.out"; exit 1; }
+}
+for case in "SkylakeX:avx2 fma avx512f avx512bw avx512vl" "Haswell:sse4_2 avx2 fma" \
+            "Haswell:avx2 fma avx512f" "none:sse4_2 avx2" "none:"; do
+    want=${case%%:*} cpu=${case#*:}
+    MURMUR_BLAS_PRETEND_KERNEL=Prescott MURMUR_BLAS_PRETEND_CPU=$cpu one_peer "$tmp/cpu-$want"
+    log=$tmp/cpu-$want/node-0/node.log
+    if [ "$want" = none ]; then
+        grep -q "re-execut" "$log" && { echo "FAIL: re-exec on a CPU without AVX2+FMA ('$cpu')"; cat "$log"; exit 1; }
+    else
+        line="OpenBLAS chose its generic Prescott kernel but this CPU supports $want: re-executed with OPENBLAS_CORETYPE=$want (MURMUR_NO_BLAS_FIX=1 disables this)"
+        [ "$(grep -cF "$line" "$log")" -eq 1 ] ||
+            { echo "FAIL: CPU '$cpu': the log does not say once: $line"; cat "$log"; exit 1; }
+        [ "$(grep -c "re-execut" "$log")" -eq 1 ] || { echo "FAIL: re-exec loop for '$cpu'"; exit 1; }
+    fi
+    rm -rf "$tmp/cpu-$want"
+done
+echo "  every branch with a pretended CPU: SkylakeX, Haswell (twice), none (twice)"
+
 # The re-exec played out (as if OpenBLAS had chosen Prescott): silent before
 # help and usage errors, said once in train's log and in a peer's log.
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
@@ -73,7 +104,6 @@ case " $flags " in
     [ "$(grep -c "re-executed with OPENBLAS_CORETYPE=" "$tmp/pretend.log")" -eq 1 ] ||
         { echo "FAIL: train's log does not say once that it re-executed"; cat "$tmp/pretend.log"; exit 1; }
     [ "$(kernel_of "$tmp/pretend.log")" != Prescott ] || { echo "FAIL: still Prescott after the re-exec"; exit 1; }
-    printf 'peers 1\n' > "$tmp/one.topo"
     "$MURMUR" node --id 0 --topology "$tmp/one.topo" --plaintext --data "$tmp/data" --run-dir "$tmp/peer" \
         --layers 1 --width 16 --heads 2 --ctx 8 --batch 2 --rounds 1 --eval-every 0 \
         --base-port "$(sh -c '. tests/e2e/lib.sh; free_ports 1' "$0")" > "$tmp/node.out" 2>&1 ||

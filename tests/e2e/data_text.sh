@@ -29,10 +29,27 @@ mk nul/a/one.txt 'fine\n'; mk nul/a/two.txt 'a\000b\n'
 refuse nul "nul/a/two.txt: byte 1: a NUL byte" nul
 mk empty/a/one.txt 'fine\n'; : > empty/a/two.txt
 refuse empty "empty/a/two.txt: empty file" empty
+# every bad file of a directory in one run, not one per run (issue 21,
+# friction 14)
+mk all/a/one.txt 'fine\n'; mk all/a/two.txt 'caf\303\050\n'; mk all/a/three.txt 'a\000b\n'
+mk all/b/five.txt 'ok\n'; : > all/b/four.txt
+refuse all "all/a/two.txt: byte 3: not valid UTF-8" all
+grep -q "all/a/three.txt: byte 1: a NUL byte" all.out || fail "all: the NUL file after the bad UTF-8 one is not named: $(cat all.out)"
+grep -q "all/b/four.txt: empty file" all.out || fail "all: the empty file is not named: $(cat all.out)"
+grep -q "3 of 5 files refused" all.out || fail "all: no count of the refused files: $(cat all.out)"
+[ ! -f out-all/index.tsv ] || fail "all: an index was written"
 mk lonely/a/one.txt 'x\n'; mk lonely/a/two.txt 'y\n'; mk lonely/b/three.txt 'z\n'
 refuse lonely "label 'b' has only 1 file (b/three.txt)" lonely
 mk clash/a/'x y.txt' '1\n'; mk clash/a/x_y.txt '2\n'
 refuse clash "both become name 'a-x_y'" clash
+# two long names with the same first 31 bytes are mapped apart (a suffix
+# from their whole path), not refused (friction 14)
+long=a-rather-long-file-name-that-goes-on
+mk longn/a/"$long-1.txt" '1\n'; mk longn/a/"$long-2.txt" '2\n'
+"$MURMUR" data-prepare --text longn longn-prep > longn.out 2>&1 || fail "long names with one prefix refused: $(cat longn.out)"
+[ "$(grep -c "is 'a-a-rather-long-file-n-[0-9a-f]\{8\}' in the index" longn.out)" -eq 2 ] ||
+    fail "long names: not mapped to 22 bytes and a hash: $(cat longn.out)"
+[ "$(cut -f1 longn-prep/index.tsv | grep -c '^a-a-rather-long-file-n-')" -eq 2 ] || fail "long names: not both in the index"
 mk inside/a/one.txt '1\n'; mk inside/a/two.txt '2\n'
 if "$MURMUR" data-prepare --text inside inside/prep > inside.out 2>&1; then fail "DST inside DIR accepted"; fi
 grep -q "is inside" inside.out || fail "DST inside DIR: $(cat inside.out)"

@@ -19,6 +19,41 @@ trap 'exit 130' INT TERM
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 note() { echo "  $*"; }
+# sigstop PID: SIGSTOP, and return once every thread of PID is stopped
+# (state T, at most 5 s): kill(2) only queues the signal, so a thread in
+# the middle of a write still finishes it after kill returns (a metrics
+# line written after the "stopped" count was taken made campaign/04 say
+# "peer 2 was not really stopped"). 1 when it does not stop in time.
+sigstop() {
+    kill -STOP "$1" || return 1
+    i=0
+    while [ $i -lt 100 ]; do
+        running=0
+        for tsk in /proc/"$1"/task/*; do
+            # (the state follows the ")" that ends the command name)
+            [ "$(sed 's/.*) //' "$tsk/stat" 2>/dev/null | cut -d' ' -f1)" = T ] || running=1
+        done
+        [ $running = 0 ] && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+    return 1
+}
+
+# threads PID: what each thread of a process that stopped making progress is
+# doing (state, CPU ticks, the syscall it sits in, its kernel stack; the
+# user-space stacks too where gdb is installed), on stderr, before a fail.
+threads() {
+    for tsk in /proc/"$1"/task/*; do
+        [ -d "$tsk" ] || continue
+        echo "thread ${tsk##*/} ($(cat "$tsk/comm" 2>/dev/null)): state $(cut -d' ' -f3 "$tsk/stat" 2>/dev/null)," \
+            "utime/stime $(cut -d' ' -f14,15 "$tsk/stat" 2>/dev/null), syscall $(cut -d' ' -f1 "$tsk/syscall" 2>/dev/null)," \
+            "wchan $(cat "$tsk/wchan" 2>/dev/null)" >&2
+        sed 's/^/    /' "$tsk/stack" 2>/dev/null | head -8 >&2
+    done
+    if command -v gdb > /dev/null 2>&1; then
+        gdb -p "$1" -batch -ex "thread apply all bt 20" 2>/dev/null | grep -E '^(Thread|#)' | head -120 >&2
+    fi
+}
 
 # A base port with n free ports above it (random, so parallel runs don't
 # clash), below the kernel's ephemeral range so that no outgoing connection

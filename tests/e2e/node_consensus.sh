@@ -10,7 +10,10 @@
 #     whose target is huge;
 #  3. a peer SIGKILLed mid-run: the others finish (no hang), keep agreeing
 #     and keep running several exchanges with each other; the dead peer's
-#     neighbours list it missing and drop its edge after the first exchange.
+#     neighbours list it missing and drop its edge after the first exchange;
+#     3b. the same below one exchange a round (--min-gossip-steps): the
+#     edges skip rounds, both ends agree on which, a dead peer breaks
+#     nothing.
 . "$(dirname "$0")/lib.sh"
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n 4 > "$T/ring4.topo"
@@ -77,6 +80,8 @@ refused "must be for round 0" --gossip-steps-schedule 5:2
 refused "must increase" --gossip-steps-schedule 0:2,9:1,9:3
 refused "ROUND:STEPS" --gossip-steps-schedule 0:0
 refused "max-gossip-steps" --consensus-target 0.1 --max-gossip-steps 65
+refused "bounds --consensus-target" --min-gossip-steps 0.5
+refused "min-gossip-steps" --consensus-target 0.1 --min-gossip-steps 0.001
 "$MURMUR" topo gen one-peer-exp -n 4 > "$T/ope4.topo"
 "$MURMUR" node --id 0 --topology "$T/ope4.topo" --plaintext --run-dir "$T/ope" --no-train \
     --vector-len 10 --consensus-target 0.1 > "$T/ope.out" 2>&1 && fail "one-peer-exp accepted"
@@ -164,6 +169,52 @@ for k in 1 3; do
     case $m in *'"missing":[2]'*) ;; *) fail "kill: peer $k's last round does not list 2 missing: $m" ;; esac
 done
 note "SIGKILL of peer 2 after round $killed_at: the 4 others finished $took s later, still agreeing, 4 exchanges a round"
+# ---- 3b. skipping rounds (--min-gossip-steps < 1), and a peer SIGKILLed ----
+# A target far above what the ring reaches: the levels fall to the floor
+# (1/32 exchanges a round) and the edges skip most rounds; both ends of
+# every edge still agree on every round (0 exchanges on both, or the same
+# count), the dead peer's edges are missing, not skipped, every round.
+start skip "$T/ring5.topo" 5 --rounds 400 --consensus-target 1e9 --min-gossip-steps 0.03125 \
+    --max-gossip-steps 4 --round-timeout 10000 --peer-timeout 3000
+victim=$(echo $PIDS | cut -d' ' -f3)
+survivors=$(echo $PIDS | cut -d' ' -f1,2,4,5)
+i=0
+until [ "$(grep -c '"ev":"round"' "$T/skip/node-2/metrics.jsonl" 2>/dev/null)" -ge 150 ] 2>/dev/null; do
+    i=$((i + 1)); [ $i -le 1200 ] || fail "skip: peer 2 did not reach round 150 in 60 s"
+    sleep 0.05
+done
+kill -9 "$victim"
+killed_at=$(grep -c '"ev":"round"' "$T/skip/node-2/metrics.jsonl")
+t0=$(date +%s)
+sleep 60 > /dev/null 2>&1 &
+nap=$!
+( while kill -0 "$nap" 2>/dev/null; do sleep 0.2; done; kill -9 $survivors 2>/dev/null ) \
+    > /dev/null 2>&1 &
+dog=$!
+E2E_PIDS="$E2E_PIDS $nap $dog"
+wait_all $survivors || fail "skip: a survivor exited non-zero or hung (killed after 60 s)"
+kill "$dog" 2>/dev/null || true
+kill "$nap" 2>/dev/null || true
+took=$(( $(date +%s) - t0 ))
+ended_done skip 0 1 3 4
+bad=$(disagreements skip 2)
+[ -z "$bad" ] || fail "skip: the ends of an edge disagree (round i j count_i count_j):
+$(echo "$bad" | head -5)"
+# rounds 100..399 on the edges between survivors: exchanges in a few
+# percent of them (the floor is 1/32), never none at all
+rate=$(edges skip | awk '$1 >= 100 && $2 != 2 && $3 != 2 { n++; x += ($4 > 0) }
+    END { printf "%.4f", n ? x / n : -1 }')
+awk -v r="$rate" 'BEGIN { exit !(r > 0.005 && r < 0.1) }' ||
+    fail "skip: surviving edges exchanged in a fraction $rate of rounds 100..399, not 1/32 or so"
+for k in 1 3; do
+    m=$(grep '"ev":"round"' "$T/skip/node-$k/metrics.jsonl" | tail -n 1)
+    case $m in *'"missing":[2]'*) ;; *) fail "skip: peer $k's last round does not list 2 missing: $m" ;; esac
+    case $m in *'"skipped":['*'2'*']'*) fail "skip: peer $k lists the dead peer as skipped: $m" ;; esac
+done
+zero=$(jfield "$T/skip/node-0/metrics.jsonl" round exchanges | awk '$1 == 0' | wc -l)
+[ "$zero" -gt 300 ] || fail "skip: peer 0 had only $zero rounds without an exchange of 400"
+note "skipping rounds: edges exchanged in $rate of rounds 100-399 (floor 1/32), always agreed; SIGKILL of peer 2 after round $killed_at: the others finished $took s later"
+
 # ---- 4. catching up across a schedule's change ------------------------------
 # Stride 2 (schedule 0:2,20:1): from round 20 on, round r's only exchange is
 # 2r on the wire. A peer restarted from an old checkpoint jumps to its
@@ -206,4 +257,4 @@ resumed=$(jfield "$T/ff/node-2/metrics.jsonl" start resumed_round | tail -n 1)
 [ "$2" -ge "$before" ] ||
     fail "ff: restarted peer jumped from round $1 to $2, but its neighbours were past round $before"
 note "schedule 0:2,20:1: a peer resumed at round $resumed jumped from round $1 to its neighbours' round $2 (>= $before)"
-echo "ok: schedule, agreement, a killed peer, catching up"
+echo "ok: schedule, agreement, a killed peer, skipping rounds with a killed peer, catching up"

@@ -54,8 +54,12 @@ while IFS= read -r cmd; do
         # a free port and a 1 s progress interval before the script's options
         # (the launcher notices the end of a run at its next progress line);
         # the tiny model after the node flags
-        run "$cmd" "$(echo "$cmd" | sed "s|\.sh |.sh -p $port -i 1 |") $tiny"
+        # (and its metrics endpoints, if any, on free ports too)
+        run "$cmd" "$(echo "$cmd" | sed "s|\.sh |.sh -p $port -i 1 |; s|--metrics-addr 127.0.0.1:[0-9]*+|--metrics-addr 127.0.0.1:$((port + 12))+|") $tiny"
         port=$((port + 24)) ;;
+    "./murmur watch "*)
+        # the page's document once (the server itself: tests/e2e/watch_browser.sh)
+        run "$cmd" "$cmd --once" ;;
     "./murmur node --id K "*)
         # the per-peer line: all four peers of section 4's run, by hand
         c=$(echo "$cmd" | sed "s|--topology FILE|--topology topologies/ring-4.topo|; s|--base-port 29500|--base-port $port|")

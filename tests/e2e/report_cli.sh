@@ -62,6 +62,17 @@ if command -v gnuplot >/dev/null 2>&1; then
     "$m" report "$r" --plots "$tmp/p" >"$tmp/out" 2>/dev/null
     check "plots written" [ -s "$tmp/p/consensus.png" -a -s "$tmp/p/accuracy.png" -a -s "$tmp/p/acc_vs_consensus.png" ]
     check "plot paths printed" grep -q "^plot: $tmp/p/consensus.png" "$tmp/out"
+    # A sweep's run (SETTING/sSEED) is titled with its setting and seed,
+    # its peers, topology and algorithm, not "s1" (issue 21, friction 19);
+    # the accuracy plot's key is not below the plot, where gnuplot set it
+    # over the x label.
+    mkdir -p "$tmp/sw/pair,lr=3e-3" && cp -r "$r" "$tmp/sw/pair,lr=3e-3/s1"
+    "$m" report "$tmp/sw/pair,lr=3e-3/s1/" >/dev/null 2>&1
+    for g in consensus accuracy acc_vs_consensus; do
+        check "$g plot titled with setting and seed" \
+            grep -qx "set title 'pair,lr=3e-3, seed 1: 2 peers, pair.topo, dpsgd'" "$tmp/sw/pair,lr=3e-3/s1/plots/$g.gp"
+    done
+    check "accuracy plot: its key not over the x label" sh -c "! grep -q '^set key below' '$tmp/sw/pair,lr=3e-3/s1/plots/accuracy.gp'"
     cp -r "$r" "$tmp/run2"
     (cd "$tmp" && "$m" report --compare run "$tmp/run2" "$tmp/empty" >"$tmp/out" 2>"$tmp/err")
     check "compare with an empty run exits 1" [ $? -eq 1 ]

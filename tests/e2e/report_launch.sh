@@ -2,7 +2,8 @@
 # scripts/run-local.sh and scripts/compare.sh with a stand-in for
 # `murmur node` (a shell script writing metrics in the documented format)
 # and the real `murmur report`: a clean run, a failing peer, Ctrl-C, a name
-# already taken, bad usage, and a comparison of two topologies.
+# already taken, bad usage, a comparison of two topologies, a killed peer,
+# --resume, and a peer restarted by hand.
 set -u
 root=$(pwd)
 [ -x "$root/murmur" ] || { echo "build ./murmur first"; exit 1; }
@@ -16,7 +17,8 @@ check() { # description, then a command that must succeed
 
 # The stand-in: `node` writes FAKE_ROUNDS rounds (an eval every 2, with a
 # 4-float sketch that shrinks towards agreement), FAKE_FAIL=K makes peer K
-# exit 3 after one round; SIGTERM ends it with reason "signal".
+# exit 3 after one round, FAKE_KILL=K makes peer K kill itself with SIGKILL
+# after one round (no end line); SIGTERM ends it with reason "signal".
 cat >"$tmp/murmur" <<FAKE
 #!/bin/sh
 case \$1 in
@@ -37,6 +39,8 @@ while [ \$# -gt 0 ]; do
 done
 m=\$rd/node-\$id/metrics.jsonl
 mkdir -p "\$rd/node-\$id"
+exec 8>>"\$rd/node-\$id/node.log" # the node's lock: one process per peer
+flock -n 8 || { echo "node-\$id in use" >&2; exit 2; }
 r=0
 trap 'echo "{\"ev\":\"end\",\"round\":\$r,\"step\":\$r,\"time\":1,\"reason\":\"signal\"}" >>"\$m"; exit 0' TERM
 echo "{\"ev\":\"start\",\"peer\":\$id,\"n_peers\":3,\"params\":4,\"algo\":\"dpsgd\",\"topology\":\"\$(basename "\$topo")\",\"sketch_dim\":4,\"sketch_seed\":1,\"resumed_round\":0,\"time\":0}" >>"\$m"
@@ -46,6 +50,7 @@ while [ \$r -lt \${FAKE_ROUNDS:-4} ]; do
         echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2.\$r,\"val_bpb\":1,\"val_acc\":0.\$((id + 1))\$r,\"norm\":1,\"sketch\":[\$id,0,1,\$((id * 2))e-\$r]}" >>"\$m"
     fi
     [ "\${FAKE_FAIL:-x}" = "\$id" ] && exit 3
+    [ "\${FAKE_KILL:-x}" = "\$id" ] && kill -KILL \$\$
     sleep 0.2
     r=\$((r + 1))
 done
@@ -132,6 +137,65 @@ check "comparison csv has both runs" [ "$(grep -c 'ring-3\|full-3' "$tmp/runs/cm
 if command -v gnuplot >/dev/null 2>&1; then
     check "comparison png" [ -s "$tmp/runs/cmp/compare.png" ]
 fi
+
+# 7. a peer killed with SIGKILL (issue 21, defects 3 and 11): once the
+# launcher has seen it exit, the progress line no longer counts it live
+# (D, dead), and the report says killed, not running?
+FAKE_KILL=1 FAKE_ROUNDS=25 rl -n 3 -t "$tmp/ring-3.topo" -r killed -p 31050 -i 1 >"$tmp/kill.out" 2>&1
+rc=$?
+check "killed peer -> exit 1 (got $rc)" [ $rc -eq 1 ]
+check "killed peer named with its signal" grep -q 'killed by signal 9 (SIGKILL)' "$tmp/kill.out"
+# every progress line once the launcher counts 2 of 3 running
+# (under heavy load a live peer may show x, stale, for a moment; the last
+# line may come after a peer's end, E)
+check "progress after the kill: live 2/3 [.D.]" awk '/peers 2\/3 running/ { n++; if ($0 !~ /live [0-2]\/3 \[[.xE]D[.xE]\]/) bad = 1 }
+    END { exit !(n >= 1 && !bad) }' "$tmp/kill.out"
+check "report: node-1 killed, no end line" grep -q '^node-1 .* killed .*no end line: killed by signal 9 (SIGKILL)' "$tmp/kill.out"
+check "report: no peer running?" sh -c "! grep -q 'running?' '$tmp/kill.out'"
+# pointed at one peer's directory, the report says to look one level up
+"$root/murmur" report "$tmp/runs/killed/node-0" >"$tmp/nodedir.out" 2>&1
+check "report of a node directory: exit 1 (got $?)" [ $? -ne 0 ]
+check "report of a node directory: points at the run" grep -q "one peer's directory.*the directory above it" "$tmp/nodedir.out"
+
+# 8. --resume (issue 21, friction 9): the failed run of case 2 continues,
+# every peer started again with --resume; flags, topology or -n other than
+# the manifest's are refused; a run not there yet is started, said.
+cp "$tmp/runs/failing/manifest.json" "$tmp/manifest.before"
+rl -n 3 -t "$tmp/ring-3.topo" -r failing -p 31060 -i 1 --no-report --resume >"$tmp/resume.out" 2>&1
+rc=$?
+check "--resume of the failed run exits 0 (got $rc)" [ $rc -eq 0 ]
+check "--resume: said" grep -q 'resuming .*failing: every peer from its checkpoint' "$tmp/resume.out"
+check "--resume: every peer got --resume" [ "$(grep -l 'flag --resume' "$tmp"/runs/failing/node-*/console.log | wc -l)" -eq 3 ]
+check "--resume: console.log appended" grep -q 'flag' "$tmp/runs/failing/node-1/console.log"
+check "--resume: 0 failed" grep -q 'all peers stopped after .*; 0 failed' "$tmp/resume.out"
+check "--resume: manifest kept" cmp -s "$tmp/manifest.before" "$tmp/runs/failing/manifest.json"
+check "--resume: recorded" [ "$(wc -l <"$tmp/runs/failing/launch/resumes.log")" -eq 1 ]
+rl -n 3 -t "$tmp/ring-3.topo" -r failing -p 31060 --resume -- --seed 9 >"$tmp/resume2.out" 2>&1
+rc=$?
+check "--resume with other flags refused, exit 2 (got $rc)" [ $rc -eq 2 ]
+check "--resume with other flags: then and now" grep -q 'now:  \["--seed", "9"\]' "$tmp/resume2.out"
+rl -n 3 -t "$tmp/full-3.topo" -r failing -p 31060 --resume >"$tmp/resume3.out" 2>&1
+rc=$?
+check "--resume on another topology refused, exit 2 (got $rc)" [ $rc -eq 2 ]
+rl -n 3 -t "$tmp/ring-3.topo" -r fresh -p 31060 -i 1 --no-report --resume >"$tmp/resume4.out" 2>&1
+rc=$?
+check "--resume of no run starts it (exit $rc)" [ $rc -eq 0 ] && grep -q 'no run at .*fresh yet, starting it' "$tmp/resume4.out"
+
+# 9. A peer that failed, restarted by hand with --resume while the others
+# still run, and ended normally: waited for, and not "1 failed".
+FAKE_FAIL=1 FAKE_ROUNDS=40 rl -n 3 -t "$tmp/ring-3.topo" -r byhand -p 31070 -i 1 --no-report >"$tmp/byhand.out" 2>&1 &
+lp=$!
+i=0
+while [ $i -lt 100 ] && [ ! -f "$tmp/runs/byhand/launch/node-1.exit" ]; do sleep 0.1; i=$((i + 1)); done
+FAKE_ROUNDS=50 "$tmp/murmur" node --id 1 --topology "$tmp/ring-3.topo" --run-dir "$tmp/runs/byhand" --resume \
+    >>"$tmp/runs/byhand/node-1/console.log" 2>&1 &
+hp=$!
+wait $lp
+rc=$?
+check "restarted by hand: the launcher waited for it" sh -c "! kill -0 $hp 2>/dev/null"
+wait $hp
+check "restarted by hand: exit 0 (got $rc)" [ $rc -eq 0 ]
+check "restarted by hand: said, and 0 failed" sh -c "grep -q 'peer 1, restarted by hand after status 3, ended normally' '$tmp/byhand.out' && grep -q '; 0 failed' '$tmp/byhand.out'"
 
 if [ $fails -ne 0 ]; then
     for f in "$tmp"/*.out; do echo "--- $f"; cat "$f"; done

@@ -20,4 +20,22 @@ done
 [ $count -ge 10 ] || fail "only $count scripts checked"
 sh "$ROOT/scripts/compare.sh" --help > "$T/got"
 grep -q '130 interrupted' "$T/got" && grep -q 'Environment:' "$T/got" || fail "compare.sh --help lacks its exit statuses or environment"
-echo "ok: --help of $count scripts prints each whole header"
+
+# Every command of the binary, and every subcommand, answers --help and -h
+# with its usage on stdout, exit 0 and nothing on stderr (issue 21,
+# defect 4: data-prepare and topo gen did not), also after other arguments.
+cmds=$("$MURMUR" --help | awk '/^commands:/ { on = 1; next } on && !NF { exit } on { print $1 }')
+[ "$(echo "$cmds" | wc -w)" -ge 8 ] || fail "murmur --help lists only: $cmds"
+n_cmd=0
+for c in $cmds data-verify "topo gen" "topo info" "topo matrix" "topo gen ring" "topo info x.topo" \
+         "data-prepare --text" "report --sweep"; do
+    for opt in --help -h; do
+        st=0
+        timeout 20 "$MURMUR" $c $opt > "$T/got" 2> "$T/err" || st=$?
+        [ $st -eq 0 ] || fail "murmur $c $opt: exit $st ($(head -c 200 "$T/err"))"
+        [ ! -s "$T/err" ] || fail "murmur $c $opt: wrote to stderr: $(head -c 200 "$T/err")"
+        grep -q "^usage: murmur ${c%% *}" "$T/got" || fail "murmur $c $opt: no 'usage: murmur ${c%% *}' line: $(head -c 200 "$T/got")"
+    done
+    n_cmd=$((n_cmd + 1))
+done
+echo "ok: --help of $count scripts prints each whole header; $n_cmd commands and subcommands of murmur answer --help and -h"

@@ -4,7 +4,8 @@
 # and the aggregate counts every seed once. While the killed sweep's run
 # still goes on, a second sweep in the same directory is refused. A failed
 # run is marked, left out of the aggregate, kept on the next invocation and
-# rerun with --retry-failed. The peers are a stand-in for `murmur node` (a
+# rerun with --retry-failed, unless its flags changed: then it is a new
+# run. The peers are a stand-in for `murmur node` (a
 # shell script writing metrics in the documented format, slowly enough to
 # be killed mid-run); everything else is the real murmur.
 . "$(dirname "$0")/lib.sh"
@@ -14,7 +15,7 @@ cat > "$T/murmur" <<FAKE
 case \$1 in
 --version) echo "murmur 0.0.0-fake"; exit 0 ;;
 report|topo) exec "$real" "\$@" ;;
-node) [ "\${2:-}" = --help ] && exec "$real" node --help ;;
+node) case \${2:-} in --help|--dry-run) exec "$real" "\$@" ;; esac ;;
 *) exit 2 ;;
 esac
 shift
@@ -110,4 +111,18 @@ sweep > "$T/out5" 2>&1 || st=$?
 sweep --retry-failed > "$T/out6" 2>&1 || { cat "$T/out6" >&2; fail "--retry-failed did not finish the sweep"; }
 grep -q '^ring-3 .* 3/3 ' "$T/out6" && [ -d "$top/ring-3/s3.attempt-1" ] || { cat "$T/out6" >&2; fail "--retry-failed: not 3/3"; }
 note "a failed run was marked, left out, kept, and rerun with --retry-failed"
+
+# 5. A failed run whose flags the spec has changed since is a new run, not
+# "failed before and kept" (issue 21, friction 8).
+printf 'topology %s\nseeds 3\nflags --rounds 8\n' "$T/ring-3.topo" > "$T/f.sweep"
+st=0
+FAKE_FAIL_SEED=3 sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/f.sweep" > "$T/out7" 2>&1 || st=$?
+[ $st -eq 1 ] && [ -f "$RUNS/f/ring-3/s3/sweep.failed" ] || { cat "$T/out7" >&2; fail "the run with --rounds 8 did not fail"; }
+sed -i 's/--rounds 8/--rounds 9/' "$T/f.sweep"
+sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/f.sweep" > "$T/out8" 2>&1 || { cat "$T/out8" >&2; fail "the changed failed run was not run again"; }
+grep -q '0 finished before, 0 failed before and kept, 1 to run' "$T/out8" &&
+    grep -q 'ring-3/s3: failed with other node flags (--rounds 8 --seed 3) before; that attempt kept as' "$T/out8" ||
+    { cat "$T/out8" >&2; fail "the changed failed run is not said to be a new run"; }
+[ -f "$RUNS/f/ring-3/s3/sweep.done" ] || fail "the changed failed run is not done"
+note "a failed run whose flags changed was run again without --retry-failed"
 echo "ok: the sweep resumes after a kill; failed runs are never averaged"

@@ -19,6 +19,7 @@ seeds 1 2
 flags --data $T/data --layers 1 --width 16 --heads 2 --ctx 16 --batch 4 --lr 3e-3
 flags --rounds 12 --eval-every 4 --snapshot-every 4 --log-every 0 --plaintext
 flags --partition genre
+baseline complete-3
 SPEC
 port=$(free_ports 12)
 # A socket on the second port of the first block: the sweep must skip that block.
@@ -55,8 +56,15 @@ done
 awk -v l="$(col local-3 consensus_final_mean)" -v c="$(col complete-3 consensus_final_mean)" \
     'BEGIN { exit !(c < l) }' || { cat "$csv" >&2; fail "complete is not closer to consensus than local"; }
 grep -qi 'nan\|inf' "$T/out" && { cat "$T/out" >&2; fail "the sweep printed nan or inf"; }
+# paired against the spec's baseline: both seeds pair, the table and CSV say so
+grep -q '^paired against complete-3' "$T/out" || { cat "$T/out" >&2; fail "no paired table"; }
+[ "$(col local-3 baseline)" = '"complete-3"' ] && [ "$(col local-3 paired_n)" = 2 ] &&
+    [ "$(col local-3 paired_seeds)" = '"1 2"' ] || { cat "$csv" >&2; fail "local-3 not paired on seeds 1 2"; }
+awk -v d="$(col local-3 d_acc_mean)" -v lo="$(col local-3 d_acc_lo)" -v hi="$(col local-3 d_acc_hi)" \
+    'BEGIN { exit !(d ~ /^[0-9.eE+-]+$/ && lo + 0 <= d + 0 && d + 0 <= hi + 0) }' ||
+    { cat "$csv" >&2; fail "local-3's paired interval does not hold its mean"; }
 if command -v gnuplot >/dev/null 2>&1; then
-    for p in sweep_acc_consensus sweep_acc_bytes sweep_acc_wall; do
+    for p in sweep_acc_consensus sweep_acc_bytes sweep_acc_wall sweep_paired_acc; do
         [ -s "$top/plots/$p.png" ] && [ -f "$top/plots/$p.gp" ] || fail "no plot $p"
     done
 fi

@@ -81,6 +81,25 @@ seeds 1"
 refused 2 "topology file $T/push3.topo is a directed .*(--algo async would drift" "seeds 1
 topology $T/push3.topo
 axis --algo pushsum async"
+# flags the node itself refuses, found by its own option parsing (murmur
+# node --dry-run), not only by the sweep's reading of node --help (issue
+# 21, friction 8: these three passed --check)
+refused - "setting ring-4: murmur node refuses its flags (--rounds abc --seed 1): .*--rounds" "topology $T/ring-4.topo
+seeds 1
+flags --rounds abc"
+refused - "setting ring-4: murmur node refuses its flags (--heads 5 --seed 1): --width 128 is not a multiple of --heads 5" "topology $T/ring-4.topo
+seeds 1
+flags --heads 5"
+refused - "setting ring-4,partition=bogus: murmur node refuses its flags" "topology $T/ring-4.topo
+seeds 1 2
+axis --partition genre bogus"
+refused 3 "baseline: 'complete-4' is not one of the settings" "$good
+baseline complete-4"
+refused 4 "'baseline' given twice (first on line 3)" "$good
+baseline ring-4
+baseline ring-4"
+refused 3 "baseline: give one setting's name" "$good
+baseline ring-4 ring-8"
 refused - "no 'seeds' line" "topology $T/ring-4.topo"
 refused - "no 'topology' line" "seeds 1 # a comment"
 
@@ -100,4 +119,7 @@ grep -q '^  ring-8,gossip-steps=2,lr=3e-3 .*seed 2 .* 8 peers  --rounds 10 --pla
     { cat "$T/out" >&2; fail "good spec: a run's setting or flags not as documented"; }
 printf 'topology %s\nseeds 1\nflags --algo pushsum\n' "$T/push3.topo" > "$T/push.sweep"
 sh "$ROOT/scripts/sweep.sh" --check "$T/push.sweep" > "$T/out" 2>&1 || { cat "$T/out" >&2; fail "push-sum on a column-stochastic graph refused"; }
+# a flag whose value is not named in capitals (R:G,...) takes its value
+printf 'topology %s\nseeds 1\nflags --gossip-steps-schedule 0:2,5:1 --rounds 10\n' "$T/ring-4.topo" > "$T/sched.sweep"
+sh "$ROOT/scripts/sweep.sh" --check "$T/sched.sweep" > "$T/out" 2>&1 || { cat "$T/out" >&2; fail "--gossip-steps-schedule's value refused"; }
 echo "ok: $n bad specs refused with file, line and reason; a good one accepted"

@@ -20,5 +20,14 @@ for f in "$tmp"/ex*.topo; do
     fi
 done
 [ "$count" -ge 10 ] || { echo "FAIL: only $count examples found in topologies/README.md"; exit 1; }
+# the `murmur topo info` example is what it prints, line for line
+awk '/^```/ { if (inb) exit; if (getline l > 0 && l ~ /^file +topologies\/ring-8.topo$/) { inb = 1; print l } next }
+     inb' topologies/README.md > "$tmp/info.doc"
+"$M" topo info topologies/ring-8.topo > "$tmp/info.real" 2>&1
+if [ ! -s "$tmp/info.doc" ] || ! cmp -s "$tmp/info.doc" "$tmp/info.real"; then
+    echo "FAIL: topologies/README.md's 'murmur topo info' example is not what it prints:"
+    diff "$tmp/info.doc" "$tmp/info.real" | sed 's/^/  | /'
+    fails=$((fails + 1))
+fi
 echo "topo_readme: $count examples, $fails failed"
 [ "$fails" -eq 0 ]

@@ -32,7 +32,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gossip/wire.h"
+#include "net/algo.h"
+#include "net/wire.h"
 
 enum { C_MAGIC, C_VERSION, C_TYPE, C_LENGTH, C_CHECKSUM, C_FINGERPRINT, C_IDENTITY, C_TLS,
        C_TLS_MISMATCH, C_PEER_TIMEOUT, C_FLOOD_OR_TIMEOUT, C_N };
@@ -131,7 +132,7 @@ static void fix_hdr_crc(uint8_t out[MM_WIRE_HDR_LEN])
 static size_t malformed(int k, uint8_t *buf, int *counter)
 {
     uint8_t pl[MM_WIRE_HELLO_LEN];
-    mm_wire_hello hello = {.vec_len = 1000, .target = target, .algo = MM_WIRE_ALGO_DPSGD,
+    mm_wire_hello hello = {.vec_len = 1000, .target = target, .algo = MM_ALGO_DPSGD,
                            .codec = MM_WIRE_CODEC_FP32};
     for (int i = 0; i < 32; i++)
         hello.fingerprint[i] = (uint8_t)next_rand();

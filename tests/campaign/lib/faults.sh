@@ -43,3 +43,4 @@ campaign_line() { # name injected survived lost recover
 count_ev() { awk -v e="\"ev\":\"$2\"" 'index($0, e) { n++ } END { print n + 0 }' "$1" 2>/dev/null || echo 0; }
 # life_rounds FILE: round lines since the last start line (this life's).
 life_rounds() { awk '/"ev":"start"/ { c = 0 } /"ev":"round"/ { c++ } END { print c + 0 }' "$1" 2>/dev/null || echo 0; }
+

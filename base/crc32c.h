@@ -1,0 +1,15 @@
+/* CRC32C (Castagnoli): SSE4.2 when the CPU has it, else slice-by-8 tables.
+ * The wire's frame checksums (net/wire.h) and the codecs' copy checksums
+ * (gossip/codec.h) are both this one. */
+#ifndef MURMUR_CRC32C_H
+#define MURMUR_CRC32C_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
+bool mm_crc32c_is_hw(void);
+uint32_t mm_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+
+#endif

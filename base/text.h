@@ -1,0 +1,23 @@
+/* A growing text buffer for documents built in memory (the Prometheus
+ * exposition, murmur watch's JSON). Out of memory is sticky: the text stops
+ * growing and oom says so; the caller checks once at the end. */
+#ifndef MURMUR_TEXT_H
+#define MURMUR_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    char *p;        /* NUL-terminated once anything was put */
+    size_t len, cap;
+    bool oom;
+} mm_text;
+
+void mm_text_put(mm_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* s as a JSON string, quotes included (control bytes as \u00XX). */
+void mm_text_json_str(mm_text *t, const char *s);
+/* v as a JSON number, null when NaN or infinite. */
+void mm_text_json_num(mm_text *t, double v);
+void mm_text_free(mm_text *t);
+
+#endif

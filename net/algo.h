@@ -1,0 +1,61 @@
+/* The averaging algorithms, written once (like net/counters.h):
+ *
+ *   MM_ALGOS(X)   X(NAME, code, name)
+ *     NAME   the enumerator MM_ALGO_<NAME>
+ *     code   its number in a HELLO (docs/protocol.md 3.1): peers must run
+ *            the same one; the enumerator's value
+ *     name   --algo's word and the metrics' "algo"
+ *
+ * What each one does is in docs/node.md; node/algo_*.c implement them
+ * (node/algo.h). */
+#ifndef MM_NET_ALGO_H
+#define MM_NET_ALGO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MM_ALGOS(X)               \
+    X(DPSGD, 1, "dpsgd")          \
+    X(ASYNC, 2, "async")          \
+    X(PUSHSUM, 3, "pushsum")      \
+    X(ALLREDUCE, 4, "allreduce")
+
+typedef enum {
+#define MM_X(NAME, code, name) MM_ALGO_##NAME = code,
+    MM_ALGOS(MM_X)
+#undef MM_X
+} mm_algo;
+
+/* What the f64 weight of a VECTOR may be (docs/protocol.md 3.2): each
+ * algorithm's rule, which the wire enforces on every vector and the mix
+ * (gossip/mix.c) on what it mixes. The
+ * algorithm decides it; a receiver refuses every other value, so that no
+ * neighbour can make the mixing divide by zero, by a negative number, or by
+ * a value whose reciprocal a float cannot hold. */
+typedef enum {
+    MM_WEIGHT_FINITE = 0, /* any finite value: the transport alone (tests,
+                           * benchmarks); murmur node always sets one below */
+    MM_WEIGHT_ONE,        /* dpsgd, async: exactly 1.0 */
+    MM_WEIGHT_PUSHSUM,    /* pushsum: MM_PUSHSUM_W_MIN <= w <= n_peers */
+} mm_weight_rule;
+
+/* The smallest push-sum weight on the wire: 2^-30. Its reciprocal (2^30)
+ * and w*z for any normal float z of magnitude above 1e-29 stay normal
+ * floats; an honest peer whose weight would decay below it is raised back
+ * to it (gossip/mix.h). */
+#define MM_PUSHSUM_W_MIN 0x1p-30
+
+/* True when w obeys rule; n_peers is the largest push-sum weight (the mass
+ * of the whole cluster: push-sum conserves or loses mass, never creates
+ * it). On false, why (when not NULL) says what is wrong. */
+bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
+                       char *why, size_t whylen);
+
+/* "dpsgd", ...; NULL for a number that is none of them (a HELLO from
+ * another build). */
+const char *mm_algo_name(mm_algo a);
+/* The algorithm called s, or -1. */
+int mm_algo_parse(const char *s);
+
+#endif

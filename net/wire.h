@@ -1,0 +1,174 @@
+/* The gossip wire format (docs/protocol.md): fixed 40-byte frame headers,
+ * HELLO payloads, CRC32C, and an incremental frame decoder. Pure functions,
+ * no I/O, so the decoder can be fuzzed on its own (tests/fuzz_wire.c). */
+#ifndef MURMUR_WIRE_H
+#define MURMUR_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/crc32c.h"
+#include "net/algo.h"
+
+#define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
+#define MM_WIRE_VERSION 4
+#define MM_WIRE_HDR_LEN 40
+#define MM_WIRE_HELLO_LEN 128
+/* The topology's name in a HELLO: at most this many bytes, 0-padded. */
+#define MM_WIRE_TOPO_NAME 32
+/* A VECTOR payload starts with this many bytes of vector header (weight,
+ * codec, flags, ...; mm_wire_vec), then the body. */
+#define MM_WIRE_VEC_HDR 40
+#define MM_WIRE_REFUSE_MAX 512
+/* Floats per vector a HELLO may announce: 2^31 floats = 8 GiB. */
+#define MM_WIRE_MAX_VEC_LEN (1ULL << 31)
+#define MM_RX_SLICE (256u * 1024)
+
+enum mm_wire_type {
+    MM_WIRE_HELLO = 1,
+    MM_WIRE_VECTOR = 2,
+    MM_WIRE_PING = 3,
+    MM_WIRE_BYE = 4,
+    MM_WIRE_REFUSE = 5,
+};
+
+typedef struct {
+    uint16_t version, type;
+    uint32_t sender;
+    uint64_t round;
+    uint64_t payload_len;
+    uint32_t payload_crc;
+} mm_wire_header;
+
+
+/* The codec of VECTOR bodies: the numbers of gossip/codec.h's kinds.
+ * fp32 is the plain little-endian binary32 vector. */
+#define MM_WIRE_CODEC_FP32 1
+#define MM_WIRE_CODEC_MAX 6
+
+typedef struct {
+    uint8_t fingerprint[32];
+    uint64_t vec_len;
+    uint32_t target;    /* the id the sender believes it talks to */
+    uint8_t algo;       /* mm_algo (net/algo.h): peers must run the same one */
+    uint8_t codec;      /* MM_WIRE_CODEC_FP32, ... */
+    uint32_t codec_block;  /* int8, sign: floats per scale; else 0 */
+    double codec_frac;     /* topk, randk: the fraction sent; else 0 */
+    uint8_t topo_digest[32]; /* the topology's canonical digest (gossip/topology.h) */
+    char topo_name[MM_WIRE_TOPO_NAME + 1]; /* the file it came from, for messages only */
+} mm_wire_hello;
+
+/* VECTOR flags (docs/protocol.md 3.2). */
+#define MM_VEC_RESET 0x01u  /* the body is the sender's whole public copy, in fp32 */
+#define MM_VEC_MORE 0x02u   /* consensus control: the sender does another exchange */
+#define MM_VEC_FLAGS 0x03u  /* every flag defined; others must be 0 */
+
+/* The vector header: what travels with a vector's body. */
+typedef struct {
+    double weight;      /* push-sum weight (rules: mm_weight_rule) */
+    uint8_t codec;      /* the body's encoding (the negotiated codec; fp32 with RESET) */
+    uint8_t flags;      /* MM_VEC_* */
+    uint16_t level;     /* consensus control skipping rounds: the sender's level
+                         * (mm_cc_level, in the round's first exchange); 0 otherwise */
+    uint32_t copy_crc;  /* compressed gossip: CRC32C of the sender's public copy
+                         * after this frame; 0 otherwise */
+    double aux;         /* consensus control: the sender's estimate; 0 otherwise */
+    uint64_t offset;    /* first float the body describes (0 for a whole vector) */
+    uint64_t count;     /* floats it describes (vec_len for a whole vector) */
+} mm_wire_vec;
+
+/* Why a frame was refused; each maps to one counter in mm_transport_stats. */
+typedef enum {
+    MM_WIRE_OK = 0,
+    MM_WIRE_E_MAGIC,
+    MM_WIRE_E_VERSION,
+    MM_WIRE_E_HDR_CRC,
+    MM_WIRE_E_TYPE,
+    MM_WIRE_E_LENGTH,
+    MM_WIRE_E_CHECKSUM,
+    MM_WIRE_E_VALUES,
+    MM_WIRE_E_WEIGHT,
+    MM_WIRE_E_CODEC,
+} mm_wire_err;
+
+const char *mm_wire_err_name(mm_wire_err e);
+
+/* CRC32C: base/crc32c.h (mm_crc32c). */
+
+void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h);
+void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h);
+void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h);
+void mm_wire_put_vec(uint8_t out[MM_WIRE_VEC_HDR], const mm_wire_vec *v);
+void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v);
+
+/* Checks a received header against what this connection accepts: magic,
+ * version, header CRC, reserved field 0, type (only HELLO/REFUSE before
+ * the HELLO), and the payload length: exact for HELLO, PING and BYE, at
+ * most 512 for REFUSE, and for VECTOR between MM_WIRE_VEC_HDR + 1 and
+ * max_vector (the vector header then fixes the exact length, checked when
+ * it arrives); so no length ever decides an allocation. The decoder below
+ * also refuses HELLO reserved bytes that are not 0 (MM_WIRE_E_TYPE, as the
+ * header's), and checks every VECTOR's vector header (mm_wire_rx). */
+mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
+                               uint64_t max_vector, mm_wire_header *h,
+                               char *why, size_t whylen);
+
+
+/* Incremental decoder. The owner asks where the next bytes go (want), puts
+ * up to that many there, and reports how many (advance). Payloads of HELLO,
+ * REFUSE land in ctrl; a VECTOR payload lands in vec_buf (MM_WIRE_VEC_HDR +
+ * max_body bytes, owned by the caller and set once the HELLO is done).
+ *
+ * A VECTOR's vector header is checked the moment it has arrived, before its
+ * body is read: the weight (finite, and the connection's rule:
+ * MM_WIRE_E_WEIGHT), the codec (the negotiated one; fp32, and only fp32,
+ * with RESET: MM_WIRE_E_CODEC), the flags and reserved bits
+ * (MM_WIRE_E_TYPE; RESET only where copies is set), aux
+ * finite (MM_WIRE_E_VALUES), offset and count within the vector (whole
+ * vectors only unless allow_chunks: MM_WIRE_E_LENGTH), and the body's
+ * length (exactly 4 * count for fp32; at most max_body for other codecs,
+ * whose body the owner checks with the codec: MM_WIRE_E_LENGTH). An fp32
+ * body is checked for NaN and Inf as it arrives (MM_WIRE_E_VALUES). */
+typedef enum { MM_RX_MORE, MM_RX_FRAME, MM_RX_ERROR } mm_rx_event;
+
+typedef struct {
+    bool hello_done;
+    /* A TLS connection: the AEAD already authenticates every byte, so the
+     * payload CRC is neither computed nor checked; its field must be 0. */
+    bool no_payload_crc;
+    /* What a VECTOR may be (all kept by mm_wire_rx_init). */
+    mm_weight_rule weight_rule;
+    uint32_t n_peers;
+    uint64_t vec_len;
+    uint64_t max_body;     /* bytes; 0: 4 * vec_len (fp32) */
+    uint8_t codec;         /* the negotiated codec; 0: fp32 */
+    bool allow_chunks;     /* offset/count may describe part of the vector */
+    bool copies;           /* compressed gossip: RESET frames may come (public copies) */
+    uint8_t *vec_buf;
+
+    uint8_t hdr_raw[MM_WIRE_HDR_LEN];
+    uint8_t ctrl[MM_WIRE_REFUSE_MAX + 1];
+    size_t got;            /* bytes of the current part (header or payload) */
+    bool in_payload;
+    uint32_t crc;
+    uint64_t checked;      /* vector floats already checked for NaN/Inf */
+    uint64_t bad_at;       /* first non-finite float, or UINT64_MAX */
+    mm_wire_header hdr;    /* valid while in_payload and after FRAME */
+    mm_wire_vec vec;       /* a VECTOR's header, valid once its first 40 bytes are in */
+    bool vec_checked;
+    uint8_t *payload;      /* where the current payload lands */
+    mm_wire_err err;
+    char why[160];
+} mm_wire_rx;
+
+void mm_wire_rx_init(mm_wire_rx *rx);
+/* Where the next bytes go and how many at most (never 0). */
+void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len);
+/* n bytes were written at the want() pointer. On FRAME, rx->hdr and
+ * rx->payload describe the whole frame until the next advance(). */
+mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n);
+/* True in the middle of a frame (for the frame timeout). */
+bool mm_wire_rx_busy(const mm_wire_rx *rx);
+
+#endif

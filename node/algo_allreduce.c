@@ -1,0 +1,168 @@
+/* Ring all-reduce (node/algo.h, docs/node.md "All-reduce"): a round of its
+ * own. The loop thread runs the ring (node/allreduce.c) on buffers this
+ * thread lends it for the round, while this thread computes the local
+ * steps; then x <- avg(x_t) + (x - x_t). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "node/algo.h"
+#include "node/trainer.h"
+
+typedef struct {
+    float *out;                     /* while training: the average lands here */
+    double seconds;                 /* the loop's time in all-reduces so far */
+} allreduce;
+
+static int start(mm__trainer *tr, char *err, size_t errlen)
+{
+    allreduce *ar = calloc(1, sizeof *ar);
+    if (ar && mm__trainer_trains(tr) && !(ar->out = malloc(tr->P * sizeof(float)))) {
+        free(ar);
+        ar = NULL;
+    }
+    if (!ar) {
+        snprintf(err, errlen, "out of memory for the all-reduce's %zu floats", tr->P);
+        return -1;
+    }
+    tr->algo_state = ar;
+    return 0;
+}
+
+static void end(mm__trainer *tr)
+{
+    allreduce *ar = tr->algo_state;
+    if (ar)
+        free(ar->out);
+    free(ar);
+}
+
+
+/* The ring's neighbours as this round's view, for the round line (nbrs). */
+static void allreduce_view(mm__trainer *tr)
+{
+    tr->v.n_in = tr->v.n_out = 0;
+    if (tr->n < 2)
+        return;
+    uint32_t left = (tr->id + tr->n - 1) % tr->n, right = (tr->id + 1) % tr->n;
+    tr->v.in[tr->v.n_in++] = (mm_neighbour){.peer = left};
+    if (right != left)
+        tr->v.in[tr->v.n_in++] = (mm_neighbour){.peer = right};
+    for (int k = 0; k < tr->v.n_in; k++) {
+        /* first_*: what the round line reports */
+        tr->nbr[k].status = tr->nbr[k].first_status = IN_READY;
+        tr->nbr[k].dist = tr->nbr[k].first_dist = NAN;
+    }
+    tr->exchanges = 1; /* one all-reduce a round */
+}
+
+/* Waits for the all-reduce to end. It fails on its own when a ring
+ * neighbour goes down or leaves; here it is failed when it has made no
+ * progress (no chunk in or out) for --round-timeout since the later of
+ * its last progress and the end of our compute (while a neighbour has
+ * never been up, --start-timeout from the start instead). */
+static void allreduce_wait(mm__trainer *tr, double compute_end, mm__ar_view *v)
+{
+    bool aborted = false;
+    double timeout = tr->cfg->round_timeout_ms / 1000.0;
+    for (;;) {
+        mm__mbox_allreduce_view(tr->mb, v);
+        if (v->state != MM__AR_RUNNING)
+            return;
+        double from = v->last_progress > compute_end ? v->last_progress : compute_end;
+        double deadline = from + timeout;
+        for (int k = 0; k < tr->v.n_in; k++) {
+            mm__peer_view pv;
+            mm__mbox_peer(tr->mb, tr->v.in[k].peer, &pv);
+            if (!pv.ever_up && tr->start_deadline > deadline)
+                deadline = tr->start_deadline;
+        }
+        if (aborted)
+            deadline = mm_time_now() + 1; /* the loop answers at once */
+        else if (mm_time_now() >= deadline) {
+            char why[96];
+            snprintf(why, sizeof why, "no progress for %.1f s (--round-timeout)",
+                     mm_time_now() - from);
+            mm__mbox_allreduce_abort(tr->mb, why);
+            aborted = true;
+            continue;
+        }
+        mm__mbox_allreduce_wait(tr->mb, deadline);
+    }
+}
+
+/* One round of --algo allreduce (docs/node.md, "All-reduce"): the ring
+ * averages x_t on the loop thread while this thread computes the local
+ * steps, then x <- avg(x_t) + (x - x_t). Without training nothing changes
+ * x meanwhile, so x itself is averaged in place (no copies). Returns 0, or
+ * -2 when the all-reduce failed (tr->round_error says why). */
+static int round_of_its_own(mm__trainer *tr)
+{
+    allreduce *ar = tr->algo_state;
+    double t0 = mm_time_now();
+    allreduce_view(tr);
+    mm__iso_round(tr->iso, &tr->v);
+    mm__round_phase(tr, PH_SNAPSHOT);
+    const float *s = tr->x;
+    float *out = tr->x;
+    if (mm__trainer_trains(tr)) {
+        int b = mm__mbox_acquire(tr->mb); /* never held: nothing else sends */
+        float *snap = mm__mbox_buf(tr->mb, b < 0 ? 0 : b);
+        memcpy(snap, tr->x, tr->P * sizeof(float));
+        s = snap;
+        out = ar->out;
+    }
+    mm__mbox_allreduce(tr->mb, (uint64_t)tr->round, s, out);
+    double t1 = mm_time_now();
+    mm__round_phase(tr, PH_COMPUTE);
+    if (!tr->algo->steps_first) /* (else round.c ran them before the snapshot) */
+        mm__round_compute(tr);
+    double t2 = mm_time_now();
+    mm__round_phase(tr, PH_WAIT);
+    mm__ar_view v;
+    allreduce_wait(tr, t2, &v);
+    double t3 = mm_time_now();
+    mm__round_phase(tr, PH_MIX);
+    if (v.state != MM__AR_DONE) {
+        snprintf(tr->round_error, sizeof tr->round_error, "%s",
+                 v.err[0] ? v.err : "all-reduce failed");
+        return -2;
+    }
+    ar->seconds += v.seconds;
+    if (out != tr->x) /* x = avg(x_t) + (x - x_t) */
+        for (size_t k = 0; k < tr->P; k++)
+            tr->x[k] = out[k] + (tr->x[k] - s[k]);
+    double t4 = mm_time_now();
+    for (int k = 0; k < tr->v.n_in; k++) /* the average holds every peer's vector */
+        mm__iso_mixed(tr->iso, tr->v.in[k].peer, t4);
+    tr->t_comm += (t1 - t0) + (t4 - t3);
+    tr->t_compute += t2 - t1;
+    tr->t_wait += t3 - t2;
+    return 0;
+}
+
+/* ---- metrics, snapshots, checkpoints -------------------------------------- */
+
+
+const float *mm__allreduce_average(const mm__trainer *tr)
+{
+    const allreduce *ar = tr->algo_state;
+    return ar->out;
+}
+
+static void fields(mm__trainer *tr, mm_metrics *m, mm__line where)
+{
+    const allreduce *ar = tr->algo_state;
+    if (where == MM__LINE_ROUND_TIMES)
+        mm_metrics_num(m, "t_allreduce", ar->seconds);
+}
+
+const mm__algo mm__algo_allreduce = {
+    .id = MM_ALGO_ALLREDUCE,
+    .start = start,
+    .end = end,
+    .round = round_of_its_own,
+    .fields = fields,
+};

@@ -1,0 +1,77 @@
+/* Asynchronous gossip (node/algo.h): D-PSGD's snapshot and mix
+ * (algo_gossip.c), but an exchange never waits: it mixes the newest copy
+ * of each in-neighbour it has, if that copy is at most --staleness
+ * exchanges old. A vector is copied out of the mailbox as soon as it is
+ * seen, so the connection keeps flowing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "node/algo.h"
+#include "node/trainer.h"
+
+/* The newest copy of a peer (by peer id; allocated when first seen). */
+typedef struct {
+    float *vec;
+    int64_t exchange;               /* -1: none yet */
+    double weight;
+} latest;
+
+static int start(mm__trainer *tr, char *err, size_t errlen)
+{
+    latest *l = calloc(tr->n, sizeof *l);
+    if (!l) {
+        snprintf(err, errlen, "out of memory for the newest copies of %u peers", tr->n);
+        return -1;
+    }
+    for (uint32_t p = 0; p < tr->n; p++)
+        l[p].exchange = -1;
+    tr->algo_state = l;
+    return 0;
+}
+
+static void end(mm__trainer *tr)
+{
+    latest *l = tr->algo_state;
+    if (l)
+        for (uint32_t p = 0; p < tr->n; p++)
+            free(l[p].vec);
+    free(l);
+}
+
+static void gather(mm__trainer *tr, uint64_t e)
+{
+    latest *all = tr->algo_state;
+    for (int k = 0; k < tr->v.n_in; k++) {
+        uint32_t p = tr->v.in[k].peer;
+        latest *l = &all[p];
+        mm__peer_view pv;
+        mm__mbox_peer(tr->mb, p, &pv);
+        if (pv.has_vector) {
+            if (!l->vec)
+                l->vec = malloc(tr->P * sizeof(float));
+            if (l->vec) {
+                memcpy(l->vec, pv.body, tr->P * sizeof(float));
+                l->exchange = (int64_t)pv.exchange;
+                l->weight = pv.meta.weight;
+            }
+            /* copied out at once, so the connection keeps flowing */
+            mm__mbox_release(tr->mb, p);
+        }
+        bool fresh = l->vec && l->exchange >= 0 &&
+                     (int64_t)e - l->exchange <= tr->cfg->staleness;
+        mm__nbr *nb = &tr->nbr[k];
+        nb->status = fresh ? IN_READY : IN_MISSING;
+        nb->vec = fresh ? l->vec : NULL;
+        nb->weight = fresh ? l->weight : 0;
+    }
+}
+
+const mm__algo mm__algo_async = {
+    .id = MM_ALGO_ASYNC,
+    .start = start,
+    .end = end,
+    .send = mm__gossip_send,
+    .gather = gather,
+    .mix = mm__gossip_mix,
+    /* release: none, gather gave every vector back at once */
+};

@@ -1,0 +1,413 @@
+/* node/algo_choco.h: CHOCO-SGD in the peer's round, and the rules that
+ * keep every public copy equal to its owner's (or out of the mix until a
+ * RESET makes it so). The arithmetic is gossip/choco.c's. */
+#include "node/algo_choco.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "gossip/choco.h"
+#include "gossip/codec.h"
+#include "net/wire.h"
+#include "node/algo.h"
+#include "node/trainer.h"
+
+#define ALIGN8(x) (((x) + 7) & ~(size_t)7)
+
+struct mm__choco {
+    uint32_t id, n;
+    size_t P;
+    mm_codec_spec spec;
+    char spec_text[48];
+    mm_codec *codec;
+    double gamma;
+    uint64_t seed;
+    size_t q_cap, reset_off, buf_bytes;
+    int in_peers;
+    uint64_t bytes;
+
+    float *self;            /* x_hat_i */
+    uint64_t seq;           /* encodes so far (x_hat_i moved seq times) */
+
+    /* sender side, per peer: what it holds of x_hat_i */
+    bool *synced;           /* it was sent x_hat_i as of encode sent_seq ... */
+    uint64_t *sent_seq, *sent_exchange, *sent_lost; /* ... in that exchange, with
+                                                     * that many losses before */
+    bool *sent_reset;       /* ... as a RESET */
+    uint64_t *chain;        /* the connection (ups) on which it holds x_hat_i as of
+                             * the frame before that one; 0: none */
+
+    /* receiver side, per peer: our copy of its x_hat */
+    float **copy;
+    bool *valid;
+    uint64_t *copy_ups;     /* the connection (mailbox ups) the copy belongs to */
+
+    mm__choco_stats st;
+};
+
+/* In-neighbours over the topology's schedule: one copy each. */
+static int count_in_peers(const mm_topology *topo, uint32_t id, uint32_t n)
+{
+    bool *senders = calloc(n, sizeof *senders);
+    int count = senders ? mm_topo_senders(topo, id, senders) : -1;
+    free(senders);
+    return count >= 0 ? count : (int)n - 1; /* random schedules: anyone, eventually */
+}
+
+int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma, char *err,
+                    size_t errlen)
+{
+    char why[256];
+    if (mm_codec_parse(c->compress, spec, why, sizeof why) != 0) {
+        snprintf(err, errlen, "--compress %s: %s", c->compress, why);
+        return -1;
+    }
+    if (c->algo != MM_ALGO_DPSGD) {
+        snprintf(err, errlen, "--compress runs CHOCO-SGD, defined for --algo dpsgd only "
+                              "(not %s)", mm_algo_name(c->algo));
+        return -1;
+    }
+    *gamma = c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(spec);
+    if (!(*gamma > 0 && *gamma <= 1)) {
+        snprintf(err, errlen, "--consensus-step %g is outside (0, 1]", *gamma);
+        return -1;
+    }
+    return 0;
+}
+
+mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                         const float *x, size_t P, char *err, size_t errlen)
+{
+    mm_codec_spec spec;
+    double gamma;
+    char why[256];
+    if (mm__choco_check(c, &spec, &gamma, err, errlen) != 0)
+        return NULL;
+    uint32_t n = (uint32_t)mm_topo_n(topo);
+    mm__choco *ch = calloc(1, sizeof *ch);
+    if (!ch) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ch->id = id;
+    ch->n = n;
+    ch->P = P;
+    ch->spec = spec;
+    mm_codec_format(&spec, ch->spec_text, sizeof ch->spec_text);
+    ch->gamma = gamma;
+    ch->seed = c->train.seed;
+    ch->codec = mm_codec_new(&spec, P, why, sizeof why);
+    if (!ch->codec) {
+        snprintf(err, errlen, "--compress %s: %s", c->compress, why);
+        goto fail;
+    }
+    ch->q_cap = mm_codec_max_bytes(ch->codec);
+    ch->reset_off = ALIGN8(ch->q_cap);
+    ch->buf_bytes = ch->reset_off + 4 * P;
+    ch->in_peers = count_in_peers(topo, id, n);
+    /* One copy per in-neighbour and our own, the part of the mailbox's
+     * three buffers beyond the plain vector, the codec's workspace. */
+    ch->bytes = (uint64_t)(1 + ch->in_peers) * 4 * P + 3 * (uint64_t)ch->reset_off +
+                mm_codec_workspace_bytes(ch->codec);
+    uint64_t budget = (uint64_t)c->choco_memory_mb << 20;
+    if (ch->bytes > budget) {
+        snprintf(err, errlen, "--compress %s needs %.1f MiB for its public copies (%d "
+                 "in-neighbours + its own, %zu parameters each) and buffers, over "
+                 "--choco-memory-mb %ld: raise it, or use a topology with fewer in-neighbours",
+                 ch->spec_text, (double)ch->bytes / 1048576, ch->in_peers, P,
+                 (long)c->choco_memory_mb);
+        goto fail;
+    }
+    ch->self = malloc(4 * P);
+    ch->synced = calloc(n, sizeof *ch->synced);
+    ch->sent_seq = calloc(n, sizeof *ch->sent_seq);
+    ch->sent_exchange = calloc(n, sizeof *ch->sent_exchange);
+    ch->sent_reset = calloc(n, sizeof *ch->sent_reset);
+    ch->chain = calloc(n, sizeof *ch->chain);
+    ch->sent_lost = calloc(n, sizeof *ch->sent_lost);
+    ch->copy = calloc(n, sizeof *ch->copy);
+    ch->valid = calloc(n, sizeof *ch->valid);
+    ch->copy_ups = calloc(n, sizeof *ch->copy_ups);
+    if (!ch->self || !ch->synced || !ch->sent_seq || !ch->sent_exchange || !ch->sent_lost ||
+        !ch->sent_reset || !ch->chain ||
+        !ch->copy || !ch->valid || !ch->copy_ups) {
+        snprintf(err, errlen, "out of memory for the public copies");
+        goto fail;
+    }
+    /* x_hat_i starts at x, not 0: a peer that resumes mid-run must not
+     * pull its neighbours towards 0 (its first RESET carries x_hat_i). */
+    memcpy(ch->self, x, 4 * P);
+    return ch;
+fail:
+    mm__choco_free(ch);
+    return NULL;
+}
+
+void mm__choco_free(mm__choco *ch)
+{
+    if (!ch)
+        return;
+    mm_codec_free(ch->codec);
+    free(ch->self);
+    free(ch->synced);
+    free(ch->sent_seq);
+    free(ch->sent_exchange);
+    free(ch->sent_reset);
+    free(ch->chain);
+    free(ch->sent_lost);
+    if (ch->copy)
+        for (uint32_t p = 0; p < ch->n; p++)
+            free(ch->copy[p]);
+    free(ch->copy);
+    free(ch->valid);
+    free(ch->copy_ups);
+    free(ch);
+}
+
+size_t mm__choco_buf_bytes(const mm__choco *ch) { return ch->buf_bytes; }
+double mm__choco_gamma(const mm__choco *ch) { return ch->gamma; }
+const char *mm__choco_spec(const mm__choco *ch) { return ch->spec_text; }
+uint64_t mm__choco_bytes(const mm__choco *ch) { return ch->bytes; }
+int mm__choco_in_peers(const mm__choco *ch) { return ch->in_peers; }
+
+void mm__choco_wire(const mm__choco *ch, uint8_t *codec, uint32_t *block, double *frac,
+                    uint64_t *max_body)
+{
+    *codec = (uint8_t)ch->spec.kind;
+    *block = ch->spec.block;
+    *frac = ch->spec.frac;
+    uint64_t q = mm_codec_max_len(&ch->spec, ch->P);
+    *max_body = q > 4 * (uint64_t)ch->P ? q : 4 * (uint64_t)ch->P; /* a RESET is fp32 */
+}
+
+/* Whether out-neighbour p holds x_hat_i as it was before this exchange's
+ * encode: the previous encode's frame reached the connection that is up
+ * now, nothing sent to p was lost since, and that frame was a RESET or
+ * extended a copy p held on that same connection. "Reached" is where the
+ * mailbox wrote it, not where it was queued: a frame queued while p was
+ * connecting is the first on the new connection (the old rule, the
+ * connection at queueing time, sent every link two RESETs at start). A
+ * frame still pending (p not up, or the loop not there yet) would be
+ * replaced by this one, and lost. Updates chain[p] to the connection on
+ * which p holds the copy as of that frame. */
+static bool holds_copy(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
+{
+    uint64_t on = 0;
+    if (ch->synced[p] && pv->written_exchange == ch->sent_exchange[p] &&
+        ch->sent_lost[p] == pv->lost)
+        on = ch->sent_reset[p] || ch->chain[p] == pv->written_ups ? pv->written_ups : 0;
+    ch->chain[p] = on;
+    return on != 0 && on == pv->ups && ch->sent_seq[p] + 1 == ch->seq && !pv->send_pending;
+}
+
+int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *x,
+                   const mm_round_view *v, char *err, size_t errlen)
+{
+    uint8_t *buf = mm__mbox_buf(mb, b);
+    size_t len = 0;
+    uint32_t crc = 0;
+    char why[200];
+    uint64_t key = mm_codec_key(ch->seed, ch->id, ch->seq);
+    mm_codec_err ce = mm_choco_encode(ch->codec, x, ch->self, key, buf, ch->q_cap, &len, &crc,
+                                      why, sizeof why);
+    if (ce != MM_CODEC_OK) {
+        snprintf(err, errlen, "exchange %" PRIu64 ": encoding the parameters failed: %s", e,
+                 why);
+        return -1;
+    }
+    ch->seq++;
+    bool reset_written = false;
+    mm__mbox_publish(mb, b, e);
+    for (int k = 0; k < v->n_out; k++) {
+        uint32_t p = v->out[k].peer;
+        mm__peer_view pv;
+        mm__mbox_peer(mb, p, &pv);
+        bool holds = holds_copy(ch, p, &pv);
+        mm_wire_vec meta = {.weight = 1.0, .codec = (uint8_t)ch->spec.kind, .copy_crc = crc,
+                            .count = ch->P};
+        if (holds) {
+            mm__mbox_send(mb, p, e, b, &meta, len);
+        } else {
+            if (!reset_written) { /* (written after publish: the loop sends nothing until
+                                   * mm__mbox_send below) */
+                memcpy(buf + ch->reset_off, ch->self, 4 * ch->P);
+                reset_written = true;
+            }
+            meta.codec = MM_WIRE_CODEC_FP32;
+            meta.flags = MM_VEC_RESET;
+            mm__mbox_send_at(mb, p, e, b, ch->reset_off, &meta, 4 * ch->P);
+            ch->st.resets_sent++;
+            mm_debug("exchange %" PRIu64 ": RESET to peer %u", e, p);
+        }
+        ch->synced[p] = true;
+        ch->sent_seq[p] = ch->seq;
+        ch->sent_exchange[p] = e;
+        ch->sent_reset[p] = !holds;
+        /* (a send dropped from now on shows as a new loss) */
+        mm__mbox_peer(mb, p, &pv);
+        ch->sent_lost[p] = pv.lost;
+    }
+    return 0;
+}
+
+bool mm__choco_take(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
+{
+    char why[200];
+    uint32_t crc = 0;
+    if (pv->meta.flags & MM_VEC_RESET) {
+        if (pv->meta.codec != MM_WIRE_CODEC_FP32 || pv->body_len != 4 * ch->P) {
+            /* (the wire refuses these: never read past the body received) */
+            mm_error("peer %u's RESET is %zu bytes of codec %u, not %zu of fp32: ignored", p,
+                     pv->body_len, pv->meta.codec, 4 * ch->P);
+            ch->valid[p] = false;
+            return false;
+        }
+        if (!ch->copy[p] && !(ch->copy[p] = malloc(4 * ch->P))) {
+            mm_error("out of memory for peer %u's public copy", p);
+            return false;
+        }
+        memcpy(ch->copy[p], pv->body, 4 * ch->P); /* (the wire checked: fp32, finite) */
+        crc = mm_choco_crc(ch->copy[p], ch->P);
+        ch->st.resets_recv++;
+        ch->copy_ups[p] = pv->vector_ups;
+        ch->valid[p] = crc == pv->meta.copy_crc;
+        if (!ch->valid[p]) {
+            ch->st.diverged++;
+            mm_warn("peer %u's RESET has copy CRC %08x, its header says %08x: not mixed", p,
+                    crc, pv->meta.copy_crc);
+        }
+        return ch->valid[p];
+    }
+    if (!ch->valid[p] || ch->copy_ups[p] != pv->vector_ups) {
+        /* a q for a copy we do not hold (start, a new connection, a
+         * divergence): the sender will RESET it, as it does after any
+         * change of connection */
+        ch->valid[p] = false;
+        ch->st.ignored++;
+        return false;
+    }
+    mm_codec_err ce = mm_choco_receive(ch->codec, pv->body, pv->body_len, ch->copy[p], &crc,
+                                       why, sizeof why);
+    if (ce != MM_CODEC_OK || crc != pv->meta.copy_crc) {
+        ch->valid[p] = false;
+        ch->st.diverged++;
+        if (ce != MM_CODEC_OK)
+            mm_warn("peer %u's payload could not be applied (%s): its copy is out of the mix "
+                    "until its next RESET", p, why);
+        else
+            mm_warn("peer %u's public copy diverged (CRC %08x, its header says %08x): out of "
+                    "the mix until its next RESET", p, crc, pv->meta.copy_crc);
+        return false;
+    }
+    return true;
+}
+
+const float *mm__choco_copy(const mm__choco *ch, uint32_t p)
+{
+    return ch->valid[p] ? ch->copy[p] : NULL;
+}
+
+void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in,
+                   mm_clip *clip)
+{
+    mm_choco_mix_clip(x, ch->self, ch->P, self_weight, in, n_in, ch->gamma, clip);
+}
+
+void mm__choco_get_stats(const mm__choco *ch, mm__choco_stats *out) { *out = ch->st; }
+
+/* ---- the algorithm table's entry (node/algo.h) ----------------------------- */
+
+static int start(mm__trainer *tr, char *err, size_t errlen)
+{
+    tr->algo_state = mm__choco_new(tr->cfg, tr->topo, tr->id, tr->x, tr->P, err, errlen);
+    return tr->algo_state ? 0 : -1;
+}
+
+static void end(mm__trainer *tr) { mm__choco_free(tr->algo_state); }
+
+static size_t buf_bytes(const mm__trainer *tr) { return mm__choco_buf_bytes(tr->algo_state); }
+
+static void codec(const mm__trainer *tr, uint8_t *kind, uint32_t *block, double *frac,
+                  uint64_t *max_body)
+{
+    mm__choco_wire(tr->algo_state, kind, block, frac, max_body);
+}
+
+/* CHOCO's q (or a RESET); --compress is refused with --consensus-target,
+ * so more is always false. */
+static int send_q(mm__trainer *tr, int b, uint64_t e, bool more)
+{
+    char err[300];
+    if (mm__choco_send(tr->algo_state, tr->mb, b, e, tr->x, &tr->v, err, sizeof err) == 0)
+        return 0;
+    mm_error("%s", err);
+    return -1;
+}
+
+/* in[k]'s q of this exchange: applied to its copy; mixed only when the
+ * copy is valid. */
+static void take(mm__trainer *tr, int k, const mm__peer_view *pv)
+{
+    uint32_t p = tr->v.in[k].peer;
+    mm__nbr *nb = &tr->nbr[k];
+    if (mm__choco_take(tr->algo_state, p, pv)) {
+        nb->status = IN_READY;
+        nb->vec = mm__choco_copy(tr->algo_state, p);
+        nb->weight = 1.0;
+    } else {
+        nb->status = IN_MISSING;
+        mm__mbox_release(tr->mb, p);
+    }
+}
+
+/* An older q: a copy must see every q, in order, mixed or not. */
+static void drop(mm__trainer *tr, uint32_t peer, const mm__peer_view *pv)
+{
+    mm__choco_take(tr->algo_state, peer, pv);
+}
+
+static void gather(mm__trainer *tr, uint64_t e) { mm__round_wait(tr, e, take, drop); }
+
+static void mix(mm__trainer *tr, const float *s)
+{
+    mm__gossip_inputs(tr);
+    mm__choco_mix(tr->algo_state, tr->x, tr->v.self_weight, tr->mix_in, tr->v.n_in, &tr->clip);
+    for (int k = 0; k < tr->v.n_in; k++)
+        tr->nbr[k].dist = tr->mix_in[k].dist;
+}
+
+static void fields(mm__trainer *tr, mm_metrics *m, mm__line where)
+{
+    const mm__choco *ch = tr->algo_state;
+    if (where == MM__LINE_START) {
+        mm_metrics_str(m, "compress", mm__choco_spec(ch));
+        mm_metrics_num(m, "consensus_step", mm__choco_gamma(ch));
+        mm_metrics_int(m, "choco_bytes", (long long)mm__choco_bytes(ch));
+        mm_metrics_int(m, "choco_in_peers", mm__choco_in_peers(ch));
+    } else if (where == MM__LINE_END) {
+        mm__choco_stats cs;
+        mm__choco_get_stats(ch, &cs);
+        mm_metrics_int(m, "resets_sent", (long long)cs.resets_sent);
+        mm_metrics_int(m, "resets_recv", (long long)cs.resets_recv);
+        mm_metrics_int(m, "copies_ignored", (long long)cs.ignored);
+        mm_metrics_int(m, "copies_diverged", (long long)cs.diverged);
+    }
+}
+
+const mm__algo mm__algo_choco = {
+    .id = MM_ALGO_DPSGD, /* CHOCO runs over D-PSGD's HELLO: the codec tells them apart */
+    .start = start,
+    .end = end,
+    .buf_bytes = buf_bytes,
+    .codec = codec,
+    .fast_forward = true,
+    .send = send_q,
+    .gather = gather,
+    .mix = mix,
+    .release = mm__gossip_release,
+    .fields = fields,
+};

@@ -1,0 +1,93 @@
+/* Compressed gossip in the peer's round: CHOCO-SGD (gossip/choco.h) with
+ * the public copies kept in agreement across timeouts, restarts and
+ * time-varying graphs (docs/compression.md, "Copies in a running cluster";
+ * the frames in docs/protocol.md 3.2). Training thread only; it talks to
+ * the network through the mailbox like the rest of the round (node/round.c);
+ * its entry in the algorithm table is mm__algo_choco (node/algo.h).
+ *
+ * Sender: every exchange encodes q = Q(x - x_hat_i) once (x_hat_i moves)
+ * and sends it to each out-neighbour that holds x_hat_i as it was before
+ * this q; any other out-neighbour gets a RESET (x_hat_i after this q, fp32).
+ * An out-neighbour holds it when it got the previous q or RESET on the
+ * connection that is up now and no send to it was dropped or failed since.
+ *
+ * Receiver: a copy of in-neighbour j is valid from a RESET of j until j's
+ * connection changes; a q is applied to a valid copy of the same
+ * connection, in arrival order (also a q of an exchange already given up
+ * on), and its copy_crc compared; a q for a copy that is not valid is
+ * ignored (counted) until the RESET comes. Only a valid copy updated in
+ * this exchange is mixed; the others count as missing.
+ *
+ * Internal to node/ (mm__). */
+#ifndef MURMUR_ALGO_CHOCO_H
+#define MURMUR_ALGO_CHOCO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gossip/codec.h"
+#include "gossip/mix.h"
+#include "gossip/topology.h"
+#include "node/mailbox.h"
+#include "node/node.h"
+
+typedef struct mm__choco mm__choco;
+
+/* The default budget for --choco-memory-mb. */
+#define MM__CHOCO_MEMORY_MB 2048
+
+/* The part of mm__choco_new's checks that needs no model: the codec spec
+ * parses (into *spec), the algorithm is dpsgd, the gamma (*gamma:
+ * --consensus-step or the codec's default) in (0, 1]. 0, or -1 with the
+ * reason in err. */
+int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma, char *err,
+                    size_t errlen);
+
+/* For peer id of topo with P parameters x (x_hat_i starts as x). Refuses
+ * (NULL, the reason in err) what mm__choco_check refuses, and a state over
+ * c->choco_memory_mb. */
+mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                         const float *x, size_t P, char *err, size_t errlen);
+void mm__choco_free(mm__choco *ch);
+
+/* Bytes of a mailbox buffer: a payload, then (8-aligned) a RESET body. */
+size_t mm__choco_buf_bytes(const mm__choco *ch);
+/* The wire's view of the codec (HELLO fields, the largest body). */
+void mm__choco_wire(const mm__choco *ch, uint8_t *codec, uint32_t *block, double *frac,
+                    uint64_t *max_body);
+double mm__choco_gamma(const mm__choco *ch);
+const char *mm__choco_spec(const mm__choco *ch);
+/* What the state takes (the copies, the extra buffer bytes, the codec's
+ * workspace) and how many copies of in-neighbours it may hold. */
+uint64_t mm__choco_bytes(const mm__choco *ch);
+int mm__choco_in_peers(const mm__choco *ch);
+
+/* Exchange e: encode x into mailbox buffer b (acquired, not published) and
+ * send it to v's out-neighbours, as q or RESET. 0, or -1 (err) when x has
+ * a NaN or an infinity. */
+int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *x,
+                   const mm_round_view *v, char *err, size_t errlen);
+
+/* A vector from peer pv came out of the mailbox (the caller releases it):
+ * applied to its copy. True when the copy is valid afterwards and was
+ * updated by this frame (the caller decides by pv->exchange whether it is
+ * this exchange's). */
+bool mm__choco_take(mm__choco *ch, uint32_t peer, const mm__peer_view *pv);
+/* peer's copy, for the mix (NULL when not valid). */
+const float *mm__choco_copy(const mm__choco *ch, uint32_t peer);
+
+/* The consensus step, x += gamma sum_j W_ij (x_hat_j - x_hat_i), in[k].x
+ * the copies (NULL: missing); with clip on (--clip-pull, --robust-clip)
+ * each pull x_hat_j - x_hat_i clipped by its rule (gossip/robust.h). */
+void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in,
+                   mm_clip *clip);
+
+typedef struct {
+    uint64_t resets_sent, resets_recv;
+    uint64_t ignored;     /* q for a copy not valid (waiting for a RESET) */
+    uint64_t diverged;    /* copy_crc differed after applying a q (or a RESET) */
+} mm__choco_stats;
+void mm__choco_get_stats(const mm__choco *ch, mm__choco_stats *out);
+
+#endif

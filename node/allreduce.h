@@ -1,0 +1,81 @@
+/* A bandwidth-optimal ring all-reduce (average) of a flat float vector over
+ * the gossip transport: reduce-scatter, then all-gather, n-1 steps each,
+ * the vector cut into n segments and every segment into chunks, pipelined:
+ * a chunk is passed on to the next peer as soon as it has been reduced, so
+ * the link carries the next chunk while this one is being added.
+ *
+ * Peers in id order form the ring: peer i receives from i-1 and sends to
+ * i+1 (mod n). At global step g (0 .. 2n-3) peer i sends segment (i-g) mod n
+ * and receives segment (i-g-1) mod n; steps 0 .. n-2 reduce (add our own
+ * floats to what arrived and pass the partial sum on; the last of them
+ * divides by n), steps n-1 .. 2n-3 gather (copy the average and pass it
+ * on). Every chunk is one VECTOR frame whose vector header names its floats
+ * (offset, count) and its step (aux); a peer expects its left neighbour's
+ * chunks in exactly the order of this schedule and fails the all-reduce on
+ * anything else (docs/protocol.md 3.2, docs/node.md "All-reduce").
+ *
+ * Runs entirely on the transport's loop thread, like the transport: the
+ * owner forwards the transport's callbacks here. It knows no model. One
+ * all-reduce at a time; synchronous by nature, so a neighbour that goes
+ * down or leaves mid-way fails it (the error names the peer and the step)
+ * and nothing is retried. */
+#ifndef MURMUR_ALLREDUCE_H
+#define MURMUR_ALLREDUCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/transport.h"
+
+typedef struct mm_allreduce mm_allreduce;
+
+/* Floats per chunk when the configuration gives 0: 256 KiB of fp32. */
+#define MM_ALLREDUCE_CHUNK_DEFAULT (64u * 1024)
+
+typedef enum { MM_AR_IDLE, MM_AR_RUNNING, MM_AR_DONE, MM_AR_FAILED } mm_ar_state;
+
+typedef struct {
+    mm_transport *t;         /* its vec_len is the vector's length */
+    uint32_t self, n;
+    uint64_t len;            /* floats in the vector (the transport's vec_len) */
+    uint64_t chunk;          /* floats per chunk; 0: MM_ALLREDUCE_CHUNK_DEFAULT */
+    /* Called on the loop thread when an all-reduce ends, done or failed. */
+    void (*done)(void *ud, mm_ar_state st, const char *err);
+    void *ud;
+} mm_allreduce_config;
+
+mm_allreduce *mm_allreduce_new(const mm_allreduce_config *cfg, char *err, size_t errlen);
+void mm_allreduce_free(mm_allreduce *a);
+
+/* Starts averaging `in` over the ring, tagged with round (the frame's round
+ * on the wire; every peer must use the same one), into `out` (len floats
+ * each). `in` is read until the all-reduce ends and must not change
+ * meanwhile; `out` may be `in` (in place: the engine then waits for a
+ * segment's own send to finish before overwriting it). Declares the two
+ * neighbours wanted (mm_transport_want). done() may be called before this
+ * returns (n = 1, or a neighbour already lost). -1 when one is running. */
+int mm_allreduce_start(mm_allreduce *a, uint64_t round, const float *in, float *out);
+
+/* The transport's callbacks, forwarded by the owner (on the loop thread).
+ * on_vector returns true when it took the vector (it gives the buffer back
+ * itself, at once or when it can use it). */
+bool mm_allreduce_on_vector(mm_allreduce *a, uint32_t peer, uint64_t round,
+                            const mm_wire_vec *meta, const void *body, size_t body_len);
+void mm_allreduce_on_sent(mm_allreduce *a, uint32_t peer, uint64_t round, bool ok);
+void mm_allreduce_on_peer(mm_allreduce *a, uint32_t peer, mm_peer_state st);
+
+/* Fails the running all-reduce (the owner's timeout): the error is why,
+ * followed by where the ring stood (step, awaited peer). */
+void mm_allreduce_abort(mm_allreduce *a, const char *why);
+
+mm_ar_state mm_allreduce_state(const mm_allreduce *a);
+/* The last failure's message ("" when none). */
+const char *mm_allreduce_error(const mm_allreduce *a);
+/* Chunks received and sends completed since creation: moves whenever the
+ * ring makes progress. */
+uint64_t mm_allreduce_progress(const mm_allreduce *a);
+/* Messages (chunk frames) one peer sends per all-reduce: its schedule. */
+uint64_t mm_allreduce_messages(const mm_allreduce *a);
+
+#endif

@@ -1,0 +1,163 @@
+/* The training thread's state, shared by the files that make it (internal
+ * to node/, mm__):
+ *
+ *   trainer.c           set-up, resume, snapshots, checkpoints, teardown
+ *   round.c             the round: neighbours, exchanges, waiting, the loop
+ *   consensus_control.c how many exchanges a round has (--gossip-steps, a
+ *                       schedule, --consensus-target) and what edges agree
+ *   round_lines.c       the metrics lines (start, round, eval, isolated, end)
+ *   algo_*.c            the algorithms, behind the table of node/algo.h
+ *
+ * Only the training thread touches it; what it learns of the network comes
+ * through the mailbox (node/mailbox.h). */
+#ifndef MURMUR_TRAINER_H
+#define MURMUR_TRAINER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/metrics.h"
+#include "base/rng.h"
+#include "gossip/consensus.h"
+#include "gossip/mix.h"
+#include "gossip/topology.h"
+#include "node/algo.h"
+#include "node/exporter.h"
+#include "node/isolation.h"
+#include "node/mailbox.h"
+#include "node/node_int.h"
+#include "node/replica.h"
+
+/* What became of in-neighbour k's vector in an exchange. IN_REFUSED: it
+ * arrived (its buffer must go back) but the mix refused its weight, so it
+ * counts as missing. IN_OFF: consensus control left this neighbour out of
+ * the exchange (both ends agreed): not waited for, its weight goes to self,
+ * and it is not missing. */
+enum { IN_WAITING, IN_READY, IN_MISSING, IN_REFUSED, IN_OFF };
+
+/* The phases of one exchange, in order; asserted in debug builds. */
+typedef enum { PH_IDLE, PH_SNAPSHOT, PH_COMPUTE, PH_WAIT, PH_MIX } mm__phase;
+
+/* In-neighbour k of this round (v.in[k]): one record each. */
+typedef struct {
+    /* this exchange */
+    int status;                     /* IN_* */
+    const float *vec;               /* the vector to mix (lent by the mailbox, or a copy) */
+    double weight;                  /* its push-sum weight */
+    double dist;                    /* ||z_k - z_self|| as the mix measured it */
+    bool more;                      /* its vector said MORE (consensus control) */
+    double aux;                     /* ... and carried this estimate */
+    uint16_t level;                 /* ... and this level (skipping rounds) */
+    /* this round */
+    bool on;                        /* takes part in this exchange (consensus control) */
+    int exchanges;                  /* exchanges that included it (sent to, waited for) */
+    int first_status;               /* the round's first exchange, for the round line */
+    double first_dist;
+} mm__nbr;
+
+typedef struct mm__trainer {
+    const mm_node_config *cfg;
+    const mm__algo *algo;           /* chosen once, from cfg->algo and --compress */
+    void *algo_state;               /* the algorithm's own (its start() sets it) */
+    struct mm__outer *outer;        /* --outer: the outer optimizer's state (algo_outer.h) */
+    uint32_t id, n;
+    const mm_topology *topo;
+    char dir[PATH_MAX];             /* run_dir/node-K */
+    mm__mbox *mb;                   /* set by mm__trainer_run */
+
+    /* the replica, or a plain vector with --vector-len */
+    mm_replica rep;
+    bool have_model;
+    float *x;                       /* the parameters (rep.model.params or own_x) */
+    float *own_x;
+    size_t P;
+    double w;                       /* push-sum weight (1 for the others) */
+    long step, round;
+    mm_metrics metrics;
+
+    /* this round */
+    mm_round_view v, next;          /* this round's neighbours, and the next round's */
+    mm_neighbour *in_buf, *out_buf;
+    mm__nbr *nbr;                   /* nbr[k]: v.in[k] */
+    mm_mix_input *mix_in;           /* the mix's input, nbr[k] as gossip/mix.h wants it */
+    uint32_t *ids;                  /* scratch */
+    mm_link_stats *links;           /* [n]: the transport's counters per peer, of the last line */
+    float *sketch;
+    double loss_sum;
+    int loss_n;
+    mm__phase ph;
+
+    /* consensus control (docs/node.md): exchange g of round r is
+     * r * stride + g on the wire */
+    uint64_t stride;
+    bool adaptive;                  /* --consensus-target */
+    mm_cc cc;
+    double *cc_ratio;               /* R(G), G = 1..max_gossip_steps */
+    int exchanges, want;            /* this round: exchanges run; adaptive: asked for */
+    bool more_warned;
+    /* --min-gossip-steps < 1: edges skip rounds (node/cc_skip.h) */
+    struct mm__ccskip *skip;        /* NULL: every edge every round */
+    uint16_t level;                 /* this round's level (mm_cc_level), in its vectors */
+    bool cc_fresh;                  /* the last round's first exchange mixed someone */
+
+    double t_start, start_deadline;
+    double t_compute, t_comm, t_wait;
+    double t_jitter;                /* --compute-jitter: delay drawn so far (seconds) */
+    mm_rng jitter_rng;
+    char round_error[768];          /* why an algorithm's round ended the run, "" if none did */
+    uint64_t stale_dropped;
+    uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
+    mm_clip clip;                   /* --clip-pull, --robust-clip (gossip/robust.h); both
+                                     * 0: off, the mix untouched */
+    mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
+    mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
+    mm__live live;                  /* ... built by round_lines.c */
+    int exit_status;
+} mm__trainer;
+
+/* Whether local steps change x (otherwise a round only averages). */
+bool mm__trainer_trains(const mm__trainer *tr);
+bool mm__trainer_stopping(const mm__trainer *tr);
+void mm__trainer_evaluate(mm__trainer *tr);
+void mm__trainer_snapshot(mm__trainer *tr);
+int mm__trainer_checkpoint(mm__trainer *tr);
+
+/* round.c */
+void mm__round_phase(mm__trainer *tr, mm__phase next);
+/* The round's H local steps (and --compute-jitter's delays). */
+void mm__round_compute(mm__trainer *tr);
+/* Waits (bounded) for in-neighbours' vectors of exchange e (synchronous
+ * algorithms): take(tr, k, pv) decides about in[k]'s vector of exchange e
+ * (sets nbr[k]: IN_READY with its vector, or IN_MISSING after releasing
+ * it); drop(tr, peer, pv), when not NULL, sees an older vector before the
+ * mailbox takes it back. */
+typedef void mm__take_fn(mm__trainer *tr, int k, const mm__peer_view *pv);
+typedef void mm__drop_fn(mm__trainer *tr, uint32_t peer, const mm__peer_view *pv);
+void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn *drop);
+
+/* consensus_control.c */
+int mm__cc_start(mm__trainer *tr, char *err, size_t errlen);
+/* This round's number of exchanges G (and the edges on[] that take part);
+ * 0 when every edge skips the round (--min-gossip-steps < 1). */
+int mm__cc_round(mm__trainer *tr);
+/* After exchange g, which asked for another one when more: whether to run
+ * another. */
+bool mm__cc_next(mm__trainer *tr, int g, bool more);
+/* Whether exchange g (of G) asks for another one (MORE). */
+bool mm__cc_more(const mm__trainer *tr, int g, int G);
+/* Whether this round's neighbours are one undirected set. */
+bool mm__cc_undirected(const mm_round_view *v);
+/* Its keys in the metrics lines; the round's console words (" | exchanges 3"). */
+void mm__cc_fields(mm__trainer *tr, mm_metrics *m, mm__line where);
+void mm__cc_describe(const mm__trainer *tr, char *buf, size_t len);
+
+/* round_lines.c */
+void mm__lines_start(mm__trainer *tr);
+void mm__lines_round(mm__trainer *tr, double loss, float lr);
+void mm__lines_eval(mm__trainer *tr, double loss, double acc);
+void mm__lines_isolated(mm__trainer *tr);
+void mm__lines_end(mm__trainer *tr, const char *reason);
+
+#endif

@@ -1,0 +1,68 @@
+# make check-layers enforces the rooms: on a copy of the tree (never the real
+# sources) it passes as the tree is, and fails, naming the file and line,
+# when a network include is added to the mixing code in gossip/ (a header
+# of net/ other than the algorithm table, libuv, a socket or OpenSSL
+# header), when the one header gossip/ may take from net/ brings in the
+# network, and when a model, mixing or BLAS include is added to net/. An
+# include a room is allowed is added too, and passes: the failures are the
+# rules', not any edit's.
+. "$(dirname "$0")/lib.sh"
+clean=$T/clean
+mkdir -p "$clean/scripts"
+cp -R "$ROOT/Makefile" "$ROOT/mk" "$clean/"
+cp "$ROOT/scripts/check-layers.sh" "$clean/scripts/"
+for room in base model gossip net report node; do
+    mkdir -p "$clean/$room"
+    cp "$ROOT/$room/README.md" "$ROOT/$room"/*.[ch] "$clean/$room/"
+done
+layers() { # DIR: make check-layers there, its output in $T/out, its status echoed
+    st=0
+    make -s -C "$1" check-layers > "$T/out" 2>&1 || st=$?
+    echo $st
+}
+[ "$(layers "$clean")" -eq 0 ] || { cat "$T/out" >&2; fail "check-layers fails on the tree as it is"; }
+grep -q "every include is allowed" "$T/out" || fail "check-layers passed without saying so: $(cat "$T/out")"
+
+# with FILE LINE: a fresh copy of the tree with LINE inserted as FILE's first line
+with() {
+    rm -rf "$T/work"
+    cp -R "$clean" "$T/work"
+    { printf '%s\n' "$2"; cat "$clean/$1"; } > "$T/work/$1"
+}
+refused() { # FILE LINE: check-layers must fail and name FILE:1
+    with "$1" "$2"
+    st=$(layers "$T/work")
+    [ "$st" -ne 0 ] || fail "check-layers passes with '$2' in $1"
+    grep -q "^LAYERING: $1:1 includes" "$T/out" || { cat "$T/out" >&2; fail "'$2' in $1: no LAYERING line for $1:1"; }
+    [ "$(grep -c '^LAYERING:' "$T/out")" -eq 1 ] || { cat "$T/out" >&2; fail "'$2' in $1: other violations than it"; }
+    note "refused: $1 + $2"
+    n=$((n + 1))
+}
+allowed() { # FILE LINE: check-layers must still pass
+    with "$1" "$2"
+    [ "$(layers "$T/work")" -eq 0 ] || { cat "$T/out" >&2; fail "check-layers refuses '$2' in $1, which its room allows"; }
+    note "allowed: $1 + $2"
+}
+n=0
+# the network in the mixing code
+refused gossip/mix.c '#include <uv.h>'
+refused gossip/mix.c '#include "net/transport.h"'
+refused gossip/mix.c '#include "net/wire.h"'
+refused gossip/mix.h '#  include "net/transport_int.h"'
+refused gossip/choco.c '#include <sys/socket.h>'
+refused gossip/codec_dense.c '#include <openssl/ssl.h>'
+refused gossip/codec.c '#include <openssl/evp.h>'
+refused gossip/mix.c '#include "../net/transport.h"'
+refused net/algo.h '#include <uv.h>'
+refused net/algo.h '#include "net/transport.h"'
+# the model (and the mixing, and BLAS) in the network room
+refused net/transport.c '#include "model/model.h"'
+refused net/wire.h '#include "model/checkpoint.h"'
+refused net/conn.c '#include "gossip/mix.h"'
+refused net/transport.c '#include <cblas.h>'
+# what the rooms may include
+allowed gossip/mix.c '#include "net/algo.h"'
+allowed gossip/mix.c '#include <math.h>'
+allowed net/transport.c '#include "base/log.h"'
+allowed net/transport.c '#include <uv.h>'
+echo "ok: check-layers passes on the tree and refuses $n forbidden includes, each by file and line"
