@@ -156,6 +156,7 @@ int main(int argc, char **argv)
      * the same ratio as the wall-clock one on a quiet machine */
     printf("cpu_step_ms=%.2f model_cpu_gflops=%.1f sgemm1024_cpu_gflops=%.1f\n", cpu_step * 1e3,
            flops / cpu_step / 1e9, peak_cpu);
+    printf("tokens_per_cpu_s=%.0f\n", N / cpu_step);
     printf("peak_rss_mib=%.1f\n", (double)ru.ru_maxrss / 1024.0);
     free(dt);
     free(dc);
