@@ -82,7 +82,7 @@ typedef enum { MM__LINE_START, MM__LINE_ROUND_TIMES, MM__LINE_ROUND, MM__LINE_EN
 
 struct mm__algo {
     mm_algo id;                     /* its --algo (net/algo.h) */
-    int (*start)(mm__trainer *tr, char *err, size_t errlen);
+    int (*start)(mm__trainer *tr, char *err, size_t errlen); /* 0, or an mm_exit_status */
     void (*end)(mm__trainer *tr);
     size_t (*buf_bytes)(const mm__trainer *tr);
     void (*codec)(const mm__trainer *tr, uint8_t *codec, uint32_t *block, double *frac,

@@ -152,7 +152,7 @@ static void release_held(mm_allreduce *a)
 {
     if (a->held) {
         a->held = false;
-        mm_transport_release(a->cfg.t, a->left);
+        mm_transport_release(a->cfg.transport, a->left);
     }
 }
 
@@ -216,7 +216,7 @@ static void issue_sends(mm_allreduce *a)
         mm_wire_vec meta = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .aux = (double)g,
                             .offset = off, .count = cnt};
         a->sends_issued++; /* before: its on_sent may come from inside the call */
-        if (mm_transport_send_vec(a->cfg.t, a->right, a->round, &meta, src, 4 * cnt) != 0) {
+        if (mm_transport_send_vec(a->cfg.transport, a->right, a->round, &meta, src, 4 * cnt) != 0) {
             a->sends_issued--; /* not up (yet): tried again when it is */
             break;
         }
@@ -310,7 +310,7 @@ int mm_allreduce_start(mm_allreduce *a, uint64_t round, const float *in, float *
     a->out = out;
     a->recv_done = a->sends_issued = a->sends_completed = 0;
     a->recv_step = a->send_step = 0;
-    mm_transport_set_round(a->cfg.t, round);
+    mm_transport_set_exchange(a->cfg.transport, round);
     if (a->cfg.n == 1) {
         if (out != in)
             memcpy(out, in, 4 * a->cfg.len);
@@ -318,7 +318,7 @@ int mm_allreduce_start(mm_allreduce *a, uint64_t round, const float *in, float *
         return 0;
     }
     uint32_t want[2] = {a->left, a->right};
-    mm_transport_want(a->cfg.t, want, a->left == a->right ? 1 : 2);
+    mm_transport_want(a->cfg.transport, want, a->left == a->right ? 1 : 2);
     for (int s = 0; s < 2; s++)
         if (a->lost[s]) {
             fail(a, "peer %u %s", s ? a->right : a->left, a->lost_why[s]);
@@ -342,7 +342,7 @@ bool mm_allreduce_on_vector(mm_allreduce *a, uint32_t peer, uint64_t round,
 {
     if (peer != a->left) {
         /* only the left neighbour sends to us */
-        mm_transport_release(a->cfg.t, peer);
+        mm_transport_release(a->cfg.transport, peer);
         fail(a, "peer %u, not our left neighbour %u, sent a vector", peer, a->left);
         return true;
     }

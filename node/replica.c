@@ -87,3 +87,17 @@ int mm_replica_load(mm_replica *r, const char *path, mm_ckpt_state *st, char *er
         *st = s;
     return 0;
 }
+
+void mm_replica_config_default(mm_replica_config *c)
+{
+    *c = (mm_replica_config){
+        .model = mm_model_config_default(),
+        .adamw = mm_adamw_config_default(),
+        .batch = 16,
+        .seed = 1,
+        .data_dir = "data/brown",
+        .partition = {.kind = MM_PART_IID},
+        .threads = 0,
+    };
+    c->adamw.lr_min = c->adamw.lr_max / 10;
+}

@@ -18,9 +18,8 @@
 # What is hashed: every snapshot file (snap/rNNNNNNNN.bin) and the
 # checkpoint, byte for byte; every `eval` line and every `round` line with
 # the fields that measure time or bytes on the wire removed (time, t_*,
-# bytes_sent, bytes_recv and the per-neighbour link_bytes_* and
-# link_vectors_*, which count what arrived by the time the line was
-# written: they vary from run to run of the same binary);
+# bytes_sent, bytes_recv and the per-neighbour link_* objects: they vary
+# from run to run of the same binary);
 # of the end line only its keys, in order.
 # The synchronous algorithms wait for every neighbour (long timeouts, no
 # fault), so two runs of one binary agree bit for bit. async does not wait:
@@ -99,7 +98,7 @@ digest() {
             echo "$1 peer$k $(basename "$f") $(sha256sum < "$f" | cut -c1-16)"
         done
         grep -E '"ev":"(eval|round)"' "$d/metrics.jsonl" |
-            sed -E 's/"(time|t_[a-z]+|bytes_sent|bytes_recv)":[^,}]*,?//g; s/"link_(bytes|vectors)_(sent|recv)":\{[^}]*\},?//g' |
+            sed -E 's/"link_[a-z_]+":\{[^}]*\},?//g; s/"(time|t_[a-z]+|bytes_sent|bytes_recv)":[^,}]*,?//g' |
             while IFS= read -r line; do
                 ev=$(printf '%s' "$line" | sed -E 's/.*"ev":"([a-z]+)".*"round":([0-9]+).*/\1-r\2/')
                 echo "$1 peer$k $ev $(printf '%s' "$line" | sha256sum | cut -c1-16)"

@@ -25,9 +25,9 @@
 #include "base/opt.h"
 #include "base/peak_rss.h"
 #include "model/checkpoint.h"
-#include "node/blas_env.h"
-#include "node/commands.h"
-#include "node/options.h"
+#include "model/blas_env.h"
+#include "cli/commands.h"
+#include "cli/options.h"
 #include "node/replica.h"
 
 static volatile sig_atomic_t stop_signal;

@@ -1,5 +1,5 @@
-/* Measurements for `murmur plan --calibrate` (node/plan_probe.h). */
-#include "node/plan_probe.h"
+/* Measurements for `murmur plan --calibrate` (plan/plan_probe.h). */
+#include "plan/plan_probe.h"
 
 #include <cblas.h>
 #include <errno.h>
