@@ -5,11 +5,12 @@
 #   make data       fetch and prepare the Brown corpus into data/
 #   make demo       the README's main job
 #
-# Sources are found by folder. Each room (base/ model/ gossip/ net/ report/ node/)
+# Sources are found by folder. Each room (base/ model/ gossip/ net/ report/ plan/ node/)
 # becomes one object in libmurmur.a, linked with `ld -r`, in which its
 # internal names (mm__*) are made local: they cannot be reached from another
 # room or a test, and `nm -g` of the library shows the public API only.
-# node/main.c and node/cmd_*.c are the murmur program, not the library.
+# cli/ (main.c, cmd_*.c, the shared flag table) is the murmur program, not the
+# library.
 # tests/test_*.c are one CMocka program each. Adding a file needs no edit
 # here.
 
@@ -33,8 +34,8 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ALL_CFLAGS = $(CPPFLAGS) $(ASSERTS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread
 
-ROOMS    = base model gossip net report node
-PROG_SRC = node/main.c $(wildcard node/cmd_*.c)
+ROOMS    = base model gossip net report plan node
+PROG_SRC = $(wildcard cli/*.c)
 PROG_OBJ = $(PROG_SRC:%.c=$(BUILD)/%.o)
 room_src = $(filter-out $(PROG_SRC),$(wildcard $(1)/*.c))
 room_obj = $(patsubst %.c,$(BUILD)/%.o,$(call room_src,$(1)))
@@ -88,7 +89,7 @@ $(BUILD)/%.o: %.c
 
 # A test may call a command in-process (test_data runs data-prepare), so the
 # commands are linked in; main() is not.
-TEST_LINK = $(filter-out $(BUILD)/node/main.o,$(PROG_OBJ)) $(BUILD)/libmurmur.a
+TEST_LINK = $(filter-out $(BUILD)/cli/main.o,$(PROG_OBJ)) $(BUILD)/libmurmur.a
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(TEST_LINK)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(LIBS)
 

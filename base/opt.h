@@ -2,7 +2,7 @@
  * value goes, its limits and its help line, so parsing, the error messages
  * and --help all come from the same place and cannot disagree. Commands that
  * share settings (murmur train and murmur node share the model, optimizer
- * and data flags: node/options.h) share table entries, hence names, limits,
+ * and data flags: cli/options.h) share table entries, hence names, limits,
  * defaults and help text.
  *
  * Errors name the flag: "murmur node: --id wants an integer in

@@ -26,7 +26,7 @@ mm_codec_err mm_choco_encode(mm_codec *c, const float *x, float *x_hat_self, uin
 mm_codec_err mm_choco_receive(const mm_codec *c, const uint8_t *q, size_t len, float *x_hat_j,
                               uint32_t *crc, char *why, size_t whylen)
 {
-    return mm_codec_apply(c, q, len, x_hat_j, crc, why, whylen);
+    return mm_codec_apply_checked(c, q, len, x_hat_j, crc, why, whylen);
 }
 
 uint32_t mm_choco_crc(const float *copy, size_t n)

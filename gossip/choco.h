@@ -54,9 +54,11 @@ mm_codec_err mm_choco_encode(mm_codec *c, const float *x, float *x_hat_self, uin
                              uint8_t *out, size_t cap, size_t *len, uint32_t *crc,
                              char *why, size_t whylen);
 
-/* Step 2: x_hat_j += decode(q_j) for a payload from an untrusted peer;
- * *crc (may be NULL) is CRC32C of x_hat_j afterwards. A bad payload is
- * refused with the copy untouched (mm_codec_apply). */
+/* Step 2: x_hat_j += decode(q_j) for a payload from an untrusted peer
+ * that mm_codec_check has passed (the peer's transport checks every body
+ * before lending it: check_body); *crc (may be NULL) is CRC32C of x_hat_j
+ * afterwards. mm_codec_apply_checked: only MM_CODEC_E_OVERFLOW comes
+ * back (x_hat_j diverged). */
 mm_codec_err mm_choco_receive(const mm_codec *c, const uint8_t *q, size_t len, float *x_hat_j,
                               uint32_t *crc, char *why, size_t whylen);
 

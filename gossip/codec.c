@@ -3,6 +3,7 @@
  * (codec_sparse.c) implementation. */
 #include "gossip/codec_internal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -277,20 +278,26 @@ mm_codec_err mm_codec_check(const mm_codec *c, const uint8_t *p, size_t len,
     return mm__codec_dense_check(c, p, len, why, whylen);
 }
 
-static mm_codec_err decode(const mm_codec *c, const uint8_t *p, size_t len, float *dst,
-                           int apply, uint32_t *crc, char *why, size_t whylen)
+/* For a payload mm_codec_check passed. */
+static mm_codec_err decode_checked(const mm_codec *c, const uint8_t *p, size_t len, float *dst,
+                                   int apply, uint32_t *crc, char *why, size_t whylen)
 {
-    /* Everything is checked before anything is written, so a bad payload
-     * leaves dst as it was. */
-    mm_codec_err e = mm_codec_check(c, p, len, why, whylen);
-    if (e)
-        return e;
+    mm_codec_err e;
     if (!is_sparse(c->spec.kind))
         return mm__codec_dense_decode(c, p, dst, apply, crc, why, whylen);
     e = mm__codec_sparse_decode(c, p, len, dst, apply, why, whylen);
     if (e == MM_CODEC_OK && crc)
         *crc = mm_crc32c(0, dst, c->n * sizeof(float));
     return e;
+}
+
+/* Everything is checked before anything is written, so a bad payload
+ * leaves dst as it was. */
+static mm_codec_err decode(const mm_codec *c, const uint8_t *p, size_t len, float *dst,
+                           int apply, uint32_t *crc, char *why, size_t whylen)
+{
+    mm_codec_err e = mm_codec_check(c, p, len, why, whylen);
+    return e ? e : decode_checked(c, p, len, dst, apply, crc, why, whylen);
 }
 
 mm_codec_err mm_codec_decode(const mm_codec *c, const uint8_t *p, size_t len, float *dst,
@@ -303,6 +310,13 @@ mm_codec_err mm_codec_apply(const mm_codec *c, const uint8_t *p, size_t len, flo
                             uint32_t *copy_crc, char *why, size_t whylen)
 {
     return decode(c, p, len, copy, 1, copy_crc, why, whylen);
+}
+
+mm_codec_err mm_codec_apply_checked(const mm_codec *c, const uint8_t *p, size_t len,
+                                    float *copy, uint32_t *copy_crc, char *why, size_t whylen)
+{
+    assert(mm_codec_check(c, p, len, why, whylen) == MM_CODEC_OK);
+    return decode_checked(c, p, len, copy, 1, copy_crc, why, whylen);
 }
 
 static uint64_t splitmix(uint64_t z)

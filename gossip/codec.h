@@ -140,6 +140,15 @@ mm_codec_err mm_codec_decode(const mm_codec *c, const uint8_t *p, size_t len, fl
 mm_codec_err mm_codec_apply(const mm_codec *c, const uint8_t *p, size_t len, float *copy,
                             uint32_t *copy_crc, char *why, size_t whylen);
 
+/* mm_codec_apply for a payload that mm_codec_check, with a codec of the
+ * same spec and n, has already passed, unchanged since: the update
+ * without the check (the peer checks each body once, on the loop thread,
+ * before the transport lends it). Only MM_CODEC_E_OVERFLOW can come back.
+ * A payload not so checked may be read out of bounds: builds with
+ * assertions check it again. */
+mm_codec_err mm_codec_apply_checked(const mm_codec *c, const uint8_t *p, size_t len,
+                                    float *copy, uint32_t *copy_crc, char *why, size_t whylen);
+
 /* A randk sampling key for one exchange of one sender: distinct senders
  * and exchanges get unrelated coordinates. Any 64-bit key works; this is a
  * convenience (splitmix64 of the three). */

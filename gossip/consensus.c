@@ -25,14 +25,15 @@ static int parse_long(const char **p, long lo, long hi, long *out)
     return 0;
 }
 
-int mm_gsched_parse(const char *text, int max_steps, mm_gsched *out, char *err, size_t errlen)
+int mm_steps_schedule_parse(const char *text, int max_steps, mm_steps_schedule *out,
+                             char *err, size_t errlen)
 {
     const char *p = text;
     out->n = 0;
     for (;;) {
         long from, steps;
-        if (out->n == MM_GSCHED_MAX) {
-            snprintf(err, errlen, "at most %d entries", MM_GSCHED_MAX);
+        if (out->n == MM_STEPS_SCHEDULE_MAX) {
+            snprintf(err, errlen, "at most %d entries", MM_STEPS_SCHEDULE_MAX);
             return -1;
         }
         if (parse_long(&p, 0, 1L << 40, &from) != 0 || *p++ != ':' ||
@@ -59,7 +60,7 @@ int mm_gsched_parse(const char *text, int max_steps, mm_gsched *out, char *err, 
     }
 }
 
-int mm_gsched_steps(const mm_gsched *s, long round)
+int mm_steps_schedule_steps(const mm_steps_schedule *s, long round)
 {
     int g = s->n ? s->steps[0] : 1;
     for (int i = 1; i < s->n && s->from[i] <= round; i++)
@@ -67,7 +68,7 @@ int mm_gsched_steps(const mm_gsched *s, long round)
     return g;
 }
 
-int mm_gsched_max(const mm_gsched *s)
+int mm_steps_schedule_max(const mm_steps_schedule *s)
 {
     int m = 1;
     for (int i = 0; i < s->n; i++)
@@ -77,7 +78,7 @@ int mm_gsched_max(const mm_gsched *s)
 
 /* ---- the estimator ---------------------------------------------------------- */
 
-int mm_cc_ratios(const double *lam, int n, int gmax, double *ratio)
+int mm_consensus_ratios(const double *lam, int n, int gmax, double *ratio)
 {
     int used = 0;
     for (int k = 0; k < n; k++)
@@ -120,7 +121,7 @@ static void shape_point(const double *lam, int n, double (*s)(double l, double a
     *m = e1 > 0 ? e2 / (2 * e1) : 0;
 }
 
-/* the persistent pulls' steady state with G mixes a round (mm_cc_ratios) */
+/* the persistent pulls' steady state with G mixes a round (mm_consensus_ratios) */
 static double shape_persistent(double l, double G)
 {
     double d = 1 - pow(l, G);
@@ -136,7 +137,7 @@ static double shape_relaxing(double l, double rho)
     return 1 / (d * d);
 }
 
-int mm_cc_shape_init(mm_cc_shape *s, const double *lam, int n, int gmax)
+int mm_consensus_shape_init(mm_consensus_shape *s, const double *lam, int n, int gmax)
 {
     static const double rho[] = {0.995, 0.99, 0.98, 0.97, 0.95, 0.92, 0.9, 0.85, 0.8, 0.75,
                                  0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0};
@@ -162,7 +163,7 @@ int mm_cc_shape_init(mm_cc_shape *s, const double *lam, int n, int gmax)
     return 0;
 }
 
-double mm_cc_shape_xi2(const mm_cc_shape *s, double q, double b)
+double mm_consensus_shape_xi2(const mm_consensus_shape *s, double q, double b)
 {
     if (!isfinite(q) || !isfinite(b))
         return NAN;
@@ -186,17 +187,18 @@ double mm_cc_shape_xi2(const mm_cc_shape *s, double q, double b)
 
 /* ---- the controller --------------------------------------------------------- */
 
-void mm_cc_init(mm_cc *c, double target, double gmin, int gmax, const double *ratio)
+void mm_consensus_init(mm_consensus_ctl *c, double target, double gmin, int gmax,
+                       const double *ratio)
 {
     double lo = 1.0 / (MM_CC_SKIP_MAX + 1);
     gmin = gmin < lo ? lo : gmin > 1 ? 1 : gmin;
-    *c = (mm_cc){.target = target, .gmax = gmax, .gmin = gmin, .ratio = ratio, .gi = 1,
+    *c = (mm_consensus_ctl){.target = target, .gmax = gmax, .gmin = gmin, .ratio = ratio, .gi = 1,
                  .gamma = 1, .a = 0, .q_prev = 0, .xi = 0};
 }
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
 
-double mm_cc_estimate(const mm_cc *c)
+double mm_consensus_estimate(const mm_consensus_ctl *c)
 {
     if (!c->ratio)
         return c->a > 0 ? sqrt(c->a) : 0;
@@ -208,17 +210,17 @@ double mm_cc_estimate(const mm_cc *c)
     return r > 0 && c->a > 0 ? sqrt(c->a / (2 * r)) : 0;
 }
 
-/* gamma of h: h itself from 1 up, exp(h - 1) below (see mm_cc_round) */
+/* gamma of h: h itself from 1 up, exp(h - 1) below (see mm_consensus_round) */
 static double gamma_of(double h) { return h >= 1 ? h : exp(h - 1); }
 
 /* the golden-ratio sequence: the same u on every peer each round, and
  * evenly spread over [0, 1) across rounds */
 static double dither(uint64_t round) { return fmod((double)round * 0.6180339887498949, 1.0); }
 
-int mm_cc_round(mm_cc *c, uint64_t round, int fresh)
+int mm_consensus_round(mm_consensus_ctl *c, uint64_t round, int fresh)
 {
     if (fresh) {
-        c->xi = mm_cc_estimate(c);
+        c->xi = mm_consensus_estimate(c);
         /* ln(Xi/X), clipped: an estimate of 0 (the start, when every
          * replica is the same) asks for fewer exchanges without driving
          * gamma far. */
@@ -241,21 +243,21 @@ int mm_cc_round(mm_cc *c, uint64_t round, int fresh)
 #define LEVEL_OFFSET 4.0   /* h + 4 >= 0.84 for every h >= 1 + ln(1/64) */
 #define LEVEL_SCALE 512.0  /* 1/512 of a unit of h: gamma to 0.2 % */
 
-uint16_t mm_cc_level(const mm_cc *c)
+uint16_t mm_consensus_level(const mm_consensus_ctl *c)
 {
     double v = floor((c->gi + LEVEL_OFFSET) * LEVEL_SCALE + 0.5);
     return (uint16_t)clampd(v, 0, 65535);
 }
 
-double mm_cc_level_value(uint16_t level) { return level / LEVEL_SCALE - LEVEL_OFFSET; }
+double mm_consensus_level_value(uint16_t level) { return level / LEVEL_SCALE - LEVEL_OFFSET; }
 
-void mm_cc_fold_level(mm_cc *c, double h_mixed)
+void mm_consensus_fold_level(mm_consensus_ctl *c, double h_mixed)
 {
     if (isfinite(h_mixed))
         c->gi = clampd(h_mixed, 1 + log(c->gmin), c->gmax);
 }
 
-int mm_cc_skip_rounds(double gamma, uint64_t round, int kmax)
+int mm_consensus_skip_rounds(double gamma, uint64_t round, int kmax)
 {
     int k = 0;
     while (gamma < 1 && k < kmax && gamma + dither(round + 1 + (uint64_t)k) < 1)
@@ -263,14 +265,14 @@ int mm_cc_skip_rounds(double gamma, uint64_t round, int kmax)
     return k;
 }
 
-uint64_t mm_cc_edge_next(uint64_t round, uint16_t l_self, uint16_t l_peer)
+uint64_t mm_consensus_edge_next(uint64_t round, uint16_t l_self, uint16_t l_peer)
 {
     /* the mean of the two decoded levels: the same double at both ends */
-    double h = 0.5 * (mm_cc_level_value(l_self) + mm_cc_level_value(l_peer));
-    return round + 1 + (uint64_t)mm_cc_skip_rounds(gamma_of(h), round, MM_CC_SKIP_MAX);
+    double h = 0.5 * (mm_consensus_level_value(l_self) + mm_consensus_level_value(l_peer));
+    return round + 1 + (uint64_t)mm_consensus_skip_rounds(gamma_of(h), round, MM_CC_SKIP_MAX);
 }
 
-void mm_cc_fold(mm_cc *c, double a_mixed, double q, int first)
+void mm_consensus_fold(mm_consensus_ctl *c, double a_mixed, double q, int first)
 {
     double a = a_mixed;
     if (first && isfinite(q)) {

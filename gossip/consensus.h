@@ -25,21 +25,22 @@
 
 /* ---- the schedule ---------------------------------------------------------- */
 
-#define MM_GSCHED_MAX 64 /* entries */
+#define MM_STEPS_SCHEDULE_MAX 64 /* entries */
 
 typedef struct {
     int n;
-    long from[MM_GSCHED_MAX]; /* strictly increasing; from[0] = 0 */
-    int steps[MM_GSCHED_MAX]; /* exchanges per round from that round on */
-} mm_gsched;
+    long from[MM_STEPS_SCHEDULE_MAX]; /* strictly increasing; from[0] = 0 */
+    int steps[MM_STEPS_SCHEDULE_MAX]; /* exchanges per round from that round on */
+} mm_steps_schedule;
 
 /* "R:G[,R:G...]": round R (decimal, the first 0, increasing) and from it G
  * exchanges per round (1..max_steps). 0, or -1 with what is wrong in err. */
-int mm_gsched_parse(const char *text, int max_steps, mm_gsched *out, char *err, size_t errlen);
+int mm_steps_schedule_parse(const char *text, int max_steps, mm_steps_schedule *out,
+                             char *err, size_t errlen);
 /* G of a round (rounds before from[0] cannot happen: from[0] = 0). */
-int mm_gsched_steps(const mm_gsched *s, long round);
+int mm_steps_schedule_steps(const mm_steps_schedule *s, long round);
 /* The largest G of the schedule: the exchange numbering's stride. */
-int mm_gsched_max(const mm_gsched *s);
+int mm_steps_schedule_max(const mm_steps_schedule *s);
 
 /* ---- the estimator ---------------------------------------------------------- */
 
@@ -71,7 +72,7 @@ int mm_gsched_max(const mm_gsched *s);
  * (largest first, lam[0] = 1: mm_topo_spectrum). Eigenvalues within 1e-9
  * of 1 (the average; more than one only for a disconnected W) are left
  * out. 0, or -1 when no eigenvalue is left (n = 1, or W = I). */
-int mm_cc_ratios(const double *lam, int n, int gmax, double *ratio);
+int mm_consensus_ratios(const double *lam, int n, int gmax, double *ratio);
 
 /* The disagreement's shape, measured (rounds skipped, gmin < 1).
  *
@@ -109,15 +110,15 @@ typedef struct {
     int n;
     double m[MM_CC_SHAPES]; /* increasing */
     double f[MM_CC_SHAPES]; /* Xi^2 / q at that m: 1 / (2 R) */
-} mm_cc_shape;
+} mm_consensus_shape;
 
 /* The family from W's eigenvalues lam[0..n) (mm_topo_spectrum), gmax
  * (1..64) the most exchanges a round. 0, or -1 when no eigenvalue is left
  * below 1 (n = 1, or W = I). */
-int mm_cc_shape_init(mm_cc_shape *s, const double *lam, int n, int gmax);
+int mm_consensus_shape_init(mm_consensus_shape *s, const double *lam, int n, int gmax);
 /* One peer's estimate of Xi^2 from its q and b: q f(b / q), m clamped to
  * the family's range; 0 for q <= 0, NaN when q or b is not finite. */
-double mm_cc_shape_xi2(const mm_cc_shape *s, double q, double b);
+double mm_consensus_shape_xi2(const mm_consensus_shape *s, double q, double b);
 
 /* ---- the controller --------------------------------------------------------- */
 
@@ -135,8 +136,8 @@ typedef struct {
     int gmax;             /* most exchanges a round may have */
     double gmin;          /* fewest exchanges a round on average: 1, or in
                            * [1/(MM_CC_SKIP_MAX+1), 1) when rounds may be skipped */
-    const double *ratio;  /* R(G), G = 1..gmax (mm_cc_ratios), owned by the caller;
-                           * NULL: a already estimates Xi^2 (mm_cc_shape_xi2's inputs) */
+    const double *ratio;  /* R(G), G = 1..gmax (mm_consensus_ratios), owned by the caller;
+                           * NULL: a already estimates Xi^2 (mm_consensus_shape_xi2's inputs) */
     double gi;            /* the integral state h: gamma_I = T(h) (below) */
     double gamma;         /* exchanges per round wanted, in [gmin, gmax] */
     double a;             /* gossiped estimate of mean_i q_i (of mean_i Xi^2 estimates
@@ -144,26 +145,28 @@ typedef struct {
     double q_prev;        /* this peer's q of the last round it measured one */
     double xi;            /* the estimate of Xi the last decision used */
     int idle;             /* rounds since the last fresh input */
-} mm_cc;
+} mm_consensus_ctl;
 
 /* gmin = 1: the controller only adds exchanges (1..gmax a round), as
  * before rounds could be skipped; gmin < 1 lets it skip rounds too.
- * ratio NULL: the peers gossip their mm_cc_shape_xi2 (the node does so
- * when rounds may be skipped) and the estimate is sqrt(a). */
-void mm_cc_init(mm_cc *c, double target, double gmin, int gmax, const double *ratio);
+ * ratio NULL: the peers gossip their mm_consensus_shape_xi2 (the node does
+ * so when rounds may be skipped) and the estimate is sqrt(a). */
+void mm_consensus_init(mm_consensus_ctl *c, double target, double gmin, int gmax,
+                       const double *ratio);
 /* The estimate of Xi: sqrt(a) without ratio; else from a (the gossiped mean of q) at gamma exchanges
  * per round: sqrt(a / (2 R(gamma))), R interpolated between whole G; R(1)
  * below one exchange a round: with one mix every P rounds, the model's
  * pulls pile up P times between mixes in every mode alike, so the shape of
  * the disagreement seen at an exchange, and R, is that of G = 1. */
-double mm_cc_estimate(const mm_cc *c);
+double mm_consensus_estimate(const mm_consensus_ctl *c);
 /* Round start: updates the estimate and gamma, and returns how many
  * exchanges this peer wants this round: floor(gamma + u) within
  * [1, gmax] (which rounds an edge skips when gamma < 1 is the edges'
- * business: mm_cc_edge_next), with u = frac(round * 0.618...) the same on every peer, so that peers whose
- * gamma agree want the same number and a fractional gamma is met on
- * average. fresh: whether the estimate has new input since the last call
- * (an exchange was mixed); without it gamma is kept (no integral wind-up
+ * business: mm_consensus_edge_next), with u = frac(round * 0.618...) the
+ * same on every peer, so that peers whose gamma agree want the same number
+ * and a fractional gamma is met on average. fresh: whether the estimate
+ * has new input since the last call (an exchange was mixed); without it
+ * gamma is kept (no integral wind-up
  * over rounds that learnt nothing) and only the dither moves; the next
  * fresh round integrates the error over the rounds since the last one
  * (gain KI per round, at most KI_MAX at once: the error an exchange sees
@@ -176,7 +179,7 @@ double mm_cc_estimate(const mm_cc *c);
  * by factors: the distance a skip lets grow is about proportional to the
  * rounds between mixes, so ln gamma is what moves ln Xi linearly). T is
  * continuous with slope 1 at h = 1; h is kept in [1 + ln gmin, gmax]. */
-int mm_cc_round(mm_cc *c, uint64_t round, int fresh);
+int mm_consensus_round(mm_consensus_ctl *c, uint64_t round, int fresh);
 /* ---- skipping rounds (gmin < 1) ----
  *
  * Below one exchange a round an edge exchanges only in some rounds, and
@@ -184,8 +187,8 @@ int mm_cc_round(mm_cc *c, uint64_t round, int fresh);
  * exchange carries the sender's *level*, its integral state h in fixed
  * point (the SKIP field, docs/protocol.md 3.2); both ends of an edge
  * then hold both levels and compute the edge's next round from them
- * alike (mm_cc_edge_next). The levels are also averaged over the graph
- * like the parameters (mm_cc_fold_level): integral states that each
+ * alike (mm_consensus_edge_next). The levels are also averaged over the graph
+ * like the parameters (mm_consensus_fold_level): integral states that each
  * integrate their own peer's error drift apart on a ring (each peer's
  * estimate keeps a tenth of its own q, and errors of opposite sign push
  * neighbours to opposite bounds, an edge between two peers at the floor
@@ -193,28 +196,28 @@ int mm_cc_round(mm_cc *c, uint64_t round, int fresh);
  * error and stay together. */
 
 /* This peer's level: round((h + 4) * 512) in [0, 65535]. */
-uint16_t mm_cc_level(const mm_cc *c);
+uint16_t mm_consensus_level(const mm_consensus_ctl *c);
 /* A level's h: level / 512 - 4. */
-double mm_cc_level_value(uint16_t level);
+double mm_consensus_level_value(uint16_t level);
 /* After a round's first exchange (gmin < 1): h_mixed = h + sum_j W_ij
  * (h_j - h) over the neighbours whose vector came (h_j their levels'
  * values); h is set to it, kept in [1 + ln gmin, gmax]. */
-void mm_cc_fold_level(mm_cc *c, double h_mixed);
+void mm_consensus_fold_level(mm_consensus_ctl *c, double h_mixed);
 /* How many rounds after `round` the dither skips at gamma: r' = round+1,
  * round+2, ... while gamma + u_r' < 1, at most kmax; 0 when gamma >= 1. */
-int mm_cc_skip_rounds(double gamma, uint64_t round, int kmax);
+int mm_consensus_skip_rounds(double gamma, uint64_t round, int kmax);
 /* The round an edge exchanges on next after exchanging in `round`, its
  * ends having announced levels l_self and l_peer: with gamma_e = T of the
- * mean of both levels' h, round + 1 + mm_cc_skip_rounds(gamma_e, round,
+ * mean of both levels' h, round + 1 + mm_consensus_skip_rounds(gamma_e, round,
  * MM_CC_SKIP_MAX); the same at both ends (the mean of the same two
  * doubles). */
-uint64_t mm_cc_edge_next(uint64_t round, uint16_t l_self, uint16_t l_peer);
+uint64_t mm_consensus_edge_next(uint64_t round, uint16_t l_self, uint16_t l_peer);
 /* After an exchange's mix: a_mixed is self' * a + sum_j W_ij aux_j over
  * the neighbours whose vector came (self' takes the others' weight).
  * first: the round's first exchange, where q (this peer's q_i, NaN when no
  * neighbour came) enters: a = (1 - beta)(a_mixed + q - q_prev) + beta q
  * (tracking the mean of q with no lag, forgetting what dead peers left
  * behind at rate beta); later exchanges only average: a = a_mixed. */
-void mm_cc_fold(mm_cc *c, double a_mixed, double q, int first);
+void mm_consensus_fold(mm_consensus_ctl *c, double a_mixed, double q, int first);
 
 #endif

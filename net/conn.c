@@ -120,7 +120,7 @@ static void item_done(conn *c, out_item *it, bool ok)
             t->peers[it->peer].link.vectors_sent++;
         }
         if (t->cb.on_sent)
-            t->cb.on_sent(t->cb.ud, it->peer, it->round, ok);
+            t->cb.on_sent(t->cb.ud, it->peer, it->exchange, ok);
     }
     free_item(it);
 }
@@ -235,7 +235,7 @@ int mm__conn_send_frame(conn *c, const mm_wire_header *h, const void *small, siz
     it->head_len = MM_WIRE_HDR_LEN + small_len;
     it->big = big;
     it->big_len = big_len;
-    it->round = h->round;
+    it->exchange = h->exchange;
     it->peer = peer_id;
     it->is_vec = is_vec;
     it->owned = owned;
@@ -297,7 +297,7 @@ static void plain_pump(conn *c)
 
 static int send_ctrl(conn *c, uint16_t type, const void *payload, size_t len)
 {
-    mm_wire_header h = {.type = type, .sender = c->t->cfg.self_id, .round = c->t->round,
+    mm_wire_header h = {.type = type, .sender = c->t->cfg.self_id, .exchange = c->t->exchange,
                         .payload_len = len};
     return mm__conn_send_frame(c, &h, payload, len, NULL, 0, false, 0, NULL);
 }
@@ -658,7 +658,7 @@ static void send_plain_refuse(conn *c, const char *msg)
     if (!(r = malloc(sizeof *r)))
         return;
     mm_wire_header h = {.type = MM_WIRE_REFUSE, .sender = c->t->cfg.self_id,
-                        .round = c->t->round, .payload_len = len,
+                        .exchange = c->t->exchange, .payload_len = len,
                         .payload_crc = mm_crc32c(0, msg, len)};
     mm_wire_put_header(r->buf, &h);
     memcpy(r->buf + MM_WIRE_HDR_LEN, msg, len);

@@ -295,12 +295,12 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
         return mm__conn_refuse(c, &t->st.not_neighbour, "vector from peer %u, which is no "
                                "in-neighbour of peer %u in any round of the topology",
                                (unsigned)c->peer, t->cfg.self_id);
-    uint64_t w = t->cfg.round_window, cur = t->round;
+    uint64_t w = t->cfg.round_window, cur = t->exchange;
     uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
-    if (h->round < lo || h->round > hi)
-        return mm__conn_refuse(c, &t->st.bad_round, "vector for round %llu is outside the "
-                           "window [%llu, %llu]", (unsigned long long)h->round,
-                           (unsigned long long)lo, (unsigned long long)hi);
+    if (h->exchange < lo || h->exchange > hi)
+        return mm__conn_refuse(c, &t->st.bad_round, "vector for exchange %llu is outside "
+                               "the window [%llu, %llu]", (unsigned long long)h->exchange,
+                               (unsigned long long)lo, (unsigned long long)hi);
     /* A body in the negotiated codec is checked whole before anyone may
      * apply it, by the owner's check_body (the transport knows no codec).
      * The wire checked fp32 bodies as they arrived. */
@@ -318,7 +318,7 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
     t->st.vectors_recv++;
     p->link.vectors_recv++;
     if (t->cb.on_vector)
-        t->cb.on_vector(t->cb.ud, p->id, h->round, meta, body, body_len);
+        t->cb.on_vector(t->cb.ud, p->id, h->exchange, meta, body, body_len);
 }
 
 void mm__tr_handle_closed(mm_transport *t)
@@ -816,14 +816,14 @@ bool mm_transport_is_up(const mm_transport *t, uint32_t peer_id)
            t->peers[peer_id].conn->st == C_UP;
 }
 
-int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t round, double weight,
+int mm_transport_send(mm_transport *t, uint32_t peer_id, uint64_t exchange, double weight,
                       const float *vec)
 {
     mm_wire_vec meta = {.weight = weight, .codec = MM_WIRE_CODEC_FP32, .count = t->cfg.vec_len};
-    return mm_transport_send_vec(t, peer_id, round, &meta, vec, 4 * (size_t)t->cfg.vec_len);
+    return mm_transport_send_vec(t, peer_id, exchange, &meta, vec, 4 * (size_t)t->cfg.vec_len);
 }
 
-int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t round,
+int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t exchange,
                           const mm_wire_vec *meta, const void *body, size_t body_len)
 {
     if (!mm_transport_is_up(t, peer_id))
@@ -839,7 +839,7 @@ int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t round,
     }
     uint8_t vh[MM_WIRE_VEC_HDR];
     mm_wire_put_vec(vh, &m);
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .round = round,
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .exchange = exchange,
                         .payload_len = MM_WIRE_VEC_HDR + body_len};
     p->last_used = mm_now_ms(t);
     return mm__conn_send_frame(p->conn, &h, vh, sizeof vh, out, body_len, true, peer_id, owned);
@@ -855,7 +855,7 @@ void mm_transport_release(mm_transport *t, uint32_t peer_id)
         mm__conn_resume(p->conn);
 }
 
-void mm_transport_set_round(mm_transport *t, uint64_t round) { t->round = round; }
+void mm_transport_set_exchange(mm_transport *t, uint64_t exchange) { t->exchange = exchange; }
 
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud)
 {

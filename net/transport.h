@@ -1,5 +1,5 @@
 /* The gossip transport: authenticated connections between peers that move
- * flat float vectors tagged with a round number. It knows no model and
+ * flat float vectors tagged with an exchange number. It knows no model and
  * averages nothing; it runs entirely on one libuv loop and never blocks it.
  *
  * Connections: one per pair of peers; the peer with the lower id dials, the
@@ -78,11 +78,11 @@ typedef struct {
      * bytes in the connection's receive buffer, lent to the caller (an fp32
      * body is meta->count floats, 8-byte aligned): reading from that peer
      * pauses until mm_transport_release(). */
-    void (*on_vector)(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+    void (*on_vector)(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len);
     /* Called when a send handed to mm_transport_send() no longer needs its
      * buffer (written to the socket or encrypted, or failed: ok false). */
-    void (*on_sent)(void *ud, uint32_t peer, uint64_t round, bool ok);
+    void (*on_sent)(void *ud, uint32_t peer, uint64_t exchange, bool ok);
     /* Connection state changes. */
     void (*on_peer)(void *ud, uint32_t peer, mm_peer_state state);
     void *ud;
@@ -158,7 +158,7 @@ typedef struct {
     uint32_t backoff_min_ms, backoff_max_ms; /* reconnect (default 100, 5000) */
     uint32_t frame_timeout_ms;     /* a started frame must finish (default 30000, +1 ms per KiB of payload) */
 
-    /* Rounds accepted are within [current - window, current + window];
+    /* Exchange numbers accepted are within [current - window, current + window];
      * MM_ROUND_WINDOW_NONE: any (murmur node's async). */
     uint64_t round_window;          /* default 1000 */
     uint32_t max_conns_per_addr;    /* unauthenticated conns from one IP (default max(16, n_peers)) */
@@ -196,21 +196,23 @@ void mm_transport_want(mm_transport *t, const uint32_t *peers, int n);
 /* True when the connection to peer is up (HELLO done). */
 bool mm_transport_is_up(const mm_transport *t, uint32_t peer);
 
-/* Send a VECTOR to peer, tagged with round: its vector header and a body
+/* Send a VECTOR to peer, tagged with its exchange number (docs/protocol.md
+ * 3.2; the all-reduce's: its round): its vector header and a body
  * of body_len bytes (must stay valid until on_sent). Returns 0, or -1 if
  * the peer is not up (on_sent is then not called). */
-int mm_transport_send_vec(mm_transport *t, uint32_t peer, uint64_t round,
+int mm_transport_send_vec(mm_transport *t, uint32_t peer, uint64_t exchange,
                           const mm_wire_vec *meta, const void *body, size_t body_len);
 /* The common case: the whole vector (vec_len floats, must stay valid until
  * on_sent) in fp32 with a push-sum weight. */
-int mm_transport_send(mm_transport *t, uint32_t peer, uint64_t round, double weight,
+int mm_transport_send(mm_transport *t, uint32_t peer, uint64_t exchange, double weight,
                       const float *vec);
 
 /* Give back the receive buffer lent by on_vector; reading resumes. */
 void mm_transport_release(mm_transport *t, uint32_t peer);
 
-/* The round the caller is in, for the window check on incoming frames. */
-void mm_transport_set_round(mm_transport *t, uint64_t round);
+/* The exchange the caller is in, for the window check on incoming frames
+ * (round_window: a count of exchanges, its name the flag's). */
+void mm_transport_set_exchange(mm_transport *t, uint64_t exchange);
 
 /* Say goodbye to every connected peer, close everything and call done()
  * once all handles are closed; then free with mm_transport_free() (only

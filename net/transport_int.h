@@ -30,7 +30,7 @@ typedef struct out_item {
     const uint8_t *big;
     size_t big_len;
     size_t off;              /* TLS: bytes already encrypted */
-    uint64_t round;
+    uint64_t exchange;
     uint32_t peer;
     bool is_vec;
     uint8_t *owned;          /* the tamper hook's body, freed with the item */
@@ -145,7 +145,7 @@ struct mm_transport {
     out_item *crc_head, *crc_tail;
     peer *peers;
     conn *conns;
-    uint64_t round;
+    uint64_t exchange;       /* the caller's, for the window (mm_transport_set_exchange) */
     mm_transport_stats st;
     int handles;             /* open uv handles, for shutdown */
     bool shutting_down;

@@ -56,7 +56,7 @@ void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h)
     put16(out + 6, h->type);
     put32(out + 8, h->sender);
     put32(out + 12, 0);
-    put64(out + 16, h->round);
+    put64(out + 16, h->exchange);
     put64(out + 24, h->payload_len);
     put32(out + 32, h->payload_crc);
     put32(out + 36, mm_crc32c(0, out, 36));
@@ -139,7 +139,7 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
     }
     h->type = get16(in + 6);
     h->sender = get32(in + 8);
-    h->round = get64(in + 16);
+    h->exchange = get64(in + 16);
     h->payload_len = get64(in + 24);
     h->payload_crc = get32(in + 32);
     if (get32(in + 12) != 0) {

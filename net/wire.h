@@ -36,7 +36,7 @@ enum mm_wire_type {
 typedef struct {
     uint16_t version, type;
     uint32_t sender;
-    uint64_t round;
+    uint64_t exchange;       /* a VECTOR's exchange number (docs/protocol.md 3.2) */
     uint64_t payload_len;
     uint32_t payload_crc;
 } mm_wire_header;
@@ -70,7 +70,7 @@ typedef struct {
     uint8_t codec;      /* the body's encoding (the negotiated codec; fp32 with RESET) */
     uint8_t flags;      /* MM_VEC_* */
     uint16_t level;     /* consensus control skipping rounds: the sender's level
-                         * (mm_cc_level, in the round's first exchange); 0 otherwise */
+                         * (mm_consensus_level, in the round's first exchange); 0 otherwise */
     uint32_t copy_crc;  /* compressed gossip: CRC32C of the sender's public copy
                          * after this frame; 0 otherwise */
     double aux;         /* consensus control: the sender's estimate; 0 otherwise */

@@ -25,7 +25,7 @@ static int start(mm__trainer *tr, char *err, size_t errlen)
     }
     if (!ar) {
         snprintf(err, errlen, "out of memory for the all-reduce's %zu floats", tr->P);
-        return -1;
+        return MM_EXIT_ERROR;
     }
     tr->algo_state = ar;
     return 0;
@@ -103,7 +103,7 @@ static int round_of_its_own(mm__trainer *tr)
     allreduce *ar = tr->algo_state;
     double t0 = mm_time_now();
     allreduce_view(tr);
-    mm__iso_round(tr->iso, &tr->v);
+    mm__isolation_round(tr->iso, &tr->v);
     mm__round_phase(tr, PH_SNAPSHOT);
     const float *s = tr->x;
     float *out = tr->x;
@@ -136,7 +136,7 @@ static int round_of_its_own(mm__trainer *tr)
             tr->x[k] = out[k] + (tr->x[k] - s[k]);
     double t4 = mm_time_now();
     for (int k = 0; k < tr->v.n_in; k++) /* the average holds every peer's vector */
-        mm__iso_mixed(tr->iso, tr->v.in[k].peer, t4);
+        mm__isolation_mixed(tr->iso, tr->v.in[k].peer, t4);
     tr->t_comm += (t1 - t0) + (t4 - t3);
     tr->t_compute += t2 - t1;
     tr->t_wait += t3 - t2;

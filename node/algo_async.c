@@ -21,7 +21,7 @@ static int start(mm__trainer *tr, char *err, size_t errlen)
     latest *l = calloc(tr->n, sizeof *l);
     if (!l) {
         snprintf(err, errlen, "out of memory for the newest copies of %u peers", tr->n);
-        return -1;
+        return MM_EXIT_ERROR;
     }
     for (uint32_t p = 0; p < tr->n; p++)
         l[p].exchange = -1;

@@ -18,6 +18,22 @@
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
 
+/* What CHOCO keeps of one peer. */
+typedef struct {
+    /* as an out-neighbour: what it holds of x_hat_i */
+    bool synced;            /* it was sent x_hat_i as of encode sent_seq ... */
+    uint64_t sent_seq, sent_exchange, sent_lost; /* ... in that exchange, with
+                                                  * that many losses before */
+    bool sent_reset;        /* ... as a RESET */
+    uint64_t chain;         /* the connection (ups) on which it holds x_hat_i as of
+                             * the frame before that one; 0: none */
+
+    /* as an in-neighbour: our copy of its x_hat */
+    float *copy;            /* allocated at its first RESET */
+    bool valid;
+    uint64_t copy_ups;      /* the connection (mailbox ups) the copy belongs to */
+} choco_peer;
+
 struct mm__choco {
     uint32_t id, n;
     size_t P;
@@ -33,18 +49,7 @@ struct mm__choco {
     float *self;            /* x_hat_i */
     uint64_t seq;           /* encodes so far (x_hat_i moved seq times) */
 
-    /* sender side, per peer: what it holds of x_hat_i */
-    bool *synced;           /* it was sent x_hat_i as of encode sent_seq ... */
-    uint64_t *sent_seq, *sent_exchange, *sent_lost; /* ... in that exchange, with
-                                                     * that many losses before */
-    bool *sent_reset;       /* ... as a RESET */
-    uint64_t *chain;        /* the connection (ups) on which it holds x_hat_i as of
-                             * the frame before that one; 0: none */
-
-    /* receiver side, per peer: our copy of its x_hat */
-    float **copy;
-    bool *valid;
-    uint64_t *copy_ups;     /* the connection (mailbox ups) the copy belongs to */
+    choco_peer *peer;       /* [n] */
 
     mm__choco_stats st;
 };
@@ -64,35 +69,38 @@ int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma,
     char why[256];
     if (mm_codec_parse(c->compress, spec, why, sizeof why) != 0) {
         snprintf(err, errlen, "--compress %s: %s", c->compress, why);
-        return -1;
+        return MM_EXIT_USAGE;
     }
     if (c->algo != MM_ALGO_DPSGD) {
         snprintf(err, errlen, "--compress runs CHOCO-SGD, defined for --algo dpsgd only "
                               "(not %s)", mm_algo_name(c->algo));
-        return -1;
+        return MM_EXIT_USAGE;
     }
     *gamma = c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(spec);
     if (!(*gamma > 0 && *gamma <= 1)) {
         snprintf(err, errlen, "--consensus-step %g is outside (0, 1]", *gamma);
-        return -1;
+        return MM_EXIT_USAGE;
     }
     return 0;
 }
 
-mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
-                         const float *x, size_t P, char *err, size_t errlen)
+int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                  const float *x, size_t P, mm__choco **out, char *err, size_t errlen)
 {
     mm_codec_spec spec;
     double gamma;
     char why[256];
-    if (mm__choco_check(c, &spec, &gamma, err, errlen) != 0)
-        return NULL;
+    *out = NULL;
+    int status = mm__choco_check(c, &spec, &gamma, err, errlen);
+    if (status != 0)
+        return status;
     uint32_t n = (uint32_t)mm_topo_n(topo);
     mm__choco *ch = calloc(1, sizeof *ch);
     if (!ch) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        return MM_EXIT_ERROR;
     }
+    status = MM_EXIT_USAGE;
     ch->id = id;
     ch->n = n;
     ch->P = P;
@@ -123,28 +131,20 @@ mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint3
         goto fail;
     }
     ch->self = malloc(4 * P);
-    ch->synced = calloc(n, sizeof *ch->synced);
-    ch->sent_seq = calloc(n, sizeof *ch->sent_seq);
-    ch->sent_exchange = calloc(n, sizeof *ch->sent_exchange);
-    ch->sent_reset = calloc(n, sizeof *ch->sent_reset);
-    ch->chain = calloc(n, sizeof *ch->chain);
-    ch->sent_lost = calloc(n, sizeof *ch->sent_lost);
-    ch->copy = calloc(n, sizeof *ch->copy);
-    ch->valid = calloc(n, sizeof *ch->valid);
-    ch->copy_ups = calloc(n, sizeof *ch->copy_ups);
-    if (!ch->self || !ch->synced || !ch->sent_seq || !ch->sent_exchange || !ch->sent_lost ||
-        !ch->sent_reset || !ch->chain ||
-        !ch->copy || !ch->valid || !ch->copy_ups) {
+    ch->peer = calloc(n, sizeof *ch->peer);
+    if (!ch->self || !ch->peer) {
+        status = MM_EXIT_ERROR;
         snprintf(err, errlen, "out of memory for the public copies");
         goto fail;
     }
     /* x_hat_i starts at x, not 0: a peer that resumes mid-run must not
      * pull its neighbours towards 0 (its first RESET carries x_hat_i). */
     memcpy(ch->self, x, 4 * P);
-    return ch;
+    *out = ch;
+    return 0;
 fail:
     mm__choco_free(ch);
-    return NULL;
+    return status;
 }
 
 void mm__choco_free(mm__choco *ch)
@@ -153,18 +153,9 @@ void mm__choco_free(mm__choco *ch)
         return;
     mm_codec_free(ch->codec);
     free(ch->self);
-    free(ch->synced);
-    free(ch->sent_seq);
-    free(ch->sent_exchange);
-    free(ch->sent_reset);
-    free(ch->chain);
-    free(ch->sent_lost);
-    if (ch->copy)
-        for (uint32_t p = 0; p < ch->n; p++)
-            free(ch->copy[p]);
-    free(ch->copy);
-    free(ch->valid);
-    free(ch->copy_ups);
+    for (uint32_t p = 0; ch->peer && p < ch->n; p++)
+        free(ch->peer[p].copy);
+    free(ch->peer);
     free(ch);
 }
 
@@ -192,16 +183,16 @@ void mm__choco_wire(const mm__choco *ch, uint8_t *codec, uint32_t *block, double
  * connecting is the first on the new connection (the old rule, the
  * connection at queueing time, sent every link two RESETs at start). A
  * frame still pending (p not up, or the loop not there yet) would be
- * replaced by this one, and lost. Updates chain[p] to the connection on
+ * replaced by this one, and lost. Updates p's chain to the connection on
  * which p holds the copy as of that frame. */
 static bool holds_copy(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
 {
+    choco_peer *q = &ch->peer[p];
     uint64_t on = 0;
-    if (ch->synced[p] && pv->written_exchange == ch->sent_exchange[p] &&
-        ch->sent_lost[p] == pv->lost)
-        on = ch->sent_reset[p] || ch->chain[p] == pv->written_ups ? pv->written_ups : 0;
-    ch->chain[p] = on;
-    return on != 0 && on == pv->ups && ch->sent_seq[p] + 1 == ch->seq && !pv->send_pending;
+    if (q->synced && pv->written_exchange == q->sent_exchange && q->sent_lost == pv->lost)
+        on = q->sent_reset || q->chain == pv->written_ups ? pv->written_ups : 0;
+    q->chain = on;
+    return on != 0 && on == pv->ups && q->sent_seq + 1 == ch->seq && !pv->send_pending;
 }
 
 int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *x,
@@ -243,13 +234,14 @@ int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *
             ch->st.resets_sent++;
             mm_debug("exchange %" PRIu64 ": RESET to peer %u", e, p);
         }
-        ch->synced[p] = true;
-        ch->sent_seq[p] = ch->seq;
-        ch->sent_exchange[p] = e;
-        ch->sent_reset[p] = !holds;
+        choco_peer *q = &ch->peer[p];
+        q->synced = true;
+        q->sent_seq = ch->seq;
+        q->sent_exchange = e;
+        q->sent_reset = !holds;
         /* (a send dropped from now on shows as a new loss) */
         mm__mbox_peer(mb, p, &pv);
-        ch->sent_lost[p] = pv.lost;
+        q->sent_lost = pv.lost;
     }
     return 0;
 }
@@ -258,42 +250,43 @@ bool mm__choco_take(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
 {
     char why[200];
     uint32_t crc = 0;
+    choco_peer *q = &ch->peer[p];
     if (pv->meta.flags & MM_VEC_RESET) {
         if (pv->meta.codec != MM_WIRE_CODEC_FP32 || pv->body_len != 4 * ch->P) {
             /* (the wire refuses these: never read past the body received) */
             mm_error("peer %u's RESET is %zu bytes of codec %u, not %zu of fp32: ignored", p,
                      pv->body_len, pv->meta.codec, 4 * ch->P);
-            ch->valid[p] = false;
+            q->valid = false;
             return false;
         }
-        if (!ch->copy[p] && !(ch->copy[p] = malloc(4 * ch->P))) {
+        if (!q->copy && !(q->copy = malloc(4 * ch->P))) {
             mm_error("out of memory for peer %u's public copy", p);
             return false;
         }
-        memcpy(ch->copy[p], pv->body, 4 * ch->P); /* (the wire checked: fp32, finite) */
-        crc = mm_choco_crc(ch->copy[p], ch->P);
+        memcpy(q->copy, pv->body, 4 * ch->P); /* (the wire checked: fp32, finite) */
+        crc = mm_choco_crc(q->copy, ch->P);
         ch->st.resets_recv++;
-        ch->copy_ups[p] = pv->vector_ups;
-        ch->valid[p] = crc == pv->meta.copy_crc;
-        if (!ch->valid[p]) {
+        q->copy_ups = pv->vector_ups;
+        q->valid = crc == pv->meta.copy_crc;
+        if (!q->valid) {
             ch->st.diverged++;
             mm_warn("peer %u's RESET has copy CRC %08x, its header says %08x: not mixed", p,
                     crc, pv->meta.copy_crc);
         }
-        return ch->valid[p];
+        return q->valid;
     }
-    if (!ch->valid[p] || ch->copy_ups[p] != pv->vector_ups) {
+    if (!q->valid || q->copy_ups != pv->vector_ups) {
         /* a q for a copy we do not hold (start, a new connection, a
          * divergence): the sender will RESET it, as it does after any
          * change of connection */
-        ch->valid[p] = false;
+        q->valid = false;
         ch->st.ignored++;
         return false;
     }
-    mm_codec_err ce = mm_choco_receive(ch->codec, pv->body, pv->body_len, ch->copy[p], &crc,
+    mm_codec_err ce = mm_choco_receive(ch->codec, pv->body, pv->body_len, q->copy, &crc,
                                        why, sizeof why);
     if (ce != MM_CODEC_OK || crc != pv->meta.copy_crc) {
-        ch->valid[p] = false;
+        q->valid = false;
         ch->st.diverged++;
         if (ce != MM_CODEC_OK)
             mm_warn("peer %u's payload could not be applied (%s): its copy is out of the mix "
@@ -308,7 +301,7 @@ bool mm__choco_take(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
 
 const float *mm__choco_copy(const mm__choco *ch, uint32_t p)
 {
-    return ch->valid[p] ? ch->copy[p] : NULL;
+    return ch->peer[p].valid ? ch->peer[p].copy : NULL;
 }
 
 void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in,
@@ -323,8 +316,10 @@ void mm__choco_get_stats(const mm__choco *ch, mm__choco_stats *out) { *out = ch-
 
 static int start(mm__trainer *tr, char *err, size_t errlen)
 {
-    tr->algo_state = mm__choco_new(tr->cfg, tr->topo, tr->id, tr->x, tr->P, err, errlen);
-    return tr->algo_state ? 0 : -1;
+    mm__choco *ch;
+    int status = mm__choco_new(tr->cfg, tr->topo, tr->id, tr->x, tr->P, &ch, err, errlen);
+    tr->algo_state = ch;
+    return status;
 }
 
 static void end(mm__trainer *tr) { mm__choco_free(tr->algo_state); }

@@ -39,16 +39,17 @@ typedef struct mm__choco mm__choco;
 
 /* The part of mm__choco_new's checks that needs no model: the codec spec
  * parses (into *spec), the algorithm is dpsgd, the gamma (*gamma:
- * --consensus-step or the codec's default) in (0, 1]. 0, or -1 with the
- * reason in err. */
+ * --consensus-step or the codec's default) in (0, 1]. 0, or MM_EXIT_USAGE
+ * with the reason in err. */
 int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma, char *err,
                     size_t errlen);
 
-/* For peer id of topo with P parameters x (x_hat_i starts as x). Refuses
- * (NULL, the reason in err) what mm__choco_check refuses, and a state over
- * c->choco_memory_mb. */
-mm__choco *mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
-                         const float *x, size_t P, char *err, size_t errlen);
+/* For peer id of topo with P parameters x (x_hat_i starts as x), into
+ * *out. 0; or, with the reason in err, MM_EXIT_USAGE for what
+ * mm__choco_check refuses and a state over c->choco_memory_mb,
+ * MM_EXIT_ERROR when out of memory. */
+int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                  const float *x, size_t P, mm__choco **out, char *err, size_t errlen);
 void mm__choco_free(mm__choco *ch);
 
 /* Bytes of a mailbox buffer: a payload, then (8-aligned) a RESET body. */

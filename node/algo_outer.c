@@ -18,9 +18,10 @@ struct mm__outer {
     float *o, *m, *d;
 };
 
-mm__outer *mm__outer_new(const mm_node_config *c, const float *x, size_t P, char *err,
-                         size_t errlen)
+int mm__outer_new(const mm_node_config *c, const float *x, size_t P, mm__outer **out,
+                  char *err, size_t errlen)
 {
+    *out = NULL;
     uint64_t bytes = 3 * (uint64_t)P * sizeof(float);
     uint64_t budget = (uint64_t)c->outer_memory_mb << 20;
     if (bytes > budget) {
@@ -28,7 +29,7 @@ mm__outer *mm__outer_new(const mm_node_config *c, const float *x, size_t P, char
                  "of %zu floats: outer parameters, momentum, local progress) takes %.1f MB, "
                  "over the budget of %.1f MB", c->outer_memory_mb, P, (double)bytes / 1e6,
                  (double)budget / 1e6);
-        return NULL;
+        return MM_EXIT_USAGE;
     }
     mm__outer *o = calloc(1, sizeof *o);
     if (o) {
@@ -40,13 +41,14 @@ mm__outer *mm__outer_new(const mm_node_config *c, const float *x, size_t P, char
         mm__outer_free(o);
         snprintf(err, errlen, "out of memory for the outer optimizer's state (%.1f MB)",
                  (double)bytes / 1e6);
-        return NULL;
+        return MM_EXIT_ERROR;
     }
     o->cfg = c->outer_cfg;
     o->total = c->rounds;
     o->P = P;
     memcpy(o->o, x, P * sizeof(float));
-    return o;
+    *out = o;
+    return 0;
 }
 
 void mm__outer_free(mm__outer *o)

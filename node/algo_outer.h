@@ -31,12 +31,12 @@ typedef struct mm__outer mm__outer;
  * with steps_first, mix, round_end and fields set. Made once, at start. */
 const mm__algo *mm__algo_outer(const mm__algo *inner, const mm_node_config *c);
 
-/* The state for a run of c->rounds outer steps on P parameters; o starts
- * as x, m at 0. Refuses (NULL, the reason in err, starting with
- * "--outer-memory-mb" when over budget) a state over --outer-memory-mb, or
- * out of memory. Made before --resume reads the checkpoint into it. */
-mm__outer *mm__outer_new(const mm_node_config *c, const float *x, size_t P, char *err,
-                         size_t errlen);
+/* The state for a run of c->rounds outer steps on P parameters, into
+ * *out; o starts as x, m at 0. 0; or, with the reason in err,
+ * MM_EXIT_USAGE for a state over --outer-memory-mb, MM_EXIT_ERROR when out
+ * of memory. Made before --resume reads the checkpoint into it. */
+int mm__outer_new(const mm_node_config *c, const float *x, size_t P, mm__outer **out,
+                  char *err, size_t errlen);
 void mm__outer_free(mm__outer *o);
 
 /* What a checkpoint writes (pointers into the state), and where a resume

@@ -11,6 +11,10 @@
 
 #include "base/log.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 struct mm_allreduce {
     mm_allreduce_config cfg;
     uint32_t left, right;
@@ -148,7 +152,7 @@ static void release_held(mm_allreduce *a)
 {
     if (a->held) {
         a->held = false;
-        mm_transport_release(a->cfg.t, a->left);
+        mm_transport_release(a->cfg.transport, a->left);
     }
 }
 
@@ -212,12 +216,36 @@ static void issue_sends(mm_allreduce *a)
         mm_wire_vec meta = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .aux = (double)g,
                             .offset = off, .count = cnt};
         a->sends_issued++; /* before: its on_sent may come from inside the call */
-        if (mm_transport_send_vec(a->cfg.t, a->right, a->round, &meta, src, 4 * cnt) != 0) {
+        if (mm_transport_send_vec(a->cfg.transport, a->right, a->round, &meta, src, 4 * cnt) != 0) {
             a->sends_issued--; /* not up (yet): tried again when it is */
             break;
         }
     }
     a->issuing = false;
+}
+
+/* o[k] = a[k] + b[k], divided by div unless div is 1: element by element,
+ * the same IEEE operations as the scalar loop, four at a time with SSE2
+ * (GCC at -O2 left the plain loop scalar: 11 % of a peer's CPU in a 16 MB
+ * all-reduce). o may be a (in place), not b. */
+static void add_chunk(float *o, const float *a, const float *b, uint64_t n, float div)
+{
+    uint64_t k = 0;
+#if defined(__SSE2__)
+    __m128 d = _mm_set1_ps(div);
+    for (; k + 8 <= n; k += 8) {
+        __m128 x = _mm_add_ps(_mm_loadu_ps(a + k), _mm_loadu_ps(b + k));
+        __m128 y = _mm_add_ps(_mm_loadu_ps(a + k + 4), _mm_loadu_ps(b + k + 4));
+        if (div != 1.0f) {
+            x = _mm_div_ps(x, d);
+            y = _mm_div_ps(y, d);
+        }
+        _mm_storeu_ps(o + k, x);
+        _mm_storeu_ps(o + k + 4, y);
+    }
+#endif
+    for (; k < n; k++)
+        o[k] = div != 1.0f ? (a[k] + b[k]) / div : a[k] + b[k];
 }
 
 /* Uses the chunk a->held if its turn has come; true when it was used. */
@@ -256,16 +284,12 @@ static bool use_held(mm_allreduce *a)
     const float *x = a->held_body;
     float *o = a->out + off;
     const float *mine = a->in + off;
-    if (g < half - 1) {
-        for (uint64_t k = 0; k < cnt; k++)
-            o[k] = mine[k] + x[k];
-    } else if (g == half - 1) {
-        const float nf = (float)a->cfg.n; /* the last addition: the sum becomes the average */
-        for (uint64_t k = 0; k < cnt; k++)
-            o[k] = (mine[k] + x[k]) / nf;
-    } else {
+    if (g < half - 1)
+        add_chunk(o, mine, x, cnt, 1.0f);
+    else if (g == half - 1) /* the last addition: the sum becomes the average */
+        add_chunk(o, mine, x, cnt, (float)a->cfg.n);
+    else
         memcpy(o, x, 4 * cnt);
-    }
     a->recv_done++;
     a->progress++;
     release_held(a);
@@ -286,7 +310,7 @@ int mm_allreduce_start(mm_allreduce *a, uint64_t round, const float *in, float *
     a->out = out;
     a->recv_done = a->sends_issued = a->sends_completed = 0;
     a->recv_step = a->send_step = 0;
-    mm_transport_set_round(a->cfg.t, round);
+    mm_transport_set_exchange(a->cfg.transport, round);
     if (a->cfg.n == 1) {
         if (out != in)
             memcpy(out, in, 4 * a->cfg.len);
@@ -294,7 +318,7 @@ int mm_allreduce_start(mm_allreduce *a, uint64_t round, const float *in, float *
         return 0;
     }
     uint32_t want[2] = {a->left, a->right};
-    mm_transport_want(a->cfg.t, want, a->left == a->right ? 1 : 2);
+    mm_transport_want(a->cfg.transport, want, a->left == a->right ? 1 : 2);
     for (int s = 0; s < 2; s++)
         if (a->lost[s]) {
             fail(a, "peer %u %s", s ? a->right : a->left, a->lost_why[s]);
@@ -318,7 +342,7 @@ bool mm_allreduce_on_vector(mm_allreduce *a, uint32_t peer, uint64_t round,
 {
     if (peer != a->left) {
         /* only the left neighbour sends to us */
-        mm_transport_release(a->cfg.t, peer);
+        mm_transport_release(a->cfg.transport, peer);
         fail(a, "peer %u, not our left neighbour %u, sent a vector", peer, a->left);
         return true;
     }

@@ -36,7 +36,7 @@ typedef struct mm_allreduce mm_allreduce;
 typedef enum { MM_AR_IDLE, MM_AR_RUNNING, MM_AR_DONE, MM_AR_FAILED } mm_ar_state;
 
 typedef struct {
-    mm_transport *t;         /* its vec_len is the vector's length */
+    mm_transport *transport; /* its vec_len is the vector's length */
     uint32_t self, n;
     uint64_t len;            /* floats in the vector (the transport's vec_len) */
     uint64_t chunk;          /* floats per chunk; 0: MM_ALLREDUCE_CHUNK_DEFAULT */

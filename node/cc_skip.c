@@ -5,14 +5,14 @@
 
 #include "gossip/consensus.h"
 
-struct mm__ccskip {
+struct mm__skip {
     uint32_t n;
     uint64_t *next; /* [n] by peer id: the round its edge is due */
 };
 
-mm__ccskip *mm__ccskip_new(uint32_t n_peers)
+mm__skip *mm__skip_new(uint32_t n_peers)
 {
-    mm__ccskip *s = calloc(1, sizeof *s);
+    mm__skip *s = calloc(1, sizeof *s);
     if (!s || !(s->next = calloc(n_peers ? n_peers : 1, sizeof *s->next))) {
         free(s);
         return NULL;
@@ -21,7 +21,7 @@ mm__ccskip *mm__ccskip_new(uint32_t n_peers)
     return s;
 }
 
-void mm__ccskip_free(mm__ccskip *s)
+void mm__skip_free(mm__skip *s)
 {
     if (!s)
         return;
@@ -29,15 +29,16 @@ void mm__ccskip_free(mm__ccskip *s)
     free(s);
 }
 
-bool mm__ccskip_due(const mm__ccskip *s, uint32_t peer, long round)
+bool mm__skip_due(const mm__skip *s, uint32_t peer, long round)
 {
     return peer >= s->n || s->next[peer] <= (uint64_t)round;
 }
 
-void mm__ccskip_done(mm__ccskip *s, uint32_t peer, long round, bool came, uint16_t self,
-                     uint16_t its_level)
+void mm__skip_done(mm__skip *s, uint32_t peer, long round, bool came, uint16_t self,
+                   uint16_t its_level)
 {
     if (peer >= s->n)
         return;
-    s->next[peer] = came ? mm_cc_edge_next((uint64_t)round, self, its_level) : (uint64_t)round + 1;
+    s->next[peer] = came ? mm_consensus_edge_next((uint64_t)round, self, its_level)
+                         : (uint64_t)round + 1;
 }

@@ -16,7 +16,7 @@
 /* Whether this round's neighbours are one undirected set: in[k] and out[k]
  * the same peer (both lists are sorted by id), so that an edge's two ends
  * can agree on its exchanges. */
-bool mm__cc_undirected(const mm_round_view *v)
+bool mm__control_undirected(const mm_round_view *v)
 {
     if (v->n_in != v->n_out)
         return false;
@@ -30,12 +30,12 @@ bool mm__cc_undirected(const mm_round_view *v)
  * estimator's correction for this topology and a check that every round
  * (over a period, or MM_TOPO_SPECTRUM_ROUNDS rounds of a random schedule)
  * is undirected at this peer. */
-int mm__cc_start(mm__trainer *tr, char *err, size_t errlen)
+int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
 {
     const mm_node_config *c = tr->cfg;
     tr->adaptive = c->consensus_target > 0;
     tr->stride = tr->adaptive ? (uint64_t)c->max_gossip_steps
-                : c->gossip_schedule.n ? (uint64_t)mm_gsched_max(&c->gossip_schedule)
+                : c->gossip_schedule.n ? (uint64_t)mm_steps_schedule_max(&c->gossip_schedule)
                 : (uint64_t)(c->gossip_steps > 0 ? c->gossip_steps : 1);
     if (!tr->adaptive)
         return 0;
@@ -43,7 +43,7 @@ int mm__cc_start(mm__trainer *tr, char *err, size_t errlen)
     int rounds = period > 0 ? period : MM_TOPO_SPECTRUM_ROUNDS;
     for (int r = 0; r < rounds; r++) {
         if (mm_topo_round(tr->topo, tr->id, (uint64_t)r, &tr->v) != 0 ||
-            !mm__cc_undirected(&tr->v)) {
+            !mm__control_undirected(&tr->v)) {
             snprintf(err, errlen, "--consensus-target needs a topology whose every round is "
                      "undirected (peer %u receives from other peers than it sends to in round "
                      "%d): neighbours must agree on each exchange", tr->id, r);
@@ -53,11 +53,11 @@ int mm__cc_start(mm__trainer *tr, char *err, size_t errlen)
     double *lam = malloc(tr->n * sizeof *lam);
     tr->cc_ratio = malloc((size_t)c->max_gossip_steps * sizeof *tr->cc_ratio);
     int rc = lam && tr->cc_ratio && mm_topo_spectrum(tr->topo, lam) == 0 &&
-                     mm_cc_ratios(lam, (int)tr->n, c->max_gossip_steps, tr->cc_ratio) == 0
+                     mm_consensus_ratios(lam, (int)tr->n, c->max_gossip_steps, tr->cc_ratio) == 0
                  ? 0 : -1;
     bool skips = c->min_gossip_steps < 1;
     if (rc == 0 && skips)
-        rc = mm_cc_shape_init(&tr->cc_shape, lam, (int)tr->n, c->max_gossip_steps);
+        rc = mm_consensus_shape_init(&tr->cc_shape, lam, (int)tr->n, c->max_gossip_steps);
     free(lam);
     if (rc != 0) {
         snprintf(err, errlen, "--consensus-target: the topology's spectrum could not be "
@@ -65,10 +65,10 @@ int mm__cc_start(mm__trainer *tr, char *err, size_t errlen)
         return -1;
     }
     /* skipping rounds: the peers gossip their estimate of Xi^2 from the
-     * measured shape (mm_cc_shape_xi2) instead of q */
-    mm_cc_init(&tr->cc, c->consensus_target, c->min_gossip_steps, c->max_gossip_steps,
-               skips ? NULL : tr->cc_ratio);
-    if (skips && !(tr->skip = mm__ccskip_new(tr->n))) {
+     * measured shape (mm_consensus_shape_xi2) instead of q */
+    mm_consensus_init(&tr->cc, c->consensus_target, c->min_gossip_steps, c->max_gossip_steps,
+                      skips ? NULL : tr->cc_ratio);
+    if (skips && !(tr->skip = mm__skip_new(tr->n))) {
         snprintf(err, errlen, "--min-gossip-steps: out of memory");
         return -1;
     }
@@ -78,21 +78,21 @@ int mm__cc_start(mm__trainer *tr, char *err, size_t errlen)
     return 0;
 }
 
-int mm__cc_round(mm__trainer *tr)
+int mm__control_round(mm__trainer *tr)
 {
     const mm_node_config *c = tr->cfg;
-    int G = c->gossip_schedule.n ? mm_gsched_steps(&c->gossip_schedule, tr->round)
+    int G = c->gossip_schedule.n ? mm_steps_schedule_steps(&c->gossip_schedule, tr->round)
             : c->gossip_steps > 0 ? c->gossip_steps : 1;
     if (tr->adaptive) {
-        tr->want = mm_cc_round(&tr->cc, (uint64_t)tr->round, !tr->skip || tr->cc_fresh);
-        tr->level = mm_cc_level(&tr->cc);
+        tr->want = mm_consensus_round(&tr->cc, (uint64_t)tr->round, !tr->skip || tr->cc_fresh);
+        tr->level = mm_consensus_level(&tr->cc);
         /* (a time-varying graph checked only over a sample of its rounds) */
-        G = mm__cc_undirected(&tr->v) ? tr->want : 1;
+        G = mm__control_undirected(&tr->v) ? tr->want : 1;
     }
     int due = 0;
     for (int k = 0; k < tr->v.n_in; k++) {
         mm__nbr *nb = &tr->nbr[k];
-        nb->on = !tr->skip || mm__ccskip_due(tr->skip, tr->v.in[k].peer, tr->round);
+        nb->on = !tr->skip || mm__skip_due(tr->skip, tr->v.in[k].peer, tr->round);
         nb->exchanges = 0;
         due += nb->on;
         if (!nb->on) { /* what the round line reports when no exchange runs */
@@ -107,7 +107,7 @@ int mm__cc_round(mm__trainer *tr)
     return G;
 }
 
-bool mm__cc_more(const mm__trainer *tr, int g, int G)
+bool mm__control_more(const mm__trainer *tr, int g, int G)
 {
     return tr->adaptive && g + 1 < G && !mm__trainer_stopping(tr);
 }
@@ -132,7 +132,7 @@ static double first_exchange(mm__trainer *tr)
     if (!(w_in > 0))
         return NAN;
     double q = wq * w_all / w_in;
-    return tr->skip ? mm_cc_shape_xi2(&tr->cc_shape, q, tr->cc_pull2 * w_all / w_in) : q;
+    return tr->skip ? mm_consensus_shape_xi2(&tr->cc_shape, q, tr->cc_pull2 * w_all / w_in) : q;
 }
 
 /* Rounds skipped (--min-gossip-steps < 1), after a round's first exchange:
@@ -144,14 +144,14 @@ static void skip_next(mm__trainer *tr)
     bool came = false;
     for (int k = 0; k < tr->v.n_in; k++)
         if (tr->nbr[k].status == IN_READY) {
-            mixed += tr->v.in[k].weight * (mm_cc_level_value(tr->nbr[k].level) - h);
+            mixed += tr->v.in[k].weight * (mm_consensus_level_value(tr->nbr[k].level) - h);
             came = true;
         }
-    mm_cc_fold_level(&tr->cc, mixed);
+    mm_consensus_fold_level(&tr->cc, mixed);
     for (int k = 0; k < tr->v.n_in; k++)
         if (tr->nbr[k].on)
-            mm__ccskip_done(tr->skip, tr->v.in[k].peer, tr->round,
-                            tr->nbr[k].status == IN_READY, tr->level, tr->nbr[k].level);
+            mm__skip_done(tr->skip, tr->v.in[k].peer, tr->round,
+                          tr->nbr[k].status == IN_READY, tr->level, tr->nbr[k].level);
     tr->cc_fresh = came;
 }
 
@@ -165,7 +165,7 @@ static int agree_next(mm__trainer *tr, bool first, double q, bool more)
     for (int k = 0; k < tr->v.n_in; k++)
         if (tr->nbr[k].status == IN_READY)
             mixed += tr->v.in[k].weight * (tr->nbr[k].aux - a);
-    mm_cc_fold(&tr->cc, mixed, q, first);
+    mm_consensus_fold(&tr->cc, mixed, q, first);
     if (first && tr->skip)
         skip_next(tr);
     int live = 0;
@@ -189,7 +189,7 @@ static void warn_more(mm__trainer *tr)
 }
 
 
-bool mm__cc_next(mm__trainer *tr, int g, bool more)
+bool mm__control_next(mm__trainer *tr, int g, bool more)
 {
     for (int k = 0; k < tr->v.n_in; k++)
         tr->nbr[k].exchanges += tr->nbr[k].on; /* what this end believes the edge had */
@@ -202,11 +202,11 @@ bool mm__cc_next(mm__trainer *tr, int g, bool more)
     return agree_next(tr, g == 0, q, more) > 0;
 }
 
-void mm__cc_fields(mm__trainer *tr, mm_metrics *m, mm__line where)
+void mm__control_fields(mm__trainer *tr, mm_metrics *m, mm__line where)
 {
     const mm_node_config *c = tr->cfg;
     if (where == MM__LINE_START && c->gossip_schedule.n) {
-        char sched[MM_GSCHED_MAX * 32];
+        char sched[MM_STEPS_SCHEDULE_MAX * 32];
         size_t len = 0;
         for (int i = 0; i < c->gossip_schedule.n && len < sizeof sched; i++)
             len += (size_t)snprintf(sched + len, sizeof sched - len, "%s%ld:%d", i ? "," : "",
@@ -230,7 +230,8 @@ void mm__cc_fields(mm__trainer *tr, mm_metrics *m, mm__line where)
             mm_metrics_ids(m, "skipped", ids, n);
         }
         mm_metrics_int(m, "want", tr->want);
-        mm_metrics_num(m, "xi_est", mm_cc_estimate(&tr->cc)); /* after this round's q: the next decision's */
+        /* after this round's q: the next decision's */
+        mm_metrics_num(m, "xi_est", mm_consensus_estimate(&tr->cc));
         mm_metrics_num(m, "gamma", tr->cc.gamma);
         mm_metrics_obj_begin(m, "nbr_exchanges");
         for (int k = 0; k < tr->v.n_in; k++)
@@ -239,12 +240,12 @@ void mm__cc_fields(mm__trainer *tr, mm_metrics *m, mm__line where)
     }
 }
 
-void mm__cc_describe(const mm__trainer *tr, char *buf, size_t len)
+void mm__control_describe(const mm__trainer *tr, char *buf, size_t len)
 {
     buf[0] = 0;
     if (tr->adaptive)
         snprintf(buf, len, " | exchanges %d (wanted %d, Xi est %.3e)", tr->exchanges, tr->want,
-                 mm_cc_estimate(&tr->cc));
+                 mm_consensus_estimate(&tr->cc));
     else if (tr->exchanges > 1)
         snprintf(buf, len, " | exchanges %d", tr->exchanges);
 }

@@ -256,6 +256,20 @@ static void put_choco(mm_text *t, const mm__live *l)
         (double)l->cs.diverged);
 }
 
+static void put_clip(mm_text *t, const mm__live *l)
+{
+    if (!l->clip)
+        return;
+    one(t, "murmur_clip_radius", "gauge",
+        "Robust mixing: the largest clipping radius of the last round's mixes "
+        "(+Inf before any neighbour distance was measured).",
+        l->clip_radius);
+    one(t, "murmur_pulls_clipped_total", "counter",
+        "Robust mixing: neighbour pulls beyond their radius (clipped to it, or dropped whole "
+        "when not finite).",
+        (double)l->pulls_clipped);
+}
+
 static void put_http(mm_text *t, const mm_http_counts *counts)
 {
     mm_http_counts c = *counts;
@@ -290,6 +304,7 @@ static void route(void *ud, const char *path, mm_http_reply *r)
         mm_text_put(&t, "%.*s", (int)nb.len, nb.p ? nb.p : "");
         put_transport(&t, &l);
         put_choco(&t, &l);
+        put_clip(&t, &l);
         one(&t, "murmur_last_update_timestamp_seconds", "gauge",
             "Unix time the training thread last published its state.", updated);
     }

@@ -51,6 +51,9 @@ typedef struct {
     double alone_s;
     bool choco;
     mm__choco_stats cs;
+    bool clip;               /* --clip-pull or --robust-clip (gossip/robust.h) */
+    double clip_radius;      /* the last round line's clip_radius (+Inf: none measured) */
+    uint64_t pulls_clipped;  /* pulls beyond their radius so far */
     bool ended;
 } mm__live;
 

@@ -1,5 +1,5 @@
 /* A small read-only HTTP server on GNU libmicrohttpd, shared by the peer's
- * metrics endpoint (node/exporter.c) and `murmur watch` (node/cmd_watch.c).
+ * metrics endpoint (node/exporter.c) and `murmur watch` (cli/cmd_watch.c).
  * It answers GET of the paths its route function knows and nothing else,
  * and enforces the limits of docs/metrics.md ("Safety of the HTTP
  * servers"): bounded request and header size (MHD's per-connection memory

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "node/node.h"
 
 enum { ROLE_IN = 1, ROLE_OUT = 2 };
 
@@ -15,12 +16,17 @@ enum { ROLE_IN = 1, ROLE_OUT = 2 };
 #define MAX_NAMED 16
 #define MAX_FIELDS 256
 
-struct mm__iso {
+/* What isolation keeps of one peer. */
+typedef struct {
+    uint8_t role;           /* ROLE_IN | ROLE_OUT, ever */
+    uint64_t mixed;         /* exchanges that mixed its vector */
+} iso_peer;
+
+struct mm__isolation {
     uint32_t n, self;
     double limit, repeat;
     double t0;
-    uint8_t *role;          /* [n] ROLE_IN | ROLE_OUT, ever */
-    uint64_t *mixed;        /* [n] exchanges that mixed its vector */
+    iso_peer *peer;         /* [n] */
     uint32_t *list;         /* neighbours in order of appearance */
     uint32_t n_list;
     double alone_since;     /* the start, or the last mix */
@@ -29,56 +35,54 @@ struct mm__iso {
     double next_warn;
 };
 
-double mm__iso_limit(int start_ms, int peer_ms, int round_ms)
+double mm__isolation_limit(int start_ms, int peer_ms, int round_ms)
 {
     double a = start_ms / 1000.0, b = (peer_ms + (double)round_ms) / 1000.0;
     return a > b ? a : b;
 }
 
-mm__iso *mm__iso_new(uint32_t n, uint32_t self, double limit_s)
+mm__isolation *mm__isolation_new(uint32_t n, uint32_t self, double limit_s)
 {
-    mm__iso *s = calloc(1, sizeof *s);
+    mm__isolation *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
     s->n = n;
     s->self = self;
     s->limit = limit_s;
     s->repeat = limit_s > 10 ? limit_s : 10;
-    s->role = calloc(n, sizeof *s->role);
-    s->mixed = calloc(n, sizeof *s->mixed);
+    s->peer = calloc(n, sizeof *s->peer);
     s->list = calloc(n, sizeof *s->list);
-    if (!s->role || !s->mixed || !s->list) {
-        mm__iso_free(s);
+    if (!s->peer || !s->list) {
+        mm__isolation_free(s);
         return NULL;
     }
     return s;
 }
 
-void mm__iso_free(mm__iso *s)
+void mm__isolation_free(mm__isolation *s)
 {
     if (!s)
         return;
-    free(s->role);
-    free(s->mixed);
+    free(s->peer);
     free(s->list);
     free(s);
 }
 
-void mm__iso_start(mm__iso *s, double now)
+void mm__isolation_start(mm__isolation *s, double now)
 {
     s->t0 = s->alone_since = now;
 }
 
-static void add(mm__iso *s, uint32_t p, uint8_t role)
+static void add(mm__isolation *s, uint32_t p, uint8_t role)
 {
     if (p >= s->n || p == s->self)
         return;
-    if (!s->role[p])
+    if (!s->peer[p].role)
         s->list[s->n_list++] = p;
-    s->role[p] |= role;
+    s->peer[p].role |= role;
 }
 
-void mm__iso_round(mm__iso *s, const mm_round_view *v)
+void mm__isolation_round(mm__isolation *s, const mm_round_view *v)
 {
     for (int k = 0; k < v->n_in; k++)
         add(s, v->in[k].peer, ROLE_IN);
@@ -88,13 +92,13 @@ void mm__iso_round(mm__iso *s, const mm_round_view *v)
         s->in_since = true;
 }
 
-double mm__iso_alone(const mm__iso *s, double now) { return now - s->alone_since; }
+double mm__isolation_alone(const mm__isolation *s, double now) { return now - s->alone_since; }
 
-void mm__iso_mixed(mm__iso *s, uint32_t peer, double now)
+void mm__isolation_mixed(mm__isolation *s, uint32_t peer, double now)
 {
     if (peer >= s->n)
         return;
-    s->mixed[peer]++;
+    s->peer[peer].mixed++;
     if (s->warned)
         mm_info("isolated no more: mixed with peer %u after %.0f s alone", peer,
                 now - s->alone_since);
@@ -157,14 +161,14 @@ static bool unknown_refusals(mm__mbox *mb, char *buf, size_t len, uint64_t *coun
     return true;
 }
 
-bool mm__iso_check(mm__iso *s, mm__mbox *mb, double now)
+bool mm__isolation_check(mm__isolation *s, mm__mbox *mb, double now)
 {
     double alone = now - s->alone_since;
     if (!s->in_since || alone < s->limit || now < s->next_warn)
         return false;
     int n_in = 0;
     for (uint32_t i = 0; i < s->n_list; i++)
-        n_in += (s->role[s->list[i]] & ROLE_IN) != 0;
+        n_in += (s->peer[s->list[i]].role & ROLE_IN) != 0;
     bool started = s->alone_since == s->t0;
     mm_warn("isolated for %.0f s: mixed with none of its %d neighbour%s %s (the limit, "
             "max(--start-timeout, --peer-timeout + --round-timeout), is %.0f s); it trains "
@@ -173,7 +177,7 @@ bool mm__iso_check(mm__iso *s, mm__mbox *mb, double now)
     int named = 0;
     for (uint32_t i = 0; i < s->n_list; i++) {
         uint32_t p = s->list[i];
-        if (!(s->role[p] & ROLE_IN))
+        if (!(s->peer[p].role & ROLE_IN))
             continue;
         if (named++ == MAX_NAMED) {
             mm_warn("isolated: ... and %d more", n_in - MAX_NAMED);
@@ -195,7 +199,7 @@ bool mm__iso_check(mm__iso *s, mm__mbox *mb, double now)
 
 /* Neighbours refused (refused()), and whether every in-neighbour went
  * unmixed for a whole run longer than the limit. */
-static int judge(mm__iso *s, mm__mbox *mb, double now, bool *alone_all)
+static int judge(mm__isolation *s, mm__mbox *mb, double now, bool *alone_all)
 {
     int n_refused = 0;
     bool any_in = false, any_mixed = false;
@@ -205,55 +209,55 @@ static int judge(mm__iso *s, mm__mbox *mb, double now, bool *alone_all)
         bool r;
         describe(mb, p, why, sizeof why, &r);
         n_refused += r;
-        if (s->role[p] & ROLE_IN) {
+        if (s->peer[p].role & ROLE_IN) {
             any_in = true;
-            any_mixed |= s->mixed[p] > 0;
+            any_mixed |= s->peer[p].mixed > 0;
         }
     }
     *alone_all = any_in && !any_mixed && now - s->t0 >= s->limit;
     return n_refused;
 }
 
-mm__iso_verdict mm__iso_verdict_at(mm__iso *s, mm__mbox *mb, double now)
+mm__isolation_verdict mm__isolation_verdict_at(mm__isolation *s, mm__mbox *mb, double now)
 {
     bool alone_all;
     if (judge(s, mb, now, &alone_all) > 0)
-        return MM__ISO_REFUSED;
+        return MM__VERDICT_REFUSED;
     char why[MM_REFUSAL_TEXT + 160];
     uint64_t cnt;
     /* alone all run, and what came in was refused without a name: a
      * --plaintext peer dialled only by TLS peers sees nothing else */
     if (alone_all && unknown_refusals(mb, why, sizeof why, &cnt))
-        return MM__ISO_REFUSED;
-    return alone_all ? MM__ISO_ISOLATED : MM__ISO_OK;
+        return MM__VERDICT_REFUSED;
+    return alone_all ? MM__VERDICT_ISOLATED : MM__VERDICT_OK;
 }
 
-void mm__iso_log_verdict(mm__iso *s, mm__mbox *mb, mm__iso_verdict v, double now)
+void mm__isolation_log_verdict(mm__isolation *s, mm__mbox *mb, mm__isolation_verdict v, double now)
 {
-    if (v == MM__ISO_OK)
+    if (v == MM__VERDICT_OK)
         return;
-    const char *tag = v == MM__ISO_REFUSED ? "refused" : "isolated";
+    const char *tag = v == MM__VERDICT_REFUSED ? "refused" : "isolated";
     int n_in = 0, n_refused = 0, named = 0;
     bool any_clash = false;
     for (uint32_t i = 0; i < s->n_list; i++) {
         uint32_t p = s->list[i];
-        n_in += (s->role[p] & ROLE_IN) != 0;
+        n_in += (s->peer[p].role & ROLE_IN) != 0;
         char why[MM_REFUSAL_TEXT + 64];
         bool r, clash;
         describe_ex(mb, p, why, sizeof why, &r, &clash);
         n_refused += r;
         any_clash |= clash;
         /* refused: the refused ones; isolated: every in-neighbour */
-        if (v == MM__ISO_REFUSED ? !r : !(s->role[p] & ROLE_IN))
+        if (v == MM__VERDICT_REFUSED ? !r : !(s->peer[p].role & ROLE_IN))
             continue;
         if (named++ < MAX_NAMED)
             mm_error("%s: peer %u: %s", tag, p, why);
     }
     char why[MM_REFUSAL_TEXT + 160];
     uint64_t cnt;
-    if (unknown_refusals(mb, why, sizeof why, &cnt) && (v == MM__ISO_ISOLATED || !n_refused))
+    if (unknown_refusals(mb, why, sizeof why, &cnt) && (v == MM__VERDICT_ISOLATED || !n_refused))
         mm_error("%s: %s", tag, why);
-    if (v == MM__ISO_REFUSED)
+    if (v == MM__VERDICT_REFUSED)
         mm_error("refused: misconfigured: %s %d of its %u neighbours for the whole run, "
                  "%s (above); exit status %d",
                  any_clash ? "this peer could not tell whom it mixed with as"
@@ -261,74 +265,78 @@ void mm__iso_log_verdict(mm__iso *s, mm__mbox *mb, mm__iso_verdict v, double now
                  n_refused ? n_refused : (int)s->n_list, s->n_list,
                  any_clash ? "because two processes claimed one id"
                            : "refused because the two are configured differently",
-                 MM__EXIT_REFUSED);
+                 MM_EXIT_REFUSED);
     else
         mm_error("isolated: for the whole run (%.0f s) this peer mixed with none of its %d "
                  "neighbours, and none was refused: were they started, and do --base-port or "
                  "--hosts say where they listen?; exit status %d", now - s->t0, n_in,
-                 MM__EXIT_ISOLATED);
+                 MM_EXIT_ISOLATED);
 }
 
-static int cmp_u32(const void *a, const void *b)
+/* A neighbour in the fields of a line: who, and (when the line says
+ * why) whether it was refused and why it did not mix. */
+typedef struct {
+    uint32_t id;
+    bool refused;
+    char why[MM_REFUSAL_TEXT + 64];
+} named_peer;
+
+static int cmp_id(const void *a, const void *b)
 {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    uint32_t x = ((const named_peer *)a)->id, y = ((const named_peer *)b)->id;
     return (x > y) - (x < y);
 }
 
-void mm__iso_fields(mm__iso *s, mm__mbox *mb, mm_metrics *m, mm__iso_verdict v, double alone_s)
+void mm__isolation_fields(mm__isolation *s, mm__mbox *mb, mm_metrics *m,
+                          mm__isolation_verdict v, double alone_s)
 {
-    uint32_t *ids = malloc((s->n_list ? s->n_list : 1) * sizeof *ids);
-    if (!ids)
+    named_peer *nb = calloc(s->n_list ? s->n_list : 1, sizeof *nb);
+    if (!nb)
         return;
-    memcpy(ids, s->list, s->n_list * sizeof *ids);
-    qsort(ids, s->n_list, sizeof *ids, cmp_u32);
+    for (uint32_t i = 0; i < s->n_list; i++)
+        nb[i].id = s->list[i];
+    qsort(nb, s->n_list, sizeof *nb, cmp_id);
     if (alone_s >= 0)
         mm_metrics_fixed(m, "alone_s", alone_s, 1);
     int k = 0;
     mm_metrics_obj_begin(m, "mixed");
     for (uint32_t i = 0; i < s->n_list && k < MAX_FIELDS; i++)
-        if (s->role[ids[i]] & ROLE_IN) {
-            mm_metrics_obj_num(m, ids[i], (double)s->mixed[ids[i]]);
+        if (s->peer[nb[i].id].role & ROLE_IN) {
+            mm_metrics_obj_num(m, nb[i].id, (double)s->peer[nb[i].id].mixed);
             k++;
         }
     mm_metrics_obj_end(m);
-    if (v == MM__ISO_OK && alone_s < 0) {
-        free(ids);
+    if (v == MM__VERDICT_OK && alone_s < 0) {
+        free(nb);
         return;
     }
     /* refusals: code per refused neighbour; why: words per neighbour that
      * did not mix (refused ones, or every in-neighbour when alone) */
-    char (*why)[MM_REFUSAL_TEXT + 64] = calloc(s->n_list ? s->n_list : 1, sizeof *why);
-    bool *r = calloc(s->n_list ? s->n_list : 1, sizeof *r);
-    if (why && r) {
-        for (uint32_t i = 0; i < s->n_list; i++)
-            describe(mb, ids[i], why[i], sizeof why[i], &r[i]);
-        k = 0;
-        mm_metrics_obj_begin(m, "refusals");
-        for (uint32_t i = 0; i < s->n_list && k < MAX_FIELDS; i++)
-            if (r[i]) {
-                mm__refusals rf;
-                mm__mbox_refusals(mb, ids[i], &rf);
-                mm_metrics_obj_str(m, ids[i], mm_refusal_name(rf.last_config.code));
-                k++;
-            }
-        mm_metrics_obj_end(m);
-        k = 0;
-        mm_metrics_obj_begin(m, "why");
-        for (uint32_t i = 0; i < s->n_list && k < MAX_FIELDS; i++)
-            if (r[i] || (v != MM__ISO_REFUSED && (s->role[ids[i]] & ROLE_IN))) {
-                mm_metrics_obj_str(m, ids[i], why[i]);
-                k++;
-            }
-        mm_metrics_obj_end(m);
-    }
-    free(why);
-    free(r);
+    for (uint32_t i = 0; i < s->n_list; i++)
+        describe(mb, nb[i].id, nb[i].why, sizeof nb[i].why, &nb[i].refused);
+    k = 0;
+    mm_metrics_obj_begin(m, "refusals");
+    for (uint32_t i = 0; i < s->n_list && k < MAX_FIELDS; i++)
+        if (nb[i].refused) {
+            mm__refusals rf;
+            mm__mbox_refusals(mb, nb[i].id, &rf);
+            mm_metrics_obj_str(m, nb[i].id, mm_refusal_name(rf.last_config.code));
+            k++;
+        }
+    mm_metrics_obj_end(m);
+    k = 0;
+    mm_metrics_obj_begin(m, "why");
+    for (uint32_t i = 0; i < s->n_list && k < MAX_FIELDS; i++)
+        if (nb[i].refused || (v != MM__VERDICT_REFUSED && (s->peer[nb[i].id].role & ROLE_IN))) {
+            mm_metrics_obj_str(m, nb[i].id, nb[i].why);
+            k++;
+        }
+    mm_metrics_obj_end(m);
+    free(nb);
     char text[MM_REFUSAL_TEXT + 160];
     uint64_t cnt;
     if (unknown_refusals(mb, text, sizeof text, &cnt)) {
         mm_metrics_int(m, "refused_unknown", (long long)cnt);
         mm_metrics_str(m, "refused_unknown_why", text);
     }
-    free(ids);
 }

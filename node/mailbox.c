@@ -23,6 +23,23 @@ typedef struct {
     uint64_t ups;        /* the peer's ups when it was delivered */
 } inbox_slot;
 
+/* What the mailbox keeps of one peer. */
+typedef struct {
+    inbox_slot inbox;
+    mm__peer_state state;
+    bool ever_up;
+    bool wanted;                    /* in want[] */
+    uint64_t ups;                   /* times the peer came up */
+    uint64_t lost;                  /* sends to it dropped or failed */
+    uint64_t written_exchange;      /* the last send handed to the transport ... */
+    uint64_t written_ups;           /* ... on the connection of these ups */
+    bool inflight;                  /* a send to this peer is in the transport ... */
+    int inflight_buf;               /* ... reading this buffer */
+    bool has_pending;               /* a send waiting for the peer to be up: */
+    mm__cmd pending;
+    mm__refusals *refusals;         /* allocated at its first refusal */
+} mbox_peer;
+
 struct mm__mbox {
     uint32_t n;
     size_t buf_bytes;
@@ -33,29 +50,19 @@ struct mm__mbox {
     pthread_cond_t cv;
     uint64_t gen;                   /* bumped on every change */
 
-    inbox_slot *inbox;              /* [n] */
-    mm__peer_state *state;          /* [n] */
-    bool *ever_up;                  /* [n] */
-    uint64_t *ups;                  /* [n]: times the peer came up */
-    uint64_t *lost;                 /* [n]: sends to it dropped or failed */
-    uint64_t *written_exchange;     /* [n]: the last send handed to the transport ... */
-    uint64_t *written_ups;          /* [n]: ... on the connection of these ups */
+    mbox_peer *peer;                /* [n] */
+    mm__refusals *refusals_unknown; /* refusals of a peer not in the topology */
 
     void *buf[MM__MBOX_BUFS];       /* snapshot buffers (8-byte aligned) */
     int refs[MM__MBOX_BUFS];        /* sends (pending or in flight) still reading it */
     int64_t buf_exchange[MM__MBOX_BUFS]; /* exchange it holds; -1 while being written */
-    bool *inflight;                 /* [n]: a send to this peer is in the transport */
-    int *inflight_buf;              /* [n] */
-    mm__cmd *pending;               /* [n]: a send waiting for the peer to be up */
-    bool *has_pending;              /* [n] */
     uint64_t skipped;
     bool defer_busy;                /* keep a send to a busy peer pending (synchronous rounds) */
     uint64_t deferred;              /* sends that waited for the previous one to a peer */
 
     mm__cmd queue[MM__MBOX_QUEUE];
     int q_len;
-    uint32_t *want;                 /* [n]: the peers wanted now */
-    bool *wanted;                   /* [n]: membership of want */
+    uint32_t *want;                 /* [n]: the peers wanted now, a list */
     int want_n;
     bool want_dirty;
     bool finished;
@@ -64,10 +71,8 @@ struct mm__mbox {
     double ar_started;
     uint64_t ar_progress;
 
-    mm__refusals **refusals;        /* [n + 1], each allocated at its first refusal;
-                                     * [n]: peer unknown */
     mm_transport_stats stats;       /* copied by the loop on every wake */
-    mm_link_stats *links;           /* [n]: the same, per peer */
+    mm_link_stats *links;           /* [n]: the same, per peer (the transport's array) */
     uint64_t stats_gen;             /* wakes that copied them */
 };
 
@@ -88,26 +93,12 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     mb->wake = wake;
     pthread_mutex_init(&mb->mu, NULL);
     pthread_cond_init(&mb->cv, NULL);
-    mb->inbox = calloc(n, sizeof *mb->inbox);
-    mb->state = calloc(n, sizeof *mb->state);
-    mb->ever_up = calloc(n, sizeof *mb->ever_up);
-    mb->ups = calloc(n, sizeof *mb->ups);
-    mb->lost = calloc(n, sizeof *mb->lost);
-    mb->written_exchange = malloc(n * sizeof *mb->written_exchange);
-    mb->written_ups = calloc(n, sizeof *mb->written_ups);
-    for (uint32_t p = 0; mb->written_exchange && p < n; p++)
-        mb->written_exchange[p] = UINT64_MAX;
-    mb->inflight = calloc(n, sizeof *mb->inflight);
-    mb->inflight_buf = calloc(n, sizeof *mb->inflight_buf);
-    mb->pending = calloc(n, sizeof *mb->pending);
-    mb->has_pending = calloc(n, sizeof *mb->has_pending);
+    mb->peer = calloc(n, sizeof *mb->peer);
     mb->want = calloc(n, sizeof *mb->want);
-    mb->wanted = calloc(n, sizeof *mb->wanted);
-    mb->refusals = calloc((size_t)n + 1, sizeof *mb->refusals);
     mb->links = calloc(n, sizeof *mb->links);
-    bool ok = mb->links && mb->inbox && mb->state && mb->ever_up && mb->ups && mb->lost && mb->inflight && mb->inflight_buf &&
-              mb->written_exchange && mb->written_ups &&
-              mb->pending && mb->has_pending && mb->want && mb->wanted && mb->refusals;
+    bool ok = mb->peer && mb->want && mb->links;
+    for (uint32_t p = 0; mb->peer && p < n; p++)
+        mb->peer[p].written_exchange = UINT64_MAX;
     for (int b = 0; b < MM__MBOX_BUFS; b++) {
         mb->buf_exchange[b] = -1;
         ok = (mb->buf[b] = malloc(buf_bytes)) != NULL && ok;
@@ -125,24 +116,12 @@ void mm__mbox_free(mm__mbox *mb)
         return;
     for (int b = 0; b < MM__MBOX_BUFS; b++)
         free(mb->buf[b]);
-    free(mb->inbox);
-    free(mb->state);
-    free(mb->ever_up);
-    free(mb->ups);
-    free(mb->lost);
-    free(mb->written_exchange);
-    free(mb->written_ups);
-    free(mb->inflight);
-    free(mb->inflight_buf);
-    free(mb->pending);
-    free(mb->has_pending);
+    for (uint32_t p = 0; mb->peer && p < mb->n; p++)
+        free(mb->peer[p].refusals);
+    free(mb->refusals_unknown);
+    free(mb->peer);
     free(mb->want);
-    free(mb->wanted);
     free(mb->links);
-    if (mb->refusals)
-        for (uint32_t p = 0; p <= mb->n; p++)
-            free(mb->refusals[p]);
-    free(mb->refusals);
     pthread_cond_destroy(&mb->cv);
     pthread_mutex_destroy(&mb->mu);
     free(mb);
@@ -153,11 +132,12 @@ void mm__mbox_free(mm__mbox *mb)
 /* With mu held: a pending send is dropped and its buffer reference goes. */
 static void drop_pending(mm__mbox *mb, uint32_t peer)
 {
-    if (mb->has_pending[peer]) {
-        mb->has_pending[peer] = false;
-        mb->lost[peer]++;
-        assert(mb->refs[mb->pending[peer].buf] > 0);
-        mb->refs[mb->pending[peer].buf]--;
+    mbox_peer *q = &mb->peer[peer];
+    if (q->has_pending) {
+        q->has_pending = false;
+        q->lost++;
+        assert(mb->refs[q->pending.buf] > 0);
+        mb->refs[q->pending.buf]--;
         changed(mb);
     }
 }
@@ -175,14 +155,16 @@ void mm__mbox_want(mm__mbox *mb, const uint32_t *peers, int n)
     pthread_mutex_lock(&mb->mu);
     /* A peer wanted now but not in the last list, and not up, is about to be
      * dialled (or to dial us): wait for it rather than count it missing. */
-    for (int i = 0; i < n; i++)
-        if (!mb->wanted[peers[i]] && mb->state[peers[i]] != MM__PEER_UP)
-            mb->state[peers[i]] = MM__PEER_CONNECTING;
+    for (int i = 0; i < n; i++) {
+        mbox_peer *q = &mb->peer[peers[i]];
+        if (!q->wanted && q->state != MM__PEER_UP)
+            q->state = MM__PEER_CONNECTING;
+    }
     /* wanted[] becomes membership of the new list: O(degree), no allocation */
     for (int i = 0; i < mb->want_n; i++)
-        mb->wanted[mb->want[i]] = false;
+        mb->peer[mb->want[i]].wanted = false;
     for (int i = 0; i < n; i++)
-        mb->wanted[peers[i]] = true;
+        mb->peer[peers[i]].wanted = true;
     memcpy(mb->want, peers, (size_t)n * sizeof *peers);
     mb->want_n = n;
     mb->want_dirty = true;
@@ -210,7 +192,7 @@ int mm__mbox_acquire(mm__mbox *mb)
          * have left behind: their buffers are needed more now. */
         bool freed = false;
         for (uint32_t p = 0; p < mb->n; p++)
-            if (mb->has_pending[p]) {
+            if (mb->peer[p].has_pending) {
                 drop_pending(mb, p);
                 freed = true;
             }
@@ -260,8 +242,8 @@ void mm__mbox_send_at(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b, siz
     /* Registered here, on the training thread, so that the round's wait
      * sees the send at once, before the loop has even read the queue. */
     drop_pending(mb, peer);
-    mb->pending[peer] = c;
-    mb->has_pending[peer] = true;
+    mb->peer[peer].pending = c;
+    mb->peer[peer].has_pending = true;
     mb->refs[b]++;
     post(mb, &c);
     changed(mb);
@@ -273,7 +255,7 @@ void mm__mbox_release(mm__mbox *mb, uint32_t peer)
 {
     mm__cmd c = {.kind = MM__CMD_RELEASE, .peer = peer};
     pthread_mutex_lock(&mb->mu);
-    mb->inbox[peer].present = false;
+    mb->peer[peer].inbox.present = false;
     post(mb, &c);
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
@@ -283,22 +265,23 @@ void mm__mbox_release(mm__mbox *mb, uint32_t peer)
 void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
 {
     pthread_mutex_lock(&mb->mu);
-    const inbox_slot *s = &mb->inbox[peer];
+    const mbox_peer *q = &mb->peer[peer];
+    const inbox_slot *s = &q->inbox;
     *v = (mm__peer_view){
-        .state = mb->state[peer],
-        .ever_up = mb->ever_up[peer],
+        .state = q->state,
+        .ever_up = q->ever_up,
         .has_vector = s->present,
         .exchange = s->exchange,
         .meta = s->meta,
         .body = s->present ? s->body : NULL,
         .body_len = s->present ? s->body_len : 0,
-        .send_pending = mb->has_pending[peer],
-        .pending_exchange = mb->pending[peer].exchange,
-        .ups = mb->ups[peer],
-        .lost = mb->lost[peer],
+        .send_pending = q->has_pending,
+        .pending_exchange = q->pending.exchange,
+        .ups = q->ups,
+        .lost = q->lost,
         .vector_ups = s->ups,
-        .written_exchange = mb->written_exchange[peer],
-        .written_ups = mb->written_ups[peer],
+        .written_exchange = q->written_exchange,
+        .written_ups = q->written_ups,
     };
     pthread_mutex_unlock(&mb->mu);
 }
@@ -371,12 +354,19 @@ void mm__mbox_defer_busy(mm__mbox *mb, bool on)
 
 uint64_t mm__mbox_deferred_sends(mm__mbox *mb) { return read_locked(mb, &mb->deferred); }
 
+/* Where a peer's refusals are kept: its record's, or the one of every
+ * peer the topology does not know. */
+static mm__refusals **refusals_of(mm__mbox *mb, uint32_t peer)
+{
+    return peer < mb->n ? &mb->peer[peer].refusals : &mb->refusals_unknown;
+}
+
 void mm__mbox_refusals(mm__mbox *mb, uint32_t peer, mm__refusals *out)
 {
-    uint32_t i = peer < mb->n ? peer : mb->n;
     pthread_mutex_lock(&mb->mu);
-    if (mb->refusals[i])
-        *out = *mb->refusals[i];
+    const mm__refusals *f = *refusals_of(mb, peer);
+    if (f)
+        *out = *f;
     else
         memset(out, 0, sizeof *out);
     pthread_mutex_unlock(&mb->mu);
@@ -461,8 +451,9 @@ void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_w
                       const void *body, size_t body_len)
 {
     pthread_mutex_lock(&mb->mu);
-    mb->inbox[peer] = (inbox_slot){.present = true, .exchange = exchange, .meta = *meta,
-                                   .body = body, .body_len = body_len, .ups = mb->ups[peer]};
+    mbox_peer *q = &mb->peer[peer];
+    q->inbox = (inbox_slot){.present = true, .exchange = exchange, .meta = *meta,
+                            .body = body, .body_len = body_len, .ups = q->ups};
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
 }
@@ -470,12 +461,13 @@ void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_w
 void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok)
 {
     pthread_mutex_lock(&mb->mu);
+    mbox_peer *q = &mb->peer[peer];
     if (!ok)
-        mb->lost[peer]++;
-    if (mb->inflight[peer]) {
-        mb->inflight[peer] = false;
-        assert(mb->refs[mb->inflight_buf[peer]] > 0);
-        mb->refs[mb->inflight_buf[peer]]--;
+        q->lost++;
+    if (q->inflight) {
+        q->inflight = false;
+        assert(mb->refs[q->inflight_buf] > 0);
+        mb->refs[q->inflight_buf]--;
     }
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
@@ -484,11 +476,12 @@ void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok)
 mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state st)
 {
     pthread_mutex_lock(&mb->mu);
-    mm__peer_state old = mb->state[peer];
-    mb->state[peer] = st;
+    mbox_peer *q = &mb->peer[peer];
+    mm__peer_state old = q->state;
+    q->state = st;
     if (st == MM__PEER_UP) {
-        mb->ever_up[peer] = true;
-        mb->ups[peer]++; /* every new connection, also one that replaced a live one */
+        q->ever_up = true;
+        q->ups++; /* every new connection, also one that replaced a live one */
     }
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
@@ -497,13 +490,13 @@ mm__peer_state mm__mbox_peer_changed(mm__mbox *mb, uint32_t peer, mm__peer_state
 
 void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r)
 {
-    uint32_t i = r->peer < mb->n ? r->peer : mb->n;
     pthread_mutex_lock(&mb->mu);
     /* (per peer only once refused: a record is a few hundred bytes, and a
      * peer may have thousands of peers it never hears from) */
-    if (!mb->refusals[i])
-        mb->refusals[i] = calloc(1, sizeof *mb->refusals[i]);
-    mm__refusals *f = mb->refusals[i];
+    mm__refusals **slot = refusals_of(mb, r->peer);
+    if (!*slot)
+        *slot = calloc(1, sizeof **slot);
+    mm__refusals *f = *slot;
     if (f) {
         f->count++;
         f->last = *r;
@@ -519,9 +512,10 @@ void mm__mbox_refused(mm__mbox *mb, const mm_refusal *r)
      * by retrying: not worth waiting for (a peer that should dial us is
      * otherwise reported down only after the transport's connect timeout).
      * Faults (a failed dial, a timeout) are the transport's to report. */
-    if (i < mb->n && mm_refusal_is_config(r->code) &&
-        (mb->state[i] == MM__PEER_CONNECTING || mb->state[i] == MM__PEER_UNKNOWN)) {
-        mb->state[i] = MM__PEER_DOWN;
+    mbox_peer *q = r->peer < mb->n ? &mb->peer[r->peer] : NULL;
+    if (q && mm_refusal_is_config(r->code) &&
+        (q->state == MM__PEER_CONNECTING || q->state == MM__PEER_UNKNOWN)) {
+        q->state = MM__PEER_DOWN;
         changed(mb);
     }
     pthread_mutex_unlock(&mb->mu);
@@ -566,13 +560,14 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
     pthread_mutex_lock(&mb->mu);
     /* mm__mbox_send registered it as pending; anything else is obsolete
      * (a newer exchange replaced it, or it was already handled). */
-    const mm__cmd *p = &mb->pending[c->peer];
-    if (!mb->has_pending[c->peer] || p->exchange != c->exchange || p->buf != c->buf) {
+    mbox_peer *q = &mb->peer[c->peer];
+    const mm__cmd *p = &q->pending;
+    if (!q->has_pending || p->exchange != c->exchange || p->buf != c->buf) {
         pthread_mutex_unlock(&mb->mu);
         return NULL;
     }
     bool current = mb->buf_exchange[c->buf] == (int64_t)c->exchange;
-    bool busy = mb->inflight[c->peer];
+    bool busy = q->inflight;
     if (current && busy && mb->defer_busy) {
         /* synchronous rounds: the neighbour waits for this very vector, so
          * it goes out the moment the previous one is through
@@ -588,15 +583,15 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
         pthread_mutex_unlock(&mb->mu);
         return NULL;
     }
-    if (mb->state[c->peer] != MM__PEER_UP) {
+    if (q->state != MM__PEER_UP) {
         pthread_mutex_unlock(&mb->mu); /* stays pending until the peer is up */
         return NULL;
     }
-    mb->has_pending[c->peer] = false; /* its buffer reference passes to the send */
-    mb->inflight[c->peer] = true;
-    mb->inflight_buf[c->peer] = c->buf;
-    mb->written_exchange[c->peer] = c->exchange;
-    mb->written_ups[c->peer] = mb->ups[c->peer];
+    q->has_pending = false; /* its buffer reference passes to the send */
+    q->inflight = true;
+    q->inflight_buf = c->buf;
+    q->written_exchange = c->exchange;
+    q->written_ups = q->ups;
     changed(mb);
     const void *buf = (const char *)mb->buf[c->buf] + c->off;
     pthread_mutex_unlock(&mb->mu);
@@ -606,11 +601,12 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c)
 void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c)
 {
     pthread_mutex_lock(&mb->mu);
-    assert(mb->inflight[c->peer] && mb->inflight_buf[c->peer] == c->buf);
-    mb->inflight[c->peer] = false;
-    mb->written_exchange[c->peer] = UINT64_MAX; /* (not written after all) */
-    mb->pending[c->peer] = *c;
-    mb->has_pending[c->peer] = true;
+    mbox_peer *q = &mb->peer[c->peer];
+    assert(q->inflight && q->inflight_buf == c->buf);
+    q->inflight = false;
+    q->written_exchange = UINT64_MAX; /* (not written after all) */
+    q->pending = *c;
+    q->has_pending = true;
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
 }
@@ -618,9 +614,9 @@ void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c)
 bool mm__mbox_pending(mm__mbox *mb, uint32_t peer, mm__cmd *out)
 {
     pthread_mutex_lock(&mb->mu);
-    bool has = mb->has_pending[peer];
+    bool has = mb->peer[peer].has_pending;
     if (has)
-        *out = mb->pending[peer];
+        *out = mb->peer[peer].pending;
     pthread_mutex_unlock(&mb->mu);
     return has;
 }

@@ -17,14 +17,13 @@
 #include "base/log.h"
 #include "node/allreduce.h"
 #include "net/ports.h"
-#include "node/blas_env.h"
+#include "model/blas_env.h"
 #include "net/tls.h"
 #include "gossip/codec.h"
 #include "node/algo_choco.h"
 #include "node/exporter.h"
 #include "node/http.h"
 #include "node/node_int.h"
-#include "node/options.h"
 #include "node/peers.h"
 #include "node/poison.h"
 
@@ -84,7 +83,7 @@ static void try_send(node *nd, const mm__cmd *c)
     const void *buf = mm__mbox_claim(nd->mb, c);
     if (!buf)
         return;
-    mm_transport_set_round(nd->transport, c->exchange);
+    mm_transport_set_exchange(nd->transport, c->exchange);
     if (mm_transport_send_vec(nd->transport, c->peer, c->exchange, &c->meta, buf, c->len) != 0)
         mm__mbox_unclaim(nd->mb, c); /* refused after all: keep it for when it is up */
 }
@@ -205,7 +204,7 @@ static void on_signal(uv_signal_t *h, int signum)
     node *nd = h->data;
     if (mm__mbox_signal(nd->mb) > 1) {
         mm_warn("second signal: exiting now");
-        _exit(130);
+        _exit(MM_EXIT_SIGNALLED);
     }
     mm_info("%s: finishing this round, writing a checkpoint, then exiting",
             signum == SIGINT ? "SIGINT" : "SIGTERM");
@@ -350,24 +349,25 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
 }
 
 /* Loads the topology and checks it against the command line: the number
- * of peers, the id, the algorithm for this W. 0, or 2 after printing why. */
+ * of peers, the id, the algorithm for this W. 0, or MM_EXIT_USAGE after
+ * printing why. */
 static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     *topo = mm_topo_load(c->topology, err, errlen);
     if (!*topo) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return 2;
+        return MM_EXIT_USAGE;
     }
     nd->n = (uint32_t)mm_topo_n(*topo);
     if (c->n_peers && (uint32_t)c->n_peers != nd->n) {
         fprintf(stderr, "murmur node: %d peers given, but %s has %u\n", c->n_peers, c->topology,
                 nd->n);
-        return 2;
+        return MM_EXIT_USAGE;
     }
     if (c->id < 0 || (uint32_t)c->id >= nd->n) {
         fprintf(stderr, "murmur node: peer id %d is not in 0..%u\n", c->id, nd->n - 1);
-        return 2;
+        return MM_EXIT_USAGE;
     }
     nd->id = (uint32_t)c->id;
     /* the launchers' rule and words (scripts/launch-lib.sh, check_topology) */
@@ -376,14 +376,15 @@ static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
                         "only --algo pushsum averages correctly on it (--algo %s would drift to "
                         "a weighted average); add --algo pushsum\n", c->topology,
                 mm_algo_name(c->algo));
-        return 2;
+        return MM_EXIT_USAGE;
     }
     return 0;
 }
 
 /* Loads and checks the topology (load_topology), resolves where every
  * peer listens, then opens the run directory and the log. 0, or the exit
- * status after printing why: 2 for a configuration refused, 1 otherwise. */
+ * status after printing why: MM_EXIT_USAGE for a configuration refused,
+ * MM_EXIT_ERROR otherwise. */
 static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
                      FILE **logf, char *err, size_t errlen)
 {
@@ -394,15 +395,15 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     *addrs = mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return 1;
+        return MM_EXIT_ERROR;
     }
     if ((size_t)snprintf(dir, dirlen, "%s/node-%u", c->run_dir, nd->id) >= dirlen) {
         fprintf(stderr, "murmur node: --run-dir %s: path too long\n", c->run_dir);
-        return 1;
+        return MM_EXIT_ERROR;
     }
     if (mm_mkdir_p(dir, err, errlen) != 0) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return 1;
+        return MM_EXIT_ERROR;
     }
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/node.log", dir);
@@ -415,7 +416,7 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
         *logf = NULL;
         fprintf(stderr, "murmur node: %s is in use by another process running peer %u in this "
                         "run directory (is --id %u given twice?)\n", dir, nd->id, nd->id);
-        return 2;
+        return MM_EXIT_USAGE;
     }
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
@@ -471,10 +472,8 @@ int mm_node_check(const mm_node_config *c)
     int rc = load_topology(&nd, &topo, err, sizeof err);
     mm_codec_spec spec;
     double gamma;
-    if (rc == 0 && c->compress && mm__choco_check(c, &spec, &gamma, err, sizeof err) != 0) {
+    if (rc == 0 && c->compress && (rc = mm__choco_check(c, &spec, &gamma, err, sizeof err)) != 0)
         fprintf(stderr, "murmur node: %s\n", err);
-        rc = 2;
-    }
     if (rc == 0)
         printf("murmur node: the flags are valid (peer %u of %u, %s)\n", nd.id, nd.n,
                c->topology);
@@ -488,10 +487,10 @@ int mm_node_run(const mm_node_config *c)
     node *nd = calloc(1, sizeof *nd);
     if (!nd) {
         fprintf(stderr, "murmur node: out of memory\n");
-        return 1;
+        return MM_EXIT_ERROR;
     }
     nd->cfg = c;
-    int status = 1;
+    int status = MM_EXIT_ERROR;
     char **addrs = NULL;
     FILE *logf = NULL;
     mm_topology *topo = NULL;
@@ -502,14 +501,16 @@ int mm_node_run(const mm_node_config *c)
         status = rc;
         goto out;
     }
-    nd->trainer = mm__trainer_new(c, nd->id, topo, dir, err, sizeof err);
+    rc = mm__trainer_new(c, nd->id, topo, dir, &nd->trainer, err, sizeof err);
+    if (rc != 0) {
+        mm_error("%s", err);
+        status = rc;
+        goto out;
+    }
     nd->want = calloc(nd->n, sizeof *nd->want);
     nd->links = calloc(nd->n, sizeof *nd->links);
-    if (!nd->trainer || !nd->want || !nd->links) {
-        mm_error("%s", nd->trainer ? "out of memory" : err);
-        if (!nd->trainer && (c->compress || c->outer) && strncmp(err, "--", 2) == 0)
-            status = 2; /* a --compress or --outer configuration refused (algo_choco.c,
-                         * algo_outer.c) */
+    if (!nd->want || !nd->links) {
+        mm_error("out of memory");
         goto out;
     }
 
@@ -545,7 +546,7 @@ int mm_node_run(const mm_node_config *c)
     }
     free(senders); /* (the transport keeps its copy) */
     if (c->algo == MM_ALGO_ALLREDUCE) {
-        mm_allreduce_config ac = {.t = nd->transport, .self = nd->id, .n = nd->n,
+        mm_allreduce_config ac = {.transport = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),
                                   .chunk = (uint64_t)c->allreduce_chunk,
                                   .done = on_allreduce_done, .ud = nd};

@@ -8,11 +8,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "net/algo.h"
+#include "base/jitter.h"
 #include "gossip/consensus.h"
 #include "model/outer.h"
-#include "node/plan.h"
+#include "net/algo.h"
 #include "node/replica.h"
+
+/* The exit status of murmur node (docs/node.md, "Exit status"): what a
+ * failed step of the start returns, and what a run ends with. */
+typedef enum {
+    MM_EXIT_OK = 0,           /* all rounds done, or stopped by a signal */
+    MM_EXIT_ERROR = 1,        /* an error: nonfinite parameters, a file, a port, memory */
+    MM_EXIT_USAGE = 2,        /* usage, or a configuration refused at start */
+    MM_EXIT_REFUSED = 3,      /* a neighbour refused for a configuration that differs */
+    MM_EXIT_ISOLATED = 4,     /* mixed with none of its neighbours, none refused */
+    MM_EXIT_SIGNALLED = 130,  /* a second SIGINT/SIGTERM: exited at once */
+} mm_exit_status;
 
 typedef struct {
     /* who and where */
@@ -37,7 +48,7 @@ typedef struct {
     /* consensus control (docs/node.md): a schedule of gossip steps by round
      * (n = 0: none; then gossip_steps), or, with consensus_target > 0,
      * between 1 and max_gossip_steps exchanges a round as peers agree */
-    mm_gsched gossip_schedule;
+    mm_steps_schedule gossip_schedule;
     double consensus_target;
     int max_gossip_steps;
     double min_gossip_steps;       /* fewest exchanges a round on average: 1, or < 1 to skip rounds */
@@ -61,7 +72,7 @@ typedef struct {
     long outer_memory_mb;          /* refuse the outer state above this */
 
     /* testing: a seeded random delay added to every local step */
-    mm_plan_jitter jitter;
+    mm_jitter jitter;
     uint64_t jitter_seed;
     bool jitter_seed_given;
 
@@ -81,13 +92,14 @@ typedef struct {
 
 void mm_node_config_defaults(mm_node_config *c);
 
-/* Runs the peer to completion. Returns the process exit status. */
+/* Runs the peer to completion. Returns the process exit status
+ * (mm_exit_status). */
 int mm_node_run(const mm_node_config *cfg);
 
 /* murmur node --dry-run: the checks of mm_node_run's start that need no
  * model, socket or file (the topology, the number of peers, the id, the
  * algorithm for this W, --compress's configuration). 0 with one line on
- * stdout, or 2 after printing why on stderr. */
+ * stdout, or MM_EXIT_USAGE after printing why on stderr. */
 int mm_node_check(const mm_node_config *cfg);
 
 /* The HELLO fingerprint of a --vector-len run (no model): SHA-256 of the

@@ -17,30 +17,32 @@ typedef struct mm__trainer mm__trainer;
 
 /* Builds this peer's replica (the model and its shard, or a plain vector
  * with --vector-len), resumes it from run_dir/node-K/checkpoint.bin with
- * --resume, and opens its metrics file. The topology must outlive it.
- * NULL with the reason in err. */
-mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
-                             const char *dir, char *err, size_t errlen);
-void mm__trainer_free(mm__trainer *t);
+ * --resume, and opens its metrics file, into *out. The topology must
+ * outlive it. 0; or the exit status (MM_EXIT_USAGE for a configuration
+ * refused: --compress, --outer; MM_EXIT_ERROR otherwise) with the reason
+ * in err. */
+int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
+                    const char *dir, mm__trainer **out, char *err, size_t errlen);
+void mm__trainer_free(mm__trainer *tr);
 
 /* What the transport needs to know: the vector's length and fingerprint
  * (docs/protocol.md, HELLO). */
-size_t mm__trainer_vec_len(const mm__trainer *t);
-void mm__trainer_fingerprint(const mm__trainer *t, uint8_t fp[32]);
+size_t mm__trainer_vec_len(const mm__trainer *tr);
+void mm__trainer_fingerprint(const mm__trainer *tr, uint8_t fp[32]);
 /* The mailbox's buffer size, and the codec the HELLO names (fp32 and 0s
  * without --compress) with the largest VECTOR body. */
-size_t mm__trainer_buf_bytes(const mm__trainer *t);
-void mm__trainer_codec(const mm__trainer *t, uint8_t *codec, uint32_t *block, double *frac,
+size_t mm__trainer_buf_bytes(const mm__trainer *tr);
+void mm__trainer_codec(const mm__trainer *tr, uint8_t *codec, uint32_t *block, double *frac,
                        uint64_t *max_body);
 
 /* The training thread's body: every round until done or stopped, then the
  * end line and the final checkpoint; ends with mm__mbox_finish(mb). Its
  * exit status (0, or 1: parameters lost, final checkpoint failed) is in
  * mm__trainer_status afterwards. */
-void mm__trainer_run(mm__trainer *t, mm__mbox *mb);
-int mm__trainer_status(const mm__trainer *t);
+void mm__trainer_run(mm__trainer *tr, mm__mbox *mb);
+int mm__trainer_status(const mm__trainer *tr);
 /* --metrics-addr: publish each round's state there (before mm__trainer_run). */
 typedef struct mm__exporter mm__exporter;
-void mm__trainer_set_exporter(mm__trainer *t, mm__exporter *e);
+void mm__trainer_set_exporter(mm__trainer *tr, mm__exporter *e);
 
 #endif

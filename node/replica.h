@@ -16,7 +16,7 @@
 #include "model/eval.h"
 #include "model/model.h"
 
-/* The settings `murmur train` and `murmur node` share (node/options.h
+/* The settings `murmur train` and `murmur node` share (cli/options.h
  * makes their command-line flags from one table). */
 typedef struct {
     mm_model_config model;
@@ -25,8 +25,13 @@ typedef struct {
     uint64_t seed;
     const char *data_dir;
     mm_partition partition;
-    int threads;                /* OpenBLAS threads; 0: OpenBLAS's choice */
+    int threads;                /* the model's threads (mm_model_set_threads); 0: OpenBLAS's choice */
 } mm_replica_config;
+
+/* The defaults: the model of model/, AdamW's defaults, batch 16, seed 1,
+ * data/brown, partition iid, threads 0 (OpenBLAS's choice; a command may
+ * set its own before building its flag table, cli/options.h). */
+void mm_replica_config_default(mm_replica_config *c);
 
 typedef struct {
     mm_replica_config cfg;

@@ -163,7 +163,7 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
  * slower machine without taking a core from the other peers. */
 static void jitter_delay(mm__trainer *tr)
 {
-    const mm_plan_jitter *j = &tr->cfg->jitter;
+    const mm_jitter *j = &tr->cfg->jitter;
     double u = mm_rng_uniform(&tr->jitter_rng), d = 0;
     if (j->kind == MM_JITTER_UNIFORM)
         d = j->a * u;
@@ -220,7 +220,7 @@ static int exchange(mm__trainer *tr, uint64_t e, bool with_compute, bool more)
     float *s = mm__mbox_buf(tr->mb, b);
     if (a->send(tr, b, e, more) != 0) {
         mm__round_phase(tr, PH_IDLE);
-        tr->exit_status = 1;
+        tr->exit_status = MM_EXIT_ERROR;
         return -1;
     }
     double t2 = mm_time_now();
@@ -242,7 +242,7 @@ static int exchange(mm__trainer *tr, uint64_t e, bool with_compute, bool more)
     double t5 = mm_time_now();
     for (int k = 0; k < tr->v.n_in; k++)
         if (tr->nbr[k].status == IN_READY)
-            mm__iso_mixed(tr->iso, tr->v.in[k].peer, t5);
+            mm__isolation_mixed(tr->iso, tr->v.in[k].peer, t5);
     tr->t_wait += (t1 - t0) + (t4 - t3);
     tr->t_comm += (t2 - t1) + (t5 - t4);
     tr->t_compute += t3 - t2;
@@ -254,8 +254,8 @@ static int exchange(mm__trainer *tr, uint64_t e, bool with_compute, bool more)
 static int exchanges(mm__trainer *tr)
 {
     want_round(tr, tr->round);
-    mm__iso_round(tr->iso, &tr->v);
-    int G = mm__cc_round(tr);
+    mm__isolation_round(tr->iso, &tr->v);
+    int G = mm__control_round(tr);
     tr->exchanges = 0;
     if (G == 0) { /* every edge skips this round (consensus control): the local steps alone */
         double t0 = mm_time_now();
@@ -263,12 +263,12 @@ static int exchanges(mm__trainer *tr)
         tr->t_compute += mm_time_now() - t0;
     }
     for (int g = 0; g < G; g++) {
-        bool more = mm__cc_more(tr, g, G);
+        bool more = mm__control_more(tr, g, G);
         if (exchange(tr, (uint64_t)tr->round * tr->stride + (uint64_t)g,
                      g == 0 && !tr->algo->steps_first, more) != 0)
             return -1;
         tr->exchanges++;
-        if (!mm__cc_next(tr, g, more))
+        if (!mm__control_next(tr, g, more))
             break;
     }
     return 0;
@@ -314,7 +314,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
     tr->mb = mb;
     tr->t_start = mm_time_now();
     tr->start_deadline = tr->t_start + c->start_timeout_ms / 1000.0;
-    mm__iso_start(tr->iso, tr->t_start);
+    mm__isolation_start(tr->iso, tr->t_start);
     mm__lines_start(tr);
     if (tr->round == 0 && c->eval_every > 0)
         mm__trainer_evaluate(tr);
@@ -325,7 +325,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
     while (tr->round < c->rounds && !mm__trainer_stopping(tr)) {
         if (mm_topo_round(tr->topo, tr->id, (uint64_t)tr->round, &tr->v) != 0) {
             mm_error("topology has no round %ld for peer %u", tr->round, tr->id);
-            tr->exit_status = 1;
+            tr->exit_status = MM_EXIT_ERROR;
             break;
         }
         int r = run_round(tr);
@@ -337,14 +337,14 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
             mm_error("round %ld: %s; stopping, the last checkpoint is kept", tr->round,
                      tr->round_error);
             if (!mm__trainer_stopping(tr))
-                tr->exit_status = 1;
+                tr->exit_status = MM_EXIT_ERROR;
             break;
         }
         if (r < 0)
             break; /* stopping: this round is abandoned */
         if (r > 0)
             continue;
-        if (mm__iso_check(tr->iso, tr->mb, mm_time_now()))
+        if (mm__isolation_check(tr->iso, tr->mb, mm_time_now()))
             mm__lines_isolated(tr);
         /* The wire refuses NaN/Inf, but a finite vector of absurd norm
          * mixed in (without --clip-pull) can still overflow the model. Such
@@ -355,7 +355,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
             mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
                      "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
                      "the last checkpoint is kept", tr->round, bad_at, tr->P);
-            tr->exit_status = 1;
+            tr->exit_status = MM_EXIT_ERROR;
             params_lost = true;
             break;
         }
@@ -378,6 +378,6 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
     mm__lines_end(tr, params_lost ? "nonfinite" : round_failed ? mm_algo_name(tr->algo->id)
                      : mm__trainer_stopping(tr) ? "signal" : "done");
     if (checkpoint_failed && !tr->exit_status)
-        tr->exit_status = 1;
+        tr->exit_status = MM_EXIT_ERROR;
     mm__mbox_finish(mb);
 }

@@ -12,7 +12,7 @@
 #include "base/sha256.h"
 #include "node/algo.h"
 #include "node/algo_choco.h"
-#include "node/blas_env.h"
+#include "model/blas_env.h"
 #include "node/trainer.h"
 
 static void algo_fields(mm__trainer *tr, mm__line where)
@@ -31,6 +31,7 @@ static void clip_fields(mm__trainer *tr, mm__line where)
         return;
     if (where == MM__LINE_ROUND) {
         mm_metrics_num(&tr->metrics, "clip_radius", c->radius_max); /* (INFINITY: null) */
+        tr->live.clip_radius = c->radius_max; /* what a scrape shows of this line */
         c->radius_max = 0;
     }
     mm_metrics_int(&tr->metrics, "pulls_clipped", (long long)c->clipped);
@@ -73,7 +74,7 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->t_comm = tr->t_comm;
     l->t_wait = tr->t_wait;
     l->have_xi = tr->adaptive;
-    l->xi_est = tr->adaptive ? mm_cc_estimate(&tr->cc) : NAN;
+    l->xi_est = tr->adaptive ? mm_consensus_estimate(&tr->cc) : NAN;
     l->n_nbrs = tr->v.n_in < MM__LIVE_MAX_NBRS ? tr->v.n_in : MM__LIVE_MAX_NBRS;
     for (int k = 0; k < l->n_nbrs; k++) {
         mm__live_nbr *nb = &l->nbr[k];
@@ -93,12 +94,14 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->mix_refused = tr->mix_refused;
     l->skipped_sends = mm__mbox_skipped_sends(tr->mb);
     l->deferred_sends = mm__mbox_deferred_sends(tr->mb);
-    l->alone_s = mm__iso_alone(tr->iso, mm_time_now());
-    l->isolated = l->alone_s > mm__iso_limit(c->start_timeout_ms, c->peer_timeout_ms,
-                                             c->round_timeout_ms);
+    l->alone_s = mm__isolation_alone(tr->iso, mm_time_now());
+    l->isolated = l->alone_s > mm__isolation_limit(c->start_timeout_ms, c->peer_timeout_ms,
+                                                   c->round_timeout_ms);
     l->choco = choco;
     if (choco)
         mm__choco_get_stats(tr->algo_state, &l->cs);
+    l->clip = mm_clip_on(&tr->clip);
+    l->pulls_clipped = tr->clip.clipped; /* (l->clip_radius: clip_fields) */
     l->ended = ended;
     mm__exporter_publish(tr->exporter, l, links);
 }
@@ -194,14 +197,14 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
     mm_metrics_obj_end(m);
     mm_metrics_int(m, "exchanges", tr->exchanges);
     link_fields(tr, m);
-    mm__cc_fields(tr, m, MM__LINE_ROUND);
+    mm__control_fields(tr, m, MM__LINE_ROUND);
     algo_fields(tr, MM__LINE_ROUND);
     clip_fields(tr, MM__LINE_ROUND);
     mm_metrics_end(m);
     publish_live(tr, loss, lr, &st, tr->links, false);
 
     char cc[96];
-    mm__cc_describe(tr, cc, sizeof cc);
+    mm__control_describe(tr, cc, sizeof cc);
     if (tr->cfg->log_every > 0 && (tr->round % tr->cfg->log_every == 0 || missing))
         mm_info("round %ld step %ld loss %.4f | neighbours %d/%d%s%s | compute %.1fs comm %.1fs wait %.1fs",
                 tr->round, tr->step, loss, present, tr->v.n_in, missing ? " (some missing)" : "",
@@ -254,7 +257,7 @@ void mm__lines_start(mm__trainer *tr)
         mm_metrics_int(m, "adam_accum", c->train.adamw.accum_steps);
     mm_metrics_int(m, "gossip_steps", c->gossip_steps);
     mm_metrics_int(m, "exchange_stride", (long long)tr->stride);
-    mm__cc_fields(tr, m, MM__LINE_START);
+    mm__control_fields(tr, m, MM__LINE_START);
     algo_fields(tr, MM__LINE_START);
     if (tr->have_model) {
         /* what it takes to evaluate a snapshot offline (murmur report) */
@@ -278,7 +281,8 @@ void mm__lines_isolated(mm__trainer *tr)
 {
     mm_metrics *m = &tr->metrics;
     metrics_head(tr, "isolated");
-    mm__iso_fields(tr->iso, tr->mb, m, MM__ISO_OK, mm__iso_alone(tr->iso, mm_time_now()));
+    mm__isolation_fields(tr->iso, tr->mb, m, MM__VERDICT_OK,
+                         mm__isolation_alone(tr->iso, mm_time_now()));
     mm_metrics_end(m);
 }
 
@@ -293,10 +297,11 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     double now = mm_time_now();
     /* nonfinite and allreduce are errors of their own: no verdict over them */
     bool judged = !strcmp(reason, "done") || !strcmp(reason, "signal");
-    mm__iso_verdict v = judged ? mm__iso_verdict_at(tr->iso, tr->mb, now) : MM__ISO_OK;
+    mm__isolation_verdict v = judged ? mm__isolation_verdict_at(tr->iso, tr->mb, now)
+                                     : MM__VERDICT_OK;
     metrics_head(tr, "end");
-    if (v != MM__ISO_OK) {
-        mm_metrics_str(m, "reason", v == MM__ISO_REFUSED ? "refused" : "isolated");
+    if (v != MM__VERDICT_OK) {
+        mm_metrics_str(m, "reason", v == MM__VERDICT_REFUSED ? "refused" : "isolated");
         mm_metrics_str(m, "stopped", reason);
     } else {
         mm_metrics_str(m, "reason", reason);
@@ -314,12 +319,12 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     algo_fields(tr, MM__LINE_END);
     clip_fields(tr, MM__LINE_END);
     write_refusals(tr, m);
-    mm__iso_fields(tr->iso, tr->mb, m, v, -1);
+    mm__isolation_fields(tr->iso, tr->mb, m, v, -1);
     mm_metrics_end(m);
     publish_live(tr, NAN, NAN, NULL, NULL, true);
-    mm__iso_log_verdict(tr->iso, tr->mb, v, now);
-    if (v != MM__ISO_OK && !tr->exit_status)
-        tr->exit_status = v == MM__ISO_REFUSED ? MM__EXIT_REFUSED : MM__EXIT_ISOLATED;
+    mm__isolation_log_verdict(tr->iso, tr->mb, v, now);
+    if (v != MM__VERDICT_OK && !tr->exit_status)
+        tr->exit_status = v == MM__VERDICT_REFUSED ? MM_EXIT_REFUSED : MM_EXIT_ISOLATED;
     mm_info("done: round %ld, step %ld, %.1fs (compute %.1fs, comm %.1fs, wait %.1fs), peak RSS %ld MiB",
             tr->round, tr->step, mm_time_now() - tr->t_start, tr->t_compute, tr->t_comm, tr->t_wait,
             peak_kib / 1024);

@@ -127,13 +127,14 @@ static int alloc_round(mm__trainer *tr)
     return 0;
 }
 
-mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
-                             const char *dir, char *err, size_t errlen)
+int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *topo,
+                    const char *dir, mm__trainer **out, char *err, size_t errlen)
 {
+    *out = NULL;
     mm__trainer *tr = calloc(1, sizeof *tr);
     if (!tr) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        return MM_EXIT_ERROR;
     }
     tr->cfg = c;
     tr->clip = mm_clip_make(c->clip_pull, c->robust_clip);
@@ -147,33 +148,40 @@ mm__trainer *mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topo
     uint64_t js = c->jitter_seed_given ? c->jitter_seed : c->train.seed ^ 0x6a69747465720000ULL;
     mm_rng_seed(&tr->jitter_rng, js ^ (0x9e3779b97f4a7c15ULL * (id + 1)));
     snprintf(tr->dir, sizeof tr->dir, "%s", dir);
-    if (load_replica(tr, err, errlen) != 0)
-        goto fail;
+    /* each step: 0, or the exit status with the reason in err */
+    int status = load_replica(tr, err, errlen) != 0 ? MM_EXIT_ERROR : 0;
     /* before --resume, which reads its state from the checkpoint */
-    if (c->outer && !(tr->outer = mm__outer_new(c, tr->x, tr->P, err, errlen)))
-        goto fail;
-    if (c->resume && resume(tr, err, errlen) != 0)
-        goto fail;
-    tr->algo = mm__algo_pick(c);
-    if (tr->algo->start && tr->algo->start(tr, err, errlen) != 0)
-        goto fail;
-    tr->iso = mm__iso_new(tr->n, id, mm__iso_limit(c->start_timeout_ms, c->peer_timeout_ms,
-                                                   c->round_timeout_ms));
-    if (alloc_round(tr) != 0 || !tr->iso) {
-        snprintf(err, errlen, "out of memory for a round with %d neighbours",
-                 mm_topo_max_degree(topo));
-        goto fail;
+    if (status == 0 && c->outer)
+        status = mm__outer_new(c, tr->x, tr->P, &tr->outer, err, errlen);
+    if (status == 0 && c->resume && resume(tr, err, errlen) != 0)
+        status = MM_EXIT_ERROR;
+    if (status == 0) {
+        tr->algo = mm__algo_pick(c);
+        if (tr->algo->start)
+            status = tr->algo->start(tr, err, errlen);
     }
-    if (mm__cc_start(tr, err, errlen) != 0)
-        goto fail;
+    if (status == 0) {
+        double limit = mm__isolation_limit(c->start_timeout_ms, c->peer_timeout_ms,
+                                           c->round_timeout_ms);
+        tr->iso = mm__isolation_new(tr->n, id, limit);
+        if (alloc_round(tr) != 0 || !tr->iso) {
+            snprintf(err, errlen, "out of memory for a round with %d neighbours",
+                     mm_topo_max_degree(topo));
+            status = MM_EXIT_ERROR;
+        }
+    }
+    if (status == 0 && mm__control_start(tr, err, errlen) != 0)
+        status = MM_EXIT_ERROR;
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->dir);
-    if (mm_metrics_open(&tr->metrics, path, err, errlen) != 0)
-        goto fail;
-    return tr;
-fail:
-    mm__trainer_free(tr);
-    return NULL;
+    if (status == 0 && mm_metrics_open(&tr->metrics, path, err, errlen) != 0)
+        status = MM_EXIT_ERROR;
+    if (status != 0) {
+        mm__trainer_free(tr);
+        return status;
+    }
+    *out = tr;
+    return 0;
 }
 
 void mm__trainer_free(mm__trainer *tr)
@@ -194,8 +202,8 @@ void mm__trainer_free(mm__trainer *tr)
     free(tr->links);
     free(tr->sketch);
     free(tr->cc_ratio);
-    mm__ccskip_free(tr->skip);
-    mm__iso_free(tr->iso);
+    mm__skip_free(tr->skip);
+    mm__isolation_free(tr->iso);
     mm__outer_free(tr->outer);
     free(tr);
 }

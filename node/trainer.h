@@ -93,15 +93,15 @@ typedef struct mm__trainer {
      * r * stride + g on the wire */
     uint64_t stride;
     bool adaptive;                  /* --consensus-target */
-    mm_cc cc;
+    mm_consensus_ctl cc;
     double *cc_ratio;               /* R(G), G = 1..max_gossip_steps */
     int exchanges, want;            /* this round: exchanges run; adaptive: asked for */
     bool more_warned;
     /* --min-gossip-steps < 1: edges skip rounds (node/cc_skip.h) */
-    struct mm__ccskip *skip;        /* NULL: every edge every round */
-    uint16_t level;                 /* this round's level (mm_cc_level), in its vectors */
+    struct mm__skip *skip;        /* NULL: every edge every round */
+    uint16_t level;                 /* this round's level (mm_consensus_level), in its vectors */
     bool cc_fresh;                  /* the last round's first exchange mixed someone */
-    mm_cc_shape cc_shape;           /* Xi^2 from q and the pull's b (gossip/consensus.h) */
+    mm_consensus_shape cc_shape;    /* Xi^2 from q and the pull's b (gossip/consensus.h) */
     double cc_pull2;                /* b: the squared pull of this round's first mix */
 
     double t_start, start_deadline;
@@ -113,7 +113,7 @@ typedef struct mm__trainer {
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm_clip clip;                   /* --clip-pull, --robust-clip (gossip/robust.h); both
                                      * 0: off, the mix untouched */
-    mm__iso *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
+    mm__isolation *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
     mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
     mm__live live;                  /* ... built by round_lines.c */
     int exit_status;
@@ -140,20 +140,20 @@ typedef void mm__drop_fn(mm__trainer *tr, uint32_t peer, const mm__peer_view *pv
 void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn *drop);
 
 /* consensus_control.c */
-int mm__cc_start(mm__trainer *tr, char *err, size_t errlen);
+int mm__control_start(mm__trainer *tr, char *err, size_t errlen);
 /* This round's number of exchanges G (and the edges on[] that take part);
  * 0 when every edge skips the round (--min-gossip-steps < 1). */
-int mm__cc_round(mm__trainer *tr);
+int mm__control_round(mm__trainer *tr);
 /* After exchange g, which asked for another one when more: whether to run
  * another. */
-bool mm__cc_next(mm__trainer *tr, int g, bool more);
+bool mm__control_next(mm__trainer *tr, int g, bool more);
 /* Whether exchange g (of G) asks for another one (MORE). */
-bool mm__cc_more(const mm__trainer *tr, int g, int G);
+bool mm__control_more(const mm__trainer *tr, int g, int G);
 /* Whether this round's neighbours are one undirected set. */
-bool mm__cc_undirected(const mm_round_view *v);
+bool mm__control_undirected(const mm_round_view *v);
 /* Its keys in the metrics lines; the round's console words (" | exchanges 3"). */
-void mm__cc_fields(mm__trainer *tr, mm_metrics *m, mm__line where);
-void mm__cc_describe(const mm__trainer *tr, char *buf, size_t len);
+void mm__control_fields(mm__trainer *tr, mm_metrics *m, mm__line where);
+void mm__control_describe(const mm__trainer *tr, char *buf, size_t len);
 
 /* round_lines.c */
 void mm__lines_start(mm__trainer *tr);

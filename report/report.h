@@ -138,8 +138,14 @@ typedef struct {
                         double *val_loss, double *val_acc);
 } mm_report_opts;
 
-/* Load dir and compute its rows. 0 on success; -1 with a message in err
- * when dir is missing or holds no metrics at all (the empty run). */
+/* What mm_report_load returns when dir holds no metrics record at all
+ * (no node-K/ directory, or none with a record yet): the empty run, which
+ * a run that has just started is. */
+#define MM_REPORT_EMPTY (-2)
+
+/* Load dir and compute its rows. 0 on success; with a message in err,
+ * MM_REPORT_EMPTY for the empty run, -1 when dir is missing or is one
+ * peer's directory. */
 int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, char *err,
                    size_t errlen);
 void mm_report_free(mm_report *r);

@@ -635,7 +635,8 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
     if (records == 0) {
         char own[4096];
         snprintf(own, sizeof own, "%s/metrics.jsonl", dir);
-        if (r->n_peers == 0 && access(own, F_OK) == 0)
+        bool one_peer = r->n_peers == 0 && access(own, F_OK) == 0;
+        if (one_peer)
             snprintf(err, errlen, "%s is one peer's directory (it holds metrics.jsonl), not a "
                      "run: point murmur report at the directory above it, which holds the "
                      "node-K/ directories", dir);
@@ -643,7 +644,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             snprintf(err, errlen, "%s: empty run: no node-K/metrics.jsonl with any record "
                      "(%d node directories)", dir, r->n_peers);
         mm_report_free(r);
-        return -1;
+        return one_peer ? -1 : MM_REPORT_EMPTY;
     }
     if (r->n_peers > r->n_expected)
         r->n_expected = r->n_peers;

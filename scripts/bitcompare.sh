@@ -18,7 +18,7 @@
 # What is hashed: every snapshot file (snap/rNNNNNNNN.bin) and the
 # checkpoint, byte for byte; every `eval` line and every `round` line with
 # the fields that measure time or bytes on the wire removed (time, t_*,
-# bytes_sent, bytes_recv, and the per-neighbour link_* counters: they vary
+# bytes_sent, bytes_recv and the per-neighbour link_* objects: they vary
 # from run to run of the same binary);
 # of the end line only its keys, in order.
 # The synchronous algorithms wait for every neighbour (long timeouts, no

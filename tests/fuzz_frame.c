@@ -137,7 +137,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t src_len = size - IN_HDR;
     for (size_t i = 0; i < body_len; i++)
         payload[MM_WIRE_VEC_HDR + i] = src_len ? src[i % src_len] : 0;
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 0, .round = 1, .payload_len = plen,
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 0, .exchange = 1, .payload_len = plen,
                         .payload_crc = mm_crc32c(0, payload, plen)};
     mm_wire_put_header(frame, &h);
 

@@ -136,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 static size_t frame(uint8_t *out, uint16_t type, uint64_t round, const void *p, size_t n,
                     bool tls)
 {
-    mm_wire_header h = {.type = type, .sender = 1, .round = round, .payload_len = n,
+    mm_wire_header h = {.type = type, .sender = 1, .exchange = round, .payload_len = n,
                         .payload_crc = tls ? 0 : mm_crc32c(0, p, n)};
     mm_wire_put_header(out, &h);
     if (n) /* p is NULL for empty payloads */

@@ -81,7 +81,7 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
         char err[256] = "";
         cl->node[i].t = mm_transport_new(&cl->loop, &cfg, &cb, err, sizeof err);
         assert_non_null(cl->node[i].t);
-        mm_allreduce_config ac = {.t = cl->node[i].t, .self = i, .n = n, .len = len,
+        mm_allreduce_config ac = {.transport = cl->node[i].t, .self = i, .n = n, .len = len,
                                   .chunk = chunk, .done = on_done, .ud = &nodes[i]};
         nodes[i].ar = mm_allreduce_new(&ac, err, sizeof err);
         assert_non_null(nodes[i].ar);

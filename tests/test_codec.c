@@ -422,10 +422,12 @@ static void ref_equals_copy(void **state)
     mm_rng_seed(&r, 77);
     uint64_t n = 10007;
     float *x = malloc(n * sizeof *x), *ref = calloc(n, sizeof *ref), *copy = calloc(n, sizeof *copy);
+    float *copy2 = calloc(n, sizeof *copy2); /* the peer's way: check, then apply_checked */
     for (size_t s = 0; s < N_SPECS; s++) {
         mm_codec *c = make(all_specs[s], n);
         memset(ref, 0, n * sizeof *ref);
         memset(copy, 0, n * sizeof *copy);
+        memset(copy2, 0, n * sizeof *copy2);
         uint8_t *p = malloc(mm_codec_max_bytes(c));
         double start = 0, end = 0;
         fill(&r, x, n, 1.0);
@@ -444,6 +446,12 @@ static void ref_equals_copy(void **state)
                              MM_CODEC_OK);
             assert_memory_equal(ref, copy, n * sizeof *ref);
             assert_int_equal(crc_ref, crc_copy);
+            uint32_t crc_copy2 = 3;
+            assert_int_equal(mm_codec_check(c, p, len, why, sizeof why), MM_CODEC_OK);
+            assert_int_equal(mm_codec_apply_checked(c, p, len, copy2, &crc_copy2, why,
+                                                    sizeof why), MM_CODEC_OK);
+            assert_memory_equal(ref, copy2, n * sizeof *ref);
+            assert_int_equal(crc_ref, crc_copy2);
             assert_int_equal(crc_ref, mm_crc32c(0, ref, n * sizeof *ref));
             double d2 = 0;
             for (uint64_t i = 0; i < n; i++)
@@ -456,7 +464,7 @@ static void ref_equals_copy(void **state)
         free(p);
         mm_codec_free(c);
     }
-    free(x), free(ref), free(copy);
+    free(x), free(ref), free(copy), free(copy2);
 }
 
 /* ---- untrusted payloads ---------------------------------------------------- */

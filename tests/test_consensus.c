@@ -39,27 +39,27 @@ static mm_topology *gen(const char *kind, int n)
 static void schedule_parses_and_looks_up(void **state)
 {
     (void)state;
-    mm_gsched s;
+    mm_steps_schedule s;
     char err[256];
-    assert_int_equal(mm_gsched_parse("0:4,300:1", 1000, &s, err, sizeof err), 0);
+    assert_int_equal(mm_steps_schedule_parse("0:4,300:1", 1000, &s, err, sizeof err), 0);
     assert_int_equal(s.n, 2);
-    assert_int_equal(mm_gsched_steps(&s, 0), 4);
-    assert_int_equal(mm_gsched_steps(&s, 299), 4);
-    assert_int_equal(mm_gsched_steps(&s, 300), 1);
-    assert_int_equal(mm_gsched_steps(&s, 100000), 1);
-    assert_int_equal(mm_gsched_max(&s), 4);
-    assert_int_equal(mm_gsched_parse("0:2,10:7,20:3", 1000, &s, err, sizeof err), 0);
-    assert_int_equal(mm_gsched_steps(&s, 9), 2);
-    assert_int_equal(mm_gsched_steps(&s, 10), 7);
-    assert_int_equal(mm_gsched_steps(&s, 25), 3);
-    assert_int_equal(mm_gsched_max(&s), 7);
+    assert_int_equal(mm_steps_schedule_steps(&s, 0), 4);
+    assert_int_equal(mm_steps_schedule_steps(&s, 299), 4);
+    assert_int_equal(mm_steps_schedule_steps(&s, 300), 1);
+    assert_int_equal(mm_steps_schedule_steps(&s, 100000), 1);
+    assert_int_equal(mm_steps_schedule_max(&s), 4);
+    assert_int_equal(mm_steps_schedule_parse("0:2,10:7,20:3", 1000, &s, err, sizeof err), 0);
+    assert_int_equal(mm_steps_schedule_steps(&s, 9), 2);
+    assert_int_equal(mm_steps_schedule_steps(&s, 10), 7);
+    assert_int_equal(mm_steps_schedule_steps(&s, 25), 3);
+    assert_int_equal(mm_steps_schedule_max(&s), 7);
 
     const char *bad[] = {"", "0", "0:", ":4", "1:4", "0:4,0:2", "0:4,300:1,200:2", "0:0",
                          "0:1001", "0:4,", "0:4;1:2", "0:4 ", "-1:4", "0:-4", "0:4,x:2",
                          "0:99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = 0;
-        if (mm_gsched_parse(bad[i], 1000, &s, err, sizeof err) == 0)
+        if (mm_steps_schedule_parse(bad[i], 1000, &s, err, sizeof err) == 0)
             fail_msg("'%s' was accepted", bad[i]);
         assert_true(strlen(err) > 0);
     }
@@ -95,11 +95,11 @@ static void complete_graph_ratio_is_one(void **state)
     mm_topology *t = gen("complete", 8);
     double lam[8], ratio[4];
     assert_int_equal(mm_topo_spectrum(t, lam), 0);
-    assert_int_equal(mm_cc_ratios(lam, 8, 4, ratio), 0);
+    assert_int_equal(mm_consensus_ratios(lam, 8, 4, ratio), 0);
     for (int g = 0; g < 4; g++)
         assert_true(fabs(ratio[g] - 1) < 1e-9);
     double one = 1;
-    assert_int_equal(mm_cc_ratios(&one, 1, 4, ratio), -1); /* nothing to disagree on */
+    assert_int_equal(mm_consensus_ratios(&one, 1, 4, ratio), -1); /* nothing to disagree on */
     mm_topo_free(t);
 }
 
@@ -126,7 +126,7 @@ static void ratio_matches_its_model(void **state)
     mm_topology *t = gen("ring", n);
     double *W = mm_topo_matrix(t, 0), lam[12], ratio[4];
     assert_int_equal(mm_topo_spectrum(t, lam), 0);
-    assert_int_equal(mm_cc_ratios(lam, n, 4, ratio), 0);
+    assert_int_equal(mm_consensus_ratios(lam, n, 4, ratio), 0);
     double *x = calloc((size_t)n * dim, sizeof *x), *y = calloc((size_t)n * dim, sizeof *y);
     double *b = malloc((size_t)n * dim * sizeof *b);
     mm_rng r;
@@ -177,23 +177,23 @@ static void controller_moves_the_right_way(void **state)
     double ratio[8];
     for (int g = 0; g < 8; g++)
         ratio[g] = 0.5;
-    mm_cc c;
-    mm_cc_init(&c, 0.1, 1, 8, ratio);
+    mm_consensus_ctl c;
+    mm_consensus_init(&c, 0.1, 1, 8, ratio);
     /* a holds mean q = 2 R Xi^2: Xi = 0.2, twice the target */
     c.a = 2 * 0.5 * 0.04;
-    assert_true(fabs(mm_cc_estimate(&c) - 0.2) < 1e-12);
+    assert_true(fabs(mm_consensus_estimate(&c) - 0.2) < 1e-12);
     int last = 0;
     for (int r = 0; r < 100; r++)
-        last = mm_cc_round(&c, (uint64_t)r, 1);
+        last = mm_consensus_round(&c, (uint64_t)r, 1);
     assert_int_equal(last, 8); /* too far apart: the most exchanges */
     assert_true(c.gamma <= 8 && c.gi <= 8);
     c.a = 2 * 0.5 * 0.0025; /* Xi = 0.05, half the target */
     for (int r = 0; r < 100; r++)
-        last = mm_cc_round(&c, (uint64_t)r, 1);
+        last = mm_consensus_round(&c, (uint64_t)r, 1);
     assert_int_equal(last, 1);
     assert_true(c.gamma >= 1 && c.gi >= 1);
     c.a = 0; /* no estimate yet (identical replicas): fewer */
-    assert_int_equal(mm_cc_round(&c, 0, 1), 1);
+    assert_int_equal(mm_consensus_round(&c, 0, 1), 1);
 }
 
 /* gamma fractional: the dither meets it on average, and two peers with the
@@ -202,15 +202,15 @@ static void dither_is_shared_and_unbiased(void **state)
 {
     (void)state;
     double ratio[4] = {0.5, 0.5, 0.5, 0.5};
-    mm_cc a, b;
-    mm_cc_init(&a, 0.1, 1, 4, ratio);
+    mm_consensus_ctl a, b;
+    mm_consensus_init(&a, 0.1, 1, 4, ratio);
     long sum = 0;
     for (uint64_t r = 0; r < 1000; r++) {
         /* hold gamma at 2.3 exactly: an estimate at the target moves nothing */
         a.gi = b.gi = 2.3;
         a.a = b.a = 2 * 0.5 * 0.01;
         b = a;
-        int ga = mm_cc_round(&a, r, 1), gb = mm_cc_round(&b, r, 1);
+        int ga = mm_consensus_round(&a, r, 1), gb = mm_consensus_round(&b, r, 1);
         assert_int_equal(ga, gb);
         assert_true(ga == 2 || ga == 3);
         sum += ga;
@@ -225,9 +225,9 @@ static void gossiped_estimate_tracks_the_mean(void **state)
 {
     (void)state;
     double ratio[1] = {1};
-    mm_cc c[3];
+    mm_consensus_ctl c[3];
     for (int i = 0; i < 3; i++)
-        mm_cc_init(&c[i], 1, 1, 1, ratio);
+        mm_consensus_init(&c[i], 1, 1, 1, ratio);
     double q[3];
     for (int r = 0; r < 60; r++) {
         int s = r < 30 ? r : 30;
@@ -236,7 +236,7 @@ static void gossiped_estimate_tracks_the_mean(void **state)
         q[2] = 6.0;
         double mean_a = (c[0].a + c[1].a + c[2].a) / 3;
         for (int i = 0; i < 3; i++)
-            mm_cc_fold(&c[i], mean_a, q[i], 1);
+            mm_consensus_fold(&c[i], mean_a, q[i], 1);
         double mq = (q[0] + q[1] + q[2]) / 3;
         double m = (c[0].a + c[1].a + c[2].a) / 3;
         if (fabs(m - mq) > 1e-9 * mq)
@@ -247,11 +247,11 @@ static void gossiped_estimate_tracks_the_mean(void **state)
         assert_true(fabs(c[i].a - mq - MM_CC_BETA * (q[i] - mq)) < 1e-9);
     /* a later exchange only averages; no q (NaN) leaves q_prev alone */
     double before = c[0].q_prev;
-    mm_cc_fold(&c[0], 5.0, NAN, 1);
+    mm_consensus_fold(&c[0], 5.0, NAN, 1);
     assert_true(c[0].a == 5.0 && c[0].q_prev == before);
-    mm_cc_fold(&c[0], -3.0, NAN, 0);
+    mm_consensus_fold(&c[0], -3.0, NAN, 0);
     assert_true(c[0].a == 0); /* kept in [0, MM_CC_AUX_MAX] */
-    mm_cc_fold(&c[0], INFINITY, NAN, 0);
+    mm_consensus_fold(&c[0], INFINITY, NAN, 0);
     assert_true(c[0].a == 0); /* not finite: ignored */
 }
 
@@ -263,34 +263,34 @@ static void controller_goes_below_one(void **state)
 {
     (void)state;
     double ratio[4] = {0.5, 0.5, 0.5, 0.5};
-    mm_cc c;
-    mm_cc_init(&c, 1.0, 1.0 / 64, 4, ratio);
+    mm_consensus_ctl c;
+    mm_consensus_init(&c, 1.0, 1.0 / 64, 4, ratio);
     c.a = 2 * 0.5 * 0.01; /* Xi = 0.1, a tenth of the target */
     for (int r = 0; r < 200; r++)
-        assert_int_equal(mm_cc_round(&c, (uint64_t)r, 1), 1);
+        assert_int_equal(mm_consensus_round(&c, (uint64_t)r, 1), 1);
     assert_true(fabs(c.gamma - 1.0 / 64) < 1e-12); /* at the floor */
     assert_true(fabs(c.gi - (1 + log(1.0 / 64))) < 1e-12);
     c.a = 2 * 0.5 * 100.0; /* Xi = 10: too far apart; no fresh input: kept */
-    mm_cc_round(&c, 200, 0);
+    mm_consensus_round(&c, 200, 0);
     assert_true(fabs(c.gamma - 1.0 / 64) < 1e-12);
     /* one step of the law from h = 1 at the clipped error -1: h = 0.8,
      * gamma = exp(0.8 - 1 - 1.0) = e^-1.2 (proportional part included) */
-    mm_cc_init(&c, 1.0, 1.0 / 64, 4, ratio);
+    mm_consensus_init(&c, 1.0, 1.0 / 64, 4, ratio);
     c.a = 2 * 0.5 * 0.01;
-    mm_cc_round(&c, 0, 1);
+    mm_consensus_round(&c, 0, 1);
     assert_true(fabs(c.gi - 0.8) < 1e-12);
     assert_true(fabs(c.gamma - exp(-1.2)) < 1e-12);
     /* too far apart: back above 1, up to gmax */
     c.a = 2 * 0.5 * 100.0;
     int last = 0;
     for (int r = 0; r < 200; r++)
-        last = mm_cc_round(&c, (uint64_t)r, 1);
+        last = mm_consensus_round(&c, (uint64_t)r, 1);
     assert_int_equal(last, 4);
     /* gmin = 1 (the default): never under 1, however far under the target */
-    mm_cc_init(&c, 1.0, 1, 4, ratio);
+    mm_consensus_init(&c, 1.0, 1, 4, ratio);
     c.a = 2 * 0.5 * 0.01;
     for (int r = 0; r < 300; r++)
-        assert_int_equal(mm_cc_round(&c, (uint64_t)r, 1), 1);
+        assert_int_equal(mm_consensus_round(&c, (uint64_t)r, 1), 1);
     assert_true(c.gamma == 1 && c.gi == 1);
 }
 
@@ -301,16 +301,17 @@ static void edges_skip_as_the_dither_says(void **state)
 {
     (void)state;
     double ratio[1] = {0.5};
-    mm_cc c;
-    mm_cc_init(&c, 1.0, 1.0 / 64, 1, ratio);
+    mm_consensus_ctl c;
+    mm_consensus_init(&c, 1.0, 1.0 / 64, 1, ratio);
     for (double h = 1 + log(1.0 / 64); h <= 1; h += 0.01) {
         c.gi = h;
-        assert_true(fabs(mm_cc_level_value(mm_cc_level(&c)) - h) <= 0.5 / 512 + 1e-12);
+        assert_true(fabs(mm_consensus_level_value(mm_consensus_level(&c)) - h) <=
+                    0.5 / 512 + 1e-12);
     }
     for (double g = 0.05; g < 1; g += 0.15) {
         long exchanges = 0;
         for (uint64_t r = 0; r < 4000;) {
-            int k = mm_cc_skip_rounds(g, r, MM_CC_SKIP_MAX);
+            int k = mm_consensus_skip_rounds(g, r, MM_CC_SKIP_MAX);
             for (int m = 1; m <= k; m++) /* rounds r+1..r+k: under 1 ... */
                 assert_true(g + fmod((double)(r + (uint64_t)m) * 0.6180339887498949, 1) < 1);
             r += (uint64_t)k + 1; /* ... round r+k+1 not */
@@ -320,19 +321,19 @@ static void edges_skip_as_the_dither_says(void **state)
         }
         assert_true(fabs(exchanges / 4000.0 - g) < 0.01);
     }
-    assert_int_equal(mm_cc_skip_rounds(1.0, 5, MM_CC_SKIP_MAX), 0);
+    assert_int_equal(mm_consensus_skip_rounds(1.0, 5, MM_CC_SKIP_MAX), 0);
     int most = 0;
     for (uint64_t r = 0; r < 2000; r++) {
-        int k = mm_cc_skip_rounds(1.0 / 64, r, 10);
+        int k = mm_consensus_skip_rounds(1.0 / 64, r, 10);
         most = k > most ? k : most;
     }
     assert_int_equal(most, 10);
     for (unsigned a = 100; a < 2100; a += 77)
         for (unsigned b = 100; b < 2100; b += 91)
-            assert_true(mm_cc_edge_next(1000, (uint16_t)a, (uint16_t)b) ==
-                        mm_cc_edge_next(1000, (uint16_t)b, (uint16_t)a));
+            assert_true(mm_consensus_edge_next(1000, (uint16_t)a, (uint16_t)b) ==
+                        mm_consensus_edge_next(1000, (uint16_t)b, (uint16_t)a));
     c.gi = 1.5; /* gamma >= 1: every round */
-    assert_true(mm_cc_edge_next(7, mm_cc_level(&c), mm_cc_level(&c)) == 8);
+    assert_true(mm_consensus_edge_next(7, mm_consensus_level(&c), mm_consensus_level(&c)) == 8);
 }
 
 /* How the simulated peers' local steps pull: in a fixed direction of
@@ -344,7 +345,7 @@ typedef enum { PULL_PERSISTENT, PULL_RELAXING } pull_kind;
 
 /* The whole arithmetic in closed loop on a ring of 12 simulated peers,
  * every peer with its own controller, shape estimate (q and its mix's pull
- * b, gossip/consensus.h mm_cc_shape_xi2), gossiped scalar and level, and
+ * b, gossip/consensus.h mm_consensus_shape_xi2), gossiped scalar and level, and
  * every edge agreeing on its next round from both ends' levels as the node
  * does (docs/node.md). Returns the mean exact Xi over the second half;
  * fails unless every round of the second half is within +-25 % of the
@@ -357,8 +358,8 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
     mm_topology *t = gen("ring", N);
     double *W = mm_topo_matrix(t, 0), lam[N];
     assert_int_equal(mm_topo_spectrum(t, lam), 0);
-    static mm_cc_shape shape;
-    assert_int_equal(mm_cc_shape_init(&shape, lam, N, 1), 0);
+    static mm_consensus_shape shape;
+    assert_int_equal(mm_consensus_shape_init(&shape, lam, N, 1), 0);
     static double x[N][DIM], b[N][DIM], y[N][DIM], mean[DIM];
     mm_rng r;
     mm_rng_seed(&r, 11);
@@ -369,13 +370,13 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
             x[i][d] = 0;
         }
     memset(mean, 0, sizeof mean);
-    mm_cc cc[N];
+    mm_consensus_ctl cc[N];
     static uint64_t next[N][N];
     memset(next, 0, sizeof next);
     int fresh[N];
     uint16_t level[N];
     for (int i = 0; i < N; i++) {
-        mm_cc_init(&cc[i], target > 0 ? target : 1, 1.0 / 64, 1, NULL);
+        mm_consensus_init(&cc[i], target > 0 ? target : 1, 1.0 / 64, 1, NULL);
         fresh[i] = 1;
     }
     double lo = INFINITY, hi = 0, sum = 0;
@@ -392,8 +393,8 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
         }
         for (int i = 0; i < N; i++) {
             if (target > 0)
-                mm_cc_round(&cc[i], (uint64_t)round, fresh[i]);
-            level[i] = mm_cc_level(&cc[i]); /* what its vectors of this round carry */
+                mm_consensus_round(&cc[i], (uint64_t)round, fresh[i]);
+            level[i] = mm_consensus_level(&cc[i]); /* what its vectors of this round carry */
             for (int d = 0; d < DIM; d++)
                 x[i][d] += pull == PULL_PERSISTENT ? scale * b[i][d] : k * (b[i][d] - x[i][d]);
         }
@@ -420,24 +421,24 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
                 wq += w * d2;
                 w_in += w;
                 a_mixed[i] += w * (cc[j].a - cc[i].a);
-                h_mixed[i] += w * (mm_cc_level_value(level[j]) - cc[i].gi);
+                h_mixed[i] += w * (mm_consensus_level_value(level[j]) - cc[i].gi);
             }
             for (int d = 0; d < DIM; d++)
                 pull2 += (y[i][d] - x[i][d]) * (y[i][d] - x[i][d]);
-            xi2_in[i] = w_in > 0 ? mm_cc_shape_xi2(&shape, wq * w_all / w_in, pull2 * w_all / w_in)
+            xi2_in[i] = w_in > 0 ? mm_consensus_shape_xi2(&shape, wq * w_all / w_in, pull2 * w_all / w_in)
                                  : NAN;
             fresh[i] = w_in > 0;
             live_rounds += w_in > 0;
         }
         for (int i = 0; i < N; i++)
             if (fresh[i]) {
-                mm_cc_fold(&cc[i], a_mixed[i], xi2_in[i], 1);
-                mm_cc_fold_level(&cc[i], h_mixed[i]);
+                mm_consensus_fold(&cc[i], a_mixed[i], xi2_in[i], 1);
+                mm_consensus_fold_level(&cc[i], h_mixed[i]);
             }
         for (int i = 0; i < N; i++)
             for (int j = 0; j < N; j++)
                 if (j != i && W[i * N + j] > 0 && next[i][j] <= (uint64_t)round)
-                    next[i][j] = mm_cc_edge_next((uint64_t)round, level[i], level[j]);
+                    next[i][j] = mm_consensus_edge_next((uint64_t)round, level[i], level[j]);
         memcpy(x, y, sizeof x);
         double xi2 = 0, mean_drift = 0;
         for (int d = 0; d < DIM; d++) {
@@ -505,8 +506,8 @@ static void shape_estimate_reads_the_shape(void **state)
     mm_topology *t = gen("ring", N);
     double *W = mm_topo_matrix(t, 0), lam[N];
     assert_int_equal(mm_topo_spectrum(t, lam), 0);
-    mm_cc_shape shape;
-    assert_int_equal(mm_cc_shape_init(&shape, lam, N, 8), 0);
+    mm_consensus_shape shape;
+    assert_int_equal(mm_consensus_shape_init(&shape, lam, N, 8), 0);
     assert_int_equal(shape.n, 8 + 18);
     for (int i = 1; i < shape.n; i++)
         assert_true(shape.m[i] >= shape.m[i - 1] && shape.f[i] <= shape.f[i - 1] + 1e-12);
@@ -546,17 +547,17 @@ static void shape_estimate_reads_the_shape(void **state)
             for (int d = 0; d < N; d++)
                 b += p[d] * p[d];
             mq += q / N;
-            est += mm_cc_shape_xi2(&shape, q, b) / N;
+            est += mm_consensus_shape_xi2(&shape, q, b) / N;
         }
         if (fabs(sqrt(est / xi2) - 1) > 0.03)
             fail_msg("relaxing shape rho %.1f: estimate of Xi^2 %.5g, exact %.5g (mean q %.5g)",
                      rhos[c], est, xi2, mq);
     }
     /* out of the family's range: clamped; no input */
-    assert_true(mm_cc_shape_xi2(&shape, 1, 0) == shape.f[0]);
-    assert_true(mm_cc_shape_xi2(&shape, 1, 5) == shape.f[shape.n - 1]);
-    assert_true(mm_cc_shape_xi2(&shape, 0, 0) == 0);
-    assert_true(isnan(mm_cc_shape_xi2(&shape, NAN, 1)));
+    assert_true(mm_consensus_shape_xi2(&shape, 1, 0) == shape.f[0]);
+    assert_true(mm_consensus_shape_xi2(&shape, 1, 5) == shape.f[shape.n - 1]);
+    assert_true(mm_consensus_shape_xi2(&shape, 0, 0) == 0);
+    assert_true(isnan(mm_consensus_shape_xi2(&shape, NAN, 1)));
     /* the pull: s = (1, 2), neighbours (3, 2) weight 0.25 and (1, 0) weight 0.5, one missing */
     float s[2] = {1, 2}, x1[2] = {3, 2}, x2[2] = {1, 0};
     mm_mix_input in[3] = {{.x = x1, .weight = 0.25}, {.x = NULL, .weight = 0.25},

@@ -20,7 +20,7 @@
 #include "base/sha256.h"
 #include "model/eval.h"
 #include "model/textdir.h"
-#include "node/commands.h"
+#include "cli/commands.h"
 #include "tests/testutil.h"
 
 /* Genres of 23, 12, 7 and 3 files: 20, 10, 6 and 2 training files once

@@ -1,4 +1,4 @@
-/* The runtime model (node/plan.c) against cases computed by hand in
+/* The runtime model (plan/plan.c) against cases computed by hand in
  * docs/runtime.md: message times through shared links, deterministic
  * rounds of D-PSGD and all-reduce, the expected maximum of random compute
  * times, async freshness, and the parsers' refusals. */
@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "gossip/topology.h"
-#include "node/plan.h"
+#include "plan/plan.h"
 
 #define NEAR(a, b, tol) assert_true(fabs((a) - (b)) <= (tol))
 
@@ -81,18 +81,18 @@ static void test_parse_links(void **state)
 static void test_parse_jitter_algo(void **state)
 {
     (void)state;
-    mm_plan_jitter j;
+    mm_jitter j;
     char err[256];
-    assert_int_equal(mm_plan_parse_jitter("none", &j, err, sizeof err), 0);
+    assert_int_equal(mm_jitter_parse("none", &j, err, sizeof err), 0);
     assert_int_equal(j.kind, MM_JITTER_NONE);
-    assert_int_equal(mm_plan_parse_jitter("uniform:0.02", &j, err, sizeof err), 0);
+    assert_int_equal(mm_jitter_parse("uniform:0.02", &j, err, sizeof err), 0);
     assert_true(j.kind == MM_JITTER_UNIFORM && j.a == 0.02);
-    assert_int_equal(mm_plan_parse_jitter("longtail:0.1:0.5", &j, err, sizeof err), 0);
+    assert_int_equal(mm_jitter_parse("longtail:0.1:0.5", &j, err, sizeof err), 0);
     assert_true(j.kind == MM_JITTER_LONGTAIL && j.p == 0.1 && j.a == 0.5);
     const char *bad[] = {"uniform", "uniform:-1", "longtail:2:1", "longtail:0.1", "normal:1",
                          "uniform:1x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(mm_plan_parse_jitter(bad[i], &j, err, sizeof err), -1);
+        assert_int_equal(mm_jitter_parse(bad[i], &j, err, sizeof err), -1);
     assert_int_equal(mm_plan_parse_algo("dpsgd"), MM_PLAN_DPSGD);
     assert_int_equal(mm_plan_parse_algo("allreduce"), MM_PLAN_ALLREDUCE);
     assert_int_equal(mm_plan_parse_algo("async"), MM_PLAN_ASYNC);
@@ -279,14 +279,14 @@ static void test_allreduce_expected_max(void **state)
     in.n = 2;
     in.vec_floats = 1000;
     in.rounds = 20000;
-    in.jitter = (mm_plan_jitter){MM_JITTER_UNIFORM, 0.03, 0};
+    in.jitter = (mm_jitter){MM_JITTER_UNIFORM, 0.03, 0};
     assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
     NEAR(o.round_s, 0.02, 0.02 * 0.02);
     NEAR(o.compute_s, 0.015, 0.015 * 0.02);
     NEAR(o.wait_s, 0.005, 0.005 * 0.1);
     in.n = 8;
     in.step_s = 0.1;
-    in.jitter = (mm_plan_jitter){MM_JITTER_LONGTAIL, 1.0, 0.1};
+    in.jitter = (mm_jitter){MM_JITTER_LONGTAIL, 1.0, 0.1};
     assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
     double want = 0.1 + (1 - pow(0.9, 8));
     NEAR(o.round_s, want, want * 0.02);
@@ -311,7 +311,7 @@ static void test_dpsgd_jitter_bounds(void **state)
     in.vec_floats = 1e5;
     in.loop_bps = 1e9;
     in.step_s = 0.05;
-    in.jitter = (mm_plan_jitter){MM_JITTER_LONGTAIL, 0.1, 0.1};
+    in.jitter = (mm_jitter){MM_JITTER_LONGTAIL, 0.1, 0.1};
     in.rounds = 3000;
     assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
     assert_true(o.round_s > o.bound_lo_s * 1.05);

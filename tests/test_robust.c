@@ -3,7 +3,8 @@
  * neighbours make half the window; a clip that bites nothing changes
  * nothing (bit for bit); off is mm_mix_round / mm_choco_mix bit for bit;
  * one mix moves a peer by at most W tau per attacker, for D-PSGD, push-sum
- * and CHOCO, whatever the attacker sends (huge, sign-flipped, overflowing). */
+ * and CHOCO, whatever the attacker sends (huge, sign-flipped, overflowing);
+ * a steady push inflates the radius for F > 1, not for F = 1. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -194,6 +195,59 @@ static void choco_clip(void **state)
     free(self), free(h), free(a), free(x0), free(x1);
 }
 
+/* A steady push (docs/node.md, "Recommended: --robust-clip 1"): peer i
+ * mixes an honest neighbour h and an attacker that sends the same far
+ * point every round; h mixes i; both then take a step towards the common
+ * optimum 0 with a little noise (training). Returns how far i ends from 0
+ * and the last radius. With F > 1 the radius, F times the honest distance
+ * the push itself stretches, grows with it and i is dragged off; with
+ * F = 1 the push and the honest pull cancel and i stays near 0. */
+static double steady_push(double F, double *tau)
+{
+    mm_rng r;
+    mm_rng_seed(&r, 3);
+    float *xi = randvec(&r, 0.001, 0), *xh = randvec(&r, 0.001, 0);
+    float *si = malloc(N * 4), *sh = malloc(N * 4), *a = malloc(N * 4);
+    for (size_t k = 0; k < N; k++)
+        a[k] = 1.0f; /* 55 from 0, always the same way */
+    mm_clip ci = mm_clip_make(0, F), ch = mm_clip_make(0, F);
+    for (int round = 0; round < 200; round++) {
+        memcpy(si, xi, N * 4);
+        memcpy(sh, xh, N * 4);
+        mm_mix_input in[2];
+        setup(in, sh, a, 1.0);
+        mm_mix_round_clip(xi, si, N, 1.0, 1.0 / 3, in, 2, 0, 4, &ci);
+        in[0] = (mm_mix_input){.x = si, .weight = 1.0 / 3, .w = 1.0};
+        mm_mix_round_clip(xh, sh, N, 1.0, 2.0 / 3, in, 1, 0, 4, &ch);
+        for (size_t k = 0; k < N; k++) {
+            xi[k] += (float)(-0.02 * xi[k] + 0.001 * mm_rng_normal(&r));
+            xh[k] += (float)(-0.02 * xh[k] + 0.001 * mm_rng_normal(&r));
+        }
+        *tau = ci.radius_max;
+        ci.radius_max = 0;
+    }
+    float *zero = calloc(N, sizeof *zero);
+    double d = dist(xi, zero);
+    free(xi), free(xh), free(si), free(sh), free(a), free(zero);
+    return d;
+}
+
+static void steady_push_inflates_only_f_above_1(void **state)
+{
+    (void)state;
+    double tau1, tau2, tau15, tau05;
+    double d05 = steady_push(0.5, &tau05), d1 = steady_push(1.0, &tau1);
+    double d15 = steady_push(1.5, &tau15), d2 = steady_push(2.0, &tau2);
+    print_message("steady push: |x_i| %.4g %.4g %.4g %.4g, tau %.4g %.4g %.4g %.4g (F 0.5 1 1.5 2)\n",
+                  d05, d1, d15, d2, tau05, tau1, tau15, tau2);
+    /* the honest distance tau / F, stretched by the push under F = 2 */
+    assert_true(tau2 / 2 > 2 * tau1);
+    assert_true(d2 > 4 * d1);
+    /* and growing with F: 0.5, 1, 1.5, 2 */
+    assert_true(d05 < d1 && d1 < d15 && d15 < d2);
+    assert_true(d1 < 0.02 * 55); /* i stays within 2% of the attacker's distance */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -201,6 +255,7 @@ int main(void)
         cmocka_unit_test(off_and_idle_are_bit_for_bit),
         cmocka_unit_test(one_mix_is_bounded),
         cmocka_unit_test(choco_clip),
+        cmocka_unit_test(steady_push_inflates_only_f_above_1),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -90,7 +90,7 @@ static void run_graph(uint32_t n, uint64_t vec_len, bool tls, int rounds, bool r
         bufs[i] = malloc(4 * vec_len);
     for (int r = 1; r <= rounds; r++) {
         for (uint32_t i = 0; i < n; i++) {
-            mm_transport_set_round(cl->node[i].t, (uint64_t)r);
+            mm_transport_set_exchange(cl->node[i].t, (uint64_t)r);
             tn_fill(bufs[i], vec_len, i, (uint64_t)r);
         }
         for (uint32_t i = 0; i < n; i++)
@@ -351,8 +351,8 @@ static void refuse_finishes_frame(void **s)
     float *a, *b, *c = malloc(4 * N);
     goodbye_setup(&cl, N, &a, &b);
     tn_fill(c, N, 0, 1);
-    mm_transport_set_round(cl.node[0].t, 1);
-    mm_transport_set_round(cl.node[1].t, 1);
+    mm_transport_set_exchange(cl.node[0].t, 1);
+    mm_transport_set_exchange(cl.node[1].t, 1);
     tn_fill(a, N, 1, 5000);
     assert_int_equal(mm_transport_send(cl.node[1].t, 0, 5000, tn_weight(1, 5000), a), 0);
     /* most of the bad vector in, then peer 0 starts its own */

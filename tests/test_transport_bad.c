@@ -103,7 +103,7 @@ static void att_frame(int fd, uint16_t type, uint32_t sender, uint64_t round,
                       const void *payload, size_t len)
 {
     uint8_t hdr[MM_WIRE_HDR_LEN];
-    mm_wire_header h = {.type = type, .sender = sender, .round = round, .payload_len = len,
+    mm_wire_header h = {.type = type, .sender = sender, .exchange = round, .payload_len = len,
                         .payload_crc = mm_crc32c(0, payload, len)};
     mm_wire_put_header(hdr, &h);
     att_write(fd, hdr, sizeof hdr);
@@ -175,7 +175,7 @@ static void expect_refused(fixture *f, int fd, size_t off, uint64_t before)
     watch w = {f, fd, off, before};
     assert_true(tn_pump(&f->cl, refused, &w, 5000));
     f->round++;
-    mm_transport_set_round(f->cl.node[VICTIM].t, f->round);
+    mm_transport_set_exchange(f->cl.node[VICTIM].t, f->round);
     assert_true(tn_send_and_wait(&f->cl, HONEST, VICTIM, f->round, 5000));
     assert_true(tn_send_and_wait(&f->cl, VICTIM, HONEST, f->round, 5000));
     assert_int_equal(f->cl.node[VICTIM].bad_content, 0);

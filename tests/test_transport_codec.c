@@ -116,7 +116,7 @@ static int att_connect(victim *v)
 static void att_frame(int fd, uint16_t type, uint64_t round, const void *payload, size_t len)
 {
     uint8_t hdr[MM_WIRE_HDR_LEN];
-    mm_wire_header h = {.type = type, .sender = ATT, .round = round, .payload_len = len,
+    mm_wire_header h = {.type = type, .sender = ATT, .exchange = round, .payload_len = len,
                         .payload_crc = mm_crc32c(0, payload, len)};
     mm_wire_put_header(hdr, &h);
     assert_int_equal(send(fd, hdr, sizeof hdr, MSG_NOSIGNAL), (ssize_t)sizeof hdr);

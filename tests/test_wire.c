@@ -48,7 +48,7 @@ static void crc_hw_matches_sw(void **s)
 static void header_round_trip(void **s)
 {
     uint8_t raw[MM_WIRE_HDR_LEN];
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 0xDEADBEEF, .round = 1ULL << 50,
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 0xDEADBEEF, .exchange = 1ULL << 50,
                         .payload_len = MM_WIRE_VEC_HDR + 4 * 123, .payload_crc = 0x12345678}, g;
     mm_wire_put_header(raw, &h);
     assert_memory_equal(raw, "MRMR", 4);
@@ -56,7 +56,7 @@ static void header_round_trip(void **s)
     uint64_t max = MM_WIRE_VEC_HDR + 4 * 123;
     assert_int_equal(mm_wire_get_header(raw, true, max, &g, why, sizeof why), MM_WIRE_OK);
     assert_int_equal(g.sender, h.sender);
-    assert_true(g.round == h.round);
+    assert_true(g.exchange == h.exchange);
     assert_true(g.payload_len == h.payload_len);
     assert_int_equal(g.payload_crc, h.payload_crc);
     /* longer than this connection's largest vector */
@@ -151,7 +151,7 @@ static void decode_stream(size_t step)
     len += sizeof hp;
     uint8_t vp[MM_WIRE_VEC_HDR + 4 * N];
     vec_payload(vp, N, 0.25, half_i);
-    h = (mm_wire_header){.type = MM_WIRE_VECTOR, .sender = 4, .round = 9,
+    h = (mm_wire_header){.type = MM_WIRE_VECTOR, .sender = 4, .exchange = 9,
                          .payload_len = sizeof vp, .payload_crc = mm_crc32c(0, vp, sizeof vp)};
     mm_wire_put_header(stream + len, &h);
     len += MM_WIRE_HDR_LEN;
@@ -195,7 +195,7 @@ static void decode_stream(size_t step)
             rx.vec_buf = vbuf;
         } else if (frames == 2) {
             assert_int_equal(rx.hdr.type, MM_WIRE_VECTOR);
-            assert_int_equal(rx.hdr.round, 9);
+            assert_int_equal(rx.hdr.exchange, 9);
             assert_memory_equal(rx.payload, vp, sizeof vp);
             assert_true(rx.vec.weight == 0.25);
             assert_int_equal(rx.vec.count, N);
@@ -273,7 +273,7 @@ static void tls_no_payload_crc(void **s)
     uint8_t vp[MM_WIRE_VEC_HDR + 4 * N], vbuf[MM_WIRE_VEC_HDR + 4 * N];
     vec_payload(vp, N, 1.0, ident);
     mm_wire_rx rx;
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .round = 3,
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .exchange = 3,
                         .payload_len = sizeof vp};
     assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_FRAME);
     assert_memory_equal(vbuf, vp, sizeof vp);
@@ -316,7 +316,8 @@ static void weight_rules(void **s)
     uint8_t vp[MM_WIRE_VEC_HDR + 4 * N] = {0}, vbuf[MM_WIRE_VEC_HDR + 4 * N];
     vec_payload(vp, N, 1.0, NULL);
     mm_wire_rx rx;
-    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .round = 3, .payload_len = sizeof vp};
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .exchange = 3,
+                        .payload_len = sizeof vp};
     static const struct { mm_weight_rule rule; double w; int ok; } cases[] = {
         {MM_WEIGHT_ONE, 1.0, 1}, {MM_WEIGHT_ONE, -2, 0}, {MM_WEIGHT_ONE, 0, 0},
         {MM_WEIGHT_ONE, 1e-300, 0}, {MM_WEIGHT_ONE, 1e300, 0}, {MM_WEIGHT_ONE, 4e-320, 0},

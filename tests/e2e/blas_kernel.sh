@@ -1,5 +1,5 @@
 #!/bin/sh
-# The OpenBLAS kernel fix (node/blas_env.c): with OPENBLAS_CORETYPE unset,
+# The OpenBLAS kernel fix (model/blas_env.c): with OPENBLAS_CORETYPE unset,
 # a murmur command whose OpenBLAS fell back to the generic Prescott kernel on
 # a CPU with AVX2/AVX-512 re-executes itself with the better kernel and says
 # so in its log (train's start-up lines, a peer's node.log), never before

@@ -8,6 +8,9 @@
 # between two scrapes: ~3 rounds of 75 ms each); so is its bytes sent to
 # each neighbour (murmur_neighbour_sent_bytes_total, the line's
 # link_bytes_sent), to its two ring neighbours only, summing to the total.
+# The peers run with --robust-clip 1 (which on a ring clips about one
+# honest pull a round): every scrape's murmur_pulls_clipped_total is the
+# pulls_clipped of the same round line, and some peer clipped some.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/pkgs.sh"
 need_pkgs prometheus jq curl || { echo "skip: prometheus, jq or curl missing and not root to install them"; exit 0; }
@@ -49,7 +52,7 @@ while [ $k -lt $n ]; do
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring.topo" --base-port "$ports" \
         --plaintext --data "$T/data" --run-dir "$run" --layers 2 --width 32 --heads 2 --ctx 32 \
         --batch 8 --rounds 80 --eval-every 10 --log-every 0 --compute-jitter uniform:0.15 \
-        --metrics-addr "127.0.0.1:$((mport + k))" > "$T/peer$k.out" 2>&1 &
+        --robust-clip 1 --metrics-addr "127.0.0.1:$((mport + k))" > "$T/peer$k.out" 2>&1 &
     pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
     k=$((k + 1))
 done
@@ -116,7 +119,26 @@ while [ $k -lt $n ]; do
         fail "peer $k: Prometheus's murmur_neighbour_sent_bytes_total differs from metrics.jsonl"
     k=$((k + 1))
 done
+# Robust mixing's counter: each scrape's murmur_pulls_clipped_total is the
+# pulls_clipped of the round line of its round.
+query murmur_pulls_clipped_total > "$T/clipped.txt"
+k=0
+while [ $k -lt $n ]; do
+    grep '"ev":"round"' "$run/node-$k/metrics.jsonl" |
+        sed -n 's/.*"round":\([0-9]*\),.*"pulls_clipped":\([0-9]*\).*/\1 \2/p' > "$T/clip$k.txt"
+    awk -v k=$k 'FILENAME == ARGV[1] { c[$1 + 1] = $2; next }
+        FILENAME == ARGV[2] && $1 == k { r[$2] = $3; next }
+        FILENAME == ARGV[3] && $1 == k && ($2 in r) {
+            n++; R = r[$2]; if ($3 > top) top = $3
+            if (!(R in c) || c[R] != $3) { printf "  peer %d at %s: round %d, pulls_clipped %s; metrics.jsonl: %s\n", k, $2, R, $3, c[R]; bad++ } }
+        END { printf "  peer %d: %d scrapes of murmur_pulls_clipped_total match metrics.jsonl (up to %d)\n", k, n, top
+              exit !(n >= 4 && !bad) }' "$T/clip$k.txt" "$T/rounds.txt" "$T/clipped.txt" ||
+        fail "peer $k: Prometheus's murmur_pulls_clipped_total differs from metrics.jsonl"
+    k=$((k + 1))
+done
+awk '$3 > 0 { n++ } END { exit !(n > 0) }' "$T/clipped.txt" ||
+    fail "no peer's murmur_pulls_clipped_total rose above 0 under --robust-clip 1"
 # the training metrics made it too
 curl -sf "$api/query" --data-urlencode 'query=count(max_over_time(murmur_eval_accuracy_ratio[5m]) > 0)' |
     jq -e '.data.result[0].value[1] == "4"' > /dev/null || fail "not every peer's eval accuracy reached Prometheus"
-echo "ok: Prometheus scraped 4 peers; rounds increase, bytes and bytes per neighbour match metrics.jsonl"
+echo "ok: Prometheus scraped 4 peers; rounds increase, bytes, bytes per neighbour and pulls clipped match metrics.jsonl"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # `murmur report` from the command line on run directories written here:
 # an empty run is a clear error (exit 1), a torn last line is a warning,
-# outputs land where asked, --progress prints one line, usage errors exit 2.
+# outputs land where asked, --progress prints one line (waiting, exit 0, on
+# an empty run), usage errors exit 2.
 set -u
 root=$(pwd)
 m=$root/murmur
@@ -57,6 +58,13 @@ check "progress exits 0" [ $? -eq 0 ]
 check "progress is one line" [ "$(wc -l <"$tmp/out")" -eq 1 ]
 check "progress names round, accuracy, liveness" grep -q '^round 3 .* acc 0.4500 @3 .* Xi 1.500e+00 sketch @3 | live 2/2 \[..\]' "$tmp/out"
 check "progress is quiet about the torn line" [ ! -s "$tmp/err" ]
+# a run that has just started is waiting, not an error; a missing one is
+"$m" report --progress "$tmp/empty" >"$tmp/out" 2>"$tmp/err"
+check "progress of an empty run exits 0" [ $? -eq 0 ]
+check "progress of an empty run waits" grep -qx 'waiting for the first metrics' "$tmp/out"
+"$m" report --progress "$tmp/nowhere" >"$tmp/out" 2>"$tmp/err"
+check "progress of a missing run exits 1" [ $? -eq 1 ]
+check "progress of a missing run says why" grep -q 'cannot open run directory' "$tmp/out"
 
 if command -v gnuplot >/dev/null 2>&1; then
     "$m" report "$r" --plots "$tmp/p" >"$tmp/out" 2>/dev/null

@@ -116,7 +116,7 @@ static void header(uint8_t out[MM_WIRE_HDR_LEN], uint16_t type, uint32_t sender,
                    const uint8_t *payload, uint64_t len)
 {
     mm_wire_header h = {.version = MM_WIRE_VERSION, .type = type, .sender = sender,
-                        .round = 0, .payload_len = len,
+                        .exchange = 0, .payload_len = len,
                         .payload_crc = payload && len ? mm_crc32c(0, payload, len) : 0};
     mm_wire_put_header(out, &h);
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/jitter.h"
 #include "gossip/topology.h"
 
 /* Peers in groups ("hosts") of `per`: peer k is in group k / per (block
@@ -37,18 +38,6 @@ int mm_plan_parse_placement(const char *s, int n, int *out, char *err, size_t er
 /* One RATE in bytes/s; -1 when malformed. */
 double mm_plan_parse_rate(const char *s);
 
-/* Added delay per optimizer step (the node's --compute-jitter, docs/node.md):
- * none; uniform:A (U(0, A) seconds); longtail:P:S (S seconds with
- * probability P, else 0). */
-typedef enum { MM_JITTER_NONE, MM_JITTER_UNIFORM, MM_JITTER_LONGTAIL } mm_jitter_kind;
-typedef struct {
-    mm_jitter_kind kind;
-    double a;    /* uniform: width A; longtail: the slow step's extra S */
-    double p;    /* longtail: probability of a slow step */
-} mm_plan_jitter;
-/* "none", "uniform:A", "longtail:P:S" (seconds; P in [0, 1]). 0 or -1. */
-int mm_plan_parse_jitter(const char *s, mm_plan_jitter *out, char *err, size_t errlen);
-
 typedef enum { MM_PLAN_DPSGD, MM_PLAN_ASYNC, MM_PLAN_ALLREDUCE } mm_plan_algo;
 /* "dpsgd", "async", "allreduce"; -1 when none. */
 int mm_plan_parse_algo(const char *s);
@@ -69,7 +58,7 @@ typedef struct {
     double bytes_per_float;   /* 4 for float32; a codec's smaller figure */
     double step_s;            /* mean time of one optimizer step */
     double step_sd;           /* its spread: normal, truncated at 0 */
-    mm_plan_jitter jitter;    /* plus this added delay per step */
+    mm_jitter jitter;    /* plus this added delay per step */
     mm_plan_links links;      /* groups == 0: every peer's link at `loop_bps` */
     double loop_bps;          /* without a profile: each peer's own rate (0: unlimited) */
     double latency_s;         /* added to every message (one way) */

@@ -18,11 +18,6 @@ typedef struct {
     bool batch, lr, min_lr, warmup, weight_decay, clip, seed, data;
 } mm_replica_given;
 
-/* The shared defaults: the model of model/, AdamW's defaults, batch 16,
- * seed 1, data/brown, partition iid, threads 0 (OpenBLAS's choice; a
- * command may set its own before building its table). */
-void mm_replica_config_default(mm_replica_config *c);
-
 /* Writes the shared entries, bound to c and g, to out (room for
  * MM_REPLICA_OPTS entries); returns how many were written. */
 #define MM_REPLICA_OPTS 18

@@ -6,9 +6,9 @@
 
 #include "base/log.h"
 #include "base/opt.h"
-#include "node/commands.h"
+#include "cli/commands.h"
 #include "node/node.h"
-#include "node/options.h"
+#include "cli/options.h"
 #include "node/peers.h"
 #include "node/poison.h"
 
@@ -36,7 +36,7 @@ static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 
 static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
 {
-    return mm_gsched_parse(arg, 1000, dst, err, errlen);
+    return mm_steps_schedule_parse(arg, 1000, dst, err, errlen);
 }
 
 static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
@@ -61,7 +61,7 @@ static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_a
 static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
 {
     char why[200];
-    if (mm_plan_parse_jitter(arg, dst, why, sizeof why) != 0) {
+    if (mm_jitter_parse(arg, dst, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s", why);
         return -1;
     }
@@ -346,10 +346,10 @@ int cmd_node(int argc, char **argv)
     int first;
     int r = mm_opt_parse("node", argc, argv, help_table, &first, usage);
     if (r != 0)
-        return r > 0 ? 0 : 2;
+        return r > 0 ? MM_EXIT_OK : MM_EXIT_USAGE;
     if (first < argc) {
         fprintf(stderr, "murmur node: unexpected argument '%s'\n", argv[first]);
-        return 2;
+        return MM_EXIT_USAGE;
     }
     if (f.verbose)
         mm_log_set_level(MM_LOG_DEBUG);
@@ -357,7 +357,7 @@ int cmd_node(int argc, char **argv)
         c.same_init = false;
     if (!c.topology) {
         fprintf(stderr, "murmur node: --topology FILE is required\n");
-        return 2;
+        return MM_EXIT_USAGE;
     }
     if (c.id < 0) {
         int rank, size;
@@ -365,7 +365,7 @@ int cmd_node(int argc, char **argv)
         if (!var) {
             fprintf(stderr, "murmur node: --id K is required (or a launcher's rank in "
                             "OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)\n");
-            return 2;
+            return MM_EXIT_USAGE;
         }
         c.id = rank;
         if (!c.n_peers && size > 0)
@@ -374,20 +374,20 @@ int cmd_node(int argc, char **argv)
     if (!c.plaintext && !c.tls_dir) {
         fprintf(stderr, "murmur node: give --tls-dir DIR (scripts/make-certs.sh makes one), "
                         "or --plaintext to run without TLS\n");
-        return 2;
+        return MM_EXIT_USAGE;
     }
     if (c.vector_len > 0 && !c.no_train) {
         fprintf(stderr, "murmur node: --vector-len gossips a plain vector: it needs --no-train\n");
-        return 2;
+        return MM_EXIT_USAGE;
     }
     if (c.consensus_step > 0 && !c.compress) {
         fprintf(stderr, "murmur node: --consensus-step is CHOCO's gamma: it needs --compress\n");
-        return 2;
+        return MM_EXIT_USAGE;
     }
     if (c.no_train)
         c.same_init = false;
     if (check_consensus(&c, &f) != 0 || check_outer(&c, &f) != 0)
-        return 2;
+        return MM_EXIT_USAGE;
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */
     if (c.no_train && !given.data)
@@ -398,7 +398,7 @@ int cmd_node(int argc, char **argv)
     if (mm_replica_config_finish(&c.train, &given, c.train.adamw.total_steps, err,
                                  sizeof err) != 0) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return 2;
+        return MM_EXIT_USAGE;
     }
     return f.dry_run ? mm_node_check(&c) : mm_node_run(&c);
 }

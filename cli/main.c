@@ -1,11 +1,11 @@
 /* murmur: a peer node for decentralized (gossip) training.
- * This file only dispatches to the subcommands in node/cmd_*.c. */
+ * This file only dispatches to the subcommands in cli/cmd_*.c. */
 #include <stdio.h>
 #include <string.h>
 
-#include "node/blas_env.h"
-#include "node/commands.h"
-#include "node/version.h"
+#include "model/blas_env.h"
+#include "cli/commands.h"
+#include "cli/version.h"
 
 static const struct {
     const char *name;

@@ -1,22 +1,8 @@
-/* node/options.h: the flags train and node share, as table entries. */
-#include "node/options.h"
+/* cli/options.h: the flags train and node share, as table entries. */
+#include "cli/options.h"
 
 #include <stdint.h>
 #include <stdio.h>
-
-void mm_replica_config_default(mm_replica_config *c)
-{
-    *c = (mm_replica_config){
-        .model = mm_model_config_default(),
-        .adamw = mm_adamw_config_default(),
-        .batch = 16,
-        .seed = 1,
-        .data_dir = "data/brown",
-        .partition = {.kind = MM_PART_IID},
-        .threads = 0,
-    };
-    c->adamw.lr_min = c->adamw.lr_max / 10;
-}
 
 static int parse_partition(const char *arg, void *dst, char *err, size_t errlen)
 {

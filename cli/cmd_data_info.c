@@ -11,8 +11,8 @@
 
 #include "model/data.h"
 #include "base/opt.h"
-#include "node/commands.h"
-#include "node/options.h"
+#include "cli/commands.h"
+#include "cli/options.h"
 
 static const mm_opt *help_table;
 

@@ -19,7 +19,7 @@
 #include "base/fs.h"
 #include "base/log.h"
 #include "base/opt.h"
-#include "node/commands.h"
+#include "cli/commands.h"
 #include "node/http.h"
 #include "node/watch.h"
 

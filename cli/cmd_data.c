@@ -15,7 +15,7 @@
 #include "model/data.h"
 #include "base/sha256.h"
 #include "model/textdir.h"
-#include "node/commands.h"
+#include "cli/commands.h"
 
 #define MAX_SOURCE_BYTES ((size_t)64 << 20)
 #define MAX_TEXT_BYTES ((size_t)256 << 20)

@@ -1,5 +1,5 @@
 /* murmur plan: predict the time per round of a run before spending a
- * cluster's hours on it (node/plan.h, docs/runtime.md), and measure on this
+ * cluster's hours on it (plan/plan.h, docs/runtime.md), and measure on this
  * machine what the prediction needs (--calibrate, --link-server/--link-to). */
 #include <cblas.h>
 #include <errno.h>
@@ -12,10 +12,10 @@
 #include "base/opt.h"
 #include "gossip/topology.h"
 #include "model/model.h"
-#include "node/blas_env.h"
-#include "node/commands.h"
-#include "node/plan.h"
-#include "node/plan_probe.h"
+#include "model/blas_env.h"
+#include "cli/commands.h"
+#include "plan/plan.h"
+#include "plan/plan_probe.h"
 
 typedef struct {
     const char *topo, *links, *jitter, *server, *link_to, *placement;
@@ -360,7 +360,7 @@ int cmd_plan(int argc, char **argv)
         fprintf(stderr, "murmur plan: give --vector-len or a model shape, not both\n");
         return 2;
     }
-    if (a.jitter && mm_plan_parse_jitter(a.jitter, &a.in.jitter, err, sizeof err) != 0) {
+    if (a.jitter && mm_jitter_parse(a.jitter, &a.in.jitter, err, sizeof err) != 0) {
         fprintf(stderr, "murmur plan: --%s\n", err);
         return 2;
     }

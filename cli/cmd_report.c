@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/time.h>
 
-#include "node/commands.h"
+#include "cli/commands.h"
 #include "report/report.h"
 #include "report/sweep.h"
 
@@ -73,8 +73,9 @@ static int progress(const char *dir, double stale)
     mm_report r;
     char err[512];
     int rc = 0;
-    if (mm_report_load(dir, &opt, &r, err, sizeof err) != 0) {
-        bool none_yet = strstr(err, "empty run") != NULL;
+    int loaded = mm_report_load(dir, &opt, &r, err, sizeof err);
+    if (loaded != 0) {
+        bool none_yet = loaded == MM_REPORT_EMPTY;
         printf("%s\n", none_yet ? "waiting for the first metrics" : err);
         rc = none_yet ? 0 : 1;
     } else {

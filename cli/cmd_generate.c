@@ -14,7 +14,7 @@
 #include "model/checkpoint.h"
 #include "model/model.h"
 #include "base/rng.h"
-#include "node/commands.h"
+#include "cli/commands.h"
 
 static void usage(FILE *f)
 {

@@ -1,4 +1,4 @@
-/* The subcommands of the murmur program. Each lives in its own node/cmd_*.c
+/* The subcommands of the murmur program. Each lives in its own cli/cmd_*.c
  * and takes the arguments after its name (argv[0] is the subcommand). They
  * return the process exit status: 0 success, 1 runtime failure, 2 usage. */
 #ifndef MURMUR_COMMANDS_H

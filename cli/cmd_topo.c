@@ -10,7 +10,7 @@
 
 #include "base/sha256.h"
 #include "gossip/topology.h"
-#include "node/commands.h"
+#include "cli/commands.h"
 
 static void usage(FILE *out)
 {

@@ -1,9 +1,9 @@
-/* The runtime model of `murmur plan` (node/plan.h, docs/runtime.md): link
+/* The runtime model of `murmur plan` (plan/plan.h, docs/runtime.md): link
  * profiles, message times from shared bottlenecks, and a simulation of the
  * round recurrences (max-plus: a peer's next round starts when its compute,
  * its sends and its neighbours' vectors are all done) with seeded random
  * compute times. */
-#include "node/plan.h"
+#include "plan/plan.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -114,26 +114,6 @@ int mm_plan_parse_placement(const char *s, int n, int *out, char *err, size_t er
         }
     }
     return groups;
-}
-
-int mm_plan_parse_jitter(const char *s, mm_plan_jitter *out, char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    char tail;
-    if (!strcmp(s, "none"))
-        return 0;
-    if (sscanf(s, "uniform:%lf%c", &out->a, &tail) == 1 && out->a >= 0 && isfinite(out->a)) {
-        out->kind = MM_JITTER_UNIFORM;
-        return 0;
-    }
-    if (sscanf(s, "longtail:%lf:%lf%c", &out->p, &out->a, &tail) == 2 && out->p >= 0 &&
-        out->p <= 1 && out->a >= 0 && isfinite(out->a)) {
-        out->kind = MM_JITTER_LONGTAIL;
-        return 0;
-    }
-    snprintf(err, errlen, "jitter '%s': expected none, uniform:SECONDS or longtail:P:SECONDS "
-                          "(P in [0, 1])", s);
-    return -1;
 }
 
 int mm_plan_parse_algo(const char *s)

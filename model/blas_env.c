@@ -5,7 +5,7 @@
  * silent: what happened is kept for mm_blas_log_note, which the commands
  * call where it helps (a peer's log, train's start-up lines), never before
  * help text or a usage error. */
-#include "node/blas_env.h"
+#include "model/blas_env.h"
 
 #include <cblas.h>
 #include <stdbool.h>
