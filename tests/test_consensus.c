@@ -519,12 +519,11 @@ static void shape_estimate_reads_the_shape(void **state)
      * 1/3 + 2/3 cos(2 pi k / N); one coordinate per mode, amplitude sqrt(e_k) */
     const double rhos[] = {1, 0.9, 0.7, 0.4, 0};
     for (int c = 0; c < 5; c++) {
-        double y[N][N], e_tot = 0;
+        double y[N][N];
         memset(y, 0, sizeof y);
         for (int k = 1; k < N; k++) {
             double l = 1.0 / 3 + 2.0 / 3 * cos(2 * M_PI * k / N);
             double e = 1 / ((1 - rhos[c] * l) * (1 - rhos[c] * l));
-            e_tot += e;
             for (int i = 0; i < N; i++) /* mode k in coordinate k */
                 y[i][k] = sqrt(e) * (k <= N / 2 ? cos(2 * M_PI * k * i / N)
                                                 : sin(2 * M_PI * k * i / N)) *
