@@ -1,7 +1,41 @@
-# Sourced by scripts/run-local.sh, run-hosts.sh and compare.sh (POSIX sh):
-# their help text, what they check before starting anything, and how they
+# Sourced by scripts/run-local.sh, run-hosts.sh, compare.sh, sweep.sh and
+# bitcompare.sh (POSIX sh): their help text, what they check before
+# starting anything, whether a run directory is a given run, and how they
 # say why a peer failed. The caller sets PROG (its name in messages) and
 # MURMUR (the murmur binary on this machine). docs/metrics.md, "Launching".
+
+# json_str S: a JSON string literal of S (newlines become spaces).
+json_str() {
+    printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/	/\\t/g' | tr '\n' ' ')"
+}
+# json_arr ARGS...: a JSON array of the arguments as strings.
+json_arr() {
+    printf '['; ja_sep=''
+    for ja_a in "$@"; do printf '%s' "$ja_sep"; json_str "$ja_a"; ja_sep=', '; done
+    printf ']'
+}
+
+# run_mismatch DIR N TOPOLOGY_FILE NODE_FLAGS...: whether DIR, a run of
+# run-local.sh, was run otherwise: 0, saying how on stdout, when its
+# manifest.json is missing or records another number of peers, topology
+# (by SHA-256) or node flags (then and now); 1 when it is this run, which
+# `run-local.sh --resume` may then continue.
+run_mismatch() {
+    rm_dir=$1 rm_n=$2 rm_topo=$3; shift 3
+    rm_m=$rm_dir/manifest.json
+    [ -f "$rm_m" ] || { echo "$rm_dir has no manifest.json: not a run of run-local.sh"; return 0; }
+    # the text after "NAME": on its line of the manifest (one field a line)
+    rm_field() { sed -n "s/^  \"$1\": \(.*\),\{0,1\}\$/\1/p" "$rm_m" | sed 's/,$//'; }
+    rm_had=$(rm_field n_peers)
+    [ "$rm_had" = "$rm_n" ] || { echo "$rm_dir was run with -n $rm_had, not $rm_n"; return 0; }
+    rm_had=$(rm_field topology | sed -n 's/.*"sha256": "\([0-9a-f]*\)".*/\1/p')
+    [ "$rm_had" = "$(sha256sum "$rm_topo" | cut -d' ' -f1)" ] ||
+        { echo "$rm_topo is not the topology $rm_dir was run with (its copy: $rm_dir/topology.txt)"; return 0; }
+    rm_had=$(rm_field node_flags) rm_now=$(json_arr "$@")
+    [ "$rm_had" = "$rm_now" ] ||
+        { printf '%s was run with other node flags:\n  then: %s\n  now:  %s\n' "$rm_dir" "$rm_had" "$rm_now"; return 0; }
+    return 1
+}
 
 # help_text FILE: the comment block at the top of FILE, from line 2 to the
 # first line that is not a comment, without the leading '# '.

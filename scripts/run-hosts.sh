@@ -14,6 +14,17 @@
 #   -m PATH   murmur binary on the hosts (default: this one's absolute path)
 #   -D DIR    prepared data directory on the hosts (default: data/brown's
 #             absolute path here; with --no-train, none unless -D is given)
+#   --resume  continue the run in runs/NAME (or start it, saying so, when
+#             there is none yet): given the same topology file, node flags
+#             and -D as its manifest.json records (else refused, exit 2,
+#             then and now shown), it starts every peer again with the node
+#             flags and --resume, so each goes on from its
+#             node-K/checkpoint.bin on its host (docs/node.md); a host that
+#             has none (another host, or its directory was cleaned) first
+#             gets the copy collected in runs/NAME/node-K. The manifest
+#             stays; each resume is a line of launch/resumes.log;
+#             console.log files are appended to. A peer that still runs
+#             (it holds its node.log) is refused (exit 1, nothing started).
 #   --plaintext in the node flags skips the certificates.
 #
 # ssh and scp are taken from $MURMUR_SSH and $MURMUR_SCP (default 'ssh' and
@@ -41,9 +52,9 @@ PROG=run-hosts
 . "$here/launch-lib.sh"
 root=$(dirname "$here")
 murmur_local="$root/murmur"
-hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"; data_given=0
+hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"; data_given=0; resume=0
 usage() {
-    echo "usage: run-hosts.sh -H HOSTS -t TOPOLOGY -r NAME [-m PATH] [-D DIR] [-- murmur node flags]" >&2
+    echo "usage: run-hosts.sh -H HOSTS -t TOPOLOGY -r NAME [-m PATH] [-D DIR] [--resume] [-- murmur node flags]" >&2
     echo "       run-hosts.sh --help" >&2
     exit 2
 }
@@ -57,6 +68,7 @@ while [ $# -gt 0 ]; do
     -r) name=$2; shift 2 ;;
     -m) rmurmur=$2; shift 2 ;;
     -D) data=$2; data_given=1; shift 2 ;;
+    --resume) resume=1; shift ;;
     --) shift; break ;;
     -h|--help) help_text "$0"; exit 0 ;;
     *) echo "run-hosts: unknown option '$1'" >&2; usage ;;
@@ -81,34 +93,72 @@ runs=${RUNS:-$root/runs}
 mkdir -p "$runs"
 runs=$(cd "$runs" && pwd)   # the peers cd elsewhere: paths must be absolute
 run="$runs/$name"
-[ -e "$run" ] && { echo "run-hosts: $run already exists: choose another -r NAME or remove it" >&2; exit 1; }
-mkdir -p "$run"
-cp "$topo" "$run/topology.txt"
+sha=$(sha256sum "$topo" | cut -d' ' -f1)
+flags_json=$(json_str "$*")
+# the data directory the peers are given (none: pure gossip without -D)
+peer_data=$data
+[ $notrain -eq 1 ] && [ $data_given -eq 0 ] && peer_data=""
+data_json=$(json_str "$peer_data")
+command="$0 -H $hosts -t $topo -r $name"
+[ $data_given -eq 0 ] || command="$command -D $data"
+command_json=$(json_str "$command")
 
-# The hosts file as the peers read it (ids and addresses only).
-awk '!/^[ \t]*(#|$)/ { print $1, $2 }' "$hosts" > "$run/hosts.txt"
-[ "$(wc -l < "$run/hosts.txt")" -eq "$n" ] ||
-    { echo "run-hosts: $hosts must list $n peers (the topology has $n)" >&2; exit 2; }
+# manifest_field NAME: the JSON value (a string literal or a number) of
+# "NAME" in the one-line manifest.json; empty when it has none.
+manifest_field() {
+    sed -n "s/.*\"$1\":\(\"\(\\\\.\|[^\"\\\\]\)*\"\|[0-9]*\).*/\1/p" "$run/manifest.json"
+}
+# resume_run: checks that runs/NAME is this run (the topology's SHA-256,
+# the node flags and the data directory, as manifest.json records them).
+resume_run() {
+    [ -f "$run/manifest.json" ] || { echo "run-hosts: --resume: $run has no manifest.json: not a run of run-hosts.sh" >&2; exit 1; }
+    had_sha=$(manifest_field topology_sha256) had_flags=$(manifest_field node_flags)
+    had_data=$(manifest_field data)
+    [ "$had_sha" = "\"$sha\"" ] || { echo "run-hosts: --resume: $topo is not the topology $run was run with (its copy: $run/topology.txt)" >&2; exit 2; }
+    [ "$had_flags" = "$flags_json" ] || {
+        printf 'run-hosts: --resume: %s was run with other node flags:\n  then: %s\n  now:  %s\n' \
+            "$run" "$had_flags" "$flags_json" >&2; exit 2; }
+    # manifests written before the field: not checked
+    [ -z "$had_data" ] || [ "$had_data" = "$data_json" ] || {
+        printf 'run-hosts: --resume: %s was run with other data (-D):\n  then: %s\n  now:  %s\n' \
+            "$run" "$had_data" "$data_json" >&2; exit 2; }
+}
+if [ -e "$run" ] && [ $resume -eq 1 ]; then
+    resume_run
+elif [ -e "$run" ]; then
+    echo "run-hosts: $run already exists: choose another -r NAME, remove it, or continue it with --resume" >&2; exit 1
+else
+    if [ $resume -eq 1 ]; then echo "run-hosts: --resume: no run at $run yet, starting it"; resume=0; fi
+    mkdir -p "$run"
+    cp "$topo" "$run/topology.txt"
+fi
+
+# The hosts file as the peers read it (ids and addresses only). A resumed
+# run may have moved peers to other hosts: the new file replaces the old.
+awk '!/^[ \t]*(#|$)/ { print $1, $2 }' "$hosts" > "$run/hosts.txt.new"
+[ "$(wc -l < "$run/hosts.txt.new")" -eq "$n" ] ||
+    { rm -f "$run/hosts.txt.new"; echo "run-hosts: $hosts must list $n peers (the topology has $n)" >&2; exit 2; }
 k=0
 while [ $k -lt "$n" ]; do
-    [ "$(awk -v k=$k '$1 == k' "$run/hosts.txt" | wc -l)" -eq 1 ] ||
-        { echo "run-hosts: $hosts must list peer $k exactly once" >&2; exit 2; }
+    [ "$(awk -v k=$k '$1 == k' "$run/hosts.txt.new" | wc -l)" -eq 1 ] ||
+        { rm -f "$run/hosts.txt.new"; echo "run-hosts: $hosts must list peer $k exactly once" >&2; exit 2; }
     k=$((k + 1))
 done
+mv "$run/hosts.txt.new" "$run/hosts.txt"
 
-if [ $plaintext -eq 0 ]; then
+if [ $plaintext -eq 0 ] && [ ! -f "$run/certs/ca.pem" ]; then
     sh "$here/make-certs.sh" "$run/certs" "$n" >/dev/null
 fi
-json_str() { # a JSON string literal of $1
-    printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/	/\\t/g' | tr '\n' ' ')"
-}
-{
-    printf '{"launcher":"run-hosts","name":%s,"peers":%s,' "$(json_str "$name")" "$n"
-    printf '"topology":%s,"topology_sha256":"%s",' "$(json_str "$(basename "$topo")")" \
-        "$(sha256sum "$topo" | cut -d' ' -f1)"
-    printf '"started":"%s","version":%s,' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(json_str "$("$murmur_local" --version)")"
-    printf '"command":%s,"node_flags":%s}\n' "$(json_str "$0 -H $hosts -t $topo -r $name")" "$(json_str "$*")"
-} > "$run/manifest.json"
+if [ $resume -eq 1 ]; then
+    echo "run-hosts: resuming $run: every peer from its checkpoint (--resume)"
+else
+    {
+        printf '{"launcher":"run-hosts","name":%s,"peers":%s,' "$(json_str "$name")" "$n"
+        printf '"topology":%s,"topology_sha256":"%s",' "$(json_str "$(basename "$topo")")" "$sha"
+        printf '"started":"%s","version":%s,' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$(json_str "$("$murmur_local" --version)")"
+        printf '"command":%s,"data":%s,"node_flags":%s}\n' "$command_json" "$data_json" "$flags_json"
+    } > "$run/manifest.json"
+fi
 
 # field K COLUMN: one column of peer K's line in the hosts file
 field() { awk -v k="$1" -v c="$2" '!/^[ \t]*(#|$)/ && $1 == k { print $c }' "$hosts"; }
@@ -123,6 +173,8 @@ rscp() { $SCP -o BatchMode=yes -q "$@" </dev/null; }
 
 flags=""
 for a in "$@"; do flags="$flags $(quote "$a")"; done
+console='>' # a resumed peer's console output follows its earlier one
+[ $resume -eq 0 ] || { flags="$flags --resume"; console='>>'; }
 
 interrupted=0
 stopped=0
@@ -147,6 +199,9 @@ trap on_signal INT TERM HUP
 # prepare_peer K: make peer K's directory on its host and copy there what
 # it needs (its own key only). Refuses a port inside that host's ephemeral
 # range: an outgoing connection there could take it before the peer binds.
+# Resuming, it also refuses a peer that still runs (it holds its node.log,
+# the node's lock) and gives a host without the peer's checkpoint the copy
+# collected here.
 prepare_peer() {
     k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
     port=$(field "$k" 2 | sed 's/.*://')
@@ -161,10 +216,25 @@ prepare_peer() {
             exit 3; fi; \
         mkdir -p $dirs && \
         rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop")" || return 1
+    [ $resume -eq 0 ] || resume_peer "$k" || return 1
     in_place "$k" && return 0
     rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
     [ $plaintext -eq 1 ] && return 0
     rscp -p "$run/certs/ca.pem" "$run/certs/node-$k.pem" "$run/certs/node-$k.key" "$dest:$rdir/certs/"
+}
+# resume_peer K: peer K of a resumed run may start on its host: it does
+# not run there still, and it has its checkpoint there (or none here either).
+resume_peer() {
+    k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
+    log=$(quote "$rdir/node-$k/node.log") ckpt=$(quote "$rdir/node-$k/checkpoint.bin")
+    rssh "$dest" "[ ! -f $log ] || flock -n $log true" ||
+        { echo "--resume: peer $k of $run still runs (it holds $rdir/node-$k/node.log on $dest)"; return 1; }
+    in_place "$k" || [ ! -f "$run/node-$k/checkpoint.bin" ] || rssh "$dest" "[ -f $ckpt ]" || {
+        echo "--resume: $dest has no $rdir/node-$k/checkpoint.bin: copying the one collected in $run/node-$k there"
+        # without the last attempt's markers (node-K/stop would stop it)
+        rscp -rp "$run/node-$k" "$dest:$rdir/" &&
+            rssh "$dest" "rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop")"
+    }
 }
 # start_peer K: start peer K on its host; the ssh session lasts as long as
 # the peer and ends with its exit status.
@@ -179,7 +249,7 @@ start_peer() {
     rssh "$dest" "cd $(quote "$rdir") && echo \$\$ > node-$k/pid && { [ ! -e node-$k/stop ] || exit 130; } && \
         exec $(quote "$rmurmur") node \
         --id $k --topology topology.txt --hosts hosts.txt --run-dir . $tls $dataflag \
-        $flags > node-$k/console.log 2>&1" &
+        $flags $console node-$k/console.log 2>&1" &
     pids="$pids $!"
 }
 
@@ -198,14 +268,20 @@ done
 k=0
 for p in $ppids; do
     wait_pid "$p"
-    [ $st -eq 0 ] || {
+    if [ $st -eq 0 ]; then
+        sed "s/^/run-hosts: peer $k: /" "$run/.prepare-$k.log" # what resuming did
+    else
         echo "run-hosts: could not prepare peer $k on $(dest_of $k):" >&2
         sed 's/^/    /' "$run/.prepare-$k.log" >&2
         failed=$((failed + 1))
-    }
+    fi
     rm -f "$run/.prepare-$k.log"
     k=$((k + 1))
 done
+if [ $resume -eq 1 ] && [ $failed -eq 0 ] && [ $interrupted -eq 0 ]; then
+    mkdir -p "$run/launch"
+    printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" >>"$run/launch/resumes.log"
+fi
 k=0
 while [ $k -lt "$n" ] && [ $failed -eq 0 ] && [ $interrupted -eq 0 ]; do
     start_peer $k

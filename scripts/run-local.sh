@@ -57,14 +57,6 @@ PROG=run-local
 die() { echo "run-local: $*" >&2; exit 1; }
 bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [--resume] [-- node flags]" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
-json_str() { # a JSON string literal of $1
-    printf '"%s"' "$(printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g; s/	/\\t/g' | tr '\n' ' ')"
-}
-json_arr() { # a JSON array of the arguments as strings
-    printf '['; sep=''
-    for a in "$@"; do printf '%s' "$sep"; json_str "$a"; sep=', '; done
-    printf ']'
-}
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/launch-lib.sh"
@@ -117,20 +109,15 @@ fi
 dir=$RUNS/$name
 sha=$(sha256sum "$topo" | cut -d' ' -f1)
 node_flags_json=$(json_arr "$@")
-# manifest_field NAME: the text after "NAME": on its line of manifest.json.
-manifest_field() { sed -n "s/^  \"$1\": \(.*\),\{0,1\}\$/\1/p" "$dir/manifest.json" | sed 's/,$//'; }
-# resume_run: checks that runs/NAME is this run (-n, the
+# resume_run NODE_FLAGS...: checks that runs/NAME is this run (-n, the
 # topology's SHA-256, the node flags, as manifest.json records them) and
 # that none of its peers still runs; forgets the last launch's exit records.
 resume_run() {
-    [ -f "$dir/manifest.json" ] || die "--resume: $dir has no manifest.json: not a run of run-local.sh"
-    had_n=$(manifest_field n_peers) had_flags=$(manifest_field node_flags)
-    had_sha=$(manifest_field topology | sed -n 's/.*"sha256": "\([0-9a-f]*\)".*/\1/p')
-    [ "$had_n" = "$n" ] || { echo "run-local: --resume: $dir was run with -n $had_n, not $n" >&2; exit 2; }
-    [ "$had_sha" = "$sha" ] || { echo "run-local: --resume: $topo is not the topology $dir was run with (its copy: $dir/topology.txt)" >&2; exit 2; }
-    [ "$had_flags" = "$node_flags_json" ] || {
-        printf 'run-local: --resume: %s was run with other node flags:\n  then: %s\n  now:  %s\n' \
-            "$dir" "$had_flags" "$node_flags_json" >&2; exit 2; }
+    if why=$(run_mismatch "$dir" "$n" "$topo" "$@"); then
+        echo "run-local: --resume: $why" >&2
+        case $why in *"no manifest.json"*) exit 1 ;; esac
+        exit 2
+    fi
     k=0
     while [ "$k" -lt "$n" ]; do
         [ ! -f "$dir/node-$k/node.log" ] || flock -n "$dir/node-$k/node.log" true ||
@@ -180,7 +167,7 @@ new_run() {
 }
 
 if [ "$resume" = 1 ] && [ -e "$dir" ]; then
-    resume_run
+    resume_run "$@"
 else
     [ "$resume" = 1 ] && echo "run-local: --resume: no run at $dir yet, starting it"
     new_run "$@"

@@ -3,7 +3,7 @@
 # after another, each an ordinary run directory, then aggregates them.
 #
 #   scripts/sweep.sh [-r NAME] [-p BASE_PORT] [-i SEC] [-q] [--retry-failed]
-#                    [--check] [--no-aggregate] SPEC
+#                    [--no-resume] [--check] [--no-aggregate] SPEC
 #
 # SPEC is a text file, one statement per line, '#' starts a comment
 # (docs/sweep.md has the full rules and an example):
@@ -40,13 +40,19 @@
 #
 # Resumable: a run is finished when all its peers exited 0 and `murmur
 # report` succeeded on it; the sweep then writes SETTING/sSEED/sweep.done.
-# Running the same command again skips finished runs and reruns the others:
-# an interrupted run (Ctrl-C: sweep.interrupted) or one without a marker
-# (the sweep was killed) is moved aside to sSEED.attempt-K/ and run again. A
-# failed run (sweep.failed: a peer exited non-zero, or its report failed)
-# is kept and rerun only with --retry-failed, or when the spec has changed
-# its node flags since (it is then a new run). Nothing unfinished is ever
-# averaged: `murmur report --sweep` lists and excludes it.
+# Running the same command again skips finished runs and goes on with the
+# others: an interrupted run (Ctrl-C: sweep.interrupted) or one without a
+# marker (the sweep was killed) is continued from its peers' checkpoints
+# (run-local.sh --resume; one run, in one directory), unless it was run
+# with another peer count, topology or node flags than the spec gives it
+# now, or with --no-resume: then it is moved aside to sSEED.attempt-K/ and
+# run again from round 0. A resumed run is not bit for bit the
+# uninterrupted one (the rounds around the cut are mixed with fewer
+# neighbours, docs/sweep.md); one rerun from round 0 is. A failed run (sweep.failed: a peer exited non-zero, or its report
+# failed) is kept and rerun from round 0 only with --retry-failed, or when
+# the spec has changed its node flags since (it is then a new run).
+# Nothing unfinished is ever averaged: `murmur report --sweep` lists and
+# excludes it.
 #
 # Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops the current run cleanly (its
 # peers get one SIGTERM each from run-local.sh, finish their round, write
@@ -60,6 +66,7 @@
 #                      is noticed at its next progress line
 #   -q                 run-local.sh's output to runs/NAME/output.log
 #   --retry-failed     rerun failed runs too
+#   --no-resume        rerun interrupted and unfinished runs from round 0
 #   --check            check the spec, print the grid and exit
 #   --no-aggregate     do not run `murmur report --sweep` at the end
 #
@@ -77,12 +84,12 @@ if [ -z "${MURMUR:-}" ]; then
 fi
 RUNS=${RUNS:-runs}
 
-usage_line="usage: sweep.sh [-r NAME] [-p BASE_PORT] [-i SEC] [-q] [--retry-failed] [--check] [--no-aggregate] SPEC"
+usage_line="usage: sweep.sh [-r NAME] [-p BASE_PORT] [-i SEC] [-q] [--retry-failed] [--no-resume] [--check] [--no-aggregate] SPEC"
 die() { echo "sweep: $*" >&2; exit 1; }
 bad() { echo "sweep: $*" >&2; echo "$usage_line" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 9 ]; }
 
-name='' base_port=21000 interval=5 quiet=0 retry_failed=0 check_only=0 aggregate=1 spec=''
+name='' base_port=21000 interval=5 quiet=0 retry_failed=0 no_resume=0 check_only=0 aggregate=1 spec=''
 while [ $# -gt 0 ]; do
     case $1 in
     -r|-p|-i) [ $# -ge 2 ] || bad "$1 needs a value" ;;
@@ -93,6 +100,7 @@ while [ $# -gt 0 ]; do
     -i) interval=$2; shift 2 ;;
     -q) quiet=1; shift ;;
     --retry-failed) retry_failed=1; shift ;;
+    --no-resume) no_resume=1; shift ;;
     --check) check_only=1; shift ;;
     --no-aggregate) aggregate=0; shift ;;
     -h|--help) help_text "$0"; exit 0 ;;
@@ -475,6 +483,40 @@ kept_failed() {
     [ -z "$kf_had" ] || [ "$kf_had" = "$2" ]
 }
 
+# resume_or_move_aside DIR RUN TAG PEERS TOPOLOGY FLAGS: what becomes of
+# the directory of a run that is planned again (not done, not a kept
+# failure). An interrupted or unfinished run of these very peers, topology
+# and flags is continued (sets resume=--resume and wall_before, the
+# seconds its earlier attempts took); any other, or with --no-resume, is
+# moved aside to DIR.attempt-K and run again from round 0. Said in the log.
+resume_or_move_aside() {
+    ra_d=$1 ra_run=$2 ra_tag=$3 ra_tp=$4 ra_tf=$5 ra_flags=$6
+    why=unfinished
+    [ -f "$ra_d/sweep.interrupted" ] && why=interrupted
+    [ -f "$ra_d/sweep.failed" ] && why=failed
+    [ -f "$ra_d/sweep.failed" ] && [ "$retry_failed" = 0 ] && why="failed with other node flags ($(sed -n 's/^flags //p' "$ra_d/sweep.failed"))"
+    other=''
+    set -f
+    # shellcheck disable=SC2086
+    if [ -f "$ra_d/sweep.failed" ]; then :
+    elif [ "$no_resume" = 1 ]; then other='--no-resume'
+    else other=$(run_mismatch "$ra_d" "$ra_tp" "$ra_tf" $ra_flags) || resume=--resume; fi
+    set +f
+    if [ -n "$resume" ]; then
+        wall_before=$(sed -n 's/^wall //p' "$ra_d/sweep.interrupted" 2>/dev/null)
+        wall_before=${wall_before:-0}
+        rm -f "$ra_d/sweep.interrupted"
+        log "$ra_tag $ra_run: $why before; resumed from its peers' checkpoints (run-local.sh --resume)"
+        return 0
+    fi
+    # why it is not continued, on one line
+    [ -z "$other" ] || other=" (not resumed: $(printf '%s' "$other" | tr '\n' ' ' | sed 's/  */ /g; s/ $//'))"
+    k=1
+    while [ -e "$ra_d.attempt-$k" ]; do k=$((k + 1)); done
+    mv "$ra_d" "$ra_d.attempt-$k" || die "cannot move $ra_d aside"
+    log "$ra_tag $ra_run: $why before$other; that attempt kept as $ra_d.attempt-$k, run again"
+}
+
 # What is left to do.
 todo=0 done_before=0 failed_before=0
 while IFS='	' read -r idx setting seed run rest; do
@@ -506,16 +548,8 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     tag="[$((idx + 1))/$n_runs]"
     [ -f "$d/sweep.done" ] && continue
     kept_failed "$d" "$flags" && continue
-    if [ -e "$d" ]; then
-        why=unfinished
-        [ -f "$d/sweep.interrupted" ] && why=interrupted
-        [ -f "$d/sweep.failed" ] && why=failed
-        [ -f "$d/sweep.failed" ] && [ "$retry_failed" = 0 ] && why="failed with other node flags ($(sed -n 's/^flags //p' "$d/sweep.failed"))"
-        k=1
-        while [ -e "$d.attempt-$k" ]; do k=$((k + 1)); done
-        mv "$d" "$d.attempt-$k" || die "cannot move $d aside"
-        log "$tag $run: $why before; that attempt kept as $d.attempt-$k, run again"
-    fi
+    resume='' wall_before=0
+    [ -e "$d" ] && resume_or_move_aside "$d" "$run" "$tag" "$tp" "$tf" "$flags"
     next_ports "$tp"
     log "$tag start $run (topology $tf, $tp peers, ports $run_port..$((run_port + tp - 1)))"
     t0=$(date +%s)
@@ -525,7 +559,7 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     set -f
     setsid -w sh -c 'echo $$ >"$0"; exec "$@"' "$child_pidf" \
         sh "$here/run-local.sh" -n "$tp" -t "$tf" -r "$name/$run" -p "$run_port" -i "$interval" \
-        --no-report -- $flags >&4 2>&1 3<&- 4>&- &
+        --no-report $resume -- $flags >&4 2>&1 3<&- 4>&- &
     set +f
     bgpid=$!
     # A trapped signal interrupts wait; wait_pid waits again until the run
@@ -534,8 +568,11 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     rc=$st
     rm -f "$child_pidf"
     dt=$(($(date +%s) - t0))
+    wall=$((wall_before + dt)) # every attempt the sweep timed
     if [ "$interrupted" = 1 ]; then
-        [ -d "$d" ] && marker "$d" sweep.interrupted "interrupted after ${dt}s (run-local.sh exit $rc)"
+        [ -d "$d" ] && marker "$d" sweep.interrupted "interrupted after ${dt}s (run-local.sh exit $rc)
+wall $wall
+flags $flags"
         log "$tag interrupted $run after $(hms $dt); rerun the same command to continue"
         break
     fi
@@ -547,8 +584,11 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
         status="failed: murmur report (see $d/report.txt)"
     fi
     if [ "$status" = done ]; then
-        marker "$d" sweep.done "finished $(date -u +%Y-%m-%dT%H:%M:%SZ) wall $dt
-flags $flags"
+        resumes=''
+        [ ! -f "$d/launch/resumes.log" ] || resumes="
+resumed $(wc -l <"$d/launch/resumes.log")"
+        marker "$d" sweep.done "finished $(date -u +%Y-%m-%dT%H:%M:%SZ) wall $wall
+flags $flags$resumes"
         n_ok=$((n_ok + 1))
     else
         [ -d "$d" ] || mkdir -p "$d"

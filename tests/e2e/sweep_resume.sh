@@ -1,6 +1,7 @@
 # scripts/sweep.sh resumes: a sweep killed (SIGKILL) during its second run
 # of four is run again with the same command; the finished run is not
-# redone, the interrupted one is moved aside and run again, the rest run,
+# redone, the interrupted one is continued in its directory (run-local.sh
+# --resume: one run, two starts per peer), the rest run,
 # and the aggregate counts every seed once. While the killed sweep's run
 # still goes on, a second sweep in the same directory is refused. A failed
 # run is marked, left out of the aggregate, kept on the next invocation and
@@ -39,7 +40,7 @@ while [ \$r -lt 6 ]; do
         echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2,\"val_bpb\":1,\"val_acc\":0.\$seed\$id,\"norm\":1,\"sketch\":[\$id,0]}" >>"\$m"
     fi
     [ "\${FAKE_FAIL_SEED:-x}" = "\$seed" ] && [ "\$id" = 1 ] && exit 3
-    sleep 0.2
+    sleep \${FAKE_SLEEP:-0.2}
     r=\$((r + 1))
 done
 echo "{\"ev\":\"end\",\"round\":\$r,\"step\":\$r,\"time\":\$r,\"reason\":\"done\"}" >>"\$m"
@@ -56,15 +57,18 @@ top=$RUNS/r
 port=$(free_ports 12)
 sweep() { sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$@" "$T/r.sweep"; }
 
-# 1. Kill the sweep (SIGKILL: no trap runs) once its second run has trained a bit.
-sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/r.sweep" > "$T/out1" 2>&1 &
+# 1. Kill the sweep (SIGKILL: no trap runs) once its second run has trained a
+# bit. Its rounds are slow (FAKE_SLEEP), so that the run it leaves behind
+# still runs during case 2 although a second sweep takes a few seconds to
+# get as far as the lock under load (it did not, at load 38).
+FAKE_SLEEP=0.7 sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/r.sweep" > "$T/out1" 2>&1 &
 sp=$!
 E2E_PIDS="$E2E_PIDS $sp"
 i=0
 while :; do
     c=$(grep -c '"ev":"round"' "$top/complete-3/s1/node-0/metrics.jsonl" 2>/dev/null) || c=0
     [ "$c" -ge 2 ] && break
-    i=$((i + 1)); [ $i -lt 200 ] || { cat "$T/out1" >&2; fail "the second run never started"; }
+    i=$((i + 1)); [ $i -lt 600 ] || { cat "$T/out1" >&2; fail "the second run never started"; }
     sleep 0.1
 done
 kill -9 $sp
@@ -81,21 +85,27 @@ sweep > "$T/out2" 2>&1 || st=$?
 timeout 30 flock "$top/sweep.lock" true || fail "the killed sweep's run did not end"
 note "a second sweep was refused while the killed one's run went on"
 
-# 3. The same command again: run 1 skipped, run 2 redone, runs 3 and 4 run.
+# 3. The same command again: run 1 skipped, run 2 resumed, runs 3 and 4 run.
 stamp=$(stat -c %Y.%i "$top/ring-3/s1/sweep.done")
 sweep > "$T/out3" 2>&1 || { cat "$T/out3" >&2; fail "the resumed sweep failed"; }
 [ "$(stat -c %Y.%i "$top/ring-3/s1/sweep.done")" = "$stamp" ] || fail "the finished run was touched"
 [ "$(grep -c 'start ring-3/s1' "$top/sweep.log")" -eq 1 ] || fail "the finished run was started again"
 grep -q '1 finished before, 0 failed before and kept, 3 to run' "$T/out3" || { cat "$T/out3" >&2; fail "not 1 finished, 3 to run"; }
-grep -q 'complete-3/s1: unfinished before; that attempt kept as .*complete-3/s1.attempt-1, run again' "$T/out3" ||
-    { cat "$T/out3" >&2; fail "the interrupted run was not moved aside and rerun"; }
-[ -d "$top/complete-3/s1.attempt-1" ] && [ ! -f "$top/complete-3/s1.attempt-1/sweep.done" ] || fail "no unmarked attempt-1"
+grep -q "complete-3/s1: unfinished before; resumed from its peers' checkpoints (run-local.sh --resume)" "$T/out3" ||
+    { cat "$T/out3" >&2; fail "the interrupted run was not resumed"; }
+[ -e "$top/complete-3/s1.attempt-1" ] && fail "the interrupted run was moved aside, not resumed"
+for k in 0 1 2; do
+    [ "$(grep -c '"ev":"start"' "$top/complete-3/s1/node-$k/metrics.jsonl")" = 2 ] ||
+        fail "peer $k of the resumed run: not two starts in one metrics file"
+done
+[ "$(wc -l < "$top/complete-3/s1/launch/resumes.log")" = 1 ] && grep -q '^resumed 1$' "$top/complete-3/s1/sweep.done" ||
+    fail "the resume is not recorded (launch/resumes.log, sweep.done)"
 for s in ring-3/s1 complete-3/s1 ring-3/s2 complete-3/s2; do
     [ -f "$top/$s/sweep.done" ] || fail "$s not done after the resume"
 done
 grep -q '^ring-3 .* 2/2 ' "$T/out3" && grep -q '^complete-3 .* 2/2 ' "$T/out3" ||
     { cat "$T/out3" >&2; fail "the aggregate does not have 2 of 2 seeds per setting"; }
-note "resumed: 1 run skipped, the killed one redone, 2 more run; 2 seeds per setting"
+note "resumed: 1 run skipped, the killed one continued, 2 more run; 2 seeds per setting"
 
 # 4. A failed run: marked, left out, kept by the next invocation, rerun with --retry-failed.
 sed -i 's/^seeds 1 2$/seeds 1 2 3/' "$T/r.sweep"
@@ -125,4 +135,12 @@ grep -q '0 finished before, 0 failed before and kept, 1 to run' "$T/out8" &&
     { cat "$T/out8" >&2; fail "the changed failed run is not said to be a new run"; }
 [ -f "$RUNS/f/ring-3/s3/sweep.done" ] || fail "the changed failed run is not done"
 note "a failed run whose flags changed was run again without --retry-failed"
+# 6. --no-resume: an unfinished run of these very flags is not continued
+# but moved aside and run again from round 0.
+rm "$top/ring-3/s2/sweep.done"
+sweep --no-resume > "$T/out9" 2>&1 || { cat "$T/out9" >&2; fail "the sweep with --no-resume failed"; }
+grep -q 'ring-3/s2: unfinished before (not resumed: --no-resume); that attempt kept as .*ring-3/s2.attempt-1, run again' "$T/out9" ||
+    { cat "$T/out9" >&2; fail "--no-resume did not move the unfinished run aside"; }
+[ "$(grep -c '"ev":"start"' "$top/ring-3/s2/node-0/metrics.jsonl")" = 1 ] || fail "--no-resume: the run was continued, not run afresh"
+note "--no-resume: an unfinished run was moved aside and run from round 0"
 echo "ok: the sweep resumes after a kill; failed runs are never averaged"
