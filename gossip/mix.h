@@ -34,6 +34,11 @@ typedef struct {
     int refused;      /* out: 1 when w broke the weight rule (treated as missing) */
 } mm_mix_input;
 
+/* ||sum_k in[k].weight (in[k].x - s)||^2 over the neighbours present
+ * (x not NULL), in double: the squared length of the pull a mix of s with
+ * them makes (weights 1, D-PSGD; consensus control's shape, gossip/consensus.h). */
+double mm_mix_pull_norm2(const float *s, const mm_mix_input *in, int n_in, size_t n);
+
 /* The update of one round, for every algorithm:
  *
  *   x <- mix(z_t) + (x - z_t),   z_t = s / w_old
