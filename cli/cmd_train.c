@@ -347,7 +347,7 @@ static void log_start(run *r)
     else
         snprintf(sched, sizeof sched, "schedule %ld steps", oc->total_steps);
     mm_info("OpenBLAS kernel %s, %d threads; batch %d x %d bytes, lr %g -> %g, warm-up %ld, %s",
-            mm_blas_kernel(), openblas_get_num_threads(), a->rc.batch, mc->n_ctx,
+            mm_blas_kernel(), r->rep.model.threads, a->rc.batch, mc->n_ctx,
             oc->lr_max, oc->lr_min, oc->warmup_steps, sched);
     mm_info("baseline on the validation sample: most frequent byte 0x%02x -> accuracy %.2f%%; "
             "unigram frequencies -> %.3f bits/byte", r->base.top_byte, 100 * r->base.top_acc,

@@ -3,5 +3,7 @@
 $(BUILD)/tests/bench_model: $(BUILD)/tests/bench_model.o $(BUILD)/libmurmur.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
 
+# PyTorch (Debian's python3-torch) is the baseline it measures against.
 bench-model: deps $(BUILD)/tests/bench_model
+	@$(call ensure_pkgs,python3-torch)
 	@BUILD=$(BUILD) sh scripts/bench_model.sh

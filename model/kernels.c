@@ -343,9 +343,9 @@ static float crossentropy_forward_impl(float *restrict probs, const float *restr
 
 MM_HOT
 static void crossentropy_backward_impl(float *restrict dlogits, const float *restrict probs,
-                                       const uint8_t *tokens, int B, int T, int V)
+                                       const uint8_t *tokens, int B, int T, int V, long n_mean)
 {
-    float inv = 1.0f / ((float)B * (float)T);
+    float inv = 1.0f / (float)n_mean;
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             long row = ((long)b * T + t) * V;
@@ -385,7 +385,7 @@ float mm_crossentropy_forward(float *probs, const float *logits,
 }
 
 void mm_crossentropy_backward(float *dlogits, const float *probs,
-                              const uint8_t *tokens, int B, int T, int V)
+                              const uint8_t *tokens, int B, int T, int V, long n_mean)
 {
-    crossentropy_backward_impl(dlogits, probs, tokens, B, T, V);
+    crossentropy_backward_impl(dlogits, probs, tokens, B, T, V, n_mean);
 }

@@ -49,8 +49,10 @@ void mm_attention_backward(float *dqkv, float *scratch, const float *dout,
  * the next byte (tokens with row stride T+1). */
 float mm_crossentropy_forward(float *probs, const float *logits, const uint8_t *tokens,
                               int B, int T, int V);
-/* dlogits = (probs - onehot(target)) / (B*T). */
+/* dlogits = (probs - onehot(target)) / n_mean, n_mean the number of
+ * positions the loss is a mean over (B*T, or more when these B rows are a
+ * shard of a larger batch). */
 void mm_crossentropy_backward(float *dlogits, const float *probs, const uint8_t *tokens,
-                              int B, int T, int V);
+                              int B, int T, int V, long n_mean);
 
 #endif

@@ -1,9 +1,19 @@
 /* The model: config, the layout of the flat parameter buffer, GPT-2 init,
- * and forward/backward as a sequence of kernels (model/kernels.c). */
+ * and forward/backward as a sequence of kernels (model/kernels.c).
+ *
+ * A batch is cut into MM_SHARDS shards of whole sequences (fewer when B is
+ * smaller), each run through forward and backward on its own, its
+ * gradient in a buffer of its own; the gradients are then summed in shard
+ * order. With two threads (mm_model_set_threads) the shards run at the
+ * same time, each calling BLAS on one thread; with one, one after the
+ * other. The arithmetic is the same either way: results depend on B, not
+ * on the number of threads. */
 #include "model/model.h"
 
 #include <assert.h>
+#include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +42,9 @@ struct mm_acts {
     float *dres, *dbuf;             /* [B,T,C] */
     float *dqkv;                    /* [B,T,3C] */
     float *dfch;                    /* [B,T,4C] */
-    float *datt;                    /* [T,T] */
+    float *datt;                    /* [MM_SHARDS,T,T] */
     float *dlogits;                 /* [B,T,V] */
+    float *grads1;                  /* shards 1..: their gradients, [MM_SHARDS-1,n_params] */
     const uint8_t *tokens;          /* of the last forward (caller-owned) */
     float loss;
 };
@@ -257,7 +268,8 @@ static int alloc_acts(mm_model *m, int B, int T)
         {&a->lnf, N * C}, {&a->lnf_mean, N}, {&a->lnf_rstd, N},
         {&a->logits, N * V}, {&a->probs, N * V},
         {&a->dres, N * C}, {&a->dbuf, N * C}, {&a->dqkv, N * 3 * C},
-        {&a->dfch, N * 4 * C}, {&a->datt, (size_t)T * (size_t)T}, {&a->dlogits, N * V},
+        {&a->dfch, N * 4 * C}, {&a->datt, MM_SHARDS * (size_t)T * (size_t)T},
+        {&a->dlogits, N * V}, {&a->grads1, (MM_SHARDS - 1) * m->n_params},
     };
     size_t n_plan = sizeof plan / sizeof plan[0], total = 0;
     /* Each array starts on a 64-byte boundary, then 256 bytes more: the
@@ -286,6 +298,171 @@ static int alloc_acts(mm_model *m, int B, int T)
     return 0;
 }
 
+/* Sequences [b0, b0 + Bs) of shard s of a batch of B: the first B % n
+ * shards get one more. */
+static void shard_range(int B, int n, int s, int *b0, int *Bs)
+{
+    int q = B / n, r = B % n;
+    *Bs = q + (s < r);
+    *b0 = s * q + (s < r ? s : r);
+}
+
+static int shard_count(int B)
+{
+    return B < MM_SHARDS ? B : MM_SHARDS;
+}
+
+/* Forward of sequences [b0, b0 + Bs) of the batch the activations are
+ * sized for; returns their mean loss. Every activation is [.., B, T, ..]
+ * per layer, so a shard is the rows from b0 * T on in each. */
+static float forward_shard(mm_model *m, int b0, int Bs)
+{
+    struct mm_acts *a = m->acts;
+    const mm_tensors *p = &m->p;
+    int B = m->B, T = m->T, L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head;
+    int N = B * T, Ns = Bs * T;
+    size_t NC = (size_t)N * C, o = (size_t)b0 * T, att_l = (size_t)B * NH * T * T;
+    const uint8_t *tokens = a->tokens + (size_t)b0 * (T + 1);
+
+    mm_encoder_forward(a->encoded + o * C, tokens, p->wte, p->wpe, Bs, T, C);
+    for (int l = 0; l < L; l++) {
+        const float *res = (l == 0 ? a->encoded : a->res3 + (l - 1) * NC) + o * C;
+        float *ln1 = a->ln1 + l * NC + o * C, *qkv = a->qkv + (l * NC + o * C) * 3;
+        float *atty = a->atty + l * NC + o * C;
+        float *att = a->att + l * att_l + o * NH * T;
+        float *res2 = a->res2 + l * NC + o * C, *ln2 = a->ln2 + l * NC + o * C;
+        float *res3 = a->res3 + l * NC + o * C;
+        float *fch = a->fch + (l * NC + o * C) * 4, *fchg = a->fch_gelu + (l * NC + o * C) * 4;
+        size_t lc = (size_t)l * C, ln = (size_t)l * N + o;
+
+        mm_layernorm_forward(ln1, a->ln1_mean + ln, a->ln1_rstd + ln, res, p->ln1w + lc,
+                             p->ln1b + lc, Ns, C);
+        mm_matmul_forward(qkv, ln1, p->qkvw + lc * 3 * C, p->qkvb + lc * 3, NULL, Ns, C, 3 * C);
+        mm_attention_forward(atty, att, qkv, Bs, T, C, NH);
+        mm_matmul_forward(res2, atty, p->attprojw + lc * C, p->attprojb + lc, res, Ns, C, C);
+        mm_layernorm_forward(ln2, a->ln2_mean + ln, a->ln2_rstd + ln, res2, p->ln2w + lc,
+                             p->ln2b + lc, Ns, C);
+        mm_matmul_gelu_forward(fch, fchg, ln2, p->fcw + lc * 4 * C, p->fcb + lc * 4, Ns, C, 4 * C);
+        mm_matmul_forward(res3, fchg, p->fcprojw + lc * 4 * C, p->fcprojb + lc, res2, Ns, 4 * C,
+                          C);
+    }
+    mm_layernorm_forward(a->lnf + o * C, a->lnf_mean + o, a->lnf_rstd + o,
+                         a->res3 + (L - 1) * NC + o * C, p->lnfw, p->lnfb, Ns, C);
+    mm_matmul_forward(a->logits + o * MM_VOCAB, a->lnf + o * C, p->wte, NULL, NULL, Ns, C,
+                      MM_VOCAB);
+    return mm_crossentropy_forward(a->probs + o * MM_VOCAB, a->logits + o * MM_VOCAB, tokens, Bs,
+                                   T, MM_VOCAB);
+}
+
+/* Backward of sequences [b0, b0 + Bs): their gradient (of the whole
+ * batch's mean loss) into gbuf, n_params floats in the parameters' layout
+ * that this shard alone writes; datt is its T x T scratch. */
+static void backward_shard(mm_model *m, int b0, int Bs, float *gbuf, float *datt)
+{
+    mm_tensors gv;
+    set_views(&gv, gbuf, &m->cfg);
+    const mm_tensors *g = &gv;
+    struct mm_acts *a = m->acts;
+    const mm_tensors *p = &m->p;
+    int B = m->B, T = m->T, L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head;
+    int N = B * T, Ns = Bs * T;
+    size_t NC = (size_t)N * C, o = (size_t)b0 * T, oc = o * C, att_l = (size_t)B * NH * T * T;
+    const uint8_t *tokens = a->tokens + (size_t)b0 * (T + 1);
+    float *dres = a->dres + oc, *dbuf = a->dbuf + oc, *dqkv = a->dqkv + 3 * oc;
+    float *dfch = a->dfch + 4 * oc, *dlogits = a->dlogits + o * MM_VOCAB;
+
+    memset(gbuf, 0, m->n_params * sizeof(float));
+    mm_crossentropy_backward(dlogits, a->probs + o * MM_VOCAB, tokens, Bs, T, MM_VOCAB, (long)N);
+    mm_matmul_backward(dbuf, g->wte, NULL, dlogits, a->lnf + oc, p->wte, Ns, C, MM_VOCAB);
+    memset(dres, 0, (size_t)Ns * C * sizeof(float));
+    mm_layernorm_backward(dres, g->lnfw, g->lnfb, dbuf, a->res3 + (L - 1) * NC + oc, p->lnfw,
+                          a->lnf_mean + o, a->lnf_rstd + o, Ns, C);
+
+    for (int l = L - 1; l >= 0; l--) {
+        const float *res = (l == 0 ? a->encoded : a->res3 + (l - 1) * NC) + oc;
+        const float *ln1 = a->ln1 + l * NC + oc, *qkv = a->qkv + (l * NC + oc) * 3;
+        const float *atty = a->atty + l * NC + oc, *att = a->att + l * att_l + o * NH * T;
+        const float *res2 = a->res2 + l * NC + oc, *ln2 = a->ln2 + l * NC + oc;
+        const float *fch = a->fch + (l * NC + oc) * 4, *fchg = a->fch_gelu + (l * NC + oc) * 4;
+        size_t lc = (size_t)l * C, ln = (size_t)l * N + o;
+
+        /* dres is the gradient of res3, which is also that of the MLP output */
+        mm_matmul_backward(dfch, g->fcprojw + lc * 4 * C, g->fcprojb + lc, dres, fchg,
+                           p->fcprojw + lc * 4 * C, Ns, 4 * C, C);
+        mm_gelu_backward(dfch, g->fcb + lc * 4, fch, Ns, 4 * C);
+        mm_matmul_backward(dbuf, g->fcw + lc * 4 * C, NULL, dfch, ln2, p->fcw + lc * 4 * C, Ns, C,
+                           4 * C);
+        mm_layernorm_backward(dres, g->ln2w + lc, g->ln2b + lc, dbuf, res2, p->ln2w + lc,
+                              a->ln2_mean + ln, a->ln2_rstd + ln, Ns, C);
+        /* dres is now the gradient of res2 (= of the attention output) */
+        mm_matmul_backward(dbuf, g->attprojw + lc * C, g->attprojb + lc, dres, atty,
+                           p->attprojw + lc * C, Ns, C, C);
+        mm_attention_backward(dqkv, datt, dbuf, att, qkv, Bs, T, C, NH);
+        mm_matmul_backward(dbuf, g->qkvw + lc * 3 * C, g->qkvb + lc * 3, dqkv, ln1,
+                           p->qkvw + lc * 3 * C, Ns, C, 3 * C);
+        mm_layernorm_backward(dres, g->ln1w + lc, g->ln1b + lc, dbuf, res, p->ln1w + lc,
+                              a->ln1_mean + ln, a->ln1_rstd + ln, Ns, C);
+    }
+    mm_encoder_backward(g->wte, g->wpe, dres, tokens, Bs, T, C);
+}
+
+/* One shard's work, on the calling thread or a helper. */
+typedef struct {
+    mm_model *m;
+    int shard, n_shards;
+    int backward;       /* 0: forward (loss set), 1: backward */
+    float loss;
+} shard_job;
+
+static void run_job(shard_job *j)
+{
+    mm_model *m = j->m;
+    int b0, Bs;
+    shard_range(m->B, j->n_shards, j->shard, &b0, &Bs);
+    if (!j->backward) {
+        j->loss = forward_shard(m, b0, Bs);
+        return;
+    }
+    float *datt = m->acts->datt + (size_t)j->shard * m->T * m->T;
+    float *gbuf = j->shard == 0 ? m->grads
+                                : m->acts->grads1 + (size_t)(j->shard - 1) * m->n_params;
+    backward_shard(m, b0, Bs, gbuf, datt);
+}
+
+static void *job_thread(void *arg)
+{
+    run_job(arg);
+    return NULL;
+}
+
+/* Every shard of the batch: the last ones on helper threads when the model
+ * has threads for them, else all here, in order. */
+static void run_shards(mm_model *m, shard_job *jobs, int n)
+{
+    pthread_t tid[MM_SHARDS];
+    int started[MM_SHARDS] = {0};
+    int helpers = m->threads > 1 && m->threads <= MM_SHARDS ? m->threads - 1 : 0;
+    for (int s = 1; s < n && s <= helpers; s++)
+        started[s] = pthread_create(&tid[s], NULL, job_thread, &jobs[s]) == 0;
+    run_job(&jobs[0]);
+    for (int s = 1; s < n; s++) {
+        if (started[s])
+            pthread_join(tid[s], NULL);
+        else
+            run_job(&jobs[s]);
+    }
+}
+
+void mm_model_set_threads(mm_model *m, int threads)
+{
+    m->threads = threads < 1 ? 1 : threads;
+    /* two shards on two threads: each calls BLAS on its own thread only */
+    if (m->threads > 1 && m->threads <= MM_SHARDS)
+        openblas_set_num_threads(1);
+    else
+        openblas_set_num_threads(m->threads);
+}
+
 float mm_model_forward(mm_model *m, const uint8_t *tokens, int B, int T)
 {
     if (B < 1 || T < 1 || T > m->cfg.n_ctx)
@@ -293,36 +470,21 @@ float mm_model_forward(mm_model *m, const uint8_t *tokens, int B, int T)
     if ((!m->acts || m->B != B || m->T != T) && alloc_acts(m, B, T) != 0)
         return NAN;
     assert(m->B == B && m->T == T);
-    struct mm_acts *a = m->acts;
-    const mm_tensors *p = &m->p;
-    int L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head, N = B * T;
-    size_t NC = (size_t)N * C;
-    a->tokens = tokens;
-
-    mm_encoder_forward(a->encoded, tokens, p->wte, p->wpe, B, T, C);
-    for (int l = 0; l < L; l++) {
-        const float *res = l == 0 ? a->encoded : a->res3 + (l - 1) * NC;
-        float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * 3 * NC, *atty = a->atty + l * NC;
-        float *att = a->att + (size_t)l * B * NH * T * T;
-        float *res2 = a->res2 + l * NC, *ln2 = a->ln2 + l * NC, *res3 = a->res3 + l * NC;
-        float *fch = a->fch + l * 4 * NC, *fchg = a->fch_gelu + l * 4 * NC;
-        size_t lc = (size_t)l * C;
-
-        mm_layernorm_forward(ln1, a->ln1_mean + l * N, a->ln1_rstd + l * N, res,
-                             p->ln1w + lc, p->ln1b + lc, N, C);
-        mm_matmul_forward(qkv, ln1, p->qkvw + lc * 3 * C, p->qkvb + lc * 3, NULL, N, C, 3 * C);
-        mm_attention_forward(atty, att, qkv, B, T, C, NH);
-        mm_matmul_forward(res2, atty, p->attprojw + lc * C, p->attprojb + lc, res, N, C, C);
-        mm_layernorm_forward(ln2, a->ln2_mean + l * N, a->ln2_rstd + l * N, res2,
-                             p->ln2w + lc, p->ln2b + lc, N, C);
-        mm_matmul_gelu_forward(fch, fchg, ln2, p->fcw + lc * 4 * C, p->fcb + lc * 4, N, C, 4 * C);
-        mm_matmul_forward(res3, fchg, p->fcprojw + lc * 4 * C, p->fcprojb + lc, res2, N, 4 * C, C);
+    m->acts->tokens = tokens;
+    int n = shard_count(B);
+    shard_job jobs[MM_SHARDS];
+    for (int s = 0; s < n; s++)
+        jobs[s] = (shard_job){.m = m, .shard = s, .n_shards = n, .backward = 0};
+    run_shards(m, jobs, n);
+    /* the batch's mean: the shards' means weighted by their sequences */
+    double total = 0;
+    for (int s = 0; s < n; s++) {
+        int b0, Bs;
+        shard_range(B, n, s, &b0, &Bs);
+        total += (double)jobs[s].loss * Bs;
     }
-    mm_layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, a->res3 + (L - 1) * NC,
-                         p->lnfw, p->lnfb, N, C);
-    mm_matmul_forward(a->logits, a->lnf, p->wte, NULL, NULL, N, C, MM_VOCAB);
-    a->loss = mm_crossentropy_forward(a->probs, a->logits, tokens, B, T, MM_VOCAB);
-    return a->loss;
+    m->acts->loss = (float)(total / B);
+    return m->acts->loss;
 }
 
 void mm_model_backward(mm_model *m)
@@ -332,45 +494,18 @@ void mm_model_backward(mm_model *m)
         return;
     /* the activations are those of the last forward, for its B x T */
     assert(m->B >= 1 && m->T >= 1 && m->T <= m->cfg.n_ctx);
-    const mm_tensors *p = &m->p;
-    const mm_tensors *g = &m->g;
-    int B = m->B, T = m->T, L = m->cfg.n_layer, C = m->cfg.d_model, NH = m->cfg.n_head;
-    int N = B * T;
-    size_t NC = (size_t)N * C;
-
-    memset(m->grads, 0, m->n_params * sizeof(float));
-    mm_crossentropy_backward(a->dlogits, a->probs, a->tokens, B, T, MM_VOCAB);
-    mm_matmul_backward(a->dbuf, g->wte, NULL, a->dlogits, a->lnf, p->wte, N, C, MM_VOCAB);
-    memset(a->dres, 0, NC * sizeof(float));
-    mm_layernorm_backward(a->dres, g->lnfw, g->lnfb, a->dbuf, a->res3 + (L - 1) * NC,
-                          p->lnfw, a->lnf_mean, a->lnf_rstd, N, C);
-
-    for (int l = L - 1; l >= 0; l--) {
-        const float *res = l == 0 ? a->encoded : a->res3 + (l - 1) * NC;
-        const float *ln1 = a->ln1 + l * NC, *qkv = a->qkv + l * 3 * NC;
-        const float *atty = a->atty + l * NC, *att = a->att + (size_t)l * B * NH * T * T;
-        const float *res2 = a->res2 + l * NC, *ln2 = a->ln2 + l * NC;
-        const float *fch = a->fch + l * 4 * NC, *fchg = a->fch_gelu + l * 4 * NC;
-        size_t lc = (size_t)l * C;
-
-        /* dres is the gradient of res3, which is also that of the MLP output */
-        mm_matmul_backward(a->dfch, g->fcprojw + lc * 4 * C, g->fcprojb + lc, a->dres,
-                           fchg, p->fcprojw + lc * 4 * C, N, 4 * C, C);
-        mm_gelu_backward(a->dfch, g->fcb + lc * 4, fch, N, 4 * C);
-        mm_matmul_backward(a->dbuf, g->fcw + lc * 4 * C, NULL, a->dfch,
-                           ln2, p->fcw + lc * 4 * C, N, C, 4 * C);
-        mm_layernorm_backward(a->dres, g->ln2w + lc, g->ln2b + lc, a->dbuf, res2,
-                              p->ln2w + lc, a->ln2_mean + l * N, a->ln2_rstd + l * N, N, C);
-        /* dres is now the gradient of res2 (= of the attention output) */
-        mm_matmul_backward(a->dbuf, g->attprojw + lc * C, g->attprojb + lc, a->dres,
-                           atty, p->attprojw + lc * C, N, C, C);
-        mm_attention_backward(a->dqkv, a->datt, a->dbuf, att, qkv, B, T, C, NH);
-        mm_matmul_backward(a->dbuf, g->qkvw + lc * 3 * C, g->qkvb + lc * 3, a->dqkv,
-                           ln1, p->qkvw + lc * 3 * C, N, C, 3 * C);
-        mm_layernorm_backward(a->dres, g->ln1w + lc, g->ln1b + lc, a->dbuf, res,
-                              p->ln1w + lc, a->ln1_mean + l * N, a->ln1_rstd + l * N, N, C);
+    int n = shard_count(m->B);
+    shard_job jobs[MM_SHARDS];
+    for (int s = 0; s < n; s++)
+        jobs[s] = (shard_job){.m = m, .shard = s, .n_shards = n, .backward = 1};
+    run_shards(m, jobs, n);
+    /* the batch's gradient: shard 0's, plus the others' in order */
+    for (int s = 1; s < n; s++) {
+        const float *restrict src = a->grads1 + (size_t)(s - 1) * m->n_params;
+        float *restrict dst = m->grads;
+        for (size_t i = 0; i < m->n_params; i++)
+            dst[i] += src[i];
     }
-    mm_encoder_backward(g->wte, g->wpe, a->dres, a->tokens, B, T, C);
 }
 
 const float *mm_model_logits(const mm_model *m)
@@ -379,6 +514,11 @@ const float *mm_model_logits(const mm_model *m)
 }
 
 long mm_model_correct(const mm_model *m, const uint8_t *tokens)
+{
+    return mm_model_correct_at(m, tokens, NULL);
+}
+
+long mm_model_correct_at(const mm_model *m, const uint8_t *tokens, uint8_t *hit)
 {
     if (!m->acts)
         return 0;
@@ -392,7 +532,10 @@ long mm_model_correct(const mm_model *m, const uint8_t *tokens)
             for (int j = 1; j < MM_VOCAB; j++)
                 if (row[j] > row[best])
                     best = j;
-            correct += best == tokens[(size_t)b * (T + 1) + t + 1];
+            int right = best == tokens[(size_t)b * (T + 1) + t + 1];
+            correct += right;
+            if (hit)
+                hit[(size_t)b * T + t] = (uint8_t)right;
         }
     return correct;
 }

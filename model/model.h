@@ -61,7 +61,13 @@ typedef struct mm_model {
     mm_tensors p, g;     /* views into params and grads */
     struct mm_acts *acts; /* activations for the current (B, T), private */
     int B, T;            /* shape the activations are sized for */
+    int threads;         /* threads forward and backward use (mm_model_set_threads) */
 } mm_model;
+
+/* A batch is cut into this many shards of whole sequences (fewer when B is
+ * smaller), whose gradients are summed in order: the arithmetic depends on
+ * B only, never on the number of threads. */
+#define MM_SHARDS 2
 
 /* Allocates params and grads and initialises the parameters
  * deterministically from seed (GPT-2 scheme). Returns 0, or -1 with a
@@ -69,6 +75,12 @@ typedef struct mm_model {
 int mm_model_init(mm_model *m, const mm_model_config *cfg, uint64_t seed,
                   char *err, size_t errlen);
 void mm_model_free(mm_model *m);
+
+/* Threads for forward and backward (default 1). With 2 the two shards of
+ * a batch run at the same time, each calling OpenBLAS on one thread (this
+ * sets OpenBLAS's thread count, process-wide, to 1); with more, the shards
+ * run one after the other and OpenBLAS gets all the threads. */
+void mm_model_set_threads(mm_model *m, int threads);
 
 /* Name, offset and size of tensor i (0 <= i < MM_NUM_TENSORS), for tests,
  * checkpoints and tools. */
@@ -93,6 +105,9 @@ const float *mm_model_logits(const mm_model *m);
 /* Number of positions in the last forward whose top-1 prediction equals the
  * target byte (tokens as passed to that forward); out of B*T. */
 long mm_model_correct(const mm_model *m, const uint8_t *tokens);
+/* The same, and hit[b*T + t] = 1 where position t of row b was right, else
+ * 0 (hit may be NULL). */
+long mm_model_correct_at(const mm_model *m, const uint8_t *tokens, uint8_t *hit);
 
 /* --- AdamW ------------------------------------------------------------- */
 

@@ -11,6 +11,10 @@
 
 #include "base/log.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 struct mm_allreduce {
     mm_allreduce_config cfg;
     uint32_t left, right;
@@ -220,6 +224,30 @@ static void issue_sends(mm_allreduce *a)
     a->issuing = false;
 }
 
+/* o[k] = a[k] + b[k], divided by div unless div is 1: element by element,
+ * the same IEEE operations as the scalar loop, four at a time with SSE2
+ * (GCC at -O2 left the plain loop scalar: 11 % of a peer's CPU in a 16 MB
+ * all-reduce). o may be a (in place), not b. */
+static void add_chunk(float *o, const float *a, const float *b, uint64_t n, float div)
+{
+    uint64_t k = 0;
+#if defined(__SSE2__)
+    __m128 d = _mm_set1_ps(div);
+    for (; k + 8 <= n; k += 8) {
+        __m128 x = _mm_add_ps(_mm_loadu_ps(a + k), _mm_loadu_ps(b + k));
+        __m128 y = _mm_add_ps(_mm_loadu_ps(a + k + 4), _mm_loadu_ps(b + k + 4));
+        if (div != 1.0f) {
+            x = _mm_div_ps(x, d);
+            y = _mm_div_ps(y, d);
+        }
+        _mm_storeu_ps(o + k, x);
+        _mm_storeu_ps(o + k + 4, y);
+    }
+#endif
+    for (; k < n; k++)
+        o[k] = div != 1.0f ? (a[k] + b[k]) / div : a[k] + b[k];
+}
+
 /* Uses the chunk a->held if its turn has come; true when it was used. */
 static bool use_held(mm_allreduce *a)
 {
@@ -256,16 +284,12 @@ static bool use_held(mm_allreduce *a)
     const float *x = a->held_body;
     float *o = a->out + off;
     const float *mine = a->in + off;
-    if (g < half - 1) {
-        for (uint64_t k = 0; k < cnt; k++)
-            o[k] = mine[k] + x[k];
-    } else if (g == half - 1) {
-        const float nf = (float)a->cfg.n; /* the last addition: the sum becomes the average */
-        for (uint64_t k = 0; k < cnt; k++)
-            o[k] = (mine[k] + x[k]) / nf;
-    } else {
+    if (g < half - 1)
+        add_chunk(o, mine, x, cnt, 1.0f);
+    else if (g == half - 1) /* the last addition: the sum becomes the average */
+        add_chunk(o, mine, x, cnt, (float)a->cfg.n);
+    else
         memcpy(o, x, 4 * cnt);
-    }
     a->recv_done++;
     a->progress++;
     release_held(a);

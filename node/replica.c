@@ -12,10 +12,11 @@ int mm_replica_init(mm_replica *r, const mm_replica_config *c, uint64_t init_see
 {
     memset(r, 0, sizeof *r);
     r->cfg = *c;
-    if (c->threads > 0)
-        openblas_set_num_threads(c->threads);
     if (mm_model_init(&r->model, &c->model, init_seed, err, errlen) != 0)
         goto fail;
+    /* the model's threads (two: a shard of the batch each); 0: as many as
+     * OpenBLAS would take */
+    mm_model_set_threads(&r->model, c->threads > 0 ? c->threads : openblas_get_num_threads());
     if (mm_adamw_init(&r->opt, &c->adamw, r->model.n_params) != 0) {
         snprintf(err, errlen, "cannot allocate the optimizer state for %zu parameters",
                  r->model.n_params);

@@ -25,7 +25,7 @@ typedef struct {
     uint64_t seed;
     const char *data_dir;
     mm_partition partition;
-    int threads;                /* OpenBLAS threads; 0: OpenBLAS's choice */
+    int threads;                /* the model's threads (mm_model_set_threads); 0: OpenBLAS's choice */
 } mm_replica_config;
 
 /* The defaults: the model of model/, AdamW's defaults, batch 16, seed 1,

@@ -71,6 +71,7 @@ int mm_probe_step(const mm_model_config *cfg, int batch, int steps, double *mean
     }
     if (mm_model_init(&m, cfg, 1, err, errlen) != 0)
         return -1;
+    mm_model_set_threads(&m, openblas_get_num_threads()); /* as the caller set them */
     int T = cfg->n_ctx;
     uint8_t *tok = malloc((size_t)batch * (size_t)(T + 1));
     double *dt = malloc(sizeof *dt * (size_t)steps);
