@@ -30,6 +30,7 @@ typedef struct {
     const float *x;   /* what it sent: w_k * z_k (n floats); NULL when missing */
     double weight;    /* W[me][k] */
     double w;         /* its push-sum weight w_k (1 outside push-sum) */
+    uint32_t peer;    /* who it is (robust mixing remembers its last distance) */
     double dist;      /* out: ||z_k - z_t||, NaN when missing or refused */
     int refused;      /* out: 1 when w broke the weight rule (treated as missing) */
 } mm_mix_input;

@@ -52,7 +52,8 @@ void mm__gossip_inputs(mm__trainer *tr)
         bool ready = nb->status == IN_READY;
         tr->mix_in[k] = (mm_mix_input){.x = ready ? nb->vec : NULL,
                                       .weight = tr->v.in[k].weight,
-                                      .w = ready ? nb->weight : 1.0};
+                                      .w = ready ? nb->weight : 1.0,
+                                      .peer = tr->v.in[k].peer};
     }
 }
 
