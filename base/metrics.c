@@ -177,6 +177,16 @@ void mm_metrics_obj_str(mm_metrics *m, uint32_t k, const char *v)
     string(m, v);
 }
 
+void mm_metrics_obj_named_num(mm_metrics *m, const char *k, double v)
+{
+    if (!m->object_first)
+        put(m, ",");
+    m->object_first = false;
+    string(m, k);
+    put(m, ":");
+    number(m, v);
+}
+
 void mm_metrics_obj_end(mm_metrics *m) { put(m, "}"); }
 
 int mm_metrics_end(mm_metrics *m)

@@ -36,6 +36,8 @@ void mm_metrics_obj_begin(mm_metrics *m, const char *key);
 void mm_metrics_obj_num(mm_metrics *m, uint32_t key, double v);
 void mm_metrics_obj_int(mm_metrics *m, uint32_t key, long long v);
 void mm_metrics_obj_str(mm_metrics *m, uint32_t key, const char *v);
+/* A member with a name of its own (escaped like a string value). */
+void mm_metrics_obj_named_num(mm_metrics *m, const char *key, double v);
 void mm_metrics_obj_end(mm_metrics *m);
 /* Write the line. 0 on success, -1 (and the file unchanged) on failure. */
 int mm_metrics_end(mm_metrics *m);

@@ -307,6 +307,14 @@ int cmd_report(int argc, char **argv)
             printf("time to val_loss <= %.4f (mean over peers): not reached\n", target);
     }
     char path[4096];
+    snprintf(path, sizeof path, "%s/labels.csv", dirs[0]);
+    int labels = mm_report_labels(&r, stdout, path);
+    if (labels < 0) {
+        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        rc = 1;
+    } else if (labels > 0) {
+        printf("labels: %s\n\n", path);
+    }
     if (!csv) {
         snprintf(path, sizeof path, "%s/report.csv", dirs[0]);
         csv = path;

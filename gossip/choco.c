@@ -130,10 +130,14 @@ int mm_choco_mix_clip(float *x, const float *x_hat_self, size_t n, double self_w
     if (!mm_clip_on(clip))
         return choco_mix(x, x_hat_self, n, self_weight, in, n_in, gamma, NULL);
     double d[n_in > 0 ? n_in : 1], scale[n_in > 0 ? n_in : 1];
+    uint32_t who[n_in > 0 ? n_in : 1];
     d[0] = NAN;
-    for (int k = 0; k < n_in; k++)
+    who[0] = 0;
+    for (int k = 0; k < n_in; k++) {
         d[k] = in[k].dist = in[k].x ? sqrt(mm_mix_dist(in[k].x, 1.0f, x_hat_self, 1.0f, n)) : NAN;
-    double tau = mm_clip_radius(clip, d, n_in);
+        who[k] = in[k].peer;
+    }
+    double tau = mm_clip_radius(clip, d, who, n_in);
     for (int k = 0; k < n_in; k++)
         scale[k] = in[k].x ? mm_clip_scale(d[k], tau) : 1.0;
     return choco_mix(x, x_hat_self, n, self_weight, in, n_in, gamma, scale);

@@ -103,6 +103,88 @@ int mm_consensus_ratios(const double *lam, int n, int gmax, double *ratio)
     return 0;
 }
 
+/* Xi^2 / q = 1/(2R) and m = b / q of a shape s_k over the modes below 1 */
+static void shape_point(const double *lam, int n, double (*s)(double l, double arg),
+                        double arg, double *m, double *f)
+{
+    double e = 0, e1 = 0, e2 = 0;
+    for (int k = 0; k < n; k++) {
+        double l = lam[k];
+        if (l >= 1 - 1e-9)
+            continue;
+        double w = s(l, arg);
+        e += w;
+        e1 += (1 - l) * w;
+        e2 += (1 - l) * (1 - l) * w;
+    }
+    *f = e1 > 0 ? e / (2 * e1) : 0.5;
+    *m = e1 > 0 ? e2 / (2 * e1) : 0;
+}
+
+/* the persistent pulls' steady state with G mixes a round (mm_consensus_ratios) */
+static double shape_persistent(double l, double G)
+{
+    double d = 1 - pow(l, G);
+    if (fabs(d) < 1e-12)
+        d = 1e-12;
+    return pow(l * l, G - 1) / (d * d);
+}
+
+/* pulls relaxing towards each peer's own optimum between mixes */
+static double shape_relaxing(double l, double rho)
+{
+    double d = 1 - rho * l;
+    return 1 / (d * d);
+}
+
+int mm_consensus_shape_init(mm_consensus_shape *s, const double *lam, int n, int gmax)
+{
+    static const double rho[] = {0.995, 0.99, 0.98, 0.97, 0.95, 0.92, 0.9, 0.85, 0.8, 0.75,
+                                 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0};
+    int used = 0;
+    for (int k = 0; k < n; k++)
+        used += lam[k] < 1 - 1e-9;
+    if (!used || gmax < 1 || gmax > 64)
+        return -1;
+    s->n = 0;
+    for (int G = gmax; G >= 1; G--, s->n++)
+        shape_point(lam, n, shape_persistent, G, &s->m[s->n], &s->f[s->n]);
+    for (size_t i = 0; i < sizeof rho / sizeof *rho; i++, s->n++)
+        shape_point(lam, n, shape_relaxing, rho[i], &s->m[s->n], &s->f[s->n]);
+    /* in order of m (on a ring it already is; insertion sort for any W) */
+    for (int i = 1; i < s->n; i++)
+        for (int j = i; j > 0 && s->m[j - 1] > s->m[j]; j--) {
+            double tm = s->m[j], tf = s->f[j];
+            s->m[j] = s->m[j - 1];
+            s->f[j] = s->f[j - 1];
+            s->m[j - 1] = tm;
+            s->f[j - 1] = tf;
+        }
+    return 0;
+}
+
+double mm_consensus_shape_xi2(const mm_consensus_shape *s, double q, double b)
+{
+    if (!isfinite(q) || !isfinite(b))
+        return NAN;
+    if (q <= 0)
+        return 0;
+    double m = b / q, f;
+    int i = 0;
+    while (i < s->n && s->m[i] < m)
+        i++;
+    if (i == 0)
+        f = s->f[0];
+    else if (i == s->n)
+        f = s->f[s->n - 1];
+    else {
+        double dm = s->m[i] - s->m[i - 1];
+        double t = dm > 0 ? (m - s->m[i - 1]) / dm : 1;
+        f = s->f[i - 1] + t * (s->f[i] - s->f[i - 1]);
+    }
+    return q * f;
+}
+
 /* ---- the controller --------------------------------------------------------- */
 
 void mm_consensus_init(mm_consensus_ctl *c, double target, double gmin, int gmax,
@@ -118,6 +200,8 @@ static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > 
 
 double mm_consensus_estimate(const mm_consensus_ctl *c)
 {
+    if (!c->ratio)
+        return c->a > 0 ? sqrt(c->a) : 0;
     double g = clampd(c->gamma, 1, c->gmax);
     int lo = (int)floor(g);
     int hi = lo < c->gmax ? lo + 1 : lo;

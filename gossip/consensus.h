@@ -74,6 +74,52 @@ int mm_steps_schedule_max(const mm_steps_schedule *s);
  * out. 0, or -1 when no eigenvalue is left (n = 1, or W = I). */
 int mm_consensus_ratios(const double *lam, int n, int gmax, double *ratio);
 
+/* The disagreement's shape, measured (rounds skipped, gmin < 1).
+ *
+ * R above is a model, and it fails when edges exchange rarely: between two
+ * exchanges every peer drifts towards its own data for 1/gamma rounds, and
+ * the disagreement an exchange sees is whiter (more of it in W's fast
+ * modes, R larger) than one mix a round leaves; with R(1) the estimate read
+ * 1.4-2 times the exact Xi on ring-16 at 1/15 of an exchange a round. A
+ * peer can measure the shape: besides q_i it holds its mix's pull
+ * p_i = sum_j W_ij (x_j - x_i), and with b_i = ||p_i||^2 exactly
+ *
+ *   mean_i b_i = (1/n) tr(Y^T (I - W)^2 Y),
+ *
+ * so m = mean b / mean q = sum_k (1 - lambda_k)^2 e_k / (2 sum_k (1 -
+ * lambda_k) e_k) (e_k the disagreement in mode k) grows from 0 (all of it
+ * in the slowest modes) to 1/2 (white, on a ring) and tells R: Xi^2 = q
+ * f(m), f = 1/(2R). f is taken from one family of shapes, ordered by m:
+ * the persistent pulls' steady state of G mixes a round (the s_k of R(G)
+ * above, G = gmax .. 1, the smoothest), then pulls that relax towards each
+ * peer's own optimum between two mixes (s_k = 1 / (1 - rho lambda_k)^2,
+ * rho from 1, the same as G = 1, down to 0, white), linear in m between
+ * its points. Each peer applies f to its own q_i and b_i (measured on the
+ * snapshots of ring-16 runs, the mean of the peers' q_i f(b_i / q_i) is
+ * within a few per cent of mean(q) f(mean b / mean q)), so one scalar is
+ * still all that is gossiped.
+ *
+ * The estimate is of the disagreement an exchange sees, the top of the
+ * sawtooth between two exchanges (the mix takes Xi^2 down by exactly
+ * mean q - mean b). Aiming at the sawtooth's middle instead (Xi^2 less
+ * (q - b)/2) was tried: on ring-16 it held X = 12 20 % over the target,
+ * and the simulated ring's peaks went past +25 % (docs/node.md). */
+#define MM_CC_SHAPES 96 /* at most 64 persistent shapes and the relaxing ones */
+
+typedef struct {
+    int n;
+    double m[MM_CC_SHAPES]; /* increasing */
+    double f[MM_CC_SHAPES]; /* Xi^2 / q at that m: 1 / (2 R) */
+} mm_consensus_shape;
+
+/* The family from W's eigenvalues lam[0..n) (mm_topo_spectrum), gmax
+ * (1..64) the most exchanges a round. 0, or -1 when no eigenvalue is left
+ * below 1 (n = 1, or W = I). */
+int mm_consensus_shape_init(mm_consensus_shape *s, const double *lam, int n, int gmax);
+/* One peer's estimate of Xi^2 from its q and b: q f(b / q), m clamped to
+ * the family's range; 0 for q <= 0, NaN when q or b is not finite. */
+double mm_consensus_shape_xi2(const mm_consensus_shape *s, double q, double b);
+
 /* ---- the controller --------------------------------------------------------- */
 
 /* Gains and constants (docs/node.md gives the reasons). */
@@ -90,20 +136,24 @@ typedef struct {
     int gmax;             /* most exchanges a round may have */
     double gmin;          /* fewest exchanges a round on average: 1, or in
                            * [1/(MM_CC_SKIP_MAX+1), 1) when rounds may be skipped */
-    const double *ratio;  /* R(G), G = 1..gmax (mm_consensus_ratios), owned by the caller */
+    const double *ratio;  /* R(G), G = 1..gmax (mm_consensus_ratios), owned by the caller;
+                           * NULL: a already estimates Xi^2 (mm_consensus_shape_xi2's inputs) */
     double gi;            /* the integral state h: gamma_I = T(h) (below) */
     double gamma;         /* exchanges per round wanted, in [gmin, gmax] */
-    double a;             /* gossiped estimate of mean_i q_i */
+    double a;             /* gossiped estimate of mean_i q_i (of mean_i Xi^2 estimates
+                           * without ratio) */
     double q_prev;        /* this peer's q of the last round it measured one */
     double xi;            /* the estimate of Xi the last decision used */
     int idle;             /* rounds since the last fresh input */
 } mm_consensus_ctl;
 
 /* gmin = 1: the controller only adds exchanges (1..gmax a round), as
- * before rounds could be skipped; gmin < 1 lets it skip rounds too. */
+ * before rounds could be skipped; gmin < 1 lets it skip rounds too.
+ * ratio NULL: the peers gossip their mm_consensus_shape_xi2 (the node does
+ * so when rounds may be skipped) and the estimate is sqrt(a). */
 void mm_consensus_init(mm_consensus_ctl *c, double target, double gmin, int gmax,
                        const double *ratio);
-/* The estimate of Xi from a (the gossiped mean of q) at gamma exchanges
+/* The estimate of Xi: sqrt(a) without ratio; else from a (the gossiped mean of q) at gamma exchanges
  * per round: sqrt(a / (2 R(gamma))), R interpolated between whole G; R(1)
  * below one exchange a round: with one mix every P rounds, the model's
  * pulls pile up P times between mixes in every mode alike, so the shape of

@@ -70,6 +70,19 @@ double mm_mix_norm2(const float *x, size_t n)
     return total;
 }
 
+double mm_mix_pull_norm2(const float *s, const mm_mix_input *in, int n_in, size_t n)
+{
+    double sum = 0;
+    for (size_t e = 0; e < n; e++) {
+        double p = 0;
+        for (int k = 0; k < n_in; k++)
+            if (in[k].x)
+                p += in[k].weight * ((double)in[k].x[e] - (double)s[e]);
+        sum += p * p;
+    }
+    return sum;
+}
+
 double mm_mix_round_clip(float *x, const float *s, size_t n, double w_old, double self_weight,
                          mm_mix_input *in, int n_in, int pushsum, double w_max, mm_clip *clip)
 {
@@ -105,10 +118,14 @@ double mm_mix_round_clip(float *x, const float *s, size_t n, double w_old, doubl
     }
     if (clip) {
         double d[n_in > 0 ? n_in : 1];
+        uint32_t who[n_in > 0 ? n_in : 1];
         d[0] = NAN;
-        for (int k = 0; k < n_in; k++)
+        who[0] = 0;
+        for (int k = 0; k < n_in; k++) {
             d[k] = in[k].dist;
-        tau = mm_clip_radius(clip, d, n_in);
+            who[k] = in[k].peer;
+        }
+        tau = mm_clip_radius(clip, d, who, n_in);
         for (int k = 0; k < n_in; k++)
             if (in[k].x)
                 self_extra += in[k].weight * (1 - mm_clip_scale(in[k].dist, tau)) * in[k].w;

@@ -30,9 +30,15 @@ typedef struct {
     const float *x;   /* what it sent: w_k * z_k (n floats); NULL when missing */
     double weight;    /* W[me][k] */
     double w;         /* its push-sum weight w_k (1 outside push-sum) */
+    uint32_t peer;    /* who it is (robust mixing remembers its last distance) */
     double dist;      /* out: ||z_k - z_t||, NaN when missing or refused */
     int refused;      /* out: 1 when w broke the weight rule (treated as missing) */
 } mm_mix_input;
+
+/* ||sum_k in[k].weight (in[k].x - s)||^2 over the neighbours present
+ * (x not NULL), in double: the squared length of the pull a mix of s with
+ * them makes (weights 1, D-PSGD; consensus control's shape, gossip/consensus.h). */
+double mm_mix_pull_norm2(const float *s, const mm_mix_input *in, int n_in, size_t n);
 
 /* The update of one round, for every algorithm:
  *

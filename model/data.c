@@ -9,7 +9,8 @@
 /* Files are joined with a newline so that the last paragraph of one file and
  * the first of the next are separated by a blank line, as within a file. */
 static int load_files(const char *dir, const mm_data_index *ix, const int *owner, int want,
-                      uint8_t **out, size_t *outlen, int *count, char *err, size_t errlen)
+                      uint8_t **out, size_t *outlen, int *count, size_t **starts, int **labels,
+                      char *err, size_t errlen)
 {
     size_t total = 0;
     int n = 0;
@@ -19,24 +20,40 @@ static int load_files(const char *dir, const mm_data_index *ix, const int *owner
             n++;
         }
     uint8_t *buf = malloc(total ? total : 1);
-    if (!buf) {
+    size_t *st = starts ? malloc((size_t)(n ? n : 1) * sizeof *st) : NULL;
+    int *lab = labels ? malloc((size_t)(n ? n : 1) * sizeof *lab) : NULL;
+    if (!buf || (starts && !st) || (labels && !lab)) {
+        free(buf);
+        free(st);
+        free(lab);
         snprintf(err, errlen, "out of memory for %zu bytes of text", total);
         return -1;
     }
     size_t off = 0;
-    for (int i = 0; i < ix->n_files; i++) {
+    for (int i = 0, f = 0; i < ix->n_files; i++) {
         if (owner[i] != want)
             continue;
         if (mm_data_read_file(dir, &ix->files[i], buf + off, err, errlen) != 0) {
             free(buf);
+            free(st);
+            free(lab);
             return -1;
         }
+        if (st)
+            st[f] = off;
+        if (lab)
+            lab[f] = ix->files[i].genre_id;
+        f++;
         off += ix->files[i].bytes;
         buf[off++] = '\n';
     }
     *out = buf;
     *outlen = total;
     *count = n;
+    if (starts)
+        *starts = st;
+    if (labels)
+        *labels = lab;
     return 0;
 }
 
@@ -59,10 +76,19 @@ int mm_shard_load(mm_shard *s, const char *data_dir, const mm_partition *part, i
     }
     if (mm_data_assign(&ix, part, n_peers, owner, err, errlen) != 0)
         goto out;
-    if (load_files(data_dir, &ix, owner, peer, &s->train, &s->train_len, &s->n_files, err,
-                   errlen) != 0 ||
-        load_files(data_dir, &ix, owner, -1, &s->val, &s->val_len, &n_val, err, errlen) != 0)
+    if (load_files(data_dir, &ix, owner, peer, &s->train, &s->train_len, &s->n_files, NULL,
+                   NULL, err, errlen) != 0 ||
+        load_files(data_dir, &ix, owner, -1, &s->val, &s->val_len, &n_val, &s->val_start,
+                   &s->val_label, err, errlen) != 0)
         goto out;
+    s->n_val_files = n_val;
+    s->labels = malloc((size_t)(ix.n_genres ? ix.n_genres : 1) * sizeof *s->labels);
+    if (!s->labels) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    memcpy(s->labels, ix.genres, (size_t)ix.n_genres * sizeof *s->labels);
+    s->n_labels = ix.n_genres;
 
     size_t gl = 0;
     for (int g = 0; g < ix.n_genres; g++) {
@@ -99,6 +125,9 @@ void mm_shard_free(mm_shard *s)
 {
     free(s->train);
     free(s->val);
+    free(s->labels);
+    free(s->val_start);
+    free(s->val_label);
     memset(s, 0, sizeof *s);
 }
 
@@ -113,11 +142,32 @@ void mm_batch_sample(const mm_shard *s, mm_rng *rng, uint8_t *tokens, int B, int
     }
 }
 
-void mm_val_window(const mm_shard *s, int k, int n, uint8_t *tokens, int T)
+size_t mm_val_window_offset(const mm_shard *s, int k, int n, int T)
 {
     size_t w = (size_t)T + 1;
     size_t span = s->val_len > w ? s->val_len - w : 0;
-    size_t off = n > 0 ? (size_t)((unsigned __int128)span * (unsigned)k / (unsigned)n) : 0;
+    return n > 0 ? (size_t)((unsigned __int128)span * (unsigned)k / (unsigned)n) : 0;
+}
+
+int mm_val_label_at(const mm_shard *s, size_t off)
+{
+    if (s->n_val_files < 1)
+        return -1;
+    int lo = 0, hi = s->n_val_files - 1; /* the last file starting at or before off */
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (s->val_start[mid] <= off)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return s->val_label[lo];
+}
+
+void mm_val_window(const mm_shard *s, int k, int n, uint8_t *tokens, int T)
+{
+    size_t w = (size_t)T + 1;
+    size_t off = mm_val_window_offset(s, k, n, T);
     size_t len = s->val_len - off < w ? s->val_len - off : w;
     memcpy(tokens, s->val + off, len);
     memset(tokens + len, '\n', w - len);

@@ -101,6 +101,15 @@ typedef struct {
     size_t val_len;
     int n_files;             /* files in this peer's shard */
     char genres[256];        /* the genres in this shard, comma-separated */
+    /* The validation text's labels: the index's genres (every one, in
+     * first-seen order, whether this peer trains on it or not) and, per
+     * validation file in the order val holds them, where it starts in val
+     * (its newline belongs to it) and its genre. */
+    int n_labels;
+    char (*labels)[MM_DATA_NAME_MAX];
+    int n_val_files;
+    size_t *val_start;       /* increasing, val_start[0] = 0 */
+    int *val_label;          /* index into labels */
 } mm_shard;
 
 /* Load peer `peer` of `n_peers` from a prepared data directory. Returns 0, or
@@ -121,5 +130,11 @@ void mm_batch_sample(const mm_shard *s, mm_rng *rng, uint8_t *tokens, int B, int
 /* The fixed validation sample: window k (0 <= k < n) of T+1 bytes, the same
  * on every peer and every run. */
 void mm_val_window(const mm_shard *s, int k, int n, uint8_t *tokens, int T);
+/* Where validation window k of n (of T+1 bytes) starts in val. */
+size_t mm_val_window_offset(const mm_shard *s, int k, int n, int T);
+/* The label of the validation byte at offset off (the last file's for an
+ * offset at or past the end: the padding of a short window); -1 when the
+ * shard has no validation files. */
+int mm_val_label_at(const mm_shard *s, size_t off);
 
 #endif

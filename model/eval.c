@@ -4,8 +4,24 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int rounded(int n_windows, int B) { return (n_windows + B - 1) / B * B; }
+
+void mm_eval_tally(const mm_shard *s, int k, int n, int T, const uint8_t *hit,
+                   mm_eval_result *r)
+{
+    if (r->n_labels < 1)
+        return;
+    size_t off = mm_val_window_offset(s, k, n, T);
+    for (int t = 0; t < T; t++) {
+        int l = mm_val_label_at(s, off + (size_t)t + 1);
+        if (l < 0 || l >= r->n_labels)
+            continue;
+        r->label_positions[l]++;
+        r->label_correct[l] += hit[t];
+    }
+}
 
 void mm_evaluate(mm_model *m, const mm_shard *s, int n_windows, int B, int T, uint8_t *tokens,
                  mm_eval_result *r)
@@ -13,12 +29,20 @@ void mm_evaluate(mm_model *m, const mm_shard *s, int n_windows, int B, int T, ui
     int n = rounded(n_windows, B);
     double loss = 0;
     long correct = 0;
+    memset(r, 0, sizeof *r);
+    r->n_labels = s->n_labels <= MM_EVAL_LABELS && s->n_val_files > 0 ? s->n_labels : 0;
+    uint8_t *hit = r->n_labels ? malloc((size_t)B * T) : NULL;
+    if (!hit)
+        r->n_labels = 0; /* out of memory: the totals only */
     for (int k = 0; k < n; k += B) {
         for (int b = 0; b < B; b++)
             mm_val_window(s, k + b, n, tokens + (size_t)b * (T + 1), T);
         loss += mm_model_forward(m, tokens, B, T);
-        correct += mm_model_correct(m, tokens);
+        correct += mm_model_correct_at(m, tokens, hit);
+        for (int b = 0; hit && b < B; b++)
+            mm_eval_tally(s, k + b, n, T, hit + (size_t)b * T, r);
     }
+    free(hit);
     r->positions = (long)n * T;
     r->loss = loss / (n / B);
     r->bpb = r->loss / log(2.0);

@@ -515,6 +515,11 @@ const float *mm_model_logits(const mm_model *m)
 
 long mm_model_correct(const mm_model *m, const uint8_t *tokens)
 {
+    return mm_model_correct_at(m, tokens, NULL);
+}
+
+long mm_model_correct_at(const mm_model *m, const uint8_t *tokens, uint8_t *hit)
+{
     if (!m->acts)
         return 0;
     const float *lg = m->acts->logits;
@@ -527,7 +532,10 @@ long mm_model_correct(const mm_model *m, const uint8_t *tokens)
             for (int j = 1; j < MM_VOCAB; j++)
                 if (row[j] > row[best])
                     best = j;
-            correct += best == tokens[(size_t)b * (T + 1) + t + 1];
+            int right = best == tokens[(size_t)b * (T + 1) + t + 1];
+            correct += right;
+            if (hit)
+                hit[(size_t)b * T + t] = (uint8_t)right;
         }
     return correct;
 }

@@ -105,6 +105,9 @@ const float *mm_model_logits(const mm_model *m);
 /* Number of positions in the last forward whose top-1 prediction equals the
  * target byte (tokens as passed to that forward); out of B*T. */
 long mm_model_correct(const mm_model *m, const uint8_t *tokens);
+/* The same, and hit[b*T + t] = 1 where position t of row b was right, else
+ * 0 (hit may be NULL). */
+long mm_model_correct_at(const mm_model *m, const uint8_t *tokens, uint8_t *hit);
 
 /* --- AdamW ------------------------------------------------------------- */
 

@@ -58,10 +58,12 @@
  * optimizer (issue 24: H inner steps, the pseudo-gradient, an outer
  * Nesterov step) is not another averaging: it is an entry made at start as
  * a copy of the averaging it runs over (gossip's or all-reduce's), with
- * round_begin (keep the outer parameters o) and round_end (after the
- * round's averaging x = y + d: the outer step on x, o and the momentum)
- * set, its state beside the inner algorithm's (docs/architecture.md,
- * "Adding an algorithm"). */
+ * steps_first (the H local steps before the first send, unless
+ * --outer-overlap), mix (gossip: keep d = x - s around the inner mix),
+ * round_end (after the round's averaging x = y + d: the outer step on x,
+ * o and the momentum) and fields set, its state beside the inner
+ * algorithm's (node/algo_outer.c; docs/architecture.md, "Adding an
+ * algorithm"). */
 #ifndef MURMUR_ALGO_H
 #define MURMUR_ALGO_H
 

@@ -52,7 +52,8 @@ void mm__gossip_inputs(mm__trainer *tr)
         bool ready = nb->status == IN_READY;
         tr->mix_in[k] = (mm_mix_input){.x = ready ? nb->vec : NULL,
                                       .weight = tr->v.in[k].weight,
-                                      .w = ready ? nb->weight : 1.0};
+                                      .w = ready ? nb->weight : 1.0,
+                                      .peer = tr->v.in[k].peer};
     }
 }
 
@@ -62,6 +63,8 @@ void mm__gossip_mix(mm__trainer *tr, const float *s)
     tr->w = mm_mix_round_clip(tr->x, s, tr->P, tr->w, tr->v.self_weight, tr->mix_in,
                               tr->v.n_in, tr->algo->id == MM_ALGO_PUSHSUM, (double)tr->n,
                               &tr->clip);
+    if (tr->skip && tr->exchanges == 0) /* the shape's input (consensus_control.c) */
+        tr->cc_pull2 = mm_mix_pull_norm2(s, tr->mix_in, tr->v.n_in, tr->P);
     for (int k = 0; k < tr->v.n_in; k++) {
         tr->nbr[k].dist = tr->mix_in[k].dist;
         if (tr->mix_in[k].refused) { /* the transport's rule let it through: count it */

@@ -55,15 +55,20 @@ int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
     int rc = lam && tr->cc_ratio && mm_topo_spectrum(tr->topo, lam) == 0 &&
                      mm_consensus_ratios(lam, (int)tr->n, c->max_gossip_steps, tr->cc_ratio) == 0
                  ? 0 : -1;
+    bool skips = c->min_gossip_steps < 1;
+    if (rc == 0 && skips)
+        rc = mm_consensus_shape_init(&tr->cc_shape, lam, (int)tr->n, c->max_gossip_steps);
     free(lam);
     if (rc != 0) {
         snprintf(err, errlen, "--consensus-target: the topology's spectrum could not be "
                  "computed (out of memory, or a single peer)");
         return -1;
     }
+    /* skipping rounds: the peers gossip their estimate of Xi^2 from the
+     * measured shape (mm_consensus_shape_xi2) instead of q */
     mm_consensus_init(&tr->cc, c->consensus_target, c->min_gossip_steps, c->max_gossip_steps,
-                      tr->cc_ratio);
-    if (c->min_gossip_steps < 1 && !(tr->skip = mm__skip_new(tr->n))) {
+                      skips ? NULL : tr->cc_ratio);
+    if (skips && !(tr->skip = mm__skip_new(tr->n))) {
         snprintf(err, errlen, "--min-gossip-steps: out of memory");
         return -1;
     }
@@ -108,8 +113,10 @@ bool mm__control_more(const mm__trainer *tr, int g, int G)
 }
 
 /* After the round's first exchange: what the round line reports of it, and
- * q = sum_j W_ij ||x_i - x_j||^2 over the neighbours that came, scaled up to
- * all of them (NaN when none came): the estimator's input. */
+ * the estimator's input: q = sum_j W_ij ||x_i - x_j||^2 over the neighbours
+ * that came, scaled up to all of them (NaN when none came); when rounds
+ * may be skipped, this peer's estimate of Xi^2 from q and the pull's b
+ * (scaled alike, so that b / q is what the neighbours that came show). */
 static double first_exchange(mm__trainer *tr)
 {
     double wq = 0, w_all = 0, w_in = 0;
@@ -122,7 +129,10 @@ static double first_exchange(mm__trainer *tr)
             w_in += tr->v.in[k].weight;
         }
     }
-    return w_in > 0 ? wq * w_all / w_in : NAN;
+    if (!(w_in > 0))
+        return NAN;
+    double q = wq * w_all / w_in;
+    return tr->skip ? mm_consensus_shape_xi2(&tr->cc_shape, q, tr->cc_pull2 * w_all / w_in) : q;
 }
 
 /* Rounds skipped (--min-gossip-steps < 1), after a round's first exchange:

@@ -106,14 +106,31 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     mm__exporter_publish(tr->exporter, l, links);
 }
 
-void mm__lines_eval(mm__trainer *tr, double loss, double acc)
+/* The accuracy per label of the validation text, when it has two labels
+ * or more: {"name": accuracy, ...} over the labels with a scored position. */
+static void eval_labels(mm__trainer *tr, const mm_eval_result *r)
+{
+    if (!r || r->n_labels < 2)
+        return;
+    mm_metrics *m = &tr->metrics;
+    mm_metrics_obj_begin(m, "val_acc_labels");
+    for (int l = 0; l < r->n_labels; l++)
+        if (r->label_positions[l] > 0)
+            mm_metrics_obj_named_num(m, tr->rep.shard.labels[l],
+                                     (double)r->label_correct[l] / r->label_positions[l]);
+    mm_metrics_obj_end(m);
+}
+
+void mm__lines_eval(mm__trainer *tr, const mm_eval_result *r)
 {
     const mm_node_config *c = tr->cfg;
     mm_metrics *m = &tr->metrics;
+    double loss = r ? r->loss : NAN, acc = r ? r->acc : NAN;
     metrics_head(tr, "eval");
     mm_metrics_num(m, "val_loss", loss);
     mm_metrics_num(m, "val_bpb", loss / log(2.0));
     mm_metrics_num(m, "val_acc", acc);
+    eval_labels(tr, r);
     mm_metrics_num(m, "norm", sqrt(mm_mix_norm2(tr->x, tr->P)));
     mm_metrics_floats(m, "sketch", tr->sketch, c->sketch_dim);
     mm_metrics_end(m);

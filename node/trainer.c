@@ -253,14 +253,15 @@ void mm__trainer_evaluate(mm__trainer *tr)
 {
     const mm_node_config *c = tr->cfg;
     double loss = NAN, acc = NAN;
-    if (tr->have_model && tr->rep.shard.val_len > 0) {
-        mm_eval_result r;
+    mm_eval_result r;
+    bool evaluated = tr->have_model && tr->rep.shard.val_len > 0;
+    if (evaluated) {
         mm_replica_evaluate(&tr->rep, c->eval_windows, &r);
         loss = r.loss;
         acc = r.acc;
     }
     mm_sketch(tr->x, tr->P, c->sketch_seed, tr->sketch, c->sketch_dim);
-    mm__lines_eval(tr, loss, acc);
+    mm__lines_eval(tr, evaluated ? &r : NULL);
     if (tr->have_model)
         mm_info("eval round %ld: val loss %.4f, %.3f bits/byte, next-byte accuracy %.2f%%",
                 tr->round, loss, loss / log(2.0), 100 * acc);

@@ -101,6 +101,8 @@ typedef struct mm__trainer {
     struct mm__skip *skip;        /* NULL: every edge every round */
     uint16_t level;                 /* this round's level (mm_consensus_level), in its vectors */
     bool cc_fresh;                  /* the last round's first exchange mixed someone */
+    mm_consensus_shape cc_shape;    /* Xi^2 from q and the pull's b (gossip/consensus.h) */
+    double cc_pull2;                /* b: the squared pull of this round's first mix */
 
     double t_start, start_deadline;
     double t_compute, t_comm, t_wait;
@@ -156,7 +158,8 @@ void mm__control_describe(const mm__trainer *tr, char *buf, size_t len);
 /* round_lines.c */
 void mm__lines_start(mm__trainer *tr);
 void mm__lines_round(mm__trainer *tr, double loss, float lr);
-void mm__lines_eval(mm__trainer *tr, double loss, double acc);
+/* r: the evaluation (NULL without a model: loss and accuracy null). */
+void mm__lines_eval(mm__trainer *tr, const mm_eval_result *r);
 void mm__lines_isolated(mm__trainer *tr);
 void mm__lines_end(mm__trainer *tr, const char *reason);
 

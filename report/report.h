@@ -35,6 +35,12 @@ typedef struct {
     bool has_sketch;
 } mm_rep_eval;
 
+/* One label's accuracy of an eval line (val_acc_labels, docs/metrics.md). */
+typedef struct {
+    char name[32];
+    double acc;
+} mm_rep_label;
+
 typedef struct {
     int id; /* K of node-K */
     bool has_metrics;
@@ -68,6 +74,11 @@ typedef struct {
      * running. */
     bool has_launch_exit;
     int launch_exit;
+    /* The accuracy per label of its latest eval line that has them
+     * (label_round -1: none has). */
+    int64_t label_round;
+    mm_rep_label *labels;
+    int n_labels;
 } mm_rep_peer;
 
 typedef struct {
@@ -148,6 +159,13 @@ int mm_report_eval_model(const float *xbar, size_t n, int64_t round, const char 
 
 /* Output. */
 void mm_report_print_table(const mm_report *r, FILE *out);
+/* The accuracy per label of the validation sample (docs/metrics.md, "The
+ * report"): at the latest round any peer evaluated per label, over the
+ * peers whose latest labelled eval is of that round, each label's mean,
+ * min and max; printed to out and written to csv_path (label, round,
+ * peers, acc_mean, acc_min, acc_max). 0 (nothing printed or written) when
+ * no eval line has labels, 1 when written, -1 when csv_path cannot be. */
+int mm_report_labels(const mm_report *r, FILE *out, const char *csv_path);
 int mm_report_write_csv(const mm_report *r, const char *path);
 void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out);
 /* Plots into dir (created): consensus.png, accuracy.png,

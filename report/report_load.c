@@ -374,6 +374,29 @@ static int on_round(loader *L, const mm_json_obj *o)
     return 0;
 }
 
+/* An eval line's val_acc_labels (label -> accuracy), kept when its round is
+ * the peer's latest with them. -1 when out of memory. */
+static int read_labels(mm_rep_peer *p, const mm_json_obj *o, int64_t round)
+{
+    const mm_json_field *f = mm_json_get(o, "val_acc_labels");
+    if (!f || f->type != MM_J_OBJ || f->n_obj == 0 || round < p->label_round)
+        return 0;
+    mm_rep_label *l = malloc(f->n_obj * sizeof *l);
+    if (!l)
+        return -1;
+    int n = 0;
+    for (size_t i = 0; i < f->n_obj; i++)
+        if (!f->obj[i].str && isfinite(f->obj[i].num)) {
+            copy_str(l[n].name, sizeof l[n].name, f->obj[i].key);
+            l[n++].acc = f->obj[i].num;
+        }
+    free(p->labels);
+    p->labels = l;
+    p->n_labels = n;
+    p->label_round = round;
+    return 0;
+}
+
 /* An eval line; its sketch waits in pend (ownership moves there) until the
  * file is read, so that a round evaluated twice counts once. -1 when out
  * of memory. */
@@ -396,6 +419,8 @@ static int on_eval(loader *L, const mm_json_obj *o)
     e.val_bpb = num_or(o, "val_bpb", NAN);
     e.val_acc = num_or(o, "val_acc", NAN);
     e.norm = num_or(o, "norm", NAN);
+    if (read_labels(p, o, e.round) != 0)
+        return -1;
     const mm_json_field *sk = mm_json_get(o, "sketch");
     if (sk && sk->type == MM_J_ARR && sk->n_arr > 0) {
         if (p->sketch_dim && (size_t)p->sketch_dim != sk->n_arr)
@@ -488,6 +513,7 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
     p->has_metrics = true;
     p->params = -1;
     p->first_refused = -1;
+    p->label_round = -1;
 
     loader L = {.r = r, .p = p, .path = path, .opt = opt};
     char *line = NULL;
@@ -631,6 +657,7 @@ void mm_report_free(mm_report *r)
     for (int i = 0; i < r->n_peers; i++) {
         free(r->peers[i].rounds);
         free(r->peers[i].evals);
+        free(r->peers[i].labels);
     }
     for (size_t i = 0; i < r->n_acc; i++) {
         free(r->acc[i].mean);

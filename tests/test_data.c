@@ -18,6 +18,7 @@
 #include "model/brown.h"
 #include "model/data.h"
 #include "base/sha256.h"
+#include "model/eval.h"
 #include "model/textdir.h"
 #include "cli/commands.h"
 #include "tests/testutil.h"
@@ -468,6 +469,63 @@ static void test_shards(void **state)
     }
 }
 
+/* The validation text's labels: every genre of the index, each
+ * validation file where its text starts in val and its genre (files 0, 10,
+ * 20 of every genre: f00 f10 f20 news, f23 f33 fiction, f35 humor, f42
+ * lore), a byte's label by the file it lies in (the joining newline is the
+ * file's), and the tally of a window that straddles two files. */
+static void test_val_labels(void **state)
+{
+    (void)state;
+    char err[256];
+    mm_shard s;
+    assert_int_equal(mm_shard_load(&s, dir, &GENRE, 1, 3, err, sizeof err), 0);
+    assert_int_equal(s.n_labels, N_GENRES);
+    for (int g = 0; g < N_GENRES; g++)
+        assert_string_equal(s.labels[g], GENRES[g].genre);
+    static const struct { int file, label; } VAL[] = {
+        {0, 0}, {10, 0}, {20, 0}, {23, 1}, {33, 1}, {35, 2}, {42, 3},
+    };
+    assert_int_equal(s.n_val_files, 7);
+    for (int f = 0; f < 7; f++) {
+        char mark[32];
+        snprintf(mark, sizeof mark, "<<file f%02d>>", VAL[f].file);
+        const uint8_t *at = memmem(s.val, s.val_len, mark, strlen(mark));
+        assert_non_null(at);
+        size_t start = (size_t)(at - s.val);
+        assert_true(s.val_start[f] == start);
+        assert_int_equal(s.val_label[f], VAL[f].label);
+        assert_int_equal(mm_val_label_at(&s, start), VAL[f].label);
+        if (f > 0) { /* the byte before is the previous file's newline */
+            assert_int_equal(s.val[start - 1], '\n');
+            assert_int_equal(mm_val_label_at(&s, start - 1), VAL[f - 1].label);
+        }
+    }
+    assert_int_equal(mm_val_label_at(&s, s.val_len + 5), 3); /* a short window's padding */
+    /* window k of n = span starts at offset k: 10 bytes before f23, so its
+     * 32 predicted bytes (offsets k+1 .. k+32) are 9 of news, 23 of fiction */
+    enum { T = 32 };
+    int span = (int)(s.val_len - T - 1);
+    int k = (int)s.val_start[3] - 10;
+    assert_true(mm_val_window_offset(&s, k, span, T) == (size_t)k);
+    uint8_t hit[T];
+    for (int t = 0; t < T; t++)
+        hit[t] = t % 3 == 0; /* hits at t = 0, 3, ..., 30: news t 0..8 (3), fiction 9..31 (8) */
+    mm_eval_result r;
+    memset(&r, 0, sizeof r);
+    r.n_labels = s.n_labels;
+    mm_eval_tally(&s, k, span, T, hit, &r);
+    assert_int_equal(r.label_positions[0], 9);
+    assert_int_equal(r.label_positions[1], 23);
+    assert_int_equal(r.label_positions[2] + r.label_positions[3], 0);
+    assert_int_equal(r.label_correct[0], 3);
+    assert_int_equal(r.label_correct[1], 8);
+    r.n_labels = 0; /* no labels: nothing counted */
+    mm_eval_tally(&s, k, span, T, hit, &r);
+    assert_int_equal(r.label_positions[0], 9);
+    mm_shard_free(&s);
+}
+
 static void test_sampling(void **state)
 {
     (void)state;
@@ -604,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_dirichlet), cmocka_unit_test(test_text_utf8),
         cmocka_unit_test(test_text_scan),
         cmocka_unit_test(test_shards),    cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_val_labels),
         cmocka_unit_test(test_bad_files), cmocka_unit_test(test_bad_index),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -44,27 +44,28 @@ static void radius_is_lower_median(void **state)
     (void)state;
     mm_clip c = mm_clip_make(0, 2.0);
     assert_true(mm_clip_on(&c));
+    const uint32_t p01[2] = {0, 1}, p234[3] = {2, 3, 4}, p5[1] = {5};
     double none[2] = {NAN, NAN};
-    assert_true(isinf(mm_clip_radius(&c, none, 2))); /* nothing measured yet */
+    assert_true(isinf(mm_clip_radius(&c, none, p01, 2))); /* nothing measured yet */
     c.radius_max = 0;
     double d1[2] = {1.0, 1e30};                      /* one honest, one attacker */
-    assert_true(mm_clip_radius(&c, d1, 2) == 2.0);   /* lower median of {1, 1e30} */
+    assert_true(mm_clip_radius(&c, d1, p01, 2) == 2.0); /* lower median of {1, 1e30} */
     assert_int_equal(c.clipped, 1);
-    double d2[3] = {3.0, INFINITY, NAN}; /* not finite: not recorded, but clipped */
-    assert_true(mm_clip_radius(&c, d2, 3) == 2 * 3.0); /* {1, 3, 1e30} */
+    double d2[3] = {3.0, INFINITY, NAN}; /* not finite: not recorded, but clipped; */
+    assert_true(mm_clip_radius(&c, d2, p234, 3) == 2 * 3.0); /* {1, 3, 1e30} (4 never measured) */
     assert_int_equal(c.clipped, 2);
     /* the window: 64 values; the oldest go */
     for (int i = 0; i < MM_CLIP_WINDOW; i++) {
         double d[2] = {0.5, 1e20};
-        mm_clip_radius(&c, d, 2);
+        mm_clip_radius(&c, d, p01, 2);
     }
     double d3[1] = {NAN};
-    assert_true(mm_clip_radius(&c, d3, 1) == 2 * 0.5); /* half 0.5, half 1e20 */
+    assert_true(mm_clip_radius(&c, d3, p5, 1) == 2 * 0.5); /* half 0.5, half 1e20 */
     assert_true(c.radius_max == 2 * 3.0);
     /* a fixed radius learns nothing */
     mm_clip f = mm_clip_make(0.25, 7);
     double d4[2] = {0.2, 0.3};
-    assert_true(mm_clip_radius(&f, d4, 2) == 0.25);
+    assert_true(mm_clip_radius(&f, d4, p01, 2) == 0.25);
     assert_int_equal(f.held, 0);
     assert_int_equal(f.clipped, 1);
     mm_clip off = mm_clip_make(0, 0);
@@ -78,8 +79,37 @@ static void radius_is_lower_median(void **state)
 /* in[0] honest, in[1] the attacker; x = s = own (w = 1). */
 static void setup(mm_mix_input in[2], const float *h, const float *a, double wa)
 {
-    in[0] = (mm_mix_input){.x = h, .weight = 1.0 / 3, .w = 1.0};
-    in[1] = (mm_mix_input){.x = a, .weight = 1.0 / 3, .w = wa};
+    in[0] = (mm_mix_input){.x = h, .weight = 1.0 / 3, .w = 1.0, .peer = 0};
+    in[1] = (mm_mix_input){.x = a, .weight = 1.0 / 3, .w = wa, .peer = 1};
+}
+
+/* Async: the honest neighbour's copy is missing from most mixes, the
+ * attacker's present in all. Its last distance stands for it in each mix,
+ * so the window stays half honest and the attacker stays clipped (counting
+ * only the present neighbours, the window would fill with the attacker's
+ * distances and the radius become its distance). */
+static void missing_neighbour_keeps_its_place(void **state)
+{
+    (void)state;
+    mm_clip c = mm_clip_make(0, 1.0);
+    const uint32_t who[2] = {7, 3}; /* honest 7, attacker 3 */
+    double both[2] = {0.2, 40.0};
+    assert_true(mm_clip_radius(&c, both, who, 2) == 0.2);
+    for (int mix = 0; mix < 5 * MM_CLIP_WINDOW; mix++) {
+        double alone[2] = {NAN, 40.0 + mix};
+        assert_true(mm_clip_radius(&c, alone, who, 2) == 0.2);
+    }
+    assert_int_equal(c.clipped, 1 + 5 * MM_CLIP_WINDOW);
+    /* more in-neighbours than it remembers: the one measured longest ago
+     * is forgotten, not the others */
+    mm_clip m = mm_clip_make(0, 1.0);
+    for (uint32_t p = 0; p <= MM_CLIP_PEERS; p++) {
+        double d[1] = {1.0 + p};
+        mm_clip_radius(&m, d, &p, 1);
+    }
+    assert_int_equal(m.n_last, MM_CLIP_PEERS);
+    for (int i = 0; i < m.n_last; i++)
+        assert_true(m.last[i].peer != 0);
 }
 
 /* Off: mm_mix_round with clip_pull 0; fixed: mm_mix_round with that
@@ -252,6 +282,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(radius_is_lower_median),
+        cmocka_unit_test(missing_neighbour_keeps_its_place),
         cmocka_unit_test(off_and_idle_are_bit_for_bit),
         cmocka_unit_test(one_mix_is_bounded),
         cmocka_unit_test(choco_clip),
