@@ -112,16 +112,23 @@ unclipped="dpsgd:huge pushsum:huge choco:q-huge"
 flags_of() { case $1 in choco) echo "--algo dpsgd --compress int8" ;; *) echo "--algo $1" ;; esac; }
 # every run at once: ref-C (the attacker never starts), att-C, and off-C
 # (att-C without --robust-clip) for the unclipped ones
+# One block of ports for every cluster, 4 each: separate free_ports calls
+# before any peer listens can hand two clusters overlapping ranges, and a
+# peer of one then dials the other's (a reference run's peer 0 ended
+# refused so in a CI run)
+next_port=$(free_ports 64)
+ports4() { port=$next_port; next_port=$((next_port + 4)); }
 c=0
 for spec in $attacks; do
     c=$((c + 1)); algo=${spec%%:*}; kind=${spec#*:}
+    ports4
     # shellcheck disable=SC2046
-    start ref-$c "$(free_ports 4)" "0 2 3" $(flags_of $algo) --robust-clip 2
-    port=$(free_ports 4)
+    start ref-$c "$port" "0 2 3" $(flags_of $algo) --robust-clip 2
+    ports4
     start att-$c "$port" "0 2 3" $(flags_of $algo) --robust-clip 2
     start att-$c "$port" "1" $(flags_of $algo) --robust-clip 2 --test-poison "$kind"
     case " $unclipped " in *" $spec "*)
-        port=$(free_ports 4)
+        ports4
         start off-$c "$port" "0 2 3" $(flags_of $algo)
         start off-$c "$port" "1" $(flags_of $algo) --test-poison "$kind" ;;
     esac
