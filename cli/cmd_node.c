@@ -72,7 +72,7 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 {
     if (!mm_poison_kind_ok(arg)) {
         snprintf(err, errlen, "is nan, inf, huge, scale=X, weight=X, reset-codec, reset-short, "
-                 "reset-long, reset-huge or q-huge, not '%s'", arg);
+                 "reset-long, reset-huge, q-huge or q-cut, not '%s'", arg);
         return -1;
     }
     *(const char **)dst = arg;
@@ -240,7 +240,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "push-sum weight X), scale=X (every float times X), or with --compress "
                "reset-codec | reset-short | reset-long (RESETs in the agreed codec, a float "
                "short, a float long) | reset-huge (valid RESETs of +-1e38) | q-huge (int8 q's "
-               "of scale 2^120, valid CRCs); node/poison.h",
+               "of scale 2^120, valid CRCs) | q-cut (the last chunk of a streamed q a byte "
+               "short); node/poison.h",
                .parse = parse_poison,
                .hide_default = true),
     };

@@ -29,6 +29,20 @@ mm_codec_err mm_choco_receive(const mm_codec *c, const uint8_t *q, size_t len, f
     return mm_codec_apply_checked(c, q, len, x_hat_j, crc, why, whylen);
 }
 
+mm_codec_err mm_choco_encode_part(mm_codec *c, const float *x, float *x_hat_self, uint64_t off,
+                                  uint64_t count, uint8_t *out, size_t cap, size_t *len,
+                                  uint32_t *crc, char *why, size_t whylen)
+{
+    return mm_codec_encode_part(c, x, x_hat_self, off, count, out, cap, len, crc, why, whylen);
+}
+
+mm_codec_err mm_choco_receive_part(const mm_codec *c, uint64_t off, uint64_t count,
+                                   const uint8_t *q, size_t len, float *x_hat_j, uint32_t *crc,
+                                   char *why, size_t whylen)
+{
+    return mm_codec_apply_part_checked(c, count, q, len, x_hat_j + off, crc, why, whylen);
+}
+
 uint32_t mm_choco_crc(const float *copy, size_t n)
 {
     return mm_crc32c(0, copy, n * sizeof *copy);

@@ -62,6 +62,26 @@ mm_codec_err mm_choco_encode(mm_codec *c, const float *x, float *x_hat_self, uin
 mm_codec_err mm_choco_receive(const mm_codec *c, const uint8_t *q, size_t len, float *x_hat_j,
                               uint32_t *crc, char *why, size_t whylen);
 
+/* Floats per chunk of a q that murmur node streams (a dense codec, a
+ * vector longer than this; docs/protocol.md 6.10): a multiple of every
+ * block size, so the chunks encode to the floats of a whole encode; 128 K
+ * floats is 130 KB of int8, so a vector of 1 M floats goes in 8 chunks
+ * and one of 16 M in 128 (docs/compression.md, "Streaming"). */
+#define MM_CHOCO_CHUNK ((uint64_t)1 << 17)
+
+/* Steps 1 and 2 for a part of the vector, floats off .. off+count-1 (a
+ * payload streamed in chunks; a dense codec, gossip/codec.h "Parts"):
+ * the part of q, with x_hat_self's part updated and *crc the CRC32C of
+ * that part afterwards; and a received part added to x_hat_j's part,
+ * *crc likewise. Encoding every part of a vector in turn gives exactly
+ * the floats mm_choco_encode gives. */
+mm_codec_err mm_choco_encode_part(mm_codec *c, const float *x, float *x_hat_self, uint64_t off,
+                                  uint64_t count, uint8_t *out, size_t cap, size_t *len,
+                                  uint32_t *crc, char *why, size_t whylen);
+mm_codec_err mm_choco_receive_part(const mm_codec *c, uint64_t off, uint64_t count,
+                                   const uint8_t *q, size_t len, float *x_hat_j, uint32_t *crc,
+                                   char *why, size_t whylen);
+
 /* Step 3, the consensus step, in one pass over x (the copies are read
  * once each, x read and written once, in blocks that stay in L1):
  *

@@ -319,6 +319,78 @@ mm_codec_err mm_codec_apply_checked(const mm_codec *c, const uint8_t *p, size_t 
     return decode_checked(c, p, len, copy, 1, copy_crc, why, whylen);
 }
 
+/* ---- parts (dense codecs) ------------------------------------------------- */
+
+bool mm_codec_splits(const mm_codec_spec *spec)
+{
+    return spec_valid(spec) && !is_sparse(spec->kind);
+}
+
+uint64_t mm_codec_part_len(const mm_codec_spec *spec, uint64_t count)
+{
+    return mm_codec_splits(spec) ? payload_len(spec, count, true) : 0;
+}
+
+/* The codec of a part of count floats: c with its sizes for count (the
+ * dense codecs keep no workspace, so a copy of the struct is all). */
+static bool part_codec(const mm_codec *c, uint64_t count, mm_codec *part)
+{
+    if (is_sparse(c->spec.kind) || count < 1 || count > c->n)
+        return false;
+    *part = *c;
+    part->n = part->k = count;
+    part->nb = is_blocked(c->spec.kind) ? n_blocks(&c->spec, count) : 0;
+    part->min_bytes = part->max_bytes = (size_t)payload_len(&c->spec, count, true);
+    return true;
+}
+
+mm_codec_err mm_codec_encode_part(mm_codec *c, const float *x, float *ref, uint64_t off,
+                                  uint64_t count, uint8_t *out, size_t cap, size_t *len,
+                                  uint32_t *ref_crc, char *why, size_t whylen)
+{
+    mm_codec part;
+    uint64_t B = is_blocked(c->spec.kind) ? c->spec.block : 1;
+    *len = 0;
+    if (off > c->n || !part_codec(c, count, &part) || count > c->n - off || off % B ||
+        (off + count < c->n && count % B))
+        return mm_codec_fail(why, whylen, MM_CODEC_E_INPUT, "no part %llu..+%llu of a "
+                             "%llu-float %s vector (dense codecs only, on block boundaries)",
+                             (unsigned long long)off, (unsigned long long)count,
+                             (unsigned long long)c->n, mm_codec_kind_name(c->spec.kind));
+    if (cap < part.max_bytes)
+        return mm_codec_fail(why, whylen, MM_CODEC_E_SPACE, "output buffer of %zu bytes, "
+                             "the part needs %zu", cap, part.max_bytes);
+    return mm__codec_dense_encode(&part, x + off, ref ? ref + off : NULL, out, len, ref_crc,
+                                  why, whylen);
+}
+
+mm_codec_err mm_codec_check_part(const mm_codec *c, uint64_t count, const uint8_t *p,
+                                 size_t len, char *why, size_t whylen)
+{
+    mm_codec part;
+    if (count == c->n)
+        return mm_codec_check(c, p, len, why, whylen);
+    if (!part_codec(c, count, &part))
+        return mm_codec_fail(why, whylen, MM_CODEC_E_LENGTH, "a part of %llu floats of a "
+                             "%llu-float %s vector", (unsigned long long)count,
+                             (unsigned long long)c->n, mm_codec_kind_name(c->spec.kind));
+    return mm_codec_check(&part, p, len, why, whylen);
+}
+
+mm_codec_err mm_codec_apply_part_checked(const mm_codec *c, uint64_t count, const uint8_t *p,
+                                         size_t len, float *copy_part, uint32_t *copy_crc,
+                                         char *why, size_t whylen)
+{
+    mm_codec part;
+    if (count == c->n)
+        return mm_codec_apply_checked(c, p, len, copy_part, copy_crc, why, whylen);
+    bool ok = part_codec(c, count, &part);
+    assert(ok);
+    if (!ok)
+        return MM_CODEC_E_LENGTH;
+    return mm_codec_apply_checked(&part, p, len, copy_part, copy_crc, why, whylen);
+}
+
 static uint64_t splitmix(uint64_t z)
 {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;

@@ -149,6 +149,39 @@ mm_codec_err mm_codec_apply(const mm_codec *c, const uint8_t *p, size_t len, flo
 mm_codec_err mm_codec_apply_checked(const mm_codec *c, const uint8_t *p, size_t len,
                                     float *copy, uint32_t *copy_crc, char *why, size_t whylen);
 
+/* Parts of a vector (a payload streamed in chunks: docs/protocol.md 6.10).
+ * The dense codecs (fp32, bf16, int8, sign) encode coordinates
+ * independently, block by block, so floats off .. off+count-1 can be
+ * encoded, checked and applied on their own as a payload of `count`
+ * floats (the layout of 6.3-6.6 with n = count). Encoding the parts of a
+ * vector one after the other, each part starting on a block boundary,
+ * gives exactly the floats of the whole encode: the same codes and
+ * scales, the same ref after every part (tests/test_codec.c). The sparse
+ * codecs select over the whole vector: no parts. */
+bool mm_codec_splits(const mm_codec_spec *spec);
+/* Payload bytes of a part of count floats (an upper bound for none: 0). */
+uint64_t mm_codec_part_len(const mm_codec_spec *spec, uint64_t count);
+/* mm_codec_encode of x[off .. off+count-1] (ref likewise, may be NULL) as a
+ * payload of count floats into out (cap bytes); *ref_crc: CRC32C of
+ * ref[off .. off+count-1] afterwards. off must be a multiple of the block
+ * (int8, sign), and count too unless the part ends the vector.
+ * MM_CODEC_E_INPUT for a sparse codec or a part out of range or off a
+ * block boundary; otherwise the errors of mm_codec_encode. */
+mm_codec_err mm_codec_encode_part(mm_codec *c, const float *x, float *ref, uint64_t off,
+                                  uint64_t count, uint8_t *out, size_t cap, size_t *len,
+                                  uint32_t *ref_crc, char *why, size_t whylen);
+/* mm_codec_check of a payload of count floats (1 <= count <= n; a part
+ * shorter than n only for a dense codec, else MM_CODEC_E_LENGTH). count
+ * = n: mm_codec_check itself. */
+mm_codec_err mm_codec_check_part(const mm_codec *c, uint64_t count, const uint8_t *p,
+                                 size_t len, char *why, size_t whylen);
+/* mm_codec_apply_checked of a part: copy_part (count floats: the copy
+ * from the part's first float) += its decoded values; *copy_crc (may be
+ * NULL) is CRC32C of those count floats afterwards. */
+mm_codec_err mm_codec_apply_part_checked(const mm_codec *c, uint64_t count, const uint8_t *p,
+                                         size_t len, float *copy_part, uint32_t *copy_crc,
+                                         char *why, size_t whylen);
+
 /* A randk sampling key for one exchange of one sender: distinct senders
  * and exchanges get unrelated coordinates. Any 64-bit key works; this is a
  * convenience (splitmix64 of the three). */

@@ -8,6 +8,10 @@
 #   BENCH_MB=256     megabytes moved per trial
 #   BENCH_TRIALS=3   best of this many interleaved trials is printed
 #   BENCH_CODECS=fp32,int8,...   the codec rows (none: skip them)
+#   BENCH_STREAM_CODECS=int8     codecs whose exchange is also measured end to
+#                                end, sequential and streamed (none: none)
+#   BENCH_CHUNK=131072           floats per chunk of the streamed exchange
+#   BENCH_CODEC_FLOATS=1048576,16777216   the codec rows' vector lengths
 BENCH_MB ?= 256
 BENCH_TRIALS ?= 3
 

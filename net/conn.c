@@ -878,6 +878,7 @@ void mm__conn_start(conn *c)
     c->rx.max_body = t->cfg.max_body;
     c->rx.allow_chunks = t->cfg.allow_chunks;
     c->rx.copies = t->cfg.copies;
+    c->rx.streams = t->cfg.copies && t->cfg.streams;
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
         mm__conn_set_state(c, C_HELLO);

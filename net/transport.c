@@ -306,7 +306,7 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
      * The wire checked fp32 bodies as they arrived. */
     char why[200];
     if (t->cfg.check_body && meta->codec != MM_WIRE_CODEC_FP32 &&
-        t->cfg.check_body(t->cfg.check_ud, body, body_len, why, sizeof why) != 0)
+        t->cfg.check_body(t->cfg.check_ud, meta, body, body_len, why, sizeof why) != 0)
         return mm__conn_refuse(c, &t->st.bad_codec, "%s body from peer %u refused: %s",
                                t->cfg.codec_name ? t->cfg.codec_name : "codec",
                                (unsigned)c->peer, why);

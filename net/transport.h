@@ -120,13 +120,15 @@ typedef struct {
     uint8_t topo_digest[32];
     const char *topo_name;
     /* A body in the negotiated codec other than fp32 is checked whole by
-     * check_body(check_ud, ...) before on_vector lends it (lengths, scales,
+     * check_body(check_ud, meta, ...) before on_vector lends it (a chunk of
+     * a stream: a body of meta->count floats) (lengths, scales,
      * values, indices, padding: docs/protocol.md section 6): 0, or -1 with
      * why; a refused body refuses the connection (bad_codec), its reason
      * naming codec_name. The transport knows no codec: its owner checks
      * with the codec's own rules (murmur node: gossip/codec.h). NULL: such
      * bodies go to on_vector unchecked. */
-    int (*check_body)(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen);
+    int (*check_body)(void *ud, const mm_wire_vec *meta, const uint8_t *body, size_t len,
+                      char *why, size_t whylen);
     void *check_ud;
     const char *codec_name;
     /* The largest body a VECTOR may carry, in bytes (0: 4 * vec_len, the
@@ -139,6 +141,10 @@ typedef struct {
      * public copy (docs/protocol.md 6.10). Off: a RESET flag is refused
      * (bad_type). */
     bool copies;
+    /* With copies: a q may come as a stream of chunks (docs/protocol.md
+     * 3.2; the codec splits, gossip/codec.h mm_codec_splits), each chunk
+     * its own frame, lent and released one by one. Off: whole vectors. */
+    bool streams;
     /* The peers that may send us vectors (n_peers entries, copied), e.g.
      * the in-neighbours of every round of the topology; NULL: any peer. A
      * VECTOR from another is refused and counted (not_neighbour): the node

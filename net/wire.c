@@ -189,6 +189,7 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     rx->codec = keep.codec;
     rx->allow_chunks = keep.allow_chunks;
     rx->copies = keep.copies;
+    rx->streams = keep.streams;
     rx->vec_buf = keep.vec_buf;
     rx->hello_done = keep.hello_done;
 }
@@ -220,6 +221,36 @@ static mm_rx_event fail(mm_wire_rx *rx, mm_wire_err e)
 {
     rx->err = e;
     return MM_RX_ERROR;
+}
+
+/* A stream's chunks (docs/protocol.md 3.2): the first at float 0, each
+ * next one where the last ended, all of one exchange, nothing else in
+ * between; the stream closes with the chunk that reaches vec_len. A whole
+ * vector is a stream of one chunk. */
+static mm_rx_event stream_order(mm_wire_rx *rx, const mm_wire_vec *v)
+{
+    uint64_t e = rx->hdr.exchange;
+    if (rx->stream_next ? v->offset != rx->stream_next || e != rx->stream_exchange ||
+                              (v->flags & MM_VEC_RESET)
+                        : v->offset != 0) {
+        if (rx->stream_next)
+            snprintf(rx->why, sizeof rx->why, "%s floats %llu..+%llu of exchange %llu inside "
+                     "the stream of exchange %llu, which is at float %llu",
+                     v->flags & MM_VEC_RESET ? "a RESET of" : "chunk of",
+                     (unsigned long long)v->offset, (unsigned long long)v->count,
+                     (unsigned long long)e, (unsigned long long)rx->stream_exchange,
+                     (unsigned long long)rx->stream_next);
+        else
+            snprintf(rx->why, sizeof rx->why, "chunk of floats %llu..+%llu of exchange %llu "
+                     "starts no stream (a stream starts at float 0)",
+                     (unsigned long long)v->offset, (unsigned long long)v->count,
+                     (unsigned long long)e);
+        return fail(rx, MM_WIRE_E_LENGTH);
+    }
+    uint64_t end = v->offset + v->count;
+    rx->stream_next = end == rx->vec_len ? 0 : end;
+    rx->stream_exchange = e;
+    return MM_RX_MORE;
 }
 
 /* The vector header of a VECTOR, as soon as its 40 bytes are in. */
@@ -266,14 +297,18 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
         return fail(rx, MM_WIRE_E_VALUES);
     }
     bool whole = v->offset == 0 && v->count == rx->vec_len;
+    bool chunk_ok = rx->allow_chunks || (rx->streams && !reset);
     if (v->count == 0 || v->offset > rx->vec_len || v->count > rx->vec_len - v->offset ||
-        (!whole && (!rx->allow_chunks || reset))) {
+        (!whole && !chunk_ok)) {
         snprintf(rx->why, sizeof rx->why, "floats %llu..+%llu of a %llu-float vector%s",
                  (unsigned long long)v->offset, (unsigned long long)v->count,
                  (unsigned long long)rx->vec_len,
-                 rx->allow_chunks ? "" : " (only whole vectors on this connection)");
+                 chunk_ok ? "" : reset && rx->streams ? " (a RESET is a whole vector)"
+                                                      : " (only whole vectors on this connection)");
         return fail(rx, MM_WIRE_E_LENGTH);
     }
+    if (rx->streams && stream_order(rx, v) == MM_RX_ERROR)
+        return MM_RX_ERROR;
     if (v->codec == MM_WIRE_CODEC_FP32 ? body != 4 * v->count : body > max_body(rx)) {
         snprintf(rx->why, sizeof rx->why, "body of %llu bytes for %llu floats of codec %u",
                  (unsigned long long)body, (unsigned long long)v->count, v->codec);

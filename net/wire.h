@@ -12,7 +12,7 @@
 #include "net/algo.h"
 
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
-#define MM_WIRE_VERSION 4
+#define MM_WIRE_VERSION 5
 #define MM_WIRE_HDR_LEN 40
 #define MM_WIRE_HELLO_LEN 128
 /* The topology's name in a HELLO: at most this many bytes, 0-padded. */
@@ -126,7 +126,8 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
  * with RESET: MM_WIRE_E_CODEC), the flags and reserved bits
  * (MM_WIRE_E_TYPE; RESET only where copies is set), aux
  * finite (MM_WIRE_E_VALUES), offset and count within the vector (whole
- * vectors only unless allow_chunks: MM_WIRE_E_LENGTH), and the body's
+ * vectors only unless allow_chunks, or streams for a q: MM_WIRE_E_LENGTH;
+ * a stream's chunks in order, below), and the body's
  * length (exactly 4 * count for fp32; at most max_body for other codecs,
  * whose body the owner checks with the codec: MM_WIRE_E_LENGTH). An fp32
  * body is checked for NaN and Inf as it arrives (MM_WIRE_E_VALUES). */
@@ -145,6 +146,14 @@ typedef struct {
     uint8_t codec;         /* the negotiated codec; 0: fp32 */
     bool allow_chunks;     /* offset/count may describe part of the vector */
     bool copies;           /* compressed gossip: RESET frames may come (public copies) */
+    /* Compressed gossip with a codec that splits: a q may come as a stream
+     * of chunks (docs/protocol.md 3.2), consecutive frames of one exchange
+     * whose parts follow each other from float 0 to vec_len; a chunk out
+     * of that order, or any other frame while a stream is open, is
+     * MM_WIRE_E_LENGTH. */
+    bool streams;
+    uint64_t stream_next;      /* floats of the open stream so far; 0: none open */
+    uint64_t stream_exchange;  /* ... its exchange */
     uint8_t *vec_buf;
 
     uint8_t hdr_raw[MM_WIRE_HDR_LEN];

@@ -47,7 +47,9 @@
  *
  * Its state of its own lives in tr->algo_state: start() makes it (x and P
  * are known, the round not yet), end() frees it. buf_bytes/codec say what
- * the mailbox buffers and the HELLO need (NULL: fp32 vectors of P floats).
+ * the mailbox buffers and the HELLO need (NULL: fp32 vectors of P floats),
+ * chunks how many chunks a send streamed through the mailbox may have
+ * (mm__mbox_publish_stream; NULL: none, whole frames only).
  * fields() adds its own keys to the metrics lines at the places named by
  * mm__line (NULL: none). fast_forward: a synchronous algorithm may jump to
  * the round its in-neighbours have all moved on to.
@@ -87,6 +89,8 @@ struct mm__algo {
     int (*start)(mm__trainer *tr, char *err, size_t errlen); /* 0, or an mm_exit_status */
     void (*end)(mm__trainer *tr);
     size_t (*buf_bytes)(const mm__trainer *tr);
+    /* a streamed send's chunks, at most, and the largest chunk's body (NULL: 0) */
+    int (*chunks)(const mm__trainer *tr, size_t *chunk_bytes);
     void (*codec)(const mm__trainer *tr, uint8_t *codec, uint32_t *block, double *frac,
                   uint64_t *max_body);
     int (*round)(mm__trainer *tr);

@@ -18,6 +18,9 @@
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
 
+#define CHUNK MM_CHOCO_CHUNK /* (gossip/choco.h) */
+_Static_assert(CHUNK % MM_CODEC_BLOCK_MAX == 0, "a chunk is whole blocks");
+
 /* What CHOCO keeps of one peer. */
 typedef struct {
     /* as an out-neighbour: what it holds of x_hat_i */
@@ -32,6 +35,8 @@ typedef struct {
     float *copy;            /* allocated at its first RESET */
     bool valid;
     uint64_t copy_ups;      /* the connection (mailbox ups) the copy belongs to */
+    uint64_t rx_next;       /* a streamed q: floats of it applied so far (0: none open) */
+    bool rx_skip;           /* ... the rest of it is not applied (ignored or diverged) */
 } choco_peer;
 
 struct mm__choco {
@@ -43,6 +48,7 @@ struct mm__choco {
     double gamma;
     uint64_t seed;
     size_t q_cap, reset_off, buf_bytes;
+    int chunks;             /* a q streamed in this many chunks of CHUNK floats; 0: whole */
     int in_peers;
     uint64_t bytes;
 
@@ -113,7 +119,14 @@ int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
         snprintf(err, errlen, "--compress %s: %s", c->compress, why);
         goto fail;
     }
+    /* A dense codec streams a vector longer than a chunk: chunk k's body
+     * at the sum of the earlier ones, each 8-aligned. */
     ch->q_cap = mm_codec_max_bytes(ch->codec);
+    if (mm_codec_splits(&spec) && P > CHUNK) {
+        ch->chunks = (int)((P + CHUNK - 1) / CHUNK);
+        ch->q_cap = (size_t)(ch->chunks - 1) * ALIGN8(mm_codec_part_len(&spec, CHUNK)) +
+                    ALIGN8(mm_codec_part_len(&spec, P - (uint64_t)(ch->chunks - 1) * CHUNK));
+    }
     ch->reset_off = ALIGN8(ch->q_cap);
     ch->buf_bytes = ch->reset_off + 4 * P;
     ch->in_peers = count_in_peers(topo, id, n);
@@ -160,6 +173,11 @@ void mm__choco_free(mm__choco *ch)
 }
 
 size_t mm__choco_buf_bytes(const mm__choco *ch) { return ch->buf_bytes; }
+int mm__choco_chunks(const mm__choco *ch, size_t *chunk_bytes)
+{
+    *chunk_bytes = ch->chunks ? (size_t)mm_codec_part_len(&ch->spec, CHUNK) : 0;
+    return ch->chunks;
+}
 double mm__choco_gamma(const mm__choco *ch) { return ch->gamma; }
 const char *mm__choco_spec(const mm__choco *ch) { return ch->spec_text; }
 uint64_t mm__choco_bytes(const mm__choco *ch) { return ch->bytes; }
@@ -175,8 +193,8 @@ void mm__choco_wire(const mm__choco *ch, uint8_t *codec, uint32_t *block, double
     *max_body = q > 4 * (uint64_t)ch->P ? q : 4 * (uint64_t)ch->P; /* a RESET is fp32 */
 }
 
-/* Whether out-neighbour p holds x_hat_i as it was before this exchange's
- * encode: the previous encode's frame reached the connection that is up
+/* Whether out-neighbour p holds x_hat_i as it is now, before this
+ * exchange's encode (called before it): the previous encode's frame reached the connection that is up
  * now, nothing sent to p was lost since, and that frame was a RESET or
  * extended a copy p held on that same connection. "Reached" is where the
  * mailbox wrote it, not where it was queued: a frame queued while p was
@@ -192,7 +210,32 @@ static bool holds_copy(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
     if (q->synced && pv->written_exchange == q->sent_exchange && q->sent_lost == pv->lost)
         on = q->sent_reset || q->chain == pv->written_ups ? pv->written_ups : 0;
     q->chain = on;
-    return on != 0 && on == pv->ups && q->sent_seq + 1 == ch->seq && !pv->send_pending;
+    return on != 0 && on == pv->ups && q->sent_seq == ch->seq && !pv->send_pending;
+}
+
+/* q in the chunks of the stream, each readied in the mailbox as soon as
+ * it is written, so that the loop seals and sends chunk k while chunk k+1
+ * is encoded; with reset, x_hat_i's part of each chunk also goes to the
+ * RESET body. */
+static mm_codec_err encode_stream(mm__choco *ch, mm__mbox *mb, int b, const float *x,
+                                  bool reset, char *why, size_t whylen)
+{
+    uint8_t *buf = mm__mbox_buf(mb, b);
+    size_t at = 0;
+    for (int k = 0; k < ch->chunks; k++) {
+        mm__chunk c = {.offset = (uint64_t)k * CHUNK, .off = at};
+        c.count = ch->P - c.offset < CHUNK ? ch->P - c.offset : CHUNK;
+        mm_codec_err ce = mm_choco_encode_part(ch->codec, x, ch->self, c.offset, c.count,
+                                               buf + at, ch->q_cap - at, &c.len, &c.crc, why,
+                                               whylen);
+        if (ce != MM_CODEC_OK)
+            return ce;
+        if (reset)
+            memcpy(buf + ch->reset_off + 4 * c.offset, ch->self + c.offset, 4 * c.count);
+        mm__mbox_chunk_ready(mb, b, &c);
+        at += ALIGN8(c.len);
+    }
+    return MM_CODEC_OK;
 }
 
 int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *x,
@@ -202,35 +245,51 @@ int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *
     size_t len = 0;
     uint32_t crc = 0;
     char why[200];
-    uint64_t key = mm_codec_key(ch->seed, ch->id, ch->seq);
-    mm_codec_err ce = mm_choco_encode(ch->codec, x, ch->self, key, buf, ch->q_cap, &len, &crc,
-                                      why, sizeof why);
+    /* Who holds x_hat_i as it is before this exchange's encode, decided
+     * first: a holder's q goes out chunk by chunk while it is encoded. */
+    bool holds[v->n_out > 0 ? v->n_out : 1], any_reset = false;
+    for (int k = 0; k < v->n_out; k++) {
+        mm__peer_view pv;
+        mm__mbox_peer(mb, v->out[k].peer, &pv);
+        holds[k] = holds_copy(ch, v->out[k].peer, &pv);
+        any_reset |= !holds[k];
+    }
+    mm_wire_vec meta = {.weight = 1.0, .codec = (uint8_t)ch->spec.kind, .count = ch->P};
+    mm_codec_err ce;
+    if (ch->chunks) {
+        mm__mbox_publish_stream(mb, b, e, ch->chunks);
+        for (int k = 0; k < v->n_out; k++)
+            if (holds[k])
+                mm__mbox_send_stream(mb, v->out[k].peer, e, b, &meta);
+        ce = encode_stream(ch, mb, b, x, any_reset, why, sizeof why);
+        if (ce == MM_CODEC_OK && any_reset)
+            crc = mm_choco_crc(ch->self, ch->P);
+    } else {
+        uint64_t key = mm_codec_key(ch->seed, ch->id, ch->seq);
+        ce = mm_choco_encode(ch->codec, x, ch->self, key, buf, ch->q_cap, &len, &crc, why,
+                             sizeof why);
+        if (ce == MM_CODEC_OK) {
+            if (any_reset)
+                memcpy(buf + ch->reset_off, ch->self, 4 * ch->P);
+            mm__mbox_publish(mb, b, e);
+            meta.copy_crc = crc;
+            for (int k = 0; k < v->n_out; k++)
+                if (holds[k])
+                    mm__mbox_send(mb, v->out[k].peer, e, b, &meta, len);
+        }
+    }
     if (ce != MM_CODEC_OK) {
         snprintf(err, errlen, "exchange %" PRIu64 ": encoding the parameters failed: %s", e,
                  why);
         return -1;
     }
     ch->seq++;
-    bool reset_written = false;
-    mm__mbox_publish(mb, b, e);
+    mm_wire_vec reset = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .flags = MM_VEC_RESET,
+                         .copy_crc = crc, .count = ch->P};
     for (int k = 0; k < v->n_out; k++) {
         uint32_t p = v->out[k].peer;
-        mm__peer_view pv;
-        mm__mbox_peer(mb, p, &pv);
-        bool holds = holds_copy(ch, p, &pv);
-        mm_wire_vec meta = {.weight = 1.0, .codec = (uint8_t)ch->spec.kind, .copy_crc = crc,
-                            .count = ch->P};
-        if (holds) {
-            mm__mbox_send(mb, p, e, b, &meta, len);
-        } else {
-            if (!reset_written) { /* (written after publish: the loop sends nothing until
-                                   * mm__mbox_send below) */
-                memcpy(buf + ch->reset_off, ch->self, 4 * ch->P);
-                reset_written = true;
-            }
-            meta.codec = MM_WIRE_CODEC_FP32;
-            meta.flags = MM_VEC_RESET;
-            mm__mbox_send_at(mb, p, e, b, ch->reset_off, &meta, 4 * ch->P);
+        if (!holds[k]) {
+            mm__mbox_send_at(mb, p, e, b, ch->reset_off, &reset, 4 * ch->P);
             ch->st.resets_sent++;
             mm_debug("exchange %" PRIu64 ": RESET to peer %u", e, p);
         }
@@ -238,70 +297,95 @@ int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *
         q->synced = true;
         q->sent_seq = ch->seq;
         q->sent_exchange = e;
-        q->sent_reset = !holds;
+        q->sent_reset = !holds[k];
         /* (a send dropped from now on shows as a new loss) */
+        mm__peer_view pv;
         mm__mbox_peer(mb, p, &pv);
         q->sent_lost = pv.lost;
     }
     return 0;
 }
 
-bool mm__choco_take(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
+/* A RESET from peer p: the copy is its body if the copy_crc agrees. */
+static mm__take take_reset(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
+{
+    choco_peer *q = &ch->peer[p];
+    q->rx_next = 0;
+    q->rx_skip = false;
+    if (pv->meta.codec != MM_WIRE_CODEC_FP32 || pv->body_len != 4 * ch->P) {
+        /* (the wire refuses these: never read past the body received) */
+        mm_error("peer %u's RESET is %zu bytes of codec %u, not %zu of fp32: ignored", p,
+                 pv->body_len, pv->meta.codec, 4 * ch->P);
+        q->valid = false;
+        return MM__TAKE_NO;
+    }
+    if (!q->copy && !(q->copy = malloc(4 * ch->P))) {
+        mm_error("out of memory for peer %u's public copy", p);
+        return MM__TAKE_NO;
+    }
+    memcpy(q->copy, pv->body, 4 * ch->P); /* (the wire checked: fp32, finite) */
+    uint32_t crc = mm_choco_crc(q->copy, ch->P);
+    ch->st.resets_recv++;
+    q->copy_ups = pv->vector_ups;
+    q->valid = crc == pv->meta.copy_crc;
+    if (!q->valid) {
+        ch->st.diverged++;
+        mm_warn("peer %u's RESET has copy CRC %08x, its header says %08x: not mixed", p, crc,
+                pv->meta.copy_crc);
+    }
+    return q->valid ? MM__TAKE_READY : MM__TAKE_NO;
+}
+
+mm__take mm__choco_take(mm__choco *ch, uint32_t p, const mm__peer_view *pv)
 {
     char why[200];
     uint32_t crc = 0;
     choco_peer *q = &ch->peer[p];
-    if (pv->meta.flags & MM_VEC_RESET) {
-        if (pv->meta.codec != MM_WIRE_CODEC_FP32 || pv->body_len != 4 * ch->P) {
-            /* (the wire refuses these: never read past the body received) */
-            mm_error("peer %u's RESET is %zu bytes of codec %u, not %zu of fp32: ignored", p,
-                     pv->body_len, pv->meta.codec, 4 * ch->P);
-            q->valid = false;
-            return false;
-        }
-        if (!q->copy && !(q->copy = malloc(4 * ch->P))) {
-            mm_error("out of memory for peer %u's public copy", p);
-            return false;
-        }
-        memcpy(q->copy, pv->body, 4 * ch->P); /* (the wire checked: fp32, finite) */
-        crc = mm_choco_crc(q->copy, ch->P);
-        ch->st.resets_recv++;
-        q->copy_ups = pv->vector_ups;
-        q->valid = crc == pv->meta.copy_crc;
-        if (!q->valid) {
-            ch->st.diverged++;
-            mm_warn("peer %u's RESET has copy CRC %08x, its header says %08x: not mixed", p,
-                    crc, pv->meta.copy_crc);
-        }
-        return q->valid;
+    const mm_wire_vec *m = &pv->meta;
+    if (m->offset != q->rx_next) {
+        /* (the wire keeps a connection's chunks in order, so this is a
+         * stream cut short by its connection's end: half applied) */
+        q->valid = false;
+        q->rx_skip = m->offset != 0;
     }
+    if (m->flags & MM_VEC_RESET)
+        return take_reset(ch, p, pv);
+    if (m->offset == 0)
+        q->rx_skip = false;
+    uint64_t end = m->offset + m->count;
+    q->rx_next = end == ch->P ? 0 : end;
+    if (q->rx_skip)
+        return MM__TAKE_NO; /* the rest of a q already ignored or diverged */
     if (!q->valid || q->copy_ups != pv->vector_ups) {
         /* a q for a copy we do not hold (start, a new connection, a
          * divergence): the sender will RESET it, as it does after any
          * change of connection */
         q->valid = false;
+        q->rx_skip = q->rx_next != 0;
         ch->st.ignored++;
-        return false;
+        return MM__TAKE_NO;
     }
-    mm_codec_err ce = mm_choco_receive(ch->codec, pv->body, pv->body_len, q->copy, &crc,
-                                       why, sizeof why);
-    if (ce != MM_CODEC_OK || crc != pv->meta.copy_crc) {
+    mm_codec_err ce = mm_choco_receive_part(ch->codec, m->offset, m->count, pv->body,
+                                            pv->body_len, q->copy, &crc, why, sizeof why);
+    if (ce != MM_CODEC_OK || crc != m->copy_crc) {
         q->valid = false;
+        q->rx_skip = q->rx_next != 0;
         ch->st.diverged++;
         if (ce != MM_CODEC_OK)
             mm_warn("peer %u's payload could not be applied (%s): its copy is out of the mix "
                     "until its next RESET", p, why);
         else
-            mm_warn("peer %u's public copy diverged (CRC %08x, its header says %08x): out of "
-                    "the mix until its next RESET", p, crc, pv->meta.copy_crc);
-        return false;
+            mm_warn("peer %u's public copy diverged (CRC %08x of floats %" PRIu64 "..+%" PRIu64
+                    ", its header says %08x): out of the mix until its next RESET", p, crc,
+                    m->offset, m->count, m->copy_crc);
+        return MM__TAKE_NO;
     }
-    return true;
+    return q->rx_next ? MM__TAKE_PART : MM__TAKE_READY;
 }
 
 const float *mm__choco_copy(const mm__choco *ch, uint32_t p)
 {
-    return ch->peer[p].valid ? ch->peer[p].copy : NULL;
+    return ch->peer[p].valid && !ch->peer[p].rx_next ? ch->peer[p].copy : NULL;
 }
 
 void mm__choco_mix(mm__choco *ch, float *x, double self_weight, mm_mix_input *in, int n_in,
@@ -326,6 +410,11 @@ static void end(mm__trainer *tr) { mm__choco_free(tr->algo_state); }
 
 static size_t buf_bytes(const mm__trainer *tr) { return mm__choco_buf_bytes(tr->algo_state); }
 
+static int chunks(const mm__trainer *tr, size_t *chunk_bytes)
+{
+    return mm__choco_chunks(tr->algo_state, chunk_bytes);
+}
+
 static void codec(const mm__trainer *tr, uint8_t *kind, uint32_t *block, double *frac,
                   uint64_t *max_body)
 {
@@ -349,12 +438,13 @@ static void take(mm__trainer *tr, int k, const mm__peer_view *pv)
 {
     uint32_t p = tr->v.in[k].peer;
     mm__nbr *nb = &tr->nbr[k];
-    if (mm__choco_take(tr->algo_state, p, pv)) {
-        nb->status = IN_READY;
+    mm__take t = mm__choco_take(tr->algo_state, p, pv);
+    if (t == MM__TAKE_READY) {
+        nb->status = IN_READY; /* (its last frame is given back after the mix) */
         nb->vec = mm__choco_copy(tr->algo_state, p);
         nb->weight = 1.0;
     } else {
-        nb->status = IN_MISSING;
+        nb->status = t == MM__TAKE_PART ? IN_WAITING : IN_MISSING; /* part: the rest comes */
         mm__mbox_release(tr->mb, p);
     }
 }
@@ -398,6 +488,7 @@ const mm__algo mm__algo_choco = {
     .start = start,
     .end = end,
     .buf_bytes = buf_bytes,
+    .chunks = chunks,
     .codec = codec,
     .fast_forward = true,
     .send = send_q,

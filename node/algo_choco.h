@@ -8,6 +8,8 @@
  * Sender: every exchange encodes q = Q(x - x_hat_i) once (x_hat_i moves)
  * and sends it to each out-neighbour that holds x_hat_i as it was before
  * this q; any other out-neighbour gets a RESET (x_hat_i after this q, fp32).
+ * A dense codec's q of more than one chunk is streamed: each chunk goes to
+ * the loop (which seals and sends it) as soon as it is encoded.
  * An out-neighbour holds it when it got the previous q or RESET on the
  * connection that is up now and no send to it was dropped or failed since.
  *
@@ -15,8 +17,10 @@
  * connection changes; a q is applied to a valid copy of the same
  * connection, in arrival order (also a q of an exchange already given up
  * on), and its copy_crc compared; a q for a copy that is not valid is
- * ignored (counted) until the RESET comes. Only a valid copy updated in
- * this exchange is mixed; the others count as missing.
+ * ignored (counted) until the RESET comes. A streamed q is applied chunk
+ * by chunk as they come. Only a valid copy whose q (every chunk of it) or
+ * RESET of this exchange was applied is mixed; the others count as
+ * missing, as does one whose stream was cut short (until its RESET).
  *
  * Internal to node/ (mm__). */
 #ifndef MURMUR_ALGO_CHOCO_H
@@ -52,8 +56,12 @@ int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
                   const float *x, size_t P, mm__choco **out, char *err, size_t errlen);
 void mm__choco_free(mm__choco *ch);
 
-/* Bytes of a mailbox buffer: a payload, then (8-aligned) a RESET body. */
+/* Bytes of a mailbox buffer: a payload (whole or its chunks, each
+ * 8-aligned), then (8-aligned) a RESET body. */
 size_t mm__choco_buf_bytes(const mm__choco *ch);
+/* The chunks a q is streamed in (a dense codec and a vector longer than
+ * a chunk), or 0: whole frames; *chunk_bytes the largest chunk's body. */
+int mm__choco_chunks(const mm__choco *ch, size_t *chunk_bytes);
 /* The wire's view of the codec (HELLO fields, the largest body). */
 void mm__choco_wire(const mm__choco *ch, uint8_t *codec, uint32_t *block, double *frac,
                     uint64_t *max_body);
@@ -71,10 +79,14 @@ int mm__choco_send(mm__choco *ch, mm__mbox *mb, int b, uint64_t e, const float *
                    const mm_round_view *v, char *err, size_t errlen);
 
 /* A vector from peer pv came out of the mailbox (the caller releases it):
- * applied to its copy. True when the copy is valid afterwards and was
- * updated by this frame (the caller decides by pv->exchange whether it is
- * this exchange's). */
-bool mm__choco_take(mm__choco *ch, uint32_t peer, const mm__peer_view *pv);
+ * applied to its copy (a chunk of a streamed q: to its part of the copy).
+ * READY when the copy is valid afterwards and this frame completed it (a
+ * RESET, a whole q or a stream's last chunk; the caller decides by
+ * pv->exchange whether it is this exchange's), PART when it was a chunk
+ * applied and more of its stream is to come, NO otherwise (the copy not
+ * valid, or the rest of a stream that was ignored or diverged). */
+typedef enum { MM__TAKE_NO, MM__TAKE_PART, MM__TAKE_READY } mm__take;
+mm__take mm__choco_take(mm__choco *ch, uint32_t peer, const mm__peer_view *pv);
 /* peer's copy, for the mix (NULL when not valid). */
 const float *mm__choco_copy(const mm__choco *ch, uint32_t peer);
 

@@ -13,7 +13,8 @@
 
 #include "base/clock.h"
 
-/* A vector lent to us by the transport, waiting for the training thread. */
+/* A vector lent to us by the transport (or copied out of its buffer),
+ * waiting for the training thread. */
 typedef struct {
     bool present;
     uint64_t exchange;   /* round * gossip_steps + step, as sent */
@@ -21,11 +22,20 @@ typedef struct {
     const void *body;
     size_t body_len;
     uint64_t ups;        /* the peer's ups when it was delivered */
+    bool staged;         /* body is a staging copy: the transport has its buffer back */
 } inbox_slot;
+
+/* A peer's inbox: the vectors in arrival order, at most MM__MBOX_STAGE of
+ * them staged copies and one lent by the transport (which reads nothing
+ * more from that peer until it is given back). */
+#define INBOX (MM__MBOX_STAGE + 1)
 
 /* What the mailbox keeps of one peer. */
 typedef struct {
-    inbox_slot inbox;
+    inbox_slot inbox[INBOX];        /* a ring: ... */
+    int in_head, in_n;              /* ... its first and how many */
+    uint8_t *stage[MM__MBOX_STAGE]; /* staging copies (allocated at the first), used ... */
+    int stage_next, staged;         /* ... in turn: the next, and how many hold one */
     mm__peer_state state;
     bool ever_up;
     bool wanted;                    /* in want[] */
@@ -56,6 +66,11 @@ struct mm__mbox {
     void *buf[MM__MBOX_BUFS];       /* snapshot buffers (8-byte aligned) */
     int refs[MM__MBOX_BUFS];        /* sends (pending or in flight) still reading it */
     int64_t buf_exchange[MM__MBOX_BUFS]; /* exchange it holds; -1 while being written */
+    int max_chunks;                 /* a streamed send's chunks, at most */
+    size_t stage_bytes;             /* the largest body a staging copy takes (0: none) */
+    mm__chunk *chunks[MM__MBOX_BUFS]; /* [max_chunks]: a buffer's stream, ... */
+    int chunks_ready[MM__MBOX_BUFS];  /* ... the chunks written so far ... */
+    int chunks_n[MM__MBOX_BUFS];      /* ... of this many (0: not a stream) */
     uint64_t skipped;
     bool defer_busy;                /* keep a send to a busy peer pending (synchronous rounds) */
     uint64_t deferred;              /* sends that waited for the previous one to a peer */
@@ -83,7 +98,8 @@ static void changed(mm__mbox *mb)
     pthread_cond_broadcast(&mb->cv);
 }
 
-mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
+mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, int max_chunks, size_t stage_bytes,
+                       uv_async_t *wake)
 {
     mm__mbox *mb = calloc(1, sizeof *mb);
     if (!mb)
@@ -99,9 +115,13 @@ mm__mbox *mm__mbox_new(uint32_t n, size_t buf_bytes, uv_async_t *wake)
     bool ok = mb->peer && mb->want && mb->links;
     for (uint32_t p = 0; mb->peer && p < n; p++)
         mb->peer[p].written_exchange = UINT64_MAX;
+    mb->max_chunks = max_chunks;
+    mb->stage_bytes = stage_bytes;
     for (int b = 0; b < MM__MBOX_BUFS; b++) {
         mb->buf_exchange[b] = -1;
         ok = (mb->buf[b] = malloc(buf_bytes)) != NULL && ok;
+        if (max_chunks > 0)
+            ok = (mb->chunks[b] = malloc((size_t)max_chunks * sizeof(mm__chunk))) != NULL && ok;
     }
     if (!ok) {
         mm__mbox_free(mb);
@@ -114,10 +134,15 @@ void mm__mbox_free(mm__mbox *mb)
 {
     if (!mb)
         return;
-    for (int b = 0; b < MM__MBOX_BUFS; b++)
+    for (int b = 0; b < MM__MBOX_BUFS; b++) {
         free(mb->buf[b]);
-    for (uint32_t p = 0; mb->peer && p < mb->n; p++)
+        free(mb->chunks[b]);
+    }
+    for (uint32_t p = 0; mb->peer && p < mb->n; p++) {
         free(mb->peer[p].refusals);
+        for (int k = 0; k < MM__MBOX_STAGE; k++)
+            free(mb->peer[p].stage[k]);
+    }
     free(mb->refusals_unknown);
     free(mb->peer);
     free(mb->want);
@@ -219,10 +244,46 @@ void *mm__mbox_buf(mm__mbox *mb, int b)
 
 void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange)
 {
+    mm__mbox_publish_stream(mb, b, exchange, 0);
+}
+
+void mm__mbox_publish_stream(mm__mbox *mb, int b, uint64_t exchange, int n_chunks)
+{
     pthread_mutex_lock(&mb->mu);
     assert(mb->buf_exchange[b] == -1 && mb->refs[b] == 0);
+    assert(n_chunks >= 0 && n_chunks <= mb->max_chunks);
     mb->buf_exchange[b] = (int64_t)exchange;
+    mb->chunks_n[b] = n_chunks;
+    mb->chunks_ready[b] = 0;
     pthread_mutex_unlock(&mb->mu);
+}
+
+void mm__mbox_chunk_ready(mm__mbox *mb, int b, const mm__chunk *ch)
+{
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->chunks_ready[b] < mb->chunks_n[b]);
+    assert(ch->off % 8 == 0 && ch->off <= mb->buf_bytes && ch->len <= mb->buf_bytes - ch->off);
+    mb->chunks[b][mb->chunks_ready[b]++] = *ch;
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake); /* (coalesced by libuv: one wake for several chunks) */
+}
+
+/* Registers a send (pending) and queues it for the loop. */
+static void send_cmd(mm__mbox *mb, const mm__cmd *c)
+{
+    uint32_t peer = c->peer;
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->buf_exchange[c->buf] == (int64_t)c->exchange);
+    /* Registered here, on the training thread, so that the round's wait
+     * sees the send at once, before the loop has even read the queue. */
+    drop_pending(mb, peer);
+    mb->peer[peer].pending = *c;
+    mb->peer[peer].has_pending = true;
+    mb->refs[c->buf]++;
+    post(mb, c);
+    changed(mb);
+    pthread_mutex_unlock(&mb->mu);
+    uv_async_send(mb->wake);
 }
 
 void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
@@ -237,36 +298,44 @@ void mm__mbox_send_at(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b, siz
     assert(off % 8 == 0 && off <= mb->buf_bytes && len <= mb->buf_bytes - off);
     mm__cmd c = {.kind = MM__CMD_SEND, .peer = peer, .exchange = exchange, .buf = b,
                  .meta = *meta, .off = off, .len = len};
-    pthread_mutex_lock(&mb->mu);
-    assert(mb->buf_exchange[b] == (int64_t)exchange);
-    /* Registered here, on the training thread, so that the round's wait
-     * sees the send at once, before the loop has even read the queue. */
-    drop_pending(mb, peer);
-    mb->peer[peer].pending = c;
-    mb->peer[peer].has_pending = true;
-    mb->refs[b]++;
-    post(mb, &c);
-    changed(mb);
-    pthread_mutex_unlock(&mb->mu);
-    uv_async_send(mb->wake);
+    send_cmd(mb, &c);
+}
+
+void mm__mbox_send_stream(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
+                          const mm_wire_vec *meta)
+{
+    assert(mb->chunks_n[b] > 0); /* (written by this thread only) */
+    mm__cmd c = {.kind = MM__CMD_SEND, .peer = peer, .exchange = exchange, .buf = b,
+                 .meta = *meta, .chunks = mb->chunks_n[b]};
+    send_cmd(mb, &c);
 }
 
 void mm__mbox_release(mm__mbox *mb, uint32_t peer)
 {
     mm__cmd c = {.kind = MM__CMD_RELEASE, .peer = peer};
     pthread_mutex_lock(&mb->mu);
-    mb->peer[peer].inbox.present = false;
-    post(mb, &c);
+    mbox_peer *q = &mb->peer[peer];
+    assert(q->in_n > 0);
+    inbox_slot *head = &q->inbox[q->in_head];
+    bool lent = !head->staged; /* (a staged copy's buffer is the transport's again) */
+    if (head->staged)
+        q->staged--;
+    head->present = false;
+    q->in_head = (q->in_head + 1) % INBOX;
+    q->in_n--;
+    if (lent)
+        post(mb, &c);
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
-    uv_async_send(mb->wake);
+    if (lent)
+        uv_async_send(mb->wake);
 }
 
 void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
 {
     pthread_mutex_lock(&mb->mu);
     const mbox_peer *q = &mb->peer[peer];
-    const inbox_slot *s = &q->inbox;
+    const inbox_slot *s = &q->inbox[q->in_head]; /* the first to come */
     *v = (mm__peer_view){
         .state = q->state,
         .ever_up = q->ever_up,
@@ -447,15 +516,40 @@ void mm__mbox_allreduce_end(mm__mbox *mb, bool ok, const char *err)
     pthread_mutex_unlock(&mb->mu);
 }
 
-void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+/* With mu held: a staging buffer for a body of len bytes from peer q, or
+ * NULL (staging off, the body too large, all in use, or out of memory). */
+static uint8_t *stage_for(mm__mbox *mb, mbox_peer *q, size_t len)
+{
+    if (len > mb->stage_bytes || q->staged == MM__MBOX_STAGE || q->in_n == INBOX)
+        return NULL;
+    for (int k = 0; k < INBOX - 1; k++) /* (a lent vector in the ring is the last) */
+        if (q->in_n > k && !q->inbox[(q->in_head + k) % INBOX].staged)
+            return NULL;
+    uint8_t **b = &q->stage[q->stage_next];
+    if (!*b)
+        *b = malloc(mb->stage_bytes);
+    return *b;
+}
+
+bool mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len)
 {
     pthread_mutex_lock(&mb->mu);
     mbox_peer *q = &mb->peer[peer];
-    q->inbox = (inbox_slot){.present = true, .exchange = exchange, .meta = *meta,
-                            .body = body, .body_len = body_len, .ups = q->ups};
+    assert(q->in_n < INBOX);
+    uint8_t *copy = stage_for(mb, q, body_len);
+    if (copy) {
+        memcpy(copy, body, body_len);
+        body = copy;
+        q->stage_next = (q->stage_next + 1) % MM__MBOX_STAGE;
+        q->staged++;
+    }
+    q->inbox[(q->in_head + q->in_n++) % INBOX] =
+        (inbox_slot){.present = true, .exchange = exchange, .meta = *meta, .body = body,
+                     .body_len = body_len, .ups = q->ups, .staged = copy != NULL};
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
+    return copy != NULL;
 }
 
 void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok)
@@ -610,6 +704,19 @@ void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c)
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
 }
+
+bool mm__mbox_chunk(mm__mbox *mb, int b, int k, mm__chunk *out)
+{
+    pthread_mutex_lock(&mb->mu);
+    assert(mb->refs[b] > 0 && k < mb->chunks_n[b]);
+    bool ready = k < mb->chunks_ready[b];
+    if (ready)
+        *out = mb->chunks[b][k];
+    pthread_mutex_unlock(&mb->mu);
+    return ready;
+}
+
+uint64_t mm__mbox_ups(mm__mbox *mb, uint32_t peer) { return read_locked(mb, &mb->peer[peer].ups); }
 
 bool mm__mbox_pending(mm__mbox *mb, uint32_t peer, mm__cmd *out)
 {

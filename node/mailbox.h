@@ -82,6 +82,8 @@ typedef struct {
     int buf;
     mm_wire_vec meta;        /* SEND: the vector header */
     size_t off, len;         /* SEND: the bytes of the buffer to send */
+    int chunks;              /* SEND: 0, or the buffer's stream of this many chunks
+                              * (mm__mbox_chunk) instead of off, len */
     const float *in;         /* ALLREDUCE: the vector to average ... */
     float *out;              /* ... and where the average goes (may be in) */
     char why[96];            /* AR_ABORT: the reason */
@@ -96,12 +98,30 @@ typedef struct {
     char err[768];           /* FAILED: why, naming the peer and the step */
 } mm__ar_view;
 
+/* One chunk of a streamed send (compressed gossip, docs/protocol.md 6.10):
+ * floats offset .. offset+count-1 of the vector, whose body is bytes
+ * off .. off+len-1 of the buffer, and the copy_crc of its frame. */
+typedef struct {
+    uint64_t offset, count;
+    size_t off, len;
+    uint32_t crc;
+} mm__chunk;
+
 typedef struct mm__mbox mm__mbox;
 
+/* Received bodies of at most stage_bytes a peer's inbox may hold as
+ * copies (the transport's buffer given back at once, so that it reads the
+ * next chunk of a stream while the training thread applies this one). */
+#define MM__MBOX_STAGE 4
+
 /* n_peers peers, snapshot buffers of buf_bytes bytes (at least the fp32
- * vector, 4 * vec_len; a codec's encoded vector must fit); wake is the
- * loop's async handle (initialised by the caller). NULL when out of memory. */
-mm__mbox *mm__mbox_new(uint32_t n_peers, size_t buf_bytes, uv_async_t *wake);
+ * vector, 4 * vec_len; a codec's encoded vector must fit), each with room
+ * for max_chunks chunks of a streamed send (0: none); received bodies of
+ * at most stage_bytes copied out of the transport's buffer (0: none,
+ * every vector stays lent); wake is the loop's async handle (initialised
+ * by the caller). NULL when out of memory. */
+mm__mbox *mm__mbox_new(uint32_t n_peers, size_t buf_bytes, int max_chunks, size_t stage_bytes,
+                       uv_async_t *wake);
 void mm__mbox_free(mm__mbox *mb);
 
 /* ---- training thread ---- */
@@ -115,6 +135,21 @@ int mm__mbox_acquire(mm__mbox *mb);
 void *mm__mbox_buf(mm__mbox *mb, int b);
 /* The buffer now holds exchange e's snapshot: sends of it may go out. */
 void mm__mbox_publish(mm__mbox *mb, int b, uint64_t exchange);
+/* The buffer will hold exchange e's payload as a stream of n_chunks chunks
+ * (at most max_chunks), written one after the other while the first ones
+ * go out: streamed sends of it (mm__mbox_send_stream) may be queued now,
+ * and each chunk goes out once mm__mbox_chunk_ready has said it is there.
+ * Other sends of the buffer (mm__mbox_send_at) only of bytes already
+ * written. */
+void mm__mbox_publish_stream(mm__mbox *mb, int b, uint64_t exchange, int n_chunks);
+/* Chunk k of buffer b (k: the chunks readied so far) is written: its
+ * bytes may be sent. Wakes the loop. */
+void mm__mbox_chunk_ready(mm__mbox *mb, int b, const mm__chunk *ch);
+/* Send buffer b's stream to peer, chunk by chunk as they are ready, with
+ * the vector header meta (offset, count and copy_crc: each chunk's). One
+ * send, as mm__mbox_send: pending, in flight, sent or lost as a whole. */
+void mm__mbox_send_stream(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
+                          const mm_wire_vec *meta);
 /* Send the first len bytes of buffer b to peer, for exchange e, with the
  * vector header meta. It is pending until the peer is up; one send per
  * peer is in flight at a time (a peer that has not taken the last one is
@@ -125,7 +160,8 @@ void mm__mbox_send(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b,
  * compressed gossip puts a payload and a RESET body in one buffer. */
 void mm__mbox_send_at(mm__mbox *mb, uint32_t peer, uint64_t exchange, int b, size_t off,
                       const mm_wire_vec *meta, size_t len);
-/* Give peer's received vector back to the transport (reading resumes). */
+/* Done with peer's first received vector: a lent one goes back to the
+ * transport (reading resumes), a copy is dropped. */
 void mm__mbox_release(mm__mbox *mb, uint32_t peer);
 void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *out);
 /* A counter that moves whenever anything in the mailbox changes. */
@@ -172,8 +208,12 @@ void mm__mbox_allreduce_wait(mm__mbox *mb, double deadline);
 
 /* ---- loop thread ---- */
 
-/* Transport callbacks, forwarded. */
-void mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+/* Transport callbacks, forwarded. A vector delivered goes to the end of
+ * the peer's inbox (mm__mbox_peer shows the first); true when its body
+ * was copied (at most stage_bytes, while fewer than MM__MBOX_STAGE copies
+ * wait and no lent vector does): the caller gives the transport its
+ * buffer back at once (mm_transport_release). */
+bool mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len);
 /* ok false: the send failed (counted in the peer's lost). */
 void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok);
@@ -210,6 +250,11 @@ const void *mm__mbox_claim(mm__mbox *mb, const mm__cmd *c);
 void mm__mbox_unclaim(mm__mbox *mb, const mm__cmd *c);
 /* The send pending for peer, if any (tried when it comes up). */
 bool mm__mbox_pending(mm__mbox *mb, uint32_t peer, mm__cmd *out);
+/* Chunk k of buffer b when it is ready (true, *out), else false. Only for
+ * a buffer a claimed stream still reads. */
+bool mm__mbox_chunk(mm__mbox *mb, int b, int k, mm__chunk *out);
+/* The peer's ups (connections that came up) now. */
+uint64_t mm__mbox_ups(mm__mbox *mb, uint32_t peer);
 
 /* Commands the queue holds before the training thread waits for room. */
 #define MM__MBOX_QUEUE 256

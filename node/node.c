@@ -73,10 +73,62 @@ typedef struct {
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
     mm_link_stats *links;           /* [n]: the transport's counters per peer, for the mailbox */
+    struct out_stream *streams;     /* [n]: a streamed send to each peer under way */
     mm__cmd cmds[MM__MBOX_QUEUE];
 } node;
 
+/* A streamed send (mm__mbox_send_stream) the mailbox let go: its chunks go
+ * to the transport as the training thread readies them, each its own
+ * frame, all on the connection that was up when it was claimed. One send
+ * for the mailbox: sent when every chunk was written, lost otherwise. */
+typedef struct out_stream {
+    bool on;
+    mm__cmd cmd;
+    int next;                       /* chunks handed to the transport */
+    int inflight;                   /* ... not yet reported sent */
+    bool failed;
+    bool pumping;                   /* in stream_pump */
+    uint64_t ups;                   /* the connection it is bound to */
+} out_stream;
+
 /* ---- the mailbox's commands (loop thread) --------------------------------- */
+
+static void try_send(node *nd, const mm__cmd *c);
+
+/* The chunks of peer's stream that are ready go out; once all are out
+ * (or one failed) and reported, the mailbox hears of the send. */
+static void stream_pump(node *nd, uint32_t peer)
+{
+    out_stream *s = &nd->streams[peer];
+    const mm__cmd *c = &s->cmd;
+    mm__chunk ch;
+    if (s->pumping)
+        return; /* (a chunk's on_sent inside send_vec: TLS seals at once) */
+    s->pumping = true;
+    while (!s->failed && s->next < c->chunks && mm__mbox_chunk(nd->mb, c->buf, s->next, &ch)) {
+        mm_wire_vec meta = c->meta;
+        meta.offset = ch.offset;
+        meta.count = ch.count;
+        meta.copy_crc = ch.crc;
+        const uint8_t *body = (const uint8_t *)mm__mbox_buf(nd->mb, c->buf) + ch.off;
+        s->next++;
+        s->inflight++;
+        /* never onto a newer connection: its receiver holds no stream */
+        if (mm__mbox_ups(nd->mb, peer) != s->ups ||
+            mm_transport_send_vec(nd->transport, peer, c->exchange, &meta, body, ch.len) != 0) {
+            s->inflight--; /* (not sent: no on_sent comes) */
+            s->failed = true;
+        }
+    }
+    s->pumping = false;
+    if (s->inflight || (!s->failed && s->next < c->chunks))
+        return;
+    s->on = false;
+    mm__mbox_sent(nd->mb, peer, !s->failed);
+    mm__cmd next; /* a send deferred behind this one (mm__mbox_defer_busy) */
+    if (mm__mbox_pending(nd->mb, peer, &next))
+        try_send(nd, &next);
+}
 
 static void try_send(node *nd, const mm__cmd *c)
 {
@@ -84,6 +136,12 @@ static void try_send(node *nd, const mm__cmd *c)
     if (!buf)
         return;
     mm_transport_set_exchange(nd->transport, c->exchange);
+    if (c->chunks) {
+        nd->streams[c->peer] = (out_stream){.on = true, .cmd = *c,
+                                            .ups = mm__mbox_ups(nd->mb, c->peer)};
+        stream_pump(nd, c->peer);
+        return;
+    }
     if (mm_transport_send_vec(nd->transport, c->peer, c->exchange, &c->meta, buf, c->len) != 0)
         mm__mbox_unclaim(nd->mb, c); /* refused after all: keep it for when it is up */
 }
@@ -141,6 +199,9 @@ static void on_wake(uv_async_t *h)
         else
             try_send(nd, c);
     }
+    for (uint32_t p = 0; p < nd->n; p++) /* chunks readied since */
+        if (nd->streams[p].on)
+            stream_pump(nd, p);
     if (finished) {
         mm_info("saying goodbye to neighbours");
         mm_transport_shutdown(nd->transport, on_transport_closed, nd);
@@ -158,7 +219,10 @@ static void on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_
         mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
         return;
     }
-    mm__mbox_deliver(nd->mb, peer, exchange, meta, body, body_len);
+    /* a chunk of a stream is copied out: the transport reads the next one
+     * while the training thread applies this one */
+    if (mm__mbox_deliver(nd->mb, peer, exchange, meta, body, body_len))
+        mm_transport_release(nd->transport, peer);
 }
 
 static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
@@ -169,9 +233,16 @@ static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
         mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
         return;
     }
-    mm__mbox_sent(nd->mb, peer, ok);
     if (!ok)
         mm_debug("send to peer %u did not complete", peer);
+    out_stream *s = &nd->streams[peer];
+    if (s->on) { /* one of its chunks */
+        s->inflight--;
+        s->failed |= !ok;
+        stream_pump(nd, peer);
+        return;
+    }
+    mm__mbox_sent(nd->mb, peer, ok);
     mm__cmd c; /* a send deferred behind this one (mm__mbox_defer_busy) */
     if (mm__mbox_pending(nd->mb, peer, &c))
         try_send(nd, &c);
@@ -227,9 +298,11 @@ static void log_removed_temp(const char *path)
 /* A body in a codec other than fp32 is checked whole, on the loop thread,
  * before the transport lends it (docs/protocol.md section 6), with the
  * codec's own rules: the transport knows no codec. */
-static int check_body(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen)
+static int check_body(void *ud, const mm_wire_vec *meta, const uint8_t *body, size_t len,
+                      char *why, size_t whylen)
 {
-    return mm_codec_check(ud, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+    /* (a chunk of a stream is a payload of its count floats) */
+    return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
 }
 
 static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errlen)
@@ -294,6 +367,8 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
     tc->copies = c->compress != NULL;
+    size_t chunk_bytes;
+    tc->streams = mm__trainer_chunks(nd->trainer, &chunk_bytes) > 0;
     tc->senders = senders_of(nd, topo, senders) ? senders : NULL;
     /* async: a neighbour far ahead or behind is a straggler, and what it
      * sends is copied out at once (one copy per neighbour whatever its
@@ -509,7 +584,8 @@ int mm_node_run(const mm_node_config *c)
     }
     nd->want = calloc(nd->n, sizeof *nd->want);
     nd->links = calloc(nd->n, sizeof *nd->links);
-    if (!nd->want || !nd->links) {
+    nd->streams = calloc(nd->n, sizeof *nd->streams);
+    if (!nd->want || !nd->links || !nd->streams) {
         mm_error("out of memory");
         goto out;
     }
@@ -524,7 +600,10 @@ int mm_node_run(const mm_node_config *c)
     loop_ready = true;
     uv_async_init(&nd->loop, &nd->wake, on_wake);
     nd->wake.data = nd;
-    nd->mb = mm__mbox_new(nd->n, mm__trainer_buf_bytes(nd->trainer), &nd->wake);
+    size_t chunk_bytes;
+    int chunks = mm__trainer_chunks(nd->trainer, &chunk_bytes);
+    nd->mb = mm__mbox_new(nd->n, mm__trainer_buf_bytes(nd->trainer), chunks, chunk_bytes,
+                          &nd->wake);
     if (!nd->mb) {
         mm_error("out of memory for %u peers and %zu parameters", nd->n,
                  mm__trainer_vec_len(nd->trainer));
@@ -596,6 +675,7 @@ out:
     mm_peer_addrs_free(addrs, nd->n);
     free(nd->want);
     free(nd->links);
+    free(nd->streams);
     mm_log_set_file(NULL);
     if (logf)
         fclose(logf);

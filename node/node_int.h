@@ -32,6 +32,9 @@ void mm__trainer_fingerprint(const mm__trainer *tr, uint8_t fp[32]);
 /* The mailbox's buffer size, and the codec the HELLO names (fp32 and 0s
  * without --compress) with the largest VECTOR body. */
 size_t mm__trainer_buf_bytes(const mm__trainer *tr);
+/* The most chunks of a send streamed through the mailbox (0: none), and
+ * the largest chunk's body in *chunk_bytes. */
+int mm__trainer_chunks(const mm__trainer *tr, size_t *chunk_bytes);
 void mm__trainer_codec(const mm__trainer *tr, uint8_t *codec, uint32_t *block, double *frac,
                        uint64_t *max_body);
 

@@ -23,7 +23,7 @@ struct mm_poison {
 };
 
 static const char *const kinds[] = {"nan", "inf", "huge", "reset-codec", "reset-short",
-                                    "reset-long", "reset-huge", "q-huge"};
+                                    "reset-long", "reset-huge", "q-huge", "q-cut"};
 
 int mm_poison_kind_ok(const char *kind)
 {
@@ -169,18 +169,22 @@ static int huge_q(mm_poison *p, uint32_t to, mm_wire_vec *m, const void **body, 
     }
     if (!*copy)
         return 0;
-    uint64_t blocks = (p->n + p->block - 1) / p->block; /* int8: the scales, then the codes */
-    size_t bytes = 4 * blocks + p->n;
+    /* (a chunk of a streamed q: its own int8 payload of count floats) */
+    uint64_t blocks = (m->count + p->block - 1) / p->block; /* the scales, then the codes */
+    size_t bytes = 4 * blocks + m->count;
     uint8_t *o = *owned = malloc(bytes);
     if (!o)
         return -1;
     float scale = 0x1p120f;
     for (uint64_t b = 0; b < blocks; b++)
         memcpy(o + 4 * b, &scale, 4);
-    memset(o + 4 * blocks, p->negative[to] ? 0x81 : 0x7f, p->n); /* -127, +127 */
-    p->negative[to] = !p->negative[to];
+    memset(o + 4 * blocks, p->negative[to] ? 0x81 : 0x7f, m->count); /* -127, +127 */
+    if (m->offset + m->count == p->n) /* one sign a q, all its chunks */
+        p->negative[to] = !p->negative[to];
     char why[160];
-    if (mm_codec_apply(p->codec, o, bytes, *copy, &m->copy_crc, why, sizeof why) != MM_CODEC_OK)
+    if (mm_codec_check_part(p->codec, m->count, o, bytes, why, sizeof why) != MM_CODEC_OK ||
+        mm_codec_apply_part_checked(p->codec, m->count, o, bytes, *copy + m->offset,
+                                    &m->copy_crc, why, sizeof why) != MM_CODEC_OK)
         return -1;
     *body = o;
     *len = bytes;
@@ -203,6 +207,12 @@ int mm_poison_tamper(void *ud, uint32_t to, mm_wire_vec *m, const void **body, s
         return bad_reset(p, m, body, len, owned);
     if (!strcmp(p->kind, "q-huge"))
         return huge_q(p, to, m, body, len, owned);
+    if (!strcmp(p->kind, "q-cut")) {
+        /* the last chunk of a stream a byte short (its frame says so) */
+        if (!(m->flags & MM_VEC_RESET) && m->offset > 0 && m->offset + m->count == p->n)
+            *len -= 1;
+        return 0;
+    }
     if (m->codec != MM_WIRE_CODEC_FP32)
         return 0;
     float *o = (float *)(*owned = copy_of(*body, *len, 0));

@@ -19,6 +19,10 @@
  *   reset-huge     (--compress) every frame a valid RESET of the floats
  *                  +1e38, -1e38 in turn, its copy_crc theirs: mixed, unless
  *                  the receiver clips
+ *   q-cut          (--compress, a streamed q) the last chunk of every
+ *                  streamed q a byte short: refused at its end (bad_codec,
+ *                  or bad_length for fp32), after the chunks before it were
+ *                  applied
  *   q-huge         (--compress int8) every q valid int8 of the largest
  *                  reach, every scale 2^120 and every code +127 (then -127
  *                  in the next q to that receiver, so its copy stays

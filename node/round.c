@@ -119,6 +119,8 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
             mm__mbox_peer(tr->mb, p, &pv);
             if (pv.has_vector && pv.exchange == e) {
                 take(tr, k, &pv);
+                if (tr->nbr[k].status == IN_WAITING) /* a part (CHOCO's streamed q) */
+                    waiting++;
             } else if (pv.has_vector && pv.exchange > e) {
                 tr->nbr[k].status = IN_MISSING; /* it has moved on without us */
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",

@@ -215,6 +215,12 @@ size_t mm__trainer_buf_bytes(const mm__trainer *tr)
     return tr->algo->buf_bytes ? tr->algo->buf_bytes(tr) : 4 * tr->P;
 }
 
+int mm__trainer_chunks(const mm__trainer *tr, size_t *chunk_bytes)
+{
+    *chunk_bytes = 0;
+    return tr->algo->chunks ? tr->algo->chunks(tr, chunk_bytes) : 0;
+}
+
 void mm__trainer_codec(const mm__trainer *tr, uint8_t *codec, uint32_t *block, double *frac,
                        uint64_t *max_body)
 {

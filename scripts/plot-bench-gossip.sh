@@ -23,7 +23,9 @@ floats,codec,*)
         awk -F, -v n="$n" 'NR > 1 && $1 == n' "$csv" > "$tmp/$n.csv"
         plots="$plots
 set title 'parameters per second over TLS, $n floats (fp32-equivalent GB/s)'
-plot '$tmp/$n.csv' using 8:xtic(2) with boxes fill solid 0.5 title 'codec over TLS', \
+plot '$tmp/$n.csv' using 8:xtic(2) with boxes fill solid 0.5 title 'codec over TLS (sum of parts)', \
+     '' using 0:(\$21 > 0 ? \$21 : 1/0) with points pt 7 ps 1.5 title 'measured, sequential', \
+     '' using 0:(\$22 > 0 ? \$22 : 1/0) with points pt 9 ps 1.5 title 'measured, streamed', \
      '' using 0:9 with lines dashtype 2 lw 2 title 'fp32 over TLS (today)', \
      '' using 0:(\$9*2.5) with lines dashtype 3 title 'int8 target: 2.5x fp32'
 set title 'per-core speed, $n floats (GB/s of float32 input)'

@@ -12,7 +12,12 @@
  *     next to fp32 over TLS (today's exchange: the plain vector, nothing to
  *     encode) measured in the same trials. "overlap" is what the same three
  *     would give if each had a core to itself (a payload streamed in
- *     chunks): 4 n over the slowest of them.
+ *     chunks): 4 n over the slowest of them;
+ *   - for int8 (BENCH_STREAM_CODECS), the exchange measured end to end as
+ *     the node runs it (pipe_trial below): sequential (one frame, encode,
+ *     send, apply one after the other) and streamed (chunks of
+ *     MM_CHOCO_CHUNK floats, or BENCH_CHUNK), next to the same trial's fp32
+ *     over TLS.
  * Speeds are the best of the trials. The ratios to fp32 are taken pair by
  * pair: in every trial each codec's exchange (encode, payload, apply) runs
  * right after an fp32 exchange of its own, A B A B, and the table prints
@@ -28,9 +33,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include "gossip/choco.h"
 #include "gossip/codec.h"
 #include "gossip/mix.h"
+#include "net/tls.h"
+#include "net/transport.h"
 #include "tests/modelvec.h"
 
 static double now_s(void)
@@ -170,6 +179,388 @@ static void load_avg(char *out, size_t len)
         fclose(f);
 }
 
+/* ---- the exchange as the node runs it: a real pipeline ------------------- */
+
+/* One CHOCO exchange after another from peer 0 to peer 1 over the real TLS
+ * transport, each thread doing what the node's does: peer 0's "training
+ * thread" encodes q = Q(x - ref) (ref updated) and hands it to its loop,
+ * which seals and sends it; peer 1's loop reads and checks it (check_body,
+ * as murmur node) and lends it to its "training thread", which applies it
+ * to its copy and gives it back. Sequential (chunk = n): one frame, encoded
+ * whole, then sent, then applied, as before streaming. Streamed (chunk <
+ * n, docs/protocol.md 6.10): chunk k goes to the loop as soon as it is
+ * encoded, so chunk k is sealed while k+1 is encoded, and applied while
+ * k+1 is on its way. The next exchange starts when the last chunk of this
+ * one is applied (the node's round waits for its neighbours). The
+ * receiver's copy must end equal to the sender's ref, bit for bit. */
+typedef struct pipe_run pipe_run;
+
+#define PIPE_STAGE 4 /* as MM__MBOX_STAGE (node/mailbox.h) */
+
+typedef struct {
+    pipe_run *pr;
+    uint32_t id;
+    uv_loop_t loop;
+    uv_async_t wake, stop;
+    mm_transport *t;
+    pthread_t th;
+    atomic_int up, ready;
+    char err[256];
+} pipe_side;
+
+struct pipe_run {
+    pipe_side s[2];
+    char addr[2][40];
+    const char *addrs[2];
+    const char *certdir;
+    mm_codec *codec;                /* the sender's (encodes) */
+    mm_codec *rcodec;               /* the receiver's (checks, applies) */
+    uint64_t n, chunk;
+    int chunks;
+    size_t reps;
+    const float *x[2];
+    float *ref, *copy;
+    uint8_t *buf;
+    mm_wire_vec *part;              /* [chunks]: each chunk's header (offset, count, crc) */
+    size_t *part_off, *part_len;    /* ... and its bytes in buf */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    size_t rep;                     /* the exchange under way */
+    int produced;                   /* its chunks encoded */
+    int handed;                     /* ... handed to the transport (sender loop) */
+    /* receiver: what has come, in order (as the node's mailbox keeps it):
+     * chunks copied out of the transport's buffer (at most PIPE_STAGE), and
+     * at most one left lent (the transport reads on once it is back) */
+    struct {
+        mm_wire_vec meta;
+        const uint8_t *body;
+        size_t len;
+        bool staged;
+    } in[PIPE_STAGE + 1];
+    int in_head, in_n, stage_next, staged;
+    uint8_t *stage[PIPE_STAGE];
+    size_t stage_bytes;
+    bool give_back;                 /* receiver loop: release the lent chunk */
+    size_t done_reps;
+    double t_start, t_end;          /* the first exchange applied, the last */
+    atomic_int bad;
+};
+
+static int pipe_check(void *ud, const mm_wire_vec *meta, const uint8_t *body, size_t len,
+                      char *why, size_t whylen)
+{
+    return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+}
+
+static void pipe_on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                           const void *body, size_t len)
+{
+    pipe_side *s = ud;
+    pipe_run *pr = s->pr;
+    pthread_mutex_lock(&pr->mu);
+    bool lent_waits = pr->in_n > pr->staged;
+    bool copy = pr->chunks > 1 && len <= pr->stage_bytes && pr->staged < PIPE_STAGE && !lent_waits;
+    if (copy) {
+        memcpy(pr->stage[pr->stage_next], body, len);
+        body = pr->stage[pr->stage_next];
+        pr->stage_next = (pr->stage_next + 1) % PIPE_STAGE;
+        pr->staged++;
+    }
+    int at = (pr->in_head + pr->in_n++) % (PIPE_STAGE + 1);
+    pr->in[at].meta = *meta;
+    pr->in[at].body = body;
+    pr->in[at].len = len;
+    pr->in[at].staged = copy;
+    pthread_cond_broadcast(&pr->cv);
+    pthread_mutex_unlock(&pr->mu);
+    if (copy)
+        mm_transport_release(s->t, peer);
+}
+
+static void pipe_on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
+{
+    pipe_side *s = ud;
+    if (!ok)
+        atomic_fetch_add(&s->pr->bad, 1);
+}
+
+static void pipe_on_peer(void *ud, uint32_t peer, mm_peer_state st)
+{
+    pipe_side *s = ud;
+    if (st == MM_PEER_UP)
+        atomic_store(&s->up, 1);
+}
+
+/* Either loop's wake: the sender hands the chunks encoded since; the
+ * receiver gives back the chunk its training thread applied. */
+static void pipe_on_wake(uv_async_t *a)
+{
+    pipe_side *s = a->data;
+    pipe_run *pr = s->pr;
+    pthread_mutex_lock(&pr->mu);
+    if (s->id == 0) {
+        while (pr->handed < pr->produced) {
+            int k = pr->handed++;
+            size_t rep = pr->rep;
+            pthread_mutex_unlock(&pr->mu); /* (TLS seals inside send_vec) */
+            if (mm_transport_send_vec(s->t, 1, rep, &pr->part[k], pr->buf + pr->part_off[k],
+                                      pr->part_len[k]) != 0)
+                atomic_fetch_add(&pr->bad, 1);
+            pthread_mutex_lock(&pr->mu);
+        }
+    } else if (pr->give_back) {
+        pr->give_back = false;
+        pthread_mutex_unlock(&pr->mu);
+        mm_transport_release(s->t, 0);
+        return;
+    }
+    pthread_mutex_unlock(&pr->mu);
+}
+
+static void pipe_closed(uv_handle_t *h) { (void)h; }
+
+static void pipe_done(void *ud)
+{
+    pipe_side *s = ud;
+    uv_close((uv_handle_t *)&s->wake, pipe_closed);
+    uv_close((uv_handle_t *)&s->stop, pipe_closed);
+}
+
+static void pipe_on_stop(uv_async_t *a)
+{
+    pipe_side *s = a->data;
+    mm_transport_shutdown(s->t, pipe_done, s);
+}
+
+static void *pipe_side_main(void *arg)
+{
+    pipe_side *s = arg;
+    pipe_run *pr = s->pr;
+    uv_loop_init(&s->loop);
+    uv_async_init(&s->loop, &s->wake, pipe_on_wake);
+    uv_async_init(&s->loop, &s->stop, pipe_on_stop);
+    s->wake.data = s->stop.data = s;
+    const mm_codec_spec *spec = mm_codec_get_spec(pr->codec);
+    mm_transport_config cfg = {0};
+    mm_tls_files f;
+    cfg.self_id = s->id;
+    cfg.n_peers = 2;
+    cfg.addrs = pr->addrs;
+    cfg.vec_len = pr->n;
+    cfg.codec = (uint8_t)spec->kind;
+    cfg.codec_block = spec->block;
+    cfg.codec_frac = spec->frac;
+    cfg.max_body = mm_codec_max_bytes(pr->codec);
+    cfg.copies = true;
+    cfg.streams = pr->chunks > 1;
+    cfg.check_body = pipe_check;
+    cfg.check_ud = pr->rcodec;
+    cfg.round_window = 1 << 20;
+    cfg.peer_timeout_ms = 60000;
+    mm_tls_files_for(pr->certdir, s->id, &f);
+    cfg.ca_file = f.ca;
+    cfg.cert_file = f.cert;
+    cfg.key_file = f.key;
+    mm_transport_callbacks cb = {pipe_on_vector, pipe_on_sent, pipe_on_peer, s, NULL};
+    s->t = mm_transport_new(&s->loop, &cfg, &cb, s->err, sizeof s->err);
+    if (!s->t) {
+        uv_close((uv_handle_t *)&s->wake, NULL);
+        uv_close((uv_handle_t *)&s->stop, NULL);
+        atomic_store(&s->ready, -1);
+        uv_run(&s->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&s->loop);
+        return NULL;
+    }
+    uint32_t other = 1 - s->id;
+    mm_transport_want(s->t, &other, 1);
+    atomic_store(&s->ready, 1);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    mm_transport_free(s->t);
+    uv_loop_close(&s->loop);
+    return NULL;
+}
+
+/* Peer 0's training thread: every exchange, q chunk by chunk, each handed
+ * to the loop at once; the next exchange once the receiver applied this
+ * one. */
+static void *pipe_producer(void *arg)
+{
+    pipe_run *pr = arg;
+    char why[256];
+    for (size_t r = 0; r < pr->reps && !atomic_load(&pr->bad); r++) {
+        const float *x = pr->x[r % 2];
+        pthread_mutex_lock(&pr->mu);
+        pr->rep = r;
+        pr->produced = pr->handed = 0;
+        pthread_mutex_unlock(&pr->mu);
+        size_t at = 0;
+        for (int k = 0; k < pr->chunks; k++) {
+            uint64_t off = (uint64_t)k * pr->chunk, cnt = pr->n - off < pr->chunk ? pr->n - off
+                                                                                : pr->chunk;
+            size_t len = 0;
+            uint32_t crc = 0;
+            if (mm_choco_encode_part(pr->codec, x, pr->ref, off, cnt, pr->buf + at,
+                                     mm_codec_max_bytes(pr->codec) + 64 * (size_t)pr->chunks - at,
+                                     &len, &crc, why, sizeof why) != MM_CODEC_OK) {
+                fprintf(stderr, "bench: %s\n", why);
+                atomic_fetch_add(&pr->bad, 1);
+                break;
+            }
+            pthread_mutex_lock(&pr->mu);
+            pr->part[k] = (mm_wire_vec){.weight = 1.0,
+                                        .codec = (uint8_t)mm_codec_get_spec(pr->codec)->kind,
+                                        .copy_crc = crc, .offset = off, .count = cnt};
+            pr->part_off[k] = at;
+            pr->part_len[k] = len;
+            pr->produced = k + 1;
+            pthread_mutex_unlock(&pr->mu);
+            uv_async_send(&pr->s[0].wake);
+            at += (len + 7) & ~(size_t)7;
+        }
+        pthread_mutex_lock(&pr->mu);
+        while (pr->done_reps <= r && !atomic_load(&pr->bad)) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&pr->cv, &pr->mu, &ts);
+        }
+        pthread_mutex_unlock(&pr->mu);
+    }
+    return NULL;
+}
+
+/* Peer 1's training thread: each lent chunk applied to its part of the
+ * copy (the loop checked it), its CRC compared, then given back. */
+static void *pipe_consumer(void *arg)
+{
+    pipe_run *pr = arg;
+    char why[256];
+    pthread_mutex_lock(&pr->mu);
+    while (pr->done_reps < pr->reps && !atomic_load(&pr->bad)) {
+        if (!pr->in_n) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += 1;
+            pthread_cond_timedwait(&pr->cv, &pr->mu, &ts);
+            continue;
+        }
+        int at = pr->in_head;
+        mm_wire_vec m = pr->in[at].meta;
+        const uint8_t *body = pr->in[at].body;
+        size_t len = pr->in[at].len;
+        bool staged = pr->in[at].staged;
+        pthread_mutex_unlock(&pr->mu);
+        uint32_t crc = 0;
+        if (mm_choco_receive_part(pr->rcodec, m.offset, m.count, body, len, pr->copy, &crc, why,
+                                  sizeof why) != MM_CODEC_OK || crc != m.copy_crc)
+            atomic_fetch_add(&pr->bad, 1);
+        pthread_mutex_lock(&pr->mu);
+        pr->in_head = (pr->in_head + 1) % (PIPE_STAGE + 1);
+        pr->in_n--;
+        if (staged)
+            pr->staged--;
+        else
+            pr->give_back = true;
+        if (m.offset + m.count == pr->n) {
+            if (++pr->done_reps == 1)
+                pr->t_start = now_s(); /* (the first exchange warms up: untimed) */
+            pr->t_end = now_s();
+            pthread_cond_broadcast(&pr->cv);
+        }
+        pthread_mutex_unlock(&pr->mu);
+        if (!staged)
+            uv_async_send(&pr->s[1].wake);
+        pthread_mutex_lock(&pr->mu);
+    }
+    pthread_mutex_unlock(&pr->mu);
+    return NULL;
+}
+
+/* reps exchanges of spec on xa/xb (n floats) in chunks of chunk floats (n:
+ * one frame): float32-equivalent bytes/s (4 n per exchange), 0 on failure. */
+static double pipe_trial(const char *certdir, const char *spec, const float *xa,
+                         const float *xb, uint64_t n, uint64_t chunk, size_t reps, int *failures)
+{
+    pipe_run *pr = calloc(1, sizeof *pr);
+    double rate = 0;
+    if (!pr)
+        return 0;
+    pr->certdir = certdir;
+    pr->n = n;
+    pr->chunk = chunk < n ? chunk : n;
+    pr->chunks = (int)((n + pr->chunk - 1) / pr->chunk);
+    pr->reps = reps + 1; /* and one to warm up: page faults, the receive buffer */
+    pr->x[0] = xb;
+    pr->x[1] = xa;
+    pr->codec = make(spec, n);
+    pr->rcodec = make(spec, n);
+    pthread_mutex_init(&pr->mu, NULL);
+    pthread_cond_init(&pr->cv, NULL);
+    bool ok = pr->codec && pr->rcodec && (chunk >= n || mm_codec_splits(mm_codec_get_spec(pr->codec)));
+    if (ok) {
+        pr->ref = calloc(n, sizeof *pr->ref);
+        pr->copy = calloc(n, sizeof *pr->copy);
+        pr->buf = malloc(mm_codec_max_bytes(pr->codec) + 64 * (size_t)pr->chunks);
+        pr->part = calloc((size_t)pr->chunks, sizeof *pr->part);
+        pr->part_off = calloc((size_t)pr->chunks, sizeof *pr->part_off);
+        pr->part_len = calloc((size_t)pr->chunks, sizeof *pr->part_len);
+        ok = pr->ref && pr->copy && pr->buf && pr->part && pr->part_off && pr->part_len;
+        pr->stage_bytes = (size_t)mm_codec_part_len(mm_codec_get_spec(pr->codec), pr->chunk);
+        for (int k = 0; ok && k < PIPE_STAGE; k++)
+            ok = (pr->stage[k] = malloc(pr->stage_bytes)) != NULL;
+    }
+    for (int i = 0; ok && i < 2; i++) {
+        snprintf(pr->addr[i], sizeof pr->addr[i], "127.0.0.1:%d", bench_free_port());
+        pr->addrs[i] = pr->addr[i];
+    }
+    for (uint32_t i = 0; ok && i < 2; i++) {
+        pr->s[i].pr = pr;
+        pr->s[i].id = i;
+        pthread_create(&pr->s[i].th, NULL, pipe_side_main, &pr->s[i]);
+    }
+    for (int i = 0; ok && i < 2; i++)
+        while (atomic_load(&pr->s[i].ready) == 0)
+            usleep(1000);
+    if (ok && (pr->s[0].ready < 0 || pr->s[1].ready < 0)) {
+        fprintf(stderr, "bench: %s%s\n", pr->s[0].err, pr->s[1].err);
+        atomic_fetch_add(&pr->bad, 1);
+    }
+    double limit = now_s() + 10;
+    while (ok && !atomic_load(&pr->bad) && !(atomic_load(&pr->s[0].up) && atomic_load(&pr->s[1].up)) &&
+           now_s() < limit)
+        usleep(1000);
+    if (ok && !atomic_load(&pr->bad)) {
+        pthread_t prod, cons;
+        pthread_create(&cons, NULL, pipe_consumer, pr);
+        pthread_create(&prod, NULL, pipe_producer, pr);
+        pthread_join(prod, NULL);
+        pthread_join(cons, NULL);
+        if (!atomic_load(&pr->bad) && pr->done_reps == pr->reps &&
+            !memcmp(pr->ref, pr->copy, n * sizeof *pr->ref))
+            rate = 4.0 * (double)n * (double)reps / (pr->t_end - pr->t_start);
+    }
+    for (int i = 0; ok && i < 2; i++)
+        if (pr->s[i].ready > 0)
+            uv_async_send(&pr->s[i].stop);
+    for (int i = 0; ok && i < 2; i++)
+        pthread_join(pr->s[i].th, NULL);
+    if (!rate) {
+        fprintf(stderr, "bench: %s exchange in chunks of %llu failed\n", spec,
+                (unsigned long long)chunk);
+        *failures += 1;
+    }
+    mm_codec_free(pr->codec);
+    mm_codec_free(pr->rcodec);
+    free(pr->ref), free(pr->copy), free(pr->buf), free(pr->part), free(pr->part_off);
+    free(pr->part_len);
+    for (int k = 0; k < PIPE_STAGE; k++)
+        free(pr->stage[k]);
+    pthread_mutex_destroy(&pr->mu);
+    pthread_cond_destroy(&pr->cv);
+    free(pr);
+    return rate;
+}
+
 /* The consensus step of a ring peer (two neighbours), as mm_mix_round
  * does it today and as mm_choco_mix does it in one pass: GB/s of x. */
 static void mix_speed(uint64_t n, const float *a, const float *b, float *x, double out[2])
@@ -188,9 +579,36 @@ static void mix_speed(uint64_t n, const float *a, const float *b, float *x, doub
     }
 }
 
+/* Whether spec is in the comma-separated list (and splits into parts). */
+static bool streamed(const char *spec, const char *list)
+{
+    size_t len = strlen(spec);
+    mm_codec_spec s;
+    char err[200];
+    if (mm_codec_parse(spec, &s, err, sizeof err) != 0 || !mm_codec_splits(&s))
+        return false;
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == len && !strncmp(p, spec, len))
+            return true;
+        p = e ? e + 1 : NULL;
+    }
+    return false;
+}
+
 int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes, int n_sizes,
                  size_t per_case, int trials, FILE *csv)
 {
+    /* BENCH_STREAM_CODECS: the codecs whose exchange is also measured end to
+     * end, sequential and streamed (default int8; "none": none) */
+    const char *stream_codecs = getenv("BENCH_STREAM_CODECS");
+    if (!stream_codecs)
+        stream_codecs = "int8";
+    /* BENCH_CHUNK: floats per chunk of the streamed exchange (default the
+     * node's, MM_CHOCO_CHUNK) */
+    const char *ck = getenv("BENCH_CHUNK");
+    uint64_t chunk = ck && strtoull(ck, NULL, 10) > 0 ? strtoull(ck, NULL, 10) : MM_CHOCO_CHUNK;
     char list[512];
     const char *spec[32];
     int n_codecs = 0, failures = 0;
@@ -205,7 +623,9 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
         fprintf(csv, "floats,codec,bytes_per_float,enc_gbs,enc_ref_gbs,dec_gbs,apply_gbs,"
                      "tls_eff_gbs,fp32_tls_gbs,ratio_vs_fp32_tls,overlap_gbs,overlap_ratio,"
                      "payload_tls_gbs,ratio_min,ratio_max,overlap_ratio_min,overlap_ratio_max,"
-                     "pairs,load_before,load_after\n");
+                     "pairs,load_before,load_after,node_seq_gbs,node_stream_gbs,node_seq_ratio,"
+                     "node_seq_ratio_min,node_seq_ratio_max,node_stream_ratio,"
+                     "node_stream_ratio_min,node_stream_ratio_max,node_pairs\n");
     char load0[64];
     load_avg(load0, sizeof load0);
     printf("\ncodecs on model-like vectors, %d trials; load %s. Per-core speed in GB/s of float32\n"
@@ -236,6 +656,9 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
         double xfer[32] = {0}, fp32 = 0;
         double ratio[32][64], ovl[32][64];
         int pairs[32] = {0};
+        /* measured end to end as the node runs it: sequential, streamed */
+        double node_seq[32] = {0}, node_str[32] = {0}, r_seq[32][64], r_str[32][64];
+        int node_pairs[32] = {0};
         for (int c = 0; c < n_codecs; c++)
             sp[c] = (speeds){1e9, 1e9, 1e9, 1e9, 0};
         for (int t = 0; t < trials; t++) {
@@ -257,10 +680,25 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
                     ratio[c][pairs[c]] = seq / f;
                     ovl[c][pairs[c]++] = over / f;
                 }
+                if (!streamed(spec[c], stream_codecs))
+                    continue;
+                double sq = pipe_trial(certdir, spec[c], xa, xb, n, n, reps, &failures);
+                double st = pipe_trial(certdir, spec[c], xa, xb, n, chunk, reps, &failures);
+                node_seq[c] = fmax(node_seq[c], sq);
+                node_str[c] = fmax(node_str[c], st);
+                if (f > 0 && sq > 0 && st > 0) {
+                    r_seq[c][node_pairs[c]] = sq / f;
+                    r_str[c][node_pairs[c]++] = st / f;
+                }
             }
         }
         char load1[64];
         load_avg(load1, sizeof load1);
+        double nsq[32], nsqlo[32], nsqhi[32], nst[32], nstlo[32], nsthi[32];
+        for (int c = 0; c < n_codecs; c++) {
+            nsq[c] = median_range(r_seq[c], node_pairs[c], &nsqlo[c], &nsqhi[c]);
+            nst[c] = median_range(r_str[c], node_pairs[c], &nstlo[c], &nsthi[c]);
+        }
         for (int c = 0; c < n_codecs; c++) {
             double gb = 4.0 * (double)n / 1e9, eff, overlap, rlo, rhi, olo, ohi;
             exchange_rates(&sp[c], n, xfer[c], &eff, &overlap);
@@ -275,12 +713,23 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
                    overlap / 1e9, fp32 / 1e9, rs, os);
             if (csv)
                 fprintf(csv, "%llu,%s,%.5f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,"
-                             "%.4f,%.4f,%.4f,%.4f,%d,%s,%s\n",
+                             "%.4f,%.4f,%.4f,%.4f,%d,%s,%s,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,"
+                             "%.4f,%d\n",
                         (unsigned long long)n, spec[c], sp[c].bytes_per_float, gb / sp[c].enc,
                         gb / sp[c].enc_ref, gb / sp[c].dec, gb / sp[c].apply, eff / 1e9,
                         fp32 / 1e9, r, overlap / 1e9, o, xfer[c] / 1e9, rlo, rhi, olo, ohi,
-                        pairs[c], load0, load1);
+                        pairs[c], load0, load1, node_seq[c] / 1e9, node_str[c] / 1e9, nsq[c],
+                        nsqlo[c], nsqhi[c], nst[c], nstlo[c], nsthi[c], node_pairs[c]);
         }
+        for (int c = 0; c < n_codecs; c++)
+            if (node_pairs[c])
+                printf("%-9llu %-11s measured end to end over TLS, as the node runs it (best, "
+                       "GB/s fp32-equivalent): sequential %.2f, streamed in chunks of %llu "
+                       "floats %.2f; against fp32 over TLS, pair by pair: sequential %.2fx "
+                       "(%.2f-%.2f), streamed %.2fx (%.2f-%.2f), %d pairs\n",
+                       (unsigned long long)n, spec[c], node_seq[c] / 1e9,
+                       (unsigned long long)chunk, node_str[c] / 1e9, nsq[c], nsqlo[c], nsqhi[c], nst[c],
+                       nstlo[c], nsthi[c], node_pairs[c]);
         printf("%-9llu load %s after these rows\n", (unsigned long long)n, load1);
         double mix[2];
         mix_speed(n, xa, xb, ref, mix);

@@ -14,6 +14,9 @@
 double bench_transport_run(const char *certdir, bool plaintext, size_t size, size_t reps,
                            int *bad, double *cpu);
 
+/* tests/bench_gossip.c: a free loopback port. */
+int bench_free_port(void);
+
 /* The codec section: per-core speeds, bytes per float, and the effective
  * parameter throughput over TLS against fp32 over TLS measured in the same
  * trials, at each of sizes[] floats. Figures to stdout and to csv (may be

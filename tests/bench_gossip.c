@@ -48,7 +48,7 @@ static double cpu_s(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-static int free_port(void)
+int bench_free_port(void)
 {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -426,7 +426,7 @@ double bench_transport_run(const char *certdir, bool plaintext, size_t size, siz
     b->vec_len = size / 4;
     b->reps = reps;
     for (int i = 0; i < 2; i++) {
-        snprintf(b->addr[i], sizeof b->addr[i], "127.0.0.1:%d", free_port());
+        snprintf(b->addr[i], sizeof b->addr[i], "127.0.0.1:%d", bench_free_port());
         b->addrs[i] = b->addr[i];
         b->bufs[i] = malloc(size);
         for (size_t k = 0; k < b->vec_len; k++)

@@ -15,11 +15,15 @@
  *   - a delivered RESET is fp32, a whole vector, exactly 4 n bytes, every
  *     value finite, and only where copies are kept;
  *   - a delivered q is in the agreed codec, and its body is no longer than
- *     max_body;
- *   - a q the codec accepts leaves a finite copy finite or says overflow.
+ *     max_body; a delivered part of a vector is a chunk that starts a
+ *     stream (offset 0: the decoder is fresh), and only where streams are
+ *     on (copies kept, a codec that splits);
+ *   - a q (or a chunk) the codec accepts leaves a finite copy finite or
+ *     says overflow.
  * Input: byte 0 = the connection's codec (index into specs[]), byte 1 =
  * options (bit 0: copies kept; bit 1: fit the payload length to the count;
- * bit 2: the vector header's codec is the agreed one, bit 3: fp32 instead),
+ * bit 2: the vector header's codec is the agreed one, bit 3: fp32 instead;
+ * bit 4: streams, where the codec splits and copies are kept),
  * byte 2 = flags, bytes 3-4 = n - 1 (mod 512), bytes 5-6 = count, bytes
  * 7-8 = offset, bytes 9-10 = body length (mod max_body + 16), the rest =
  * the body (cycled to its length). Built with -DFUZZ_SEEDGEN it writes a
@@ -93,9 +97,12 @@ static void receive(const mm_wire_rx *rx, mm_codec *c, const uint8_t *b, size_t 
     } else {
         if (v->codec != rx->codec || len > rx->max_body)
             abort();
+        if (v->count != n && (!rx->streams || v->offset != 0))
+            abort(); /* a part only as a stream's first chunk */
         if (v->codec != MM_WIRE_CODEC_FP32 &&
-            mm_codec_check(c, body, len, why, sizeof why) == MM_CODEC_OK) {
-            mm_codec_err e = mm_codec_apply(c, body, len, copy, NULL, why, sizeof why);
+            mm_codec_check_part(c, v->count, body, len, why, sizeof why) == MM_CODEC_OK) {
+            mm_codec_err e = mm_codec_apply_part_checked(c, v->count, body, len,
+                                                         copy + v->offset, NULL, why, sizeof why);
             if (e != MM_CODEC_OK && e != MM_CODEC_E_OVERFLOW)
                 abort(); /* check accepted what apply refuses */
             for (uint64_t i = 0; e == MM_CODEC_OK && i < n; i++)
@@ -128,7 +135,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         v.count = n;
     uint64_t body_len = get16(data + 9) % (max_body + 16);
     if (opt & 2)
-        body_len = v.codec == MM_WIRE_CODEC_FP32 ? 4 * v.count : mm_codec_max_bytes(c);
+        body_len = v.codec == MM_WIRE_CODEC_FP32 ? 4 * v.count
+                   : v.count == n                ? mm_codec_max_bytes(c)
+                                                 : mm_codec_part_len(&s, v.count);
     size_t plen = MM_WIRE_VEC_HDR + (size_t)body_len;
     uint8_t *frame = malloc(MM_WIRE_HDR_LEN + plen);
     uint8_t *payload = frame + MM_WIRE_HDR_LEN;
@@ -158,6 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rx.max_body = max_body;
     rx.codec = agreed;
     rx.copies = opt & 1;
+    rx.streams = (opt & 16) && rx.copies && mm_codec_splits(&s); /* as the transport sets it */
     rx.vec_buf = vbuf;
     mm_wire_rx_init(&rx);
     if (feed(&rx, frame, MM_WIRE_HDR_LEN + plen) == MM_RX_FRAME) {
@@ -173,9 +183,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* One input: the connection's codec, options, flags and what the frame's
  * body is made of (x encoded, or x itself for fp32). */
 static int seed(const char *dir, int k, unsigned which, uint8_t opt, uint8_t flags_codec,
-                uint64_t n, bool encode)
+                uint64_t n, bool encode, uint64_t count)
 {
-    mm_codec *c = codec_for(which, n);
+    /* count (not 0): the first chunk of a stream, count floats of n */
+    mm_codec *c = codec_for(which, count ? count : n);
     float x[MAX_N];
     for (uint64_t i = 0; i < n; i++)
         x[i] = (float)((i * 37) % 101) / 10.0f - 5.0f;
@@ -195,7 +206,9 @@ static int seed(const char *dir, int k, unsigned which, uint8_t opt, uint8_t fla
     in[2] = flags_codec;
     in[3] = (uint8_t)(n - 1);
     in[4] = (uint8_t)((n - 1) >> 8);
-    in[5] = in[6] = in[7] = in[8] = 0;
+    in[5] = (uint8_t)count;
+    in[6] = (uint8_t)(count >> 8);
+    in[7] = in[8] = 0;
     in[9] = (uint8_t)len;
     in[10] = (uint8_t)(len >> 8);
     char path[512];
@@ -216,8 +229,15 @@ int main(int argc, char **argv)
         uint64_t n = 100 + 37 * w;
         /* a good q (the agreed codec), a good RESET (fp32, copies kept),
          * and a RESET in the agreed codec */
-        if (seed(argv[1], k++, w, 1 | 4, 0, n, true) || seed(argv[1], k++, w, 1 | 8, 1, n, false) ||
-            seed(argv[1], k++, w, 1 | 4, 1, n, true))
+        if (seed(argv[1], k++, w, 1 | 4, 0, n, true, 0) ||
+            seed(argv[1], k++, w, 1 | 8, 1, n, false, 0) ||
+            seed(argv[1], k++, w, 1 | 4, 1, n, true, 0))
+            return 1;
+        /* and the first chunk of a streamed q (dense codecs) */
+        mm_codec_spec sp;
+        char err[200];
+        if (mm_codec_parse(specs[w], &sp, err, sizeof err) == 0 && mm_codec_splits(&sp) &&
+            seed(argv[1], k++, w, 1 | 4 | 16, 0, n, true, 64))
             return 1;
     }
     return 0;

@@ -467,6 +467,81 @@ static void ref_equals_copy(void **state)
     free(x), free(ref), free(copy), free(copy2);
 }
 
+/* A vector encoded in parts (a streamed q, docs/protocol.md 6.10) gives
+ * exactly the floats of the whole encode: the ref after every round, and
+ * a copy that applies the parts equals it, with the per-part CRCs of the
+ * ref; each part checks on its own, and one a byte short does not; the
+ * sparse codecs and parts off a block boundary are refused. */
+static void parts_equal_whole(void **state)
+{
+    (void)state;
+    mm_rng r;
+    mm_rng_seed(&r, 78);
+    uint64_t n = 10007, chunk = 4096; /* parts of 4096, 4096 and 1815 floats */
+    float *x = malloc(n * sizeof *x), *ref = calloc(n, sizeof *ref),
+          *ref2 = calloc(n, sizeof *ref2), *copy = calloc(n, sizeof *copy);
+    static const char *dense[] = {"fp32", "bf16", "int8", "int8:32", "int8:4096", "sign",
+                                  "sign:8", "sign:256"};
+    char why[256];
+    for (size_t s = 0; s < sizeof dense / sizeof dense[0]; s++) {
+        mm_codec *c = make(dense[s], n);
+        assert_true(mm_codec_splits(mm_codec_get_spec(c)));
+        memset(ref, 0, n * sizeof *ref);
+        memset(ref2, 0, n * sizeof *ref2);
+        memset(copy, 0, n * sizeof *copy);
+        uint8_t *whole = malloc(mm_codec_max_bytes(c)), *part = malloc(mm_codec_max_bytes(c));
+        fill(&r, x, n, 1.0);
+        for (int round = 0; round < 5; round++) {
+            for (uint64_t i = 0; i < n; i++)
+                x[i] += (float)(0.01 * mm_rng_normal(&r));
+            size_t len;
+            assert_int_equal(mm_codec_encode(c, x, ref, 0, whole, mm_codec_max_bytes(c), &len,
+                                             NULL, why, sizeof why), MM_CODEC_OK);
+            for (uint64_t off = 0; off < n; off += chunk) {
+                uint64_t cnt = n - off < chunk ? n - off : chunk;
+                size_t plen;
+                uint32_t crc = 0, crc2 = 1;
+                assert_int_equal(mm_codec_encode_part(c, x, ref2, off, cnt, part,
+                                                      mm_codec_part_len(mm_codec_get_spec(c), cnt),
+                                                      &plen, &crc, why, sizeof why), MM_CODEC_OK);
+                assert_int_equal(plen, mm_codec_part_len(mm_codec_get_spec(c), cnt));
+                assert_int_equal(crc, mm_crc32c(0, ref2 + off, cnt * sizeof *ref2));
+                assert_int_equal(mm_codec_check_part(c, cnt, part, plen, why, sizeof why),
+                                 MM_CODEC_OK);
+                assert_int_equal(mm_codec_apply_part_checked(c, cnt, part, plen, copy + off,
+                                                             &crc2, why, sizeof why), MM_CODEC_OK);
+                assert_int_equal(crc, crc2);
+                assert_int_not_equal(mm_codec_check_part(c, cnt, part, plen - 1, why, sizeof why),
+                                     MM_CODEC_OK);
+            }
+            assert_memory_equal(ref, ref2, n * sizeof *ref);
+            assert_memory_equal(ref, copy, n * sizeof *ref);
+        }
+        /* off a block boundary, or past the end: refused, nothing written */
+        size_t plen = 99;
+        uint64_t B = mm_codec_get_spec(c)->block;
+        if (B > 1) {
+            assert_int_equal(mm_codec_encode_part(c, x, ref2, B / 2, B, part, mm_codec_max_bytes(c),
+                                                  &plen, NULL, why, sizeof why), MM_CODEC_E_INPUT);
+            assert_int_equal(plen, 0);
+        }
+        assert_int_equal(mm_codec_encode_part(c, x, ref2, n - 8, 16, part, mm_codec_max_bytes(c),
+                                              &plen, NULL, why, sizeof why), MM_CODEC_E_INPUT);
+        assert_memory_equal(ref, ref2, n * sizeof *ref);
+        free(whole), free(part);
+        mm_codec_free(c);
+    }
+    mm_codec *t = make("topk:0.01", n);
+    size_t plen;
+    assert_false(mm_codec_splits(mm_codec_get_spec(t)));
+    assert_int_equal(mm_codec_encode_part(t, x, ref, 0, 4096, (uint8_t *)copy, 4 * n, &plen,
+                                          NULL, why, sizeof why), MM_CODEC_E_INPUT);
+    assert_int_equal(mm_codec_check_part(t, 4096, (const uint8_t *)copy, 100, why, sizeof why),
+                     MM_CODEC_E_LENGTH);
+    mm_codec_free(t);
+    free(x), free(ref), free(ref2), free(copy);
+}
+
 /* ---- untrusted payloads ---------------------------------------------------- */
 
 static void expect_refused(mm_codec *c, const uint8_t *p, size_t len, mm_codec_err want,
@@ -659,6 +734,7 @@ int main(void)
         cmocka_unit_test(randk_indices),
         cmocka_unit_test(documented_layouts),
         cmocka_unit_test(ref_equals_copy),
+        cmocka_unit_test(parts_equal_whole),
         cmocka_unit_test(bad_lengths),
         cmocka_unit_test(bad_values),
         cmocka_unit_test(bad_indices),

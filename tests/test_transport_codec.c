@@ -49,9 +49,10 @@ static void v_on_sent(void *ud, uint32_t p, uint64_t r, bool ok) { (void)ud; (vo
 static void v_on_peer(void *ud, uint32_t p, mm_peer_state s) { (void)ud; (void)p; (void)s; }
 static void v_wake(uv_timer_t *h) { (void)h; }
 
-static int check_body(void *ud, const uint8_t *body, size_t len, char *why, size_t whylen)
+static int check_body(void *ud, const mm_wire_vec *meta, const uint8_t *body, size_t len,
+                      char *why, size_t whylen)
 {
-    return mm_codec_check(ud, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
+    return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
 }
 
 static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)

@@ -484,6 +484,111 @@ static void vector_header_rules(void **s)
     assert_int_equal(rx.err, MM_WIRE_E_TYPE);
 }
 
+/* One frame more on a decoder that goes on (feed_vec starts afresh). */
+static mm_rx_event feed_more(mm_wire_rx *rx, uint64_t exchange, const mm_wire_vec *m,
+                             uint64_t body_len)
+{
+    static uint8_t payload[MM_WIRE_VEC_HDR + 4096];
+    memset(payload, 0, sizeof payload);
+    mm_wire_put_vec(payload, m);
+    mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .exchange = exchange,
+                        .payload_len = MM_WIRE_VEC_HDR + body_len};
+    uint8_t raw[MM_WIRE_HDR_LEN], *p;
+    size_t want;
+    mm_wire_put_header(raw, &h);
+    mm_wire_rx_want(rx, &p, &want);
+    memcpy(p, raw, want);
+    mm_rx_event ev = mm_wire_rx_advance(rx, want);
+    size_t pos = 0;
+    while (ev == MM_RX_MORE && pos < MM_WIRE_VEC_HDR + body_len) {
+        mm_wire_rx_want(rx, &p, &want);
+        memcpy(p, payload + pos, want);
+        pos += want;
+        ev = mm_wire_rx_advance(rx, want);
+    }
+    return ev;
+}
+
+/* Compressed gossip's streamed q (docs/protocol.md 3.2, "Streams"): chunks
+ * of one exchange from float 0 to the end, in order; a chunk out of order,
+ * of another exchange, a RESET or a whole vector inside a stream, a stream
+ * that does not start at 0, and a chunked RESET are refused as bad_length;
+ * a connection without streams takes whole vectors only. */
+static void stream_rules(void **s)
+{
+    enum { N = 64 };
+    static uint8_t vbuf[MM_WIRE_VEC_HDR + 4096];
+    mm_wire_rx rx;
+    const mm_wire_vec q = {.weight = 1, .codec = 3};
+    /* a connection: int8 (codec 3) with streams; bodies up to 256 bytes */
+#define OPEN(streams_on)                                                                   \
+    do {                                                                                   \
+        memset(&rx, 0, sizeof rx);                                                         \
+        rx.hello_done = rx.no_payload_crc = rx.copies = true;                              \
+        rx.streams = (streams_on);                                                         \
+        rx.vec_len = N;                                                                    \
+        rx.vec_buf = vbuf;                                                                 \
+        rx.codec = 3;                                                                      \
+        rx.max_body = 4 * N;                                                               \
+        mm_wire_rx_init(&rx);                                                              \
+    } while (0)
+    mm_wire_vec m = q;
+    OPEN(true);
+    for (int round = 0; round < 2; round++) /* two streams of 3 chunks, then a whole q */
+        for (uint64_t off = 0; off < N; off += 24) {
+            m.offset = off;
+            m.count = off + 24 < N ? 24 : N - off;
+            assert_int_equal(feed_more(&rx, 7 + (uint64_t)round, &m, 20), MM_RX_FRAME);
+            assert_int_equal(rx.stream_next, off + 24 < N ? off + 24 : 0);
+        }
+    m.offset = 0;
+    m.count = N;
+    assert_int_equal(feed_more(&rx, 9, &m, 80), MM_RX_FRAME);
+    static const struct { const char *what; uint64_t exchange, offset, count; uint8_t flags; } bad[] = {
+        {"a chunk skipped", 5, 48, 16, 0},
+        {"a chunk again", 5, 0, 24, 0},
+        {"another exchange inside the stream", 6, 24, 24, 0},
+        {"a RESET inside the stream", 5, 0, N, MM_VEC_RESET},
+        {"a whole q inside the stream", 5, 0, N, 0},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        OPEN(true);
+        m = q;
+        m.count = 24;
+        assert_int_equal(feed_more(&rx, 5, &m, 20), MM_RX_FRAME);
+        m.offset = bad[i].offset;
+        m.count = bad[i].count;
+        m.flags = bad[i].flags;
+        if (m.flags & MM_VEC_RESET)
+            m.codec = MM_WIRE_CODEC_FP32;
+        mm_rx_event ev = feed_more(&rx, bad[i].exchange, &m, m.flags ? 4 * N : 20);
+        if (ev != MM_RX_ERROR || rx.err != MM_WIRE_E_LENGTH)
+            fail_msg("%s: event %d, error %s (%s)", bad[i].what, ev, mm_wire_err_name(rx.err),
+                     rx.why);
+    }
+    /* a stream starts at float 0; a RESET is never a chunk; no streams:
+     * whole vectors only */
+    OPEN(true);
+    m = q;
+    m.offset = 24;
+    m.count = 24;
+    assert_int_equal(feed_more(&rx, 5, &m, 20), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+    OPEN(true);
+    m = q;
+    m.codec = MM_WIRE_CODEC_FP32;
+    m.flags = MM_VEC_RESET;
+    m.count = 24;
+    assert_int_equal(feed_more(&rx, 5, &m, 4 * 24), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+    OPEN(false);
+    m = q;
+    m.count = 24;
+    assert_int_equal(feed_more(&rx, 5, &m, 20), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_LENGTH);
+#undef OPEN
+}
+
 /* HELLO v3: every field round-trips; its reserved bytes must be 0. */
 static void hello_fields(void **s)
 {
@@ -544,6 +649,7 @@ int main(void)
         cmocka_unit_test(tls_no_payload_crc),
         cmocka_unit_test(weight_rules),
         cmocka_unit_test(vector_header_rules),
+        cmocka_unit_test(stream_rules),
         cmocka_unit_test(hello_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,6 +66,34 @@ for k in 0 1 2 3; do
 done
 note "no fault: 2 RESETs sent and 2 received per peer on a ring of 4 (one per link)"
 
+# --- 0c. a streamed q over TLS ----------------------------------------------
+# 300000 floats: every q goes in 3 chunks (docs/protocol.md 6.10), each its
+# own frame, applied as it comes. Still one RESET per link, nothing ignored
+# or diverged, and the copies take the peers to consensus.
+sh "$ROOT/scripts/make-certs.sh" "$T/certs" 4 >/dev/null
+port=$(free_ports 4)
+for k in 0 1 2 3; do
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring.topo" --base-port $port \
+        --tls-dir "$T/certs" --no-train --vector-len 300000 --compress int8 --rounds 30 \
+        --log-every 0 --eval-every 10 --checkpoint-every 0 --start-timeout 60000 \
+        --round-timeout 60000 --run-dir "$T/stream" > "$T/stream$k.out" 2>&1 &
+    eval "o$k=\$!"; E2E_PIDS="$E2E_PIDS $!"
+done
+wait_all $o0 $o1 $o2 $o3 || fail "stream: a peer failed"
+for k in 0 1 2 3; do
+    for f in resets_sent resets_recv; do
+        [ "$(end_field "$T/stream" $k $f)" = 2 ] ||
+            fail "stream: peer $k has $f $(end_field "$T/stream" $k $f), not 2 (one per link)"
+    done
+done
+no_divergence "$T/stream" 4 stream
+[ "$(sum_end "$T/stream" 4 copies_ignored)" -eq 0 ] || fail "stream: a chunk reached a copy it did not fit"
+[ "$(grep '"ev":"round"' "$T/stream/node-0/metrics.jsonl" | grep -c '"nbrs":\[[0-9]*,[0-9]*\]')" = 30 ] ||
+    fail "stream: peer 0 did not mix both neighbours in every round"
+xi=$(final_consensus "$T/stream")
+small "$xi" || fail "stream: no consensus at the end (Xi $xi)"
+note "stream: 3 chunks a q over TLS, 2 RESETs per peer, both neighbours mixed in all 30 rounds, final Xi $xi"
+
 # --- 1. SIGKILL and --resume (int8, a tiny model) -------------------------
 tiny_data "$T/data"
 port=$(free_ports 4)

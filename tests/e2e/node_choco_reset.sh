@@ -80,4 +80,48 @@ for codec in fp32 bf16 int8 sign topk:0.1 randk:0.1; do
 done
 [ $problems = 0 ] || fail "$problems problems"
 note "$(grep -h 'refused.*RESET' "$T"/att-3-reset-codec.0.out | head -1 | cut -c1-200)"
-echo "ok: a neighbour's bad RESETs are refused under every codec"
+
+# A streamed q refused at its end (docs/protocol.md 6.10): 300000 floats
+# go in 3 chunks, and the attacker's last chunk of every q is a byte short
+# (--test-poison q-cut), so its receivers have applied the first two when
+# the third is refused and the connection closes. The half-applied copy
+# must never be mixed: each new connection starts with a valid RESET,
+# mixed in its exchange, and then the attacker's next q is cut again. So an
+# honest peer mixes the attacker in at most as many rounds as it took
+# RESETs from it (its RESETs received, less the one from the other honest
+# peer), however many streams were cut (refused as bad_codec), and no copy
+# ever diverges.
+# (--compute-jitter: rounds of about 0.1 s, so that the attacker, redialled
+# 0.2 s after each refusal, is cut several times in the run)
+R=20
+for codec in int8 sign bf16; do
+    name=cut-$codec
+    port=$(free_ports 3)
+    : > "$T/$name.pids"
+    start $name "$codec" $port "0 2" --vector-len 300000 --compute-jitter uniform:0.2
+    start $name "$codec" $port "1" --vector-len 300000 --compute-jitter uniform:0.2 \
+        --test-poison q-cut
+    set -- $(cat "$T/$name.pids")
+    st0=0; st2=0
+    wait "$1" || st0=$?
+    wait "$2" || st2=$?
+    wait "$3" || true
+    cut=0 took=""
+    for k in 0 2; do
+        mf=$T/$name/node-$k/metrics.jsonl
+        [ $k = 0 ] && st=$st0 || st=$st2
+        [ "$st" = 0 ] || problem "$codec, q-cut: peer $k exited $st"
+        [ "$(jfield "$mf" end round)" = $R ] || problem "$codec, q-cut: peer $k stopped at round $(jfield "$mf" end round)"
+        mixed=$(grep '"ev":"round"' "$mf" | grep -c '"nbrs":\[[0-9,]*1[],]' || true)
+        resets=$(( $(jfield "$mf" end resets_recv) - 1 ))
+        [ "$mixed" -le "$resets" ] ||
+            problem "$codec, q-cut: peer $k mixed the attacker in $mixed rounds, with $resets RESETs from it"
+        [ "$(jfield "$mf" end copies_diverged)" = 0 ] || problem "$codec, q-cut: peer $k has a diverged copy"
+        cut=$((cut + $(jfield "$mf" end bad_codec)))
+        took="$took peer $k $mixed/$resets;"
+    done
+    [ "$cut" -ge 2 ] || problem "$codec, q-cut: $cut streams refused at their last chunk, expected several"
+    note "$codec, q-cut: $cut streams cut at their last chunk; rounds mixing the attacker/its RESETs:$took"
+done
+[ $problems = 0 ] || fail "$problems problems"
+echo "ok: a neighbour's bad RESETs are refused under every codec, and a cut stream is never mixed"
