@@ -55,6 +55,8 @@ static int check_body(void *ud, const mm_wire_vec *meta, const uint8_t *body, si
     return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
 }
 
+static bool victim_streams; /* the next victim takes streamed q's (chunks) */
+
 static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
 {
     memset(v, 0, sizeof *v);
@@ -69,7 +71,7 @@ static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
                              .vec_len = VLEN, .plaintext = true, .weight_rule = MM_WEIGHT_ONE,
                              .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                              .codec_frac = spec->frac, .frame_timeout_ms = 500,
-                             .copies = copies};
+                             .copies = copies, .streams = victim_streams};
     memset(c.fingerprint, 0xAB, 32);
     char cerr[200];
     v->codec = mm_codec_new(spec, VLEN, cerr, sizeof cerr);
@@ -423,10 +425,75 @@ static void fraction_bits(void **s)
     victim_stop(&v);
 }
 
+/* A streamed q (docs/protocol.md 3.2, 6.10) over a socket: its chunks are
+ * delivered one by one, each checked as a payload of its count floats; a
+ * stream whose last chunk the codec refuses is cut there (bad_codec, the
+ * connection closed) after the first chunk was delivered, which is what
+ * the CHOCO receiver must then not mix (e2e/node_choco_reset.sh q-cut); a
+ * chunk out of order is refused on its header (bad_length). */
+static void stream_cut(void **s)
+{
+    (void)s;
+    mm_codec_spec spec;
+    char err[200];
+    assert_int_equal(mm_codec_parse("int8", &spec, err, sizeof err), 0);
+    enum { FIRST = 512, REST = VLEN - FIRST };
+    mm_codec *c1 = mm_codec_new(&spec, FIRST, err, sizeof err),
+             *c2 = mm_codec_new(&spec, REST, err, sizeof err);
+    float x[VLEN];
+    for (int i = 0; i < VLEN; i++)
+        x[i] = (float)(i % 13) - 6.0f;
+    uint8_t a[2048], b[2048];
+    size_t la, lb;
+    assert_int_equal(mm_codec_encode(c1, x, NULL, 0, a, sizeof a, &la, NULL, err, sizeof err), 0);
+    assert_int_equal(mm_codec_encode(c2, x + FIRST, NULL, 0, b, sizeof b, &lb, NULL, err,
+                                     sizeof err), 0);
+    b[lb - 1] = 0x80; /* the last chunk's last code -128: the codec refuses it */
+    const size_t bad_codec = offsetof(mm_transport_stats, bad_codec),
+                 bad_length = offsetof(mm_transport_stats, bad_length);
+    for (int order = 0; order < 2; order++) { /* 0: the last chunk bad; 1: out of order */
+        victim v;
+        victim_streams = true;
+        victim_start(&v, &spec, true);
+        victim_streams = false;
+        size_t field = order ? bad_length : bad_codec;
+        uint64_t before = counter(&v, field);
+        mm_wire_vec m1 = {.weight = 1, .codec = (uint8_t)spec.kind, .count = FIRST};
+        mm_wire_vec m2 = {.weight = 1, .codec = (uint8_t)spec.kind, .offset = FIRST, .count = REST};
+        if (order) { /* a gap: floats FIRST .. FIRST+7 never come */
+            m2.offset = FIRST + 8;
+            m2.count = REST - 8;
+        }
+        int fd = att_send_vec(&v, &spec, &m1, a, la);
+        uint8_t *p = malloc(MM_WIRE_VEC_HDR + lb);
+        mm_wire_put_vec(p, &m2);
+        memcpy(p + MM_WIRE_VEC_HDR, b, lb);
+        att_frame(fd, MM_WIRE_VECTOR, 0, p, MM_WIRE_VEC_HDR + lb);
+        free(p);
+        uint64_t end = uv_hrtime() / 1000000 + 5000;
+        bool closed = false;
+        while (uv_hrtime() / 1000000 < end) {
+            uv_run(&v.loop, UV_RUN_ONCE);
+            if (counter(&v, field) > before && (closed = closed_by_peer(fd)))
+                break;
+        }
+        close(fd);
+        if (v.delivered != 1 || v.last_len != la || memcmp(v.last, a, la) ||
+            counter(&v, field) != before + 1 || !closed)
+            fail_msg("%s: delivered %llu, counter %llu -> %llu, closed %d",
+                     order ? "out of order" : "last chunk bad", (unsigned long long)v.delivered,
+                     (unsigned long long)before, (unsigned long long)counter(&v, field), closed);
+        victim_stop(&v);
+    }
+    mm_codec_free(c1);
+    mm_codec_free(c2);
+}
+
 int main(void)
 {
     mm_log_set_level(MM_LOG_WARN);
     const struct CMUnitTest tests[] = {cmocka_unit_test(every_codec), cmocka_unit_test(resets),
-                                       cmocka_unit_test(fraction_bits)};
+                                       cmocka_unit_test(fraction_bits),
+                                       cmocka_unit_test(stream_cut)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
