@@ -131,9 +131,12 @@ int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
     ch->buf_bytes = ch->reset_off + 4 * P;
     ch->in_peers = count_in_peers(topo, id, n);
     /* One copy per in-neighbour and our own, the part of the mailbox's
-     * three buffers beyond the plain vector, the codec's workspace. */
+     * three buffers beyond the plain vector, the codec's workspace, and
+     * with a streamed q the inbox's staging copies. */
     ch->bytes = (uint64_t)(1 + ch->in_peers) * 4 * P + 3 * (uint64_t)ch->reset_off +
                 mm_codec_workspace_bytes(ch->codec);
+    if (ch->chunks) /* the chunks each in-neighbour's inbox may hold as copies */
+        ch->bytes += (uint64_t)ch->in_peers * MM__MBOX_STAGE * mm_codec_part_len(&spec, CHUNK);
     uint64_t budget = (uint64_t)c->choco_memory_mb << 20;
     if (ch->bytes > budget) {
         snprintf(err, errlen, "--compress %s needs %.1f MiB for its public copies (%d "

@@ -195,6 +195,14 @@ static void load_avg(char *out, size_t len)
  * receiver's copy must end equal to the sender's ref, bit for bit. */
 typedef struct pipe_run pipe_run;
 
+/* CPU seconds of the whole process (all four threads of the pipeline). */
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 #define PIPE_STAGE 4 /* as MM__MBOX_STAGE (node/mailbox.h) */
 
 typedef struct {
@@ -243,6 +251,7 @@ struct pipe_run {
     bool give_back;                 /* receiver loop: release the lent chunk */
     size_t done_reps;
     double t_start, t_end;          /* the first exchange applied, the last */
+    double cpu_start, cpu_end;      /* the process's CPU seconds then */
     atomic_int bad;
 };
 
@@ -462,9 +471,12 @@ static void *pipe_consumer(void *arg)
         else
             pr->give_back = true;
         if (m.offset + m.count == pr->n) {
-            if (++pr->done_reps == 1)
-                pr->t_start = now_s(); /* (the first exchange warms up: untimed) */
+            if (++pr->done_reps == 1) { /* (the first exchange warms up: untimed) */
+                pr->t_start = now_s();
+                pr->cpu_start = process_cpu_s();
+            }
             pr->t_end = now_s();
+            pr->cpu_end = process_cpu_s();
             pthread_cond_broadcast(&pr->cv);
         }
         pthread_mutex_unlock(&pr->mu);
@@ -479,7 +491,8 @@ static void *pipe_consumer(void *arg)
 /* reps exchanges of spec on xa/xb (n floats) in chunks of chunk floats (n:
  * one frame): float32-equivalent bytes/s (4 n per exchange), 0 on failure. */
 static double pipe_trial(const char *certdir, const char *spec, const float *xa,
-                         const float *xb, uint64_t n, uint64_t chunk, size_t reps, int *failures)
+                         const float *xb, uint64_t n, uint64_t chunk, size_t reps, int *failures,
+                         double *cores)
 {
     pipe_run *pr = calloc(1, sizeof *pr);
     double rate = 0;
@@ -538,6 +551,7 @@ static double pipe_trial(const char *certdir, const char *spec, const float *xa,
         if (!atomic_load(&pr->bad) && pr->done_reps == pr->reps &&
             !memcmp(pr->ref, pr->copy, n * sizeof *pr->ref))
             rate = 4.0 * (double)n * (double)reps / (pr->t_end - pr->t_start);
+        *cores = (pr->cpu_end - pr->cpu_start) / (pr->t_end - pr->t_start);
     }
     for (int i = 0; ok && i < 2; i++)
         if (pr->s[i].ready > 0)
@@ -659,6 +673,7 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
         /* measured end to end as the node runs it: sequential, streamed */
         double node_seq[32] = {0}, node_str[32] = {0}, r_seq[32][64], r_str[32][64];
         int node_pairs[32] = {0};
+        double cores_seq[32] = {0}, cores_str[32] = {0}; /* CPU / wall of the best of each */
         for (int c = 0; c < n_codecs; c++)
             sp[c] = (speeds){1e9, 1e9, 1e9, 1e9, 0};
         for (int t = 0; t < trials; t++) {
@@ -682,8 +697,13 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
                 }
                 if (!streamed(spec[c], stream_codecs))
                     continue;
-                double sq = pipe_trial(certdir, spec[c], xa, xb, n, n, reps, &failures);
-                double st = pipe_trial(certdir, spec[c], xa, xb, n, chunk, reps, &failures);
+                double csq = 0, cst = 0;
+                double sq = pipe_trial(certdir, spec[c], xa, xb, n, n, reps, &failures, &csq);
+                double st = pipe_trial(certdir, spec[c], xa, xb, n, chunk, reps, &failures, &cst);
+                if (sq > node_seq[c])
+                    cores_seq[c] = csq;
+                if (st > node_str[c])
+                    cores_str[c] = cst;
                 node_seq[c] = fmax(node_seq[c], sq);
                 node_str[c] = fmax(node_str[c], st);
                 if (f > 0 && sq > 0 && st > 0) {
@@ -726,10 +746,11 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
                 printf("%-9llu %-11s measured end to end over TLS, as the node runs it (best, "
                        "GB/s fp32-equivalent): sequential %.2f, streamed in chunks of %llu "
                        "floats %.2f; against fp32 over TLS, pair by pair: sequential %.2fx "
-                       "(%.2f-%.2f), streamed %.2fx (%.2f-%.2f), %d pairs\n",
+                       "(%.2f-%.2f), streamed %.2fx (%.2f-%.2f), %d pairs; cores busy in the "
+                       "best: sequential %.2f, streamed %.2f\n",
                        (unsigned long long)n, spec[c], node_seq[c] / 1e9,
                        (unsigned long long)chunk, node_str[c] / 1e9, nsq[c], nsqlo[c], nsqhi[c], nst[c],
-                       nstlo[c], nsthi[c], node_pairs[c]);
+                       nstlo[c], nsthi[c], node_pairs[c], cores_seq[c], cores_str[c]);
         printf("%-9llu load %s after these rows\n", (unsigned long long)n, load1);
         double mix[2];
         mix_speed(n, xa, xb, ref, mix);
