@@ -4,8 +4,8 @@
 # (Debian's python3-torch, as for bench-model) is the baseline only: no
 # test needs it.
 #   PAIRS=4  MODELS="default demo"  ROUNDS=60  DEMO_ROUNDS=200  WARMUP=10
-#   MODES="tls plaintext"
+#   MODES="tls plaintext"  ALONE_STEPS=30
 .PHONY: bench-gloo
-bench-gloo: all data
+bench-gloo: all data $(BUILD)/tests/bench_model
 	@$(call ensure_pkgs,python3-torch)
-	@sh scripts/bench-gloo.sh
+	@BUILD=$(BUILD) sh scripts/bench-gloo.sh

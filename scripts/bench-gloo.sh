@@ -22,10 +22,16 @@
 #   ROUNDS=n   rounds of the default model (default 60); DEMO_ROUNDS=n (200)
 #   WARMUP=n   rounds left out at the start (default 10)
 #   MODES="tls plaintext"  murmur's transports to run
+# On the default model each pair also runs the model's step alone, 4
+# copies at once as the ring's peers share the cores (BUILD/tests/
+# bench_model against scripts/bench_torch.py, ALONE_STEPS=30 steps each),
+# and prints C / PyTorch per CPU second: what the ring's ratio would be if
+# nothing but the step cost anything.
 # Every run's metrics and a results.csv (model, impl, pair, rounds_per_s,
-# compute_ms, comm_ms, wait_ms, cpu_ms_per_round, load1) land in
-# runs/bench-gloo-TIME/. Needs ./murmur, the prepared corpus (make data)
-# and /usr/bin/python3 with torch (Debian's python3-torch).
+# compute_ms, comm_ms, wait_ms, cpu_ms_per_round, load1, tokens_per_cpu_s
+# (the alone4 rows)) land in runs/bench-gloo-TIME/. Needs ./murmur, the
+# prepared corpus (make data) and /usr/bin/python3 with torch (Debian's
+# python3-torch).
 set -eu
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,6 +48,8 @@ DEMO_ROUNDS=${DEMO_ROUNDS:-200}
 WARMUP=${WARMUP:-10}
 MODES=${MODES:-tls plaintext}
 DATA=${DATA:-data/brown}
+ALONE_STEPS=${ALONE_STEPS:-30}
+BENCH_MODEL=${BUILD:-build}/tests/bench_model
 N=4
 TOPO=topologies/ring-4.topo
 
@@ -49,6 +57,7 @@ TOPO=topologies/ring-4.topo
 [ -f "$DATA/index.tsv" ] || { echo "$PROG: no prepared corpus in $DATA (make data)" >&2; exit 1; }
 "$PY" -c 'import torch.distributed as d; assert d.is_gloo_available()' 2>/dev/null ||
     { echo "$PROG: $PY cannot import torch with gloo (apt-get install python3-torch)" >&2; exit 1; }
+[ -x "$BENCH_MODEL" ] || { echo "$PROG: no $BENCH_MODEL (make $BENCH_MODEL): no model-alone rows"; BENCH_MODEL=""; }
 if grep -qw avx512f /proc/cpuinfo; then KERNEL=SkylakeX
 elif grep -qw avx2 /proc/cpuinfo; then KERNEL=Haswell
 else KERNEL=""; fi
@@ -56,7 +65,7 @@ out=runs/bench-gloo-$(date +%Y%m%d-%H%M%S)
 mkdir -p "$out"
 sh scripts/make-certs.sh "$out/certs" "$N" >/dev/null
 CSV=$out/results.csv
-echo "model,impl,pair,rounds_per_s,compute_ms,comm_ms,wait_ms,cpu_ms_per_round,load1" > "$CSV"
+echo "model,impl,pair,rounds_per_s,compute_ms,comm_ms,wait_ms,cpu_ms_per_round,load1,tokens_per_cpu_s" > "$CSV"
 pids=""
 trap 'for p in $pids; do kill "$p" 2>/dev/null; done; exit 130' INT TERM HUP
 
@@ -158,6 +167,27 @@ rates() {
         END { printf "%.4f %.2f %.2f %.2f %.2f\n", s[1] / n, s[2] / n, s[3] / n, s[4] / n, s[5] / n }'
 }
 
+# alone4 C|torch: the default model's training step alone, 4 copies at
+# once as the ring's 4 peers share the cores (tests/bench_model.c,
+# scripts/bench_torch.py, one thread each, ALONE_STEPS steps): the mean
+# over the copies of each one's median tokens per CPU second.
+alone4() {
+    a4=$out/alone4-$1-$pair
+    k=0
+    while [ "$k" -lt "$N" ]; do
+        if [ "$1" = C ]; then
+            OPENBLAS_CORETYPE=$KERNEL OPENBLAS_NUM_THREADS=1 "$BENCH_MODEL" "$ALONE_STEPS" > "$a4.$k" 2>&1 &
+        else
+            OPENBLAS_CORETYPE=$KERNEL OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 \
+                "$PY" "$here/bench_torch.py" 1 "$ALONE_STEPS" > "$a4.$k" 2>&1 &
+        fi
+        pids="$pids $!"; k=$((k + 1))
+    done
+    await "$a4.*"
+    cat "$a4".* | sed -n 's/^tokens_per_cpu_s=//p' | awk '{ s += $1; n++ } END { if (n == 4) printf "%.0f", s / n; else exit 1 }' ||
+        { echo "$PROG: a copy of $1 printed no tokens_per_cpu_s ($a4.*)" >&2; exit 1; }
+}
+
 spread() { # numbers: "median (min-max)"
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
         if (NR == 0) { print "n/a"; exit }
@@ -178,6 +208,7 @@ for model in $MODELS; do
     printf '%-5s %-10s %12s %11s %8s %8s %10s %6s\n' pair impl rounds_per_s compute_ms mix_ms \
         wait_ms cpu_ms/rnd load1
     for mode in $MODES; do eval "ratios_$mode=''"; done
+    ratios_alone=""
     pair=1
     while [ "$pair" -le "$PAIRS" ]; do
         load1=$(cut -d' ' -f1 /proc/loadavg)
@@ -189,7 +220,7 @@ for model in $MODELS; do
             r=$(rates "$dir") || exit 1
             # shellcheck disable=SC2086
             set -- $r
-            echo "$model,$impl,$pair,$1,$2,$3,$4,$5,$load1" >> "$CSV"
+            echo "$model,$impl,$pair,$1,$2,$3,$4,$5,$load1," >> "$CSV"
             printf '%-5s %-10s %12.3f %11.1f %8.2f %8.1f %10.1f %6s\n' "$pair" "$impl" "$1" "$2" \
                 "$3" "$4" "$5" "$load1"
             eval "rate_$impl=$1"
@@ -197,6 +228,14 @@ for model in $MODELS; do
         for mode in $MODES; do
             eval "ratios_$mode=\"\$ratios_$mode \$(awk -v a=\$rate_$mode -v b=\$rate_gloo 'BEGIN { printf \"%.3f\", a / b }')\""
         done
+        if [ "$model" = default ] && [ -n "$BENCH_MODEL" ]; then
+            c4=$(alone4 C); t4=$(alone4 torch)
+            echo "$model,alone4-C,$pair,,,,,,$load1,$c4" >> "$CSV"
+            echo "$model,alone4-torch,$pair,,,,,,$load1,$t4" >> "$CSV"
+            printf '%-5s %-10s model alone, 4 at once: C %s, PyTorch %s tokens per CPU second\n' \
+                "$pair" alone4 "$c4" "$t4"
+            ratios_alone="$ratios_alone $(awk -v a="$c4" -v b="$t4" 'BEGIN { printf "%.3f", a / b }')"
+        fi
         pair=$((pair + 1))
     done
     for mode in $MODES; do
@@ -205,6 +244,9 @@ for model in $MODELS; do
         echo "  murmur ($mode) / PyTorch-gloo, rounds per second, pair by pair: $(spread $rs)" \
              "(pairs:$rs)"
     done
+    # shellcheck disable=SC2086
+    [ -n "$ratios_alone" ] && echo "  model alone, 4 copies at once, C / PyTorch per CPU second:" \
+        "$(spread $ratios_alone) (pairs:$ratios_alone)"
     echo "  load now: $(cut -d' ' -f1-3 /proc/loadavg)"
 done
 [ "${MODELS#*default}" != "$MODELS" ] && echo && echo "(target on the default model: murmur/gloo >= 1.7)"
