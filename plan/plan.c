@@ -600,14 +600,8 @@ static int finish_exchange(fsim *x, int i, double t)
 static int deliver(fsim *x, const mm_fluid_flow *f)
 {
     fpeer *p = &x->p[f->to];
-    if (p->nbox == p->capbox) {
-        size_t c = p->capbox ? 2 * p->capbox : 8;
-        mm_fluid_flow *box = realloc(p->box, c * sizeof *box);
-        if (!box)
-            return -1;
-        p->box = box;
-        p->capbox = c;
-    }
+    if (mm_fluid_reserve(&p->box, &p->capbox, p->nbox + 1) != 0)
+        return -1;
     p->box[p->nbox++] = *f;
     return 0;
 }
@@ -694,15 +688,10 @@ static int run_fluid(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *r
             break;
         }
         double tn = next_event(&x, t);
-        if (!isfinite(tn) || x.fl.nf > x.capgot) {
-            size_t c = x.fl.nf > 64 ? x.fl.nf : 64;
-            mm_fluid_flow *got = isfinite(tn) ? realloc(x.got, c * sizeof *got) : NULL;
-            if (!got) { /* out of memory, or nothing left to happen: cannot be */
-                rc = -1;
-                break;
-            }
-            x.got = got;
-            x.capgot = c;
+        /* (nothing left to happen with peers still running cannot be) */
+        if (!isfinite(tn) || mm_fluid_reserve(&x.got, &x.capgot, x.fl.nf) != 0) {
+            rc = -1;
+            break;
         }
         size_t ngot;
         mm_fluid_advance(&x.fl, t, tn, x.got, &ngot);

@@ -13,6 +13,21 @@
  * rounding of rate x time). */
 #define THROUGH 1e-9
 
+int mm_fluid_reserve(mm_fluid_flow **a, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    mm_fluid_flow *n = realloc(*a, c * sizeof *n);
+    if (!n)
+        return -1;
+    *a = n;
+    *cap = c;
+    return 0;
+}
+
 int mm_fluid_fair_rates(const mm_fluid_flow *f, size_t nf, const double *cap, size_t ncap,
                         double *rate)
 {
@@ -99,14 +114,12 @@ static bool pair_busy(const mm_fluid *fl, uint32_t from, uint32_t to, bool queue
 int mm_fluid_send(mm_fluid *fl, uint32_t from, uint32_t to, uint64_t e, double bytes)
 {
     if (fl->nf == fl->cap_f) {
-        size_t c = fl->cap_f ? 2 * fl->cap_f : 64;
-        mm_fluid_flow *f = realloc(fl->f, c * sizeof *f);
-        if (!f)
+        size_t c = fl->cap_f;
+        if (mm_fluid_reserve(&fl->f, &c, fl->nf + 1) != 0)
             return -1;
-        fl->f = f;
         double *rate = realloc(fl->rate, c * sizeof *rate);
         if (!rate)
-            return -1;
+            return -1; /* (fl->f grew; cap_f says what rate holds) */
         fl->rate = rate;
         fl->cap_f = c;
     }

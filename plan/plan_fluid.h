@@ -42,6 +42,10 @@ double mm_plan_capacity(const mm_plan_in *in, size_t r);
  * kinds (kind may be NULL). Returns how many. */
 int mm_plan_flow_resources(const mm_plan_in *in, mm_plan_flow f, size_t r[4], int kind[4]);
 
+/* Room for `need` flows in *a (capacity *cap, doubled as needed). 0, or -1
+ * when out of memory (*a unchanged). */
+int mm_fluid_reserve(mm_fluid_flow **a, size_t *cap, size_t need);
+
 /* Max-min fair rates by progressive filling: the rates of all the moving
  * flows grow together until a resource is full; the flows through a full
  * resource keep their rate, the others grow on. cap[r] in bytes/s (0:
