@@ -289,6 +289,12 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
     else
         printf("bounds       %.4f s if nobody waited for a slower peer, %.4f s if all waited for the slowest\n",
                o->bound_lo_s, o->bound_hi_s);
+    if (in->algo == MM_PLAN_DPSGD)
+        printf("in step      %.4f s if the peers stayed in step (%.2fx: %s)\n", o->round_in_step_s,
+               o->round_in_step_s > 0 ? o->round_s / o->round_in_step_s : 1,
+               o->round_s > o->round_in_step_s * 1.01
+                   ? "they drift apart, and what a peer ahead sends shares the links"
+                   : "they do");
 }
 
 static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_out *o,
@@ -299,15 +305,16 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            "\"msg_bytes\":%.0f,\"groups\":%d,\"per\":%d,\"intra_bps\":%.6g,\"inter_bps\":%.6g,"
            "\"loop_bps\":%.6g,\"latency_s\":%.6g,\"step_s\":%.6g,\"step_sd\":%.6g,"
            "\"jitter\":\"%s\",\"mix_fps\":%.6g,\"round_s\":%.6g,\"compute_s\":%.6g,"
-           "\"comm_exposed_s\":%.6g,\"wait_s\":%.6g,\"mix_s\":%.6g,\"exchange_s\":%.6g,"
-           "\"allreduce_s\":%.6g,\"round_slowest_s\":%.6g,\"fresh\":%.4g,\"bound_lo_s\":%.6g,"
+           "\"comm_exposed_s\":%.6g,\"wait_s\":%.6g,\"mix_s\":%.6g,\"round_in_step_s\":%.6g,"
+           "\"exchange_s\":%.6g,\"allreduce_s\":%.6g,\"round_slowest_s\":%.6g,\"fresh\":%.4g,\"bound_lo_s\":%.6g,"
            "\"bound_hi_s\":%.6g,\"bottleneck\":\"%s\",\"cores\":%d,\"rounds\":%d,\"seed\":%llu,"
            "\"outer\":%s,\"step_round_s\":%.6g",
            mm_plan_algo_name(in->algo), in->n, topo_kind, in->local_steps, in->gossip_steps,
            in->overlap ? "true" : "false", in->vec_floats, in->bytes_per_float, o->msg_bytes,
            in->links.groups, in->links.per, in->links.intra, in->links.inter, in->loop_bps,
            in->latency_s, in->step_s, in->step_sd, a->jitter ? a->jitter : "none", in->mix_fps,
-           o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s, o->exchange_s,
+           o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s, o->round_in_step_s,
+           o->exchange_s,
            o->allreduce_s, o->round_slowest_s, o->fresh, o->bound_lo_s, o->bound_hi_s,
            mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed,
            in->outer ? "true" : "false", o->round_s / in->local_steps);

@@ -193,7 +193,7 @@ void mm_consensus_init(mm_consensus_ctl *c, double target, double gmin, int gmax
     double lo = 1.0 / (MM_CC_SKIP_MAX + 1);
     gmin = gmin < lo ? lo : gmin > 1 ? 1 : gmin;
     *c = (mm_consensus_ctl){.target = target, .gmax = gmax, .gmin = gmin, .ratio = ratio, .gi = 1,
-                 .gamma = 1, .a = 0, .q_prev = 0, .xi = 0};
+                 .gamma = 1, .a = 0, .q_prev = 0, .xi = 0, .step_scale = 1, .out = 1};
 }
 
 static double clampd(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
@@ -212,6 +212,17 @@ double mm_consensus_estimate(const mm_consensus_ctl *c)
 
 /* gamma of h: h itself from 1 up, exp(h - 1) below (see mm_consensus_round) */
 static double gamma_of(double h) { return h >= 1 ? h : exp(h - 1); }
+/* and back */
+static double h_of(double gamma) { return gamma >= 1 ? gamma : 1 + log(gamma); }
+
+/* the step scale the law uses: the caller's below one exchange a round,
+ * else 1 (runs without skipping are what they were) */
+static double scale_of(const mm_consensus_ctl *c) { return c->gmin < 1 ? c->step_scale : 1; }
+
+void mm_consensus_set_step_scale(mm_consensus_ctl *c, double s)
+{
+    c->step_scale = isfinite(s) && s > 0 ? (s < 1 ? s : 1) : 1;
+}
 
 /* the golden-ratio sequence: the same u on every peer each round, and
  * evenly spread over [0, 1) across rounds */
@@ -230,7 +241,10 @@ int mm_consensus_round(mm_consensus_ctl *c, uint64_t round, int fresh)
         double ki = MM_CC_KI * (c->idle + 1);
         c->gi = clampd(c->gi + (ki < MM_CC_KI_MAX ? ki : MM_CC_KI_MAX) * err, hmin, c->gmax);
         c->idle = 0;
-        c->gamma = gamma_of(clampd(c->gi + MM_CC_KP * err, hmin, c->gmax));
+        c->gamma = scale_of(c) * gamma_of(clampd(c->gi + MM_CC_KP * err, hmin, c->gmax));
+        /* what the level carries: below one exchange a round the edges
+         * skip by it, so the proportional part must be in it */
+        c->out = c->gmin < 1 ? clampd(c->gi + MM_CC_KP_SKIP * err, hmin, c->gmax) : c->gi;
     }
     else
         c->idle++;
@@ -243,18 +257,28 @@ int mm_consensus_round(mm_consensus_ctl *c, uint64_t round, int fresh)
 #define LEVEL_OFFSET 4.0   /* h + 4 >= 0.84 for every h >= 1 + ln(1/64) */
 #define LEVEL_SCALE 512.0  /* 1/512 of a unit of h: gamma to 0.2 % */
 
+double mm_consensus_level_own(const mm_consensus_ctl *c)
+{
+    double s = scale_of(c);
+    return s == 1 ? c->out : h_of(s * gamma_of(c->out));
+}
+
 uint16_t mm_consensus_level(const mm_consensus_ctl *c)
 {
-    double v = floor((c->gi + LEVEL_OFFSET) * LEVEL_SCALE + 0.5);
+    double v = floor((mm_consensus_level_own(c) + LEVEL_OFFSET) * LEVEL_SCALE + 0.5);
     return (uint16_t)clampd(v, 0, 65535);
 }
 
 double mm_consensus_level_value(uint16_t level) { return level / LEVEL_SCALE - LEVEL_OFFSET; }
 
-void mm_consensus_fold_level(mm_consensus_ctl *c, double h_mixed)
+void mm_consensus_fold_level(mm_consensus_ctl *c, double l_mixed)
 {
-    if (isfinite(h_mixed))
-        c->gi = clampd(h_mixed, 1 + log(c->gmin), c->gmax);
+    if (!isfinite(l_mixed))
+        return;
+    double s = scale_of(c), h = s == 1 ? l_mixed : h_of(gamma_of(l_mixed) / s);
+    double p = c->out - c->gi;
+    c->gi = clampd(h - p, 1 + log(c->gmin), c->gmax);
+    c->out = clampd(c->gi + p, 1 + log(c->gmin), c->gmax);
 }
 
 int mm_consensus_skip_rounds(double gamma, uint64_t round, int kmax)
@@ -275,7 +299,11 @@ uint64_t mm_consensus_edge_next(uint64_t round, uint16_t l_self, uint16_t l_peer
 void mm_consensus_fold(mm_consensus_ctl *c, double a_mixed, double q, int first)
 {
     double a = a_mixed;
-    if (first && isfinite(q)) {
+    if (first && isfinite(q) && c->gmin < 1) {
+        /* rounds skipped: a leaky average, without the tracking term (below) */
+        a = (1 - MM_CC_BETA_SKIP) * a_mixed + MM_CC_BETA_SKIP * q;
+        c->q_prev = q;
+    } else if (first && isfinite(q)) {
         a = (1 - MM_CC_BETA) * (a_mixed + q - c->q_prev) + MM_CC_BETA * q;
         c->q_prev = q;
     }

@@ -125,7 +125,13 @@ double mm_consensus_shape_xi2(const mm_consensus_shape *s, double q, double b);
 /* Gains and constants (docs/node.md gives the reasons). */
 #define MM_CC_BETA 0.1  /* leak of the gossiped estimate per round */
 #define MM_CC_KI 0.2    /* integral gain, exchanges per unit of ln(Xi/X) per round */
-#define MM_CC_KI_MAX 0.5 /* the most one update integrates after rounds without input */
+#define MM_CC_KI_MAX 1.0 /* the most one update integrates after rounds without input
+                          * (only below one exchange a round: with gmin = 1 every
+                          * round is fresh); 0.5 before the feed-forward */
+#define MM_CC_KP_SKIP 2.0 /* proportional gain in the level (gmin < 1): the edges
+                           * skip by the level, so the P part must be in it */
+#define MM_CC_BETA_SKIP 0.5 /* gmin < 1: weight of a fresh estimate in the leaky
+                             * average that replaces the tracking term */
 #define MM_CC_KP 1.0    /* proportional gain, exchanges per unit of ln(Xi/X) */
 #define MM_CC_ERR_MAX 1.0 /* |ln(Xi/X)| is clipped to this */
 #define MM_CC_AUX_MAX 1e30 /* the gossiped scalar is kept in [0, this] */
@@ -139,12 +145,15 @@ typedef struct {
     const double *ratio;  /* R(G), G = 1..gmax (mm_consensus_ratios), owned by the caller;
                            * NULL: a already estimates Xi^2 (mm_consensus_shape_xi2's inputs) */
     double gi;            /* the integral state h: gamma_I = T(h) (below) */
-    double gamma;         /* exchanges per round wanted, in [gmin, gmax] */
+    double gamma;         /* exchanges per round wanted, in [s gmin, gmax] (s the step scale) */
     double a;             /* gossiped estimate of mean_i q_i (of mean_i Xi^2 estimates
                            * without ratio) */
     double q_prev;        /* this peer's q of the last round it measured one */
     double xi;            /* the estimate of Xi the last decision used */
     int idle;             /* rounds since the last fresh input */
+    double out;           /* h and the proportional part: what the level carries */
+    double step_scale;    /* this round's local steps against the largest (the learning
+                           * rate over its peak): 1 unless set; used when gmin < 1 */
 } mm_consensus_ctl;
 
 /* gmin = 1: the controller only adds exchanges (1..gmax a round), as
@@ -180,6 +189,24 @@ double mm_consensus_estimate(const mm_consensus_ctl *c);
  * rounds between mixes, so ln gamma is what moves ln Xi linearly). T is
  * continuous with slope 1 at h = 1; h is kept in [1 + ln gmin, gmax]. */
 int mm_consensus_round(mm_consensus_ctl *c, uint64_t round, int fresh);
+/* Feed-forward of the learning rate (gmin < 1 only; ignored with gmin = 1,
+ * whose runs stay as they were). s in (0, 1]: how large this round's local
+ * steps are against the largest of the run, the learning rate over its
+ * peak (1 during warm-up: the edges' skips decided at a round hold for up
+ * to 64 rounds, and the rate climbs 20-fold in a warm-up of 20); set it
+ * before mm_consensus_round. The drift the steps put between the replicas
+ * in a round is proportional to s, and the distance an edge lets grow
+ * between two exchanges to the rounds between them, so Xi goes with
+ * s / gamma: gamma = s T(h) holds a distance that the integral h alone
+ * would have to chase as the rate falls. With one integral update per
+ * exchange (1/gamma rounds apart) and W's slowest mode relaxing over
+ * 1/(1 - lambda_2) exchanges, the loop is too slow to chase it: on ring-16
+ * at X = 12 (gamma ~ 0.1) the exact Xi fell from 16 to 9 over the second
+ * half of a cosine schedule (docs/node.md). With gamma proportional to s
+ * the drift between two exchanges stays the same as the rate falls, and
+ * h is left only what the rate does not explain. The level (below)
+ * carries s T(h), what the edges skip by. */
+void mm_consensus_set_step_scale(mm_consensus_ctl *c, double s);
 /* ---- skipping rounds (gmin < 1) ----
  *
  * Below one exchange a round an edge exchanges only in some rounds, and
@@ -195,14 +222,21 @@ int mm_consensus_round(mm_consensus_ctl *c, uint64_t round, int fresh);
  * then going unmixed for 63 rounds); averaged, they integrate the mean
  * error and stay together. */
 
-/* This peer's level: round((h + 4) * 512) in [0, 65535]. */
+/* This peer's level value: l = T^-1(s T(h)) (h itself when s = 1), the
+ * integral with the step scale folded in; the level sent is
+ * round((l + 4) * 512) in [0, 65535] (a level under 1/512 of a rate
+ * e^-5 = 0.0067 exchanges a round reads as that: an edge exchanges at
+ * least every 64 rounds anyway). */
+double mm_consensus_level_own(const mm_consensus_ctl *c);
 uint16_t mm_consensus_level(const mm_consensus_ctl *c);
-/* A level's h: level / 512 - 4. */
+/* A level's value: level / 512 - 4. */
 double mm_consensus_level_value(uint16_t level);
-/* After a round's first exchange (gmin < 1): h_mixed = h + sum_j W_ij
- * (h_j - h) over the neighbours whose vector came (h_j their levels'
- * values); h is set to it, kept in [1 + ln gmin, gmax]. */
-void mm_consensus_fold_level(mm_consensus_ctl *c, double h_mixed);
+/* After a round's first exchange (gmin < 1): l_mixed = l + sum_j W_ij
+ * (l_j - l) over the neighbours whose vector came (l this peer's
+ * mm_consensus_level_own, l_j their levels' values); h is set to what
+ * gives it at this round's step scale, h = T^-1(T(l_mixed) / s), kept in
+ * [1 + ln gmin, gmax]. */
+void mm_consensus_fold_level(mm_consensus_ctl *c, double l_mixed);
 /* How many rounds after `round` the dither skips at gamma: r' = round+1,
  * round+2, ... while gamma + u_r' < 1, at most kmax; 0 when gamma >= 1. */
 int mm_consensus_skip_rounds(double gamma, uint64_t round, int kmax);

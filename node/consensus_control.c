@@ -78,12 +78,25 @@ int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
     return 0;
 }
 
+/* This round's learning rate over its peak, the warm-up counted as the
+ * peak (gossip/consensus.h mm_consensus_set_step_scale); 1 without a model. */
+static double step_scale(const mm__trainer *tr)
+{
+    const mm_adamw_config *a = &tr->cfg->train.adamw;
+    if (!tr->have_model || !(a->lr_max > 0))
+        return 1;
+    long step = tr->rep.opt.step < a->warmup_steps ? a->warmup_steps : tr->rep.opt.step;
+    return mm_adamw_lr(a, step) / a->lr_max;
+}
+
 int mm__control_round(mm__trainer *tr)
 {
     const mm_node_config *c = tr->cfg;
     int G = c->gossip_schedule.n ? mm_steps_schedule_steps(&c->gossip_schedule, tr->round)
             : c->gossip_steps > 0 ? c->gossip_steps : 1;
     if (tr->adaptive) {
+        if (tr->skip)
+            mm_consensus_set_step_scale(&tr->cc, step_scale(tr));
         tr->want = mm_consensus_round(&tr->cc, (uint64_t)tr->round, !tr->skip || tr->cc_fresh);
         tr->level = mm_consensus_level(&tr->cc);
         /* (a time-varying graph checked only over a sample of its rounds) */
@@ -140,7 +153,7 @@ static double first_exchange(mm__trainer *tr)
  * from both ends' levels (cc_skip.h). */
 static void skip_next(mm__trainer *tr)
 {
-    double h = tr->cc.gi, mixed = h;
+    double h = mm_consensus_level_own(&tr->cc), mixed = h;
     bool came = false;
     for (int k = 0; k < tr->v.n_in; k++)
         if (tr->nbr[k].status == IN_READY) {

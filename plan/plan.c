@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/rng.h"
+#include "plan/plan_fluid.h"
 
 double mm_plan_parse_rate(const char *s)
 {
@@ -156,9 +157,12 @@ void mm_plan_in_defaults(mm_plan_in *in)
 
 /* ---- message times ------------------------------------------------------ */
 
-/* Resource r's capacity in bytes/s, 0 = unlimited. Layout: [0, n) peers'
- * links out, [n, 2n) in, then each group's uplink out, then in. */
-static double capacity(const mm_plan_in *in, size_t r)
+size_t mm_plan_nres(const mm_plan_in *in)
+{
+    return 2 * (size_t)in->n + 2 * (size_t)in->links.groups;
+}
+
+double mm_plan_capacity(const mm_plan_in *in, size_t r)
 {
     size_t n = (size_t)in->n;
     double ps = in->payload_share > 0 ? in->payload_share : 1;
@@ -174,11 +178,12 @@ static int group_of(const mm_plan_in *in, uint32_t peer)
     return in->links.placement ? in->links.placement[peer] : (int)(peer / (uint32_t)in->links.per);
 }
 
-/* The (up to 4) resources flow f crosses, with their MM_PLAN_RES_* kinds. */
-static int flow_resources(const mm_plan_in *in, mm_plan_flow f, size_t r[4], int kind[4])
+int mm_plan_flow_resources(const mm_plan_in *in, mm_plan_flow f, size_t r[4], int kind[4])
 {
     size_t n = (size_t)in->n, G = (size_t)in->links.groups;
-    int k = 0;
+    int k = 0, dummy[4];
+    if (!kind)
+        kind = dummy;
     r[k] = f.from, kind[k++] = MM_PLAN_RES_EGRESS;
     r[k] = n + f.to, kind[k++] = MM_PLAN_RES_INGRESS;
     int gf = group_of(in, f.from), gt = group_of(in, f.to);
@@ -192,22 +197,22 @@ static int flow_resources(const mm_plan_in *in, mm_plan_flow f, size_t r[4], int
 int mm_plan_flow_times(const mm_plan_in *in, const mm_plan_flow *f, size_t nf, double bytes,
                        double *t, int *res)
 {
-    size_t nres = 2 * (size_t)in->n + 2 * (size_t)in->links.groups;
+    size_t nres = mm_plan_nres(in);
     unsigned *count = calloc(nres ? nres : 1, sizeof *count);
     if (!count)
         return -1;
     size_t r[4];
     int kind[4];
     for (size_t k = 0; k < nf; k++) {
-        int m = flow_resources(in, f[k], r, kind);
+        int m = mm_plan_flow_resources(in, f[k], r, kind);
         for (int i = 0; i < m; i++)
             count[r[i]]++;
     }
     for (size_t k = 0; k < nf; k++) {
-        int m = flow_resources(in, f[k], r, kind), best = MM_PLAN_RES_NONE;
+        int m = mm_plan_flow_resources(in, f[k], r, kind), best = MM_PLAN_RES_NONE;
         double worst = 0;
         for (int i = 0; i < m; i++) {
-            double cap = capacity(in, r[i]);
+            double cap = mm_plan_capacity(in, r[i]);
             if (count[r[i]] >= 2 && in->links.groups && in->tcp_share > 0)
                 cap *= in->tcp_share; /* flows sharing a shaped link */
             if (cap > 0 && count[r[i]] / cap > worst) {
@@ -299,6 +304,32 @@ static int round_flows(const mm_plan_in *in, sim_buf *b, uint64_t r, mm_neighbou
     return 0;
 }
 
+/* Round r's messages, all started together (peers in step): their times
+ * into b->t, every peer's slowest send and receive into b->tsend, b->tin,
+ * the slowest of all into *tmax and what bounds it into *bottleneck. */
+static int round_times(const mm_plan_in *in, sim_buf *b, uint64_t r, mm_neighbour *nb_in,
+                       mm_neighbour *nb_out, size_t *nf, double *tmax, int *bottleneck)
+{
+    double V = in->vec_floats * in->bytes_per_float;
+    if (round_flows(in, b, r, nb_in, nb_out, nf) != 0 ||
+        mm_plan_flow_times(in, b->flows, *nf, V, b->t, b->res) != 0)
+        return -1;
+    *tmax = 0;
+    *bottleneck = MM_PLAN_RES_NONE;
+    for (int i = 0; i < in->n; i++)
+        b->tsend[i] = b->tin[i] = 0;
+    for (size_t k = 0; k < *nf; k++) {
+        uint32_t a = b->flows[k].from, z = b->flows[k].to;
+        b->tsend[a] = fmax(b->tsend[a], b->t[k]);
+        b->tin[z] = fmax(b->tin[z], b->t[k]);
+        if (b->t[k] > *tmax) {
+            *tmax = b->t[k];
+            *bottleneck = b->res[k];
+        }
+    }
+    return 0;
+}
+
 static double mix_time(const mm_plan_in *in, int passes)
 {
     return in->mix_fps > 0 ? (double)passes * in->vec_floats / in->mix_fps : 0;
@@ -341,24 +372,12 @@ static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *
     double V = in->vec_floats * in->bytes_per_float, emax_c = 0, ec = 0, tmax_sum = 0;
     for (int r = 0; r < R; r++) {
         size_t nf;
-        if (round_flows(in, b, (uint64_t)r, nb_in, nb_out, &nf) != 0 ||
-            mm_plan_flow_times(in, b->flows, nf, V, b->t, b->res) != 0)
+        double tmax;
+        int bottleneck;
+        if (round_times(in, b, (uint64_t)r, nb_in, nb_out, &nf, &tmax, &bottleneck) != 0)
             return -1;
-        double tmax = 0;
-        for (int i = 0; i < n; i++)
-            b->tsend[i] = b->tin[i] = 0;
-        for (size_t k = 0; k < nf; k++) {
-            uint32_t a = b->flows[k].from, z = b->flows[k].to;
-            if (b->t[k] > b->tsend[a])
-                b->tsend[a] = b->t[k];
-            if (b->t[k] > b->tin[z])
-                b->tin[z] = b->t[k];
-            if (b->t[k] > tmax) {
-                tmax = b->t[k];
-                if (r == 0)
-                    o->bottleneck = b->res[k];
-            }
-        }
+        if (r == 0)
+            o->bottleneck = bottleneck;
         double cmax = 0, csum = 0;
         for (int i = 0; i < n; i++) {
             b->c[i] = draw_round(in, rng);
@@ -429,6 +448,264 @@ static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *
         o->bound_lo_s = o->bound_hi_s = o->round_s;
     }
     return 0;
+}
+
+/* ---- out of step: D-PSGD rounds over fluid links ------------------------ */
+
+/* What one peer is doing. */
+typedef struct {
+    uint64_t r;          /* its round */
+    int g;               /* its exchange in the round (gossip steps) */
+    double s;            /* when the exchange started (its last mixing done) */
+    double c;            /* the round's compute */
+    double ready;        /* compute done */
+    double sent_at;      /* its sends leave: at s, or at ready (steps first) */
+    bool snap;           /* its snapshot is taken (it had a free buffer) */
+    bool sent;           /* ... and its sends have left */
+    bool finished;       /* all the rounds done */
+    double tout, tin;    /* its slowest send and receive with the peers in step */
+    mm_round_view v;     /* the round's neighbours */
+    mm_fluid_flow *box;  /* vectors arrived and not yet mixed */
+    size_t nbox, capbox;
+} fpeer;
+
+typedef struct {
+    const mm_plan_in *in;
+    sim_buf *b;
+    mm_rng *rng;
+    fpeer *p;
+    mm_neighbour *nb;    /* every peer's in- then out-neighbours, 2 x deg each */
+    int deg;
+    mm_fluid fl;
+    mm_fluid_flow *got;
+    size_t capgot;
+    mm_plan_out *o;
+    bool steps_first;
+    int G;
+} fsim;
+
+static uint64_t exchange_of(const fsim *x, const fpeer *p)
+{
+    return p->r * (uint64_t)x->G + (uint64_t)p->g;
+}
+
+/* An exchange begins at p->s; its snapshot waits for a free buffer. */
+static void begin_exchange(const fsim *x, fpeer *p)
+{
+    p->ready = p->s + (p->g == 0 ? p->c : 0);
+    p->sent_at = x->steps_first && p->g == 0 ? p->ready : p->s;
+    p->snap = p->sent = false;
+}
+
+/* The snapshot at t, if a buffer is free: the compute starts from it (the
+ * node snapshots, then computes), unless the steps come first. */
+static bool take_snapshot(fsim *x, int i, double t)
+{
+    fpeer *p = &x->p[i];
+    if (mm_fluid_snapshots(&x->fl, (uint32_t)i) >= MM_PLAN_SNAPSHOTS)
+        return false;
+    if (!x->steps_first || p->g > 0) {
+        p->ready += t - p->s;
+        p->sent_at = t;
+    }
+    p->snap = true;
+    return true;
+}
+
+/* Peer i begins round p->r at p->s: its neighbours, its compute, and its
+ * messages' times if all peers were in step (for the breakdown). */
+static int begin_round(fsim *x, int i)
+{
+    fpeer *p = &x->p[i];
+    p->v = (mm_round_view){.in = x->nb + (size_t)i * 2 * (size_t)x->deg,
+                           .out = x->nb + ((size_t)i * 2 + 1) * (size_t)x->deg};
+    if (mm_topo_round(x->in->topo, (uint32_t)i, p->r, &p->v) != 0)
+        return -1;
+    size_t nf;
+    double tmax;
+    int res;
+    mm_neighbour *tin = x->nb + (size_t)x->in->n * 2 * (size_t)x->deg; /* scratch */
+    if (round_times(x->in, x->b, p->r, tin, tin + x->deg, &nf, &tmax, &res) != 0)
+        return -1;
+    p->tout = x->b->tsend[i];
+    p->tin = x->b->tin[i];
+    p->g = 0;
+    p->c = draw_round(x->in, x->rng);
+    begin_exchange(x, p);
+    return 0;
+}
+
+static int send_all(fsim *x, int i)
+{
+    fpeer *p = &x->p[i];
+    double V = x->in->vec_floats * x->in->bytes_per_float;
+    for (int k = 0; k < p->v.n_out; k++)
+        if (mm_fluid_send(&x->fl, (uint32_t)i, p->v.out[k].peer, exchange_of(x, p), V) != 0)
+            return -1;
+    p->sent = true;
+    return 0;
+}
+
+/* Its exchange is done at t: compute done, its sends under way, a vector of
+ * this exchange (or a later one: that neighbour moved on) from every
+ * in-neighbour. */
+static bool exchange_done(const fsim *x, int i, double t)
+{
+    const fpeer *p = &x->p[i];
+    uint64_t e = exchange_of(x, p);
+    if (!p->sent || t < p->ready || mm_fluid_queued(&x->fl, (uint32_t)i, e))
+        return false;
+    for (int k = 0; k < p->v.n_in; k++) {
+        bool there = false;
+        for (size_t m = 0; m < p->nbox && !there; m++)
+            there = p->box[m].from == p->v.in[k].peer && p->box[m].exchange >= e;
+        if (!there)
+            return false;
+    }
+    return true;
+}
+
+/* Mixes at t and moves on to the next exchange or round. */
+static int finish_exchange(fsim *x, int i, double t)
+{
+    const mm_plan_in *in = x->in;
+    fpeer *p = &x->p[i];
+    uint64_t e = exchange_of(x, p);
+    double mix = mix_time(in, p->v.n_in + 1 + (in->outer ? 2 : 0));
+    if (p->r >= (uint64_t)in->warmup)
+        /* (from the exchange's start: a wait for a free buffer is waiting) */
+        book(x->o, p->g == 0 ? p->c : 0, p->s + (p->g == 0 ? p->c : 0), t,
+             p->sent_at + fmax(p->tout, p->tin), mix);
+    size_t w = 0; /* what this exchange used, or came too late for it, is released */
+    for (size_t m = 0; m < p->nbox; m++)
+        if (p->box[m].exchange > e)
+            p->box[w++] = p->box[m];
+    p->nbox = w;
+    p->s = t + mix;
+    if (++p->g < x->G) { /* the next exchange: pure averaging, nothing to compute */
+        begin_exchange(x, p);
+        return 0;
+    }
+    p->r++;
+    if (p->r == (uint64_t)in->warmup)
+        x->b->s0[i] = p->s;
+    if (p->r == (uint64_t)(in->warmup + in->rounds)) {
+        x->b->s[i] = p->s;
+        p->finished = true;
+        return 0;
+    }
+    return begin_round(x, i);
+}
+
+static int deliver(fsim *x, const mm_fluid_flow *f)
+{
+    fpeer *p = &x->p[f->to];
+    if (mm_fluid_reserve(&p->box, &p->capbox, p->nbox + 1) != 0)
+        return -1;
+    p->box[p->nbox++] = *f;
+    return 0;
+}
+
+/* Everything that happens at t: sends that are due, exchanges that are
+ * done (and so sends of the next one, which may be done at once). Returns
+ * the peers still running, or -1. */
+static int settle(fsim *x, double t)
+{
+    int running;
+    bool moved;
+    do {
+        moved = false;
+        running = 0;
+        for (int i = 0; i < x->in->n; i++) {
+            fpeer *p = &x->p[i];
+            if (p->finished)
+                continue;
+            running++;
+            if (!p->snap && t >= p->sent_at && take_snapshot(x, i, t))
+                moved = true;
+            if (p->snap && !p->sent && t >= p->sent_at) {
+                if (send_all(x, i) != 0)
+                    return -1;
+                moved = true;
+            }
+            if (exchange_done(x, i, t)) {
+                if (finish_exchange(x, i, t) != 0)
+                    return -1;
+                moved = true;
+            }
+        }
+    } while (moved);
+    return running;
+}
+
+/* The next moment anything happens after t. */
+static double next_event(const fsim *x, double t)
+{
+    double tn = mm_fluid_next(&x->fl, t);
+    for (int i = 0; i < x->in->n; i++) {
+        const fpeer *p = &x->p[i];
+        if (p->finished)
+            continue;
+        if (!p->sent && p->sent_at > t) /* (one waiting for a buffer wakes with a flow) */
+            tn = fmin(tn, p->sent_at);
+        else if (p->sent && p->ready > t)
+            tn = fmin(tn, p->ready);
+    }
+    return tn;
+}
+
+/* D-PSGD with the links as a fluid: every peer starts its first round at
+ * a random moment in [0, spread), and from then on as murmur's round does
+ * (docs/node.md): its sends leave and do not hold the round (only one
+ * deferred behind an earlier send to the same peer does), it waits for its
+ * compute and its in-neighbours' vectors, mixes, and starts the next. The
+ * vectors share the links with whatever else is on them at that moment. */
+static int run_fluid(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *rng,
+                     double spread)
+{
+    int n = in->n, deg = mm_topo_max_degree(in->topo);
+    fsim x = {.in = in, .b = b, .rng = rng, .o = o, .deg = deg > 0 ? deg : 1,
+              .G = in->gossip_steps,
+              .steps_first = in->outer && !in->overlap};
+    x.p = calloc((size_t)n, sizeof *x.p);
+    x.nb = calloc(((size_t)n + 1) * 2 * (size_t)x.deg, sizeof *x.nb);
+    int rc = x.p && x.nb && mm_fluid_init(&x.fl, in) == 0 ? 0 : -1;
+    for (int i = 0; rc == 0 && i < n; i++) {
+        x.p[i].s = in->start_s ? in->start_s[i] : spread * mm_rng_uniform(rng);
+        if (in->warmup == 0)
+            b->s0[i] = x.p[i].s;
+        rc = begin_round(&x, i);
+    }
+    double t = 0;
+    while (rc == 0) {
+        int running = settle(&x, t);
+        if (running <= 0) {
+            rc = running;
+            break;
+        }
+        if (mm_fluid_rates(&x.fl) != 0) {
+            rc = -1;
+            break;
+        }
+        double tn = next_event(&x, t);
+        /* (nothing left to happen with peers still running cannot be) */
+        if (!isfinite(tn) || mm_fluid_reserve(&x.got, &x.capgot, x.fl.nf) != 0) {
+            rc = -1;
+            break;
+        }
+        size_t ngot;
+        mm_fluid_advance(&x.fl, t, tn, x.got, &ngot);
+        for (size_t k = 0; rc == 0 && k < ngot; k++)
+            rc = deliver(&x, &x.got[k]);
+        t = tn;
+    }
+    if (rc == 0)
+        round_rates(in, b, o);
+    for (int i = 0; x.p && i < n; i++)
+        free(x.p[i].box);
+    free(x.p), free(x.nb), free(x.got);
+    mm_fluid_free(&x.fl);
+    return rc;
 }
 
 /* One ring all-reduce of the vector: reduce-scatter then all-gather, 2(n-1)
@@ -502,6 +779,17 @@ static int run_allreduce(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rn
     return 0;
 }
 
+/* The parts were summed over peers and rounds: per round and peer (they
+ * add up to round_s). */
+static void per_round_means(const mm_plan_in *in, mm_plan_out *o)
+{
+    double k = (double)in->rounds * in->n;
+    o->compute_s /= k;
+    o->comm_exposed_s /= k;
+    o->wait_s /= k;
+    o->mix_s /= k;
+}
+
 int mm_plan_run(const mm_plan_in *in, mm_plan_out *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -545,15 +833,27 @@ int mm_plan_run(const mm_plan_in *in, mm_plan_out *out, char *err, size_t errlen
                                            : run_gossip(in, out, &b, &rng, nb_in, nb_out);
     }
     if (rc == 0) {
-        /* per-round means of the parts (they add up to round_s) */
-        double k = (double)in->rounds * in->n;
-        out->compute_s /= k;
-        out->comm_exposed_s /= k;
-        out->wait_s /= k;
-        out->mix_s /= k;
-    } else {
-        snprintf(err, errlen, "plan: out of memory");
+        per_round_means(in, out);
+        out->round_in_step_s = out->round_s;
     }
+    if (rc == 0 && in->algo == MM_PLAN_DPSGD) {
+        /* the prediction: the same rounds with the peers free to drift out
+         * of step, started up to one exchange apart */
+        mm_plan_out f = {0};
+        mm_rng_seed(&rng, in->seed);
+        rc = run_fluid(in, &f, &b, &rng, out->exchange_s);
+        if (rc == 0) {
+            per_round_means(in, &f);
+            out->round_s = f.round_s;
+            out->round_slowest_s = f.round_slowest_s;
+            out->compute_s = f.compute_s;
+            out->comm_exposed_s = f.comm_exposed_s;
+            out->wait_s = f.wait_s;
+            out->mix_s = f.mix_s;
+        }
+    }
+    if (rc != 0)
+        snprintf(err, errlen, "plan: out of memory");
     sim_free(&b);
     free(nb_in);
     free(nb_out);

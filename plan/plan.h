@@ -73,6 +73,8 @@ typedef struct {
      * all of it. */
     double tcp_share;
     double mix_fps;           /* floats/s of one mixing pass; 0: mixing is free */
+    const double *start_s;    /* dpsgd: when each peer starts its first round (n
+                               * entries); NULL: at random within one exchange */
     int rounds;               /* simulated rounds (after `warmup` more) */
     int warmup;
     uint64_t seed;
@@ -82,12 +84,19 @@ typedef struct {
  * TCP with timestamps): what tc's rate carries of a vector. */
 #define MM_PLAN_PAYLOAD_SHARE (1448.0 / 1514.0)
 
+/* The snapshot buffers of a murmur peer (node/mailbox.h MM__MBOX_BUFS): a
+ * round's snapshot needs one that no send still reads, so a peer whose
+ * sends of 3 exchanges are all still on their way waits before its next. */
+#define MM_PLAN_SNAPSHOTS 3
+
 /* Defaults: H = G = 1, 4 bytes per float, 400 rounds after 50, seed 1,
  * payload and TCP shares 1 (the ideal fluid links). */
 void mm_plan_in_defaults(mm_plan_in *in);
 
 typedef struct {
     double round_s;           /* predicted time per round (steady state) */
+    double round_in_step_s;   /* the same if the peers stayed in step (dpsgd: the
+                               * max-plus recurrence alone; else = round_s) */
     double compute_s;         /* mean compute per round and peer */
     double comm_exposed_s;    /* transfer time not hidden behind compute */
     double wait_s;            /* waiting for neighbours that started later */

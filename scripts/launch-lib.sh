@@ -152,6 +152,18 @@ ports_busy() {
         END { exit !busy }'
 }
 
+# free_base COUNT: a random base port from 20000 up with COUNT ports that no
+# local socket holds, all below the ephemeral range (benchmarks that start
+# peers themselves); nothing and status 1 after ten tries.
+free_base() {
+    fb_lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        fb_b=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % (fb_lo - 20100 - $1)))
+        ports_busy "$fb_b" "$1" || { echo "$fb_b"; return 0; }
+    done
+    return 1
+}
+
 # peer_failure DIR STATUS: why the peer whose directory is DIR (node-K/)
 # exited with STATUS, on stdout, indented: for status 3 (a neighbour
 # refused: the run is misconfigured) and 4 (isolated: no neighbour ever

@@ -304,7 +304,7 @@ static void edges_skip_as_the_dither_says(void **state)
     mm_consensus_ctl c;
     mm_consensus_init(&c, 1.0, 1.0 / 64, 1, ratio);
     for (double h = 1 + log(1.0 / 64); h <= 1; h += 0.01) {
-        c.gi = h;
+        c.gi = c.out = h;
         assert_true(fabs(mm_consensus_level_value(mm_consensus_level(&c)) - h) <=
                     0.5 / 512 + 1e-12);
     }
@@ -332,7 +332,7 @@ static void edges_skip_as_the_dither_says(void **state)
         for (unsigned b = 100; b < 2100; b += 91)
             assert_true(mm_consensus_edge_next(1000, (uint16_t)a, (uint16_t)b) ==
                         mm_consensus_edge_next(1000, (uint16_t)b, (uint16_t)a));
-    c.gi = 1.5; /* gamma >= 1: every round */
+    c.gi = c.out = 1.5; /* gamma >= 1: every round */
     assert_true(mm_consensus_edge_next(7, mm_consensus_level(&c), mm_consensus_level(&c)) == 8);
 }
 
@@ -343,24 +343,47 @@ static void edges_skip_as_the_dither_says(void **state)
 typedef enum { PULL_PERSISTENT, PULL_RELAXING } pull_kind;
 #define RELAX_RATE 0.004 /* of the distance to the own optimum, a round */
 
-/* The whole arithmetic in closed loop on a ring of 12 simulated peers,
- * every peer with its own controller, shape estimate (q and its mix's pull
- * b, gossip/consensus.h mm_consensus_shape_xi2), gossiped scalar and level, and
- * every edge agreeing on its next round from both ends' levels as the node
- * does (docs/node.md). Returns the mean exact Xi over the second half;
- * fails unless every round of the second half is within +-25 % of the
- * target, the edges always agreed and the mean moved only as the local
- * steps move it (W symmetric every round). *gossip_rate: the fraction of
- * peer rounds with an exchange. */
-static double ring_sim(double target, pull_kind pull, bool decay, double *gossip_rate)
+/* A simulated run: n peers on a ring, rounds, and the local steps' size
+ * over the rounds: constant; or a cosine learning rate from 1 down to a
+ * tenth (decay), after a linear warm-up from 1/warmup to 1 over warmup
+ * rounds (warmup 0: none), as the node's --warmup and cosine schedule. */
+typedef struct {
+    int n, rounds, warmup;
+    bool decay;
+    pull_kind pull;
+} sim_run;
+
+static double sim_step_size(const sim_run *s, int round)
 {
-    enum { N = 12, DIM = 40, ROUNDS = 1600 };
+    if (round < s->warmup)
+        return (round + 1.0) / s->warmup;
+    if (!s->decay)
+        return 1;
+    return 0.1 + 0.45 * (1 + cos(M_PI * (round - s->warmup) / (s->rounds - s->warmup)));
+}
+
+/* The whole arithmetic in closed loop on a simulated ring, every peer with
+ * its own controller, shape estimate (q and its mix's pull b,
+ * gossip/consensus.h mm_consensus_shape_xi2), gossiped scalar and level,
+ * and every edge agreeing on its next round from both ends' levels as the
+ * node does (docs/node.md); the controller told the step size of each
+ * round, as the node tells it the learning rate. Returns the mean exact Xi
+ * over the second half; fails unless every round of the second half is
+ * within +-25 % of the target, the edges always agreed and the mean moved
+ * only as the local steps move it (W symmetric every round).
+ * *gossip_rate: the fraction of peer rounds with an exchange. */
+static double ring_sim(const sim_run *s, double target, double *gossip_rate)
+{
+    enum { NMAX = 16, DIM = 40 };
+    const int N = s->n, ROUNDS = s->rounds;
+    const pull_kind pull = s->pull;
+    assert_true(N <= NMAX);
     mm_topology *t = gen("ring", N);
-    double *W = mm_topo_matrix(t, 0), lam[N];
+    double *W = mm_topo_matrix(t, 0), lam[NMAX];
     assert_int_equal(mm_topo_spectrum(t, lam), 0);
     static mm_consensus_shape shape;
     assert_int_equal(mm_consensus_shape_init(&shape, lam, N, 1), 0);
-    static double x[N][DIM], b[N][DIM], y[N][DIM], mean[DIM];
+    static double x[NMAX][DIM], b[NMAX][DIM], y[NMAX][DIM], mean[DIM];
     mm_rng r;
     mm_rng_seed(&r, 11);
     for (int i = 0; i < N; i++)
@@ -370,20 +393,19 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
             x[i][d] = 0;
         }
     memset(mean, 0, sizeof mean);
-    mm_consensus_ctl cc[N];
-    static uint64_t next[N][N];
+    mm_consensus_ctl cc[NMAX];
+    static uint64_t next[NMAX][NMAX];
     memset(next, 0, sizeof next);
-    int fresh[N];
-    uint16_t level[N];
+    int fresh[NMAX];
+    uint16_t level[NMAX];
     for (int i = 0; i < N; i++) {
         mm_consensus_init(&cc[i], target > 0 ? target : 1, 1.0 / 64, 1, NULL);
         fresh[i] = 1;
     }
-    double lo = INFINITY, hi = 0, sum = 0;
-    long live_rounds = 0;
+    double lo = INFINITY, hi = 0, sum = 0, est_ratio = 0;
+    long live_rounds = 0, n_ratio = 0;
     for (int round = 0; round < ROUNDS; round++) {
-        /* with decay, the pull follows a cosine learning rate down to a tenth */
-        double scale = decay ? 0.1 + 0.45 * (1 + cos(M_PI * round / ROUNDS)) : 1;
+        double scale = sim_step_size(s, round);
         double k = scale * RELAX_RATE;
         for (int d = 0; d < DIM; d++) { /* the local steps are linear in x: so is the mean */
             double bm = 0;
@@ -392,17 +414,27 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
             mean[d] += pull == PULL_PERSISTENT ? scale * bm : k * (bm - mean[d]);
         }
         for (int i = 0; i < N; i++) {
-            if (target > 0)
+            if (target > 0) {
+                mm_consensus_set_step_scale(&cc[i], round < s->warmup ? 1 : scale);
                 mm_consensus_round(&cc[i], (uint64_t)round, fresh[i]);
+            }
             level[i] = mm_consensus_level(&cc[i]); /* what its vectors of this round carry */
             for (int d = 0; d < DIM; d++)
                 x[i][d] += pull == PULL_PERSISTENT ? scale * b[i][d] : k * (b[i][d] - x[i][d]);
         }
-        double a_mixed[N], h_mixed[N], xi2_in[N];
+        double pre2 = 0;
+        for (int d = 0; d < DIM; d++) {
+            double m = 0;
+            for (int i = 0; i < N; i++)
+                m += x[i][d] / N;
+            for (int i = 0; i < N; i++)
+                pre2 += (x[i][d] - m) * (x[i][d] - m) / N;
+        }
+        double a_mixed[NMAX], h_mixed[NMAX], xi2_in[NMAX];
         for (int i = 0; i < N; i++) {
             double wq = 0, w_in = 0, w_all = 0, pull2 = 0;
             a_mixed[i] = cc[i].a;
-            h_mixed[i] = cc[i].gi;
+            h_mixed[i] = mm_consensus_level_own(&cc[i]);
             for (int d = 0; d < DIM; d++)
                 y[i][d] = x[i][d];
             for (int j = 0; j < N; j++) {
@@ -421,7 +453,7 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
                 wq += w * d2;
                 w_in += w;
                 a_mixed[i] += w * (cc[j].a - cc[i].a);
-                h_mixed[i] += w * (mm_consensus_level_value(level[j]) - cc[i].gi);
+                h_mixed[i] += w * (mm_consensus_level_value(level[j]) - mm_consensus_level_own(&cc[i]));
             }
             for (int d = 0; d < DIM; d++)
                 pull2 += (y[i][d] - x[i][d]) * (y[i][d] - x[i][d]);
@@ -434,6 +466,10 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
             if (fresh[i]) {
                 mm_consensus_fold(&cc[i], a_mixed[i], xi2_in[i], 1);
                 mm_consensus_fold_level(&cc[i], h_mixed[i]);
+                if (round >= ROUNDS / 2 && target > 0) {
+                    est_ratio += sqrt(cc[i].a / pre2);
+                    n_ratio++;
+                }
             }
         for (int i = 0; i < N; i++)
             for (int j = 0; j < N; j++)
@@ -460,14 +496,26 @@ static double ring_sim(double target, pull_kind pull, bool decay, double *gossip
     *gossip_rate = (double)live_rounds / ((double)N * ROUNDS);
     free(W);
     mm_topo_free(t);
+    const char *kind = pull == PULL_PERSISTENT ? "persistent" : "relaxing";
+    /* The loop holds its estimate at X; the estimate itself reads this
+     * simulation's disagreement at est_ratio of the exact Xi (its 40
+     * coordinates and irregular skips are not exactly one of the shape
+     * family's: 0.85-0.98 here, where ring-16 runs read 1.00-1.11,
+     * docs/node.md), which shape_estimate_reads_the_shape bounds on shapes
+     * of its own. So the band is around X / est_ratio, the distance the
+     * loop aims at, and the ratio must stay near 1. */
+    double ratio = n_ratio ? est_ratio / n_ratio : 1, aim = target / ratio;
     if (getenv("CC_DEBUG"))
-        fprintf(stderr, "%s%s target %.4g: Xi %.4g .. %.4g, gossip rate %.3f\n",
-                pull == PULL_PERSISTENT ? "persistent" : "relaxing", decay ? ", decaying" : "",
-                target, lo, hi, *gossip_rate);
-    if (target > 0 && (lo < 0.75 * target || hi > 1.25 * target))
-        fail_msg("%s pulls%s, target %.4g: exact Xi over the second half %.4g .. %.4g",
-                 pull == PULL_PERSISTENT ? "persistent" : "relaxing", decay ? " decaying" : "",
-                 target, lo, hi);
+        fprintf(stderr, "%d peers, %d rounds, %s%s target %.4g: Xi %.4g .. %.4g, estimate / "
+                "exact %.3f, gossip rate %.3f\n", N, ROUNDS, kind, s->decay ? ", decaying" : "",
+                target, lo, hi, ratio, *gossip_rate);
+    if (target > 0 && (ratio < 0.8 || ratio > 1.1))
+        fail_msg("%d peers, %d rounds, %s pulls%s, target %.4g: the estimate reads %.3f of the "
+                 "exact Xi", N, ROUNDS, kind, s->decay ? " decaying" : "", target, ratio);
+    if (target > 0 && (lo < 0.75 * aim || hi > 1.25 * aim))
+        fail_msg("%d peers, %d rounds, %s pulls%s, target %.4g (aim %.4g): exact Xi over the "
+                 "second half %.4g .. %.4g", N, ROUNDS, kind, s->decay ? " decaying" : "",
+                 target, aim, lo, hi);
     return sum / (ROUNDS / 2);
 }
 
@@ -478,18 +526,35 @@ static void controller_holds_looser_targets(void **state)
 {
     (void)state;
     for (pull_kind pull = PULL_PERSISTENT; pull <= PULL_RELAXING; pull++) {
-        double rate, plain = ring_sim(0, pull, false, &rate);
+        sim_run s = {.n = 12, .rounds = 1600, .pull = pull};
+        double rate, plain = ring_sim(&s, 0, &rate);
         assert_true(rate == 1);
         double prev = 1;
         for (double f = 1.3; f <= 14; f *= 1.8) {
-            ring_sim(f * plain, pull, false, &rate);
+            ring_sim(&s, f * plain, &rate);
             assert_true(rate < prev);
             prev = rate;
         }
         /* and while the pull decays like a cosine learning rate (the plain
          * ring's distance falls up to tenfold): still held */
-        ring_sim(2 * plain, pull, true, &rate);
-        ring_sim(3.5 * plain, pull, true, &rate);
+        s.decay = true;
+        ring_sim(&s, 2 * plain, &rate);
+        ring_sim(&s, 3.5 * plain, &rate);
+    }
+}
+
+/* The node's runs: ring-16, 400 rounds, 20 of warm-up, then the cosine
+ * down to a tenth; targets from the plain ring's second-half distance to
+ * 10x it, held at every round of the second half, for both kinds of pull. */
+static void controller_follows_the_learning_rate(void **state)
+{
+    (void)state;
+    for (pull_kind pull = PULL_PERSISTENT; pull <= PULL_RELAXING; pull++) {
+        sim_run s = {.n = 16, .rounds = 400, .warmup = 20, .decay = true, .pull = pull};
+        double rate, plain = ring_sim(&s, 0, &rate);
+        const double fs[] = {2.5, 5, 10, 13};
+        for (size_t i = 0; i < sizeof fs / sizeof *fs; i++)
+            ring_sim(&s, fs[i] * plain, &rate);
     }
 }
 
@@ -580,6 +645,7 @@ int main(void)
         cmocka_unit_test(controller_goes_below_one),
         cmocka_unit_test(edges_skip_as_the_dither_says),
         cmocka_unit_test(controller_holds_looser_targets),
+        cmocka_unit_test(controller_follows_the_learning_rate),
         cmocka_unit_test(shape_estimate_reads_the_shape),
     };
     return cmocka_run_group_tests(tests, 0, 0);

@@ -11,9 +11,10 @@ jnum() { sed -n "s/.*\"$2\":\([-0-9.e+]*\).*/\1/p" "$1"; }
 near() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a - b < 1e-6 && b - a < 1e-6) }'; }
 
 # the worked example: ring 200 ms (150 exposed), all-reduce 200 ms, overlapped 150 ms
+# (D-PSGD's figures with the peers in step, round_in_step_s; out of step,
+# round_s, tests/test_plan.c checks them)
 "$MURMUR" plan --topology "$T/ring.topo" $ex --json > "$T/ring.json" || fail "plan (ring) failed"
-near "$(jnum "$T/ring.json" round_s)" 0.2 || fail "ring round: $(jnum "$T/ring.json" round_s), want 0.2"
-near "$(jnum "$T/ring.json" comm_exposed_s)" 0.15 || fail "ring exposed communication: want 0.15"
+near "$(jnum "$T/ring.json" round_in_step_s)" 0.2 || fail "ring round in step: $(jnum "$T/ring.json" round_in_step_s), want 0.2"
 "$MURMUR" plan --peers 4 --algo allreduce $ex --json > "$T/ar.json" || fail "plan (allreduce) failed"
 near "$(jnum "$T/ar.json" allreduce_s)" 0.15 || fail "all-reduce time: $(jnum "$T/ar.json" allreduce_s), want 0.15"
 near "$(jnum "$T/ar.json" round_s)" 0.2 || fail "all-reduce round: want 0.2"
@@ -22,17 +23,19 @@ near "$(jnum "$T/aro.json" round_s)" 0.15 || fail "overlapped all-reduce round: 
 "$MURMUR" plan --topology "$T/ring.topo" $ex > "$T/ring.txt" || fail "plan (table) failed"
 grep -q "^round        0.2000 s = compute 0.0500 + exposed communication 0.1500" "$T/ring.txt" ||
     { cat "$T/ring.txt" >&2; fail "the table does not give the worked example's round"; }
+grep -q "^in step      0.2000 s" "$T/ring.txt" || { cat "$T/ring.txt" >&2; fail "the table gives no in-step round"; }
 note "worked example: ring $(jnum "$T/ring.json" round_s) s, all-reduce $(jnum "$T/ar.json" round_s) s, overlapped $(jnum "$T/aro.json" round_s) s"
 # the outer optimizer (docs/runtime.md, "The outer optimizer"): the steps
 # before the exchange (50 + 200 ms), overlapped as D-PSGD (200 ms), and
 # H = 4: one exchange per 4 steps (400 ms a round, 100 ms per step)
 "$MURMUR" plan --topology "$T/ring.topo" $ex --outer --json > "$T/o.json" || fail "plan --outer failed"
-near "$(jnum "$T/o.json" round_s)" 0.25 || fail "--outer ring round: $(jnum "$T/o.json" round_s), want 0.25"
+near "$(jnum "$T/o.json" round_in_step_s)" 0.25 || fail "--outer ring round: $(jnum "$T/o.json" round_s), want 0.25"
 "$MURMUR" plan --topology "$T/ring.topo" $ex --outer --overlap --json > "$T/oo.json" || fail "plan --outer --overlap failed"
-near "$(jnum "$T/oo.json" round_s)" 0.2 || fail "--outer --overlap ring round: want 0.2"
+near "$(jnum "$T/oo.json" round_in_step_s)" 0.2 || fail "--outer --overlap ring round: want 0.2"
 "$MURMUR" plan --topology "$T/ring.topo" $ex --outer --local-steps 4 --json > "$T/o4.json" || fail "plan --outer H=4 failed"
-near "$(jnum "$T/o4.json" round_s)" 0.4 || fail "--outer H = 4 round: $(jnum "$T/o4.json" round_s), want 0.4"
-near "$(jnum "$T/o4.json" step_round_s)" 0.1 || fail "--outer H = 4 per step: want 0.1"
+near "$(jnum "$T/o4.json" round_in_step_s)" 0.4 || fail "--outer H = 4 round: $(jnum "$T/o4.json" round_in_step_s), want 0.4"
+near "$(jnum "$T/o4.json" step_round_s)" "$(awk -v r="$(jnum "$T/o4.json" round_s)" 'BEGIN { print r / 4 }')" ||
+    fail "--outer H = 4 per step: want the round / 4"
 note "outer: steps first $(jnum "$T/o.json" round_s) s, overlapped $(jnum "$T/oo.json" round_s) s, H = 4 $(jnum "$T/o4.json" round_s) s a round"
 # jitter: a long tail raises the ring's round above its no-wait bound
 "$MURMUR" plan --topology "$T/ring.topo" $ex --jitter longtail:0.2:0.5 --json > "$T/j.json" || fail "plan (jitter) failed"
