@@ -37,16 +37,24 @@ reason() { grep '"ev":"end"' "$1/node-$2/metrics.jsonl" | tail -n 1 | sed -n 's/
 port=$(free_ports 5)
 # Peer 2 starts a second later, so the others wait for it in their first
 # round: the clash (three replacements within ms) happens while they run.
-# The two peers 0, whose rounds rush on while their neighbours refuse them,
-# run until the others are done, then get SIGTERM.
-peer clash 0 --topology "$T/ring4.topo" --base-port "$port" --run-dir "$T/clash" --rounds 1000000
+# The two peers 0 run until the others are done, then get SIGTERM. Every
+# peer sleeps 0-150 ms a round (about 4.5 s for the 60 rounds of peers
+# 1-3). Without it the rounds took 0.3 s once peer 2 was up, and the two
+# peers 0, refused by their neighbours, rushed on at thousands of rounds a
+# second: a peer 0 stalled for a second by a loaded machine redialled
+# late, both were past the exchange window by then, and each new
+# connection was refused for its first vector before the other could
+# replace it, so peer 3 saw two replacements, not three, and exited 0
+# (2 runs in 15 at load 20-30).
+slow="--compute-jitter uniform:0.15"
+peer clash 0 --topology "$T/ring4.topo" --base-port "$port" --run-dir "$T/clash" --rounds 1000000 $slow
 peer clash 0b --id 0 --topology "$T/ring4.topo" --base-port "$port" --listen "127.0.0.1:$((port + 4))" \
-    --run-dir "$T/clash-b" --rounds 1000000
+    --run-dir "$T/clash-b" --rounds 1000000 $slow
 for k in 1 3; do
-    peer clash $k --topology "$T/ring4.topo" --base-port "$port" --run-dir "$T/clash" --rounds 60
+    peer clash $k --topology "$T/ring4.topo" --base-port "$port" --run-dir "$T/clash" --rounds 60 $slow
 done
 sleep 1
-peer clash 2 --topology "$T/ring4.topo" --base-port "$port" --run-dir "$T/clash" --rounds 60
+peer clash 2 --topology "$T/ring4.topo" --base-port "$port" --run-dir "$T/clash" --rounds 60 $slow
 status clash 1; s1=$st; status clash 2; s2=$st; status clash 3; s3=$st
 kill -TERM "$(cat "$T/clash.0.pid")" "$(cat "$T/clash.0b.pid")"
 status clash 0; s0=$st; status clash 0b; s0b=$st
