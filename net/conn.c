@@ -593,7 +593,7 @@ static void frame_received(conn *c)
         mm__conn_close(c, false, "the peer said goodbye");
         break;
     case MM_WIRE_VECTOR:
-        mm__tr_vector(t, c, h, &c->rx.vec, c->rx.payload + MM_WIRE_VEC_HDR,
+        mm__tr_vector(t, c, h, &c->rx.vec, c->rx.body,
                   (size_t)(h->payload_len - MM_WIRE_VEC_HDR));
         break;
     }
@@ -868,10 +868,22 @@ void mm__conn_resume(conn *c)
         tls_drain(c);
 }
 
+/* The owner's say where an fp32 body goes (vector_dst), once the peer is up. */
+static float *body_dst(void *ud, const mm_wire_header *h, const mm_wire_vec *v)
+{
+    conn *c = ud;
+    mm_transport *t = c->t;
+    if (c->st != C_UP || c->peer < 0)
+        return NULL;
+    return t->cb.vector_dst(t->cb.ud, (uint32_t)c->peer, h->exchange, v);
+}
+
 void mm__conn_start(conn *c)
 {
     mm_transport *t = c->t;
     uv_tcp_nodelay(&c->tcp, 1);
+    c->rx.body_dst = t->cb.vector_dst ? body_dst : NULL;
+    c->rx.body_ud = c;
     c->rx.weight_rule = t->cfg.weight_rule;
     c->rx.n_peers = t->cfg.n_peers;
     c->rx.codec = t->cfg.codec;

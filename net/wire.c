@@ -191,6 +191,8 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     rx->copies = keep.copies;
     rx->streams = keep.streams;
     rx->vec_buf = keep.vec_buf;
+    rx->body_dst = keep.body_dst;
+    rx->body_ud = keep.body_ud;
     rx->hello_done = keep.hello_done;
 }
 
@@ -201,6 +203,15 @@ static uint64_t max_body(const mm_wire_rx *rx)
 
 static uint8_t codec(const mm_wire_rx *rx) { return rx->codec ? rx->codec : MM_WIRE_CODEC_FP32; }
 
+/* Where payload byte rx->got lands: a checked VECTOR's body may live
+ * apart from its vector header (body_dst). */
+static uint8_t *payload_at(const mm_wire_rx *rx)
+{
+    if (rx->hdr.type == MM_WIRE_VECTOR && rx->vec_checked)
+        return rx->body + (rx->got - MM_WIRE_VEC_HDR);
+    return rx->payload + rx->got;
+}
+
 bool mm_wire_rx_busy(const mm_wire_rx *rx) { return rx->in_payload || rx->got > 0; }
 
 void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len)
@@ -210,7 +221,10 @@ void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len)
         *len = MM_WIRE_HDR_LEN - rx->got;
     } else {
         uint64_t left = rx->hdr.payload_len - rx->got;
-        *ptr = rx->payload + rx->got;
+        *ptr = payload_at(rx);
+        /* the vector header alone first when its body may go elsewhere */
+        if (rx->hdr.type == MM_WIRE_VECTOR && !rx->vec_checked && rx->body_dst)
+            left = MM_WIRE_VEC_HDR - rx->got;
         /* 256 KiB slices: the CRC and NaN check that follow each read
          * find the bytes still in L2. */
         *len = left > MM_RX_SLICE ? MM_RX_SLICE : (size_t)left;
@@ -261,6 +275,7 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
     mm_wire_get_vec(p, v);
     uint64_t body = rx->hdr.payload_len - MM_WIRE_VEC_HDR;
     rx->vec_checked = true;
+    rx->body = rx->payload + MM_WIRE_VEC_HDR;
     if (!isfinite(v->weight)) {
         snprintf(rx->why, sizeof rx->why, "weight is not finite");
         return fail(rx, MM_WIRE_E_VALUES);
@@ -314,6 +329,10 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
                  (unsigned long long)body, (unsigned long long)v->count, v->codec);
         return fail(rx, MM_WIRE_E_LENGTH);
     }
+    float *dst = v->codec == MM_WIRE_CODEC_FP32 && rx->body_dst
+                     ? rx->body_dst(rx->body_ud, &rx->hdr, v) : NULL;
+    if (dst)
+        rx->body = (uint8_t *)dst;
     return MM_RX_MORE;
 }
 
@@ -350,7 +369,7 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
         return MM_RX_ERROR;
     if (rx->in_payload) {
         if (!rx->no_payload_crc)
-            rx->crc = mm_crc32c(rx->crc, rx->payload + rx->got, n);
+            rx->crc = mm_crc32c(rx->crc, payload_at(rx), n);
         rx->got += n;
         if (rx->hdr.type == MM_WIRE_VECTOR && !rx->vec_checked &&
             rx->got >= MM_WIRE_VEC_HDR && check_vec(rx) == MM_RX_ERROR)
@@ -360,7 +379,7 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
         if (rx->hdr.type == MM_WIRE_VECTOR && rx->vec_checked &&
             rx->vec.codec == MM_WIRE_CODEC_FP32 && rx->bad_at == UINT64_MAX) {
             uint64_t upto = (rx->got - MM_WIRE_VEC_HDR) / 4, bad;
-            if (!mm_all_finite((const float *)(rx->payload + MM_WIRE_VEC_HDR) + rx->checked,
+            if (!mm_all_finite((const float *)rx->body + rx->checked,
                                     upto - rx->checked, &bad))
                 rx->bad_at = rx->checked + bad;
             rx->checked = upto;

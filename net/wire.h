@@ -155,6 +155,12 @@ typedef struct {
     uint64_t stream_next;      /* floats of the open stream so far; 0: none open */
     uint64_t stream_exchange;  /* ... its exchange */
     uint8_t *vec_buf;
+    /* Optional: where an fp32 VECTOR's body goes instead of vec_buf, asked
+     * once its vector header has arrived and passed the checks (it is then
+     * read on its own, before the body); NULL keeps vec_buf. The body is
+     * still checked (CRC, NaN/Inf) as it lands there. Kept by init. */
+    float *(*body_dst)(void *ud, const mm_wire_header *h, const mm_wire_vec *v);
+    void *body_ud;
 
     uint8_t hdr_raw[MM_WIRE_HDR_LEN];
     uint8_t ctrl[MM_WIRE_REFUSE_MAX + 1];
@@ -167,6 +173,7 @@ typedef struct {
     mm_wire_vec vec;       /* a VECTOR's header, valid once its first 40 bytes are in */
     bool vec_checked;
     uint8_t *payload;      /* where the current payload lands */
+    uint8_t *body;         /* a checked VECTOR's body: payload + MM_WIRE_VEC_HDR, or body_dst's */
     mm_wire_err err;
     char why[160];
 } mm_wire_rx;
@@ -175,7 +182,8 @@ void mm_wire_rx_init(mm_wire_rx *rx);
 /* Where the next bytes go and how many at most (never 0). */
 void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len);
 /* n bytes were written at the want() pointer. On FRAME, rx->hdr and
- * rx->payload describe the whole frame until the next advance(). */
+ * rx->payload (a VECTOR's body: rx->body) describe the whole frame until
+ * the next advance(). */
 mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n);
 /* True in the middle of a frame (for the frame timeout). */
 bool mm_wire_rx_busy(const mm_wire_rx *rx);

@@ -248,19 +248,54 @@ static void add_chunk(float *o, const float *a, const float *b, uint64_t n, floa
         o[k] = div != 1.0f ? (a[k] + b[k]) / div : a[k] + b[k];
 }
 
+/* The chunk due next from the left: its step g, its index j within the
+ * step, and its floats [off, off + cnt). */
+static void due(mm_allreduce *a, int *g, uint64_t *j, uint64_t *off, uint64_t *cnt)
+{
+    uint64_t r = a->recv_done;
+    while (a->recv_first[a->recv_step + 1] <= r)
+        a->recv_step++;
+    *g = a->recv_step;
+    uint32_t seg = recv_seg(a, *g);
+    *j = r - a->recv_first[*g];
+    *off = a->seg_off[seg] + *j * a->cfg.chunk;
+    uint64_t end = a->seg_off[seg + 1];
+    *cnt = end - *off < a->cfg.chunk ? end - *off : a->cfg.chunk;
+}
+
+/* All-gather step g's chunk j overwrites floats of out that were sent at
+ * step g+1-n (from in at step 0 unless in place): true once that send has
+ * finished. TCP keeps the order of our sends, so they complete in order. */
+static bool may_overwrite(const mm_allreduce *a, int g, uint64_t j)
+{
+    int sent_at = g + 1 - (int)a->cfg.n;
+    bool from_out = sent_at > 0 || a->in == a->out;
+    return !from_out || a->sends_completed > a->send_first[sent_at] + j;
+}
+
+float *mm_allreduce_vector_dst(mm_allreduce *a, uint32_t peer, uint64_t round,
+                               const mm_wire_vec *meta)
+{
+    if (a->st != MM_AR_RUNNING || a->held || peer != a->left || round != a->round ||
+        a->recv_done >= a->recv_first[a->steps])
+        return NULL;
+    int g;
+    uint64_t j, off, cnt;
+    due(a, &g, &j, &off, &cnt);
+    if (g < (int)a->cfg.n - 1 || meta->offset != off || meta->count != cnt ||
+        meta->aux != (double)g || !may_overwrite(a, g, j))
+        return NULL; /* an addition, or not what is due: use_held judges it */
+    return a->out + off;
+}
+
 /* Uses the chunk a->held if its turn has come; true when it was used. */
 static bool use_held(mm_allreduce *a)
 {
     if (!a->held || a->st != MM_AR_RUNNING || a->held_round != a->round)
         return false;
-    uint64_t r = a->recv_done;
-    while (a->recv_first[a->recv_step + 1] <= r)
-        a->recv_step++;
-    int g = a->recv_step, half = (int)a->cfg.n - 1;
-    uint32_t seg = recv_seg(a, g);
-    uint64_t j = r - a->recv_first[g];
-    uint64_t off = a->seg_off[seg] + j * a->cfg.chunk;
-    uint64_t end = a->seg_off[seg + 1], cnt = end - off < a->cfg.chunk ? end - off : a->cfg.chunk;
+    int g, half = (int)a->cfg.n - 1;
+    uint64_t j, off, cnt;
+    due(a, &g, &j, &off, &cnt);
     const mm_wire_vec *m = &a->held_meta;
     if (m->offset != off || m->count != cnt || m->aux != (double)g) {
         char s[96];
@@ -271,16 +306,8 @@ static bool use_held(mm_allreduce *a)
              (unsigned long long)off, (unsigned long long)cnt);
         return false;
     }
-    if (g >= half) {
-        /* all-gather: this segment was sent from out at step g+1-n (from in
-         * at step 0 unless in place); that send must be finished before its
-         * floats are overwritten. TCP keeps the order of our sends, so the
-         * sends complete in order. */
-        int sent_at = g + 1 - (int)a->cfg.n;
-        bool from_out = sent_at > 0 || a->in == a->out;
-        if (from_out && a->sends_completed <= a->send_first[sent_at] + j)
-            return false; /* wait for on_sent */
-    }
+    if (g >= half && !may_overwrite(a, g, j))
+        return false; /* wait for on_sent */
     const float *x = a->held_body;
     float *o = a->out + off;
     const float *mine = a->in + off;
@@ -288,7 +315,7 @@ static bool use_held(mm_allreduce *a)
         add_chunk(o, mine, x, cnt, 1.0f);
     else if (g == half - 1) /* the last addition: the sum becomes the average */
         add_chunk(o, mine, x, cnt, (float)a->cfg.n);
-    else
+    else if (x != o) /* (else it was read in place: mm_allreduce_vector_dst) */
         memcpy(o, x, 4 * cnt);
     a->recv_done++;
     a->progress++;

@@ -62,6 +62,12 @@ int mm_allreduce_start(mm_allreduce *a, uint64_t round, const float *in, float *
  * itself, at once or when it can use it). */
 bool mm_allreduce_on_vector(mm_allreduce *a, uint32_t peer, uint64_t round,
                             const mm_wire_vec *meta, const void *body, size_t body_len);
+/* The transport's vector_dst: where the body of the chunk from `peer`
+ * that meta describes should be read. An all-gather chunk that is due goes
+ * straight to its place in out (no copy) once nothing still sends those
+ * floats; NULL for anything else (the receive buffer, then on_vector). */
+float *mm_allreduce_vector_dst(mm_allreduce *a, uint32_t peer, uint64_t round,
+                               const mm_wire_vec *meta);
 void mm_allreduce_on_sent(mm_allreduce *a, uint32_t peer, uint64_t round, bool ok);
 void mm_allreduce_on_peer(mm_allreduce *a, uint32_t peer, mm_peer_state st);
 

@@ -225,6 +225,12 @@ static void on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_
         mm_transport_release(nd->transport, peer);
 }
 
+static float *vector_dst(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta)
+{
+    node *nd = ud;
+    return nd->ar ? mm_allreduce_vector_dst(nd->ar, peer, exchange, meta) : NULL;
+}
+
 static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
 {
     node *nd = ud;
@@ -614,7 +620,8 @@ int mm_node_run(const mm_node_config *c)
     mm_transport_config tc;
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
-                                 .on_refused = on_refused, .ud = nd};
+                                 .on_refused = on_refused, .ud = nd,
+                                 .vector_dst = c->algo == MM_ALGO_ALLREDUCE ? vector_dst : NULL};
     bool *senders = calloc(nd->n, sizeof *senders);
     if (!senders || transport_config(nd, topo, addrs, &tls, senders, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {

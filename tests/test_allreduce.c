@@ -25,16 +25,25 @@ typedef struct {
     uint32_t id;
     mm_allreduce *ar;
     int done, failed;
+    uint64_t direct;            /* chunk bodies read straight into out */
     char err[512];
 } ar_node;
 
 static ar_node nodes[TN_MAX];
+static bool copying;            /* no vector_dst: every body through the receive buffer */
 
 static void on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
                       const void *body, size_t len)
 {
     ar_node *a = ud;
     mm_allreduce_on_vector(a->ar, peer, round, meta, body, len);
+}
+static float *vector_dst(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta)
+{
+    ar_node *a = ud;
+    float *p = mm_allreduce_vector_dst(a->ar, peer, round, meta);
+    a->direct += p != NULL;
+    return p;
 }
 static void on_sent(void *ud, uint32_t peer, uint64_t round, bool ok)
 {
@@ -77,7 +86,7 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
         cfg.weight_rule = MM_WEIGHT_ONE;
         nodes[i] = (ar_node){.cl = cl, .id = i};
         mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
-                                     .ud = &nodes[i]};
+                                     .ud = &nodes[i], .vector_dst = copying ? NULL : vector_dst};
         char err[256] = "";
         cl->node[i].t = mm_transport_new(&cl->loop, &cfg, &cb, err, sizeof err);
         assert_non_null(cl->node[i].t);
@@ -155,6 +164,14 @@ static void run(uint32_t n, uint64_t len, uint64_t chunk, bool in_place, bool tl
         if (worst > (n + 1) * (double)FLT_EPSILON)
             fail_msg("n %u: worst relative error %.3g > (n+1) eps", n, worst);
     }
+    /* the all-gather's chunks went straight to their place, or none did */
+    uint64_t direct = 0;
+    for (uint32_t i = 0; i < n; i++)
+        direct += nodes[i].direct;
+    if (copying)
+        assert_int_equal(direct, 0);
+    else
+        assert_true(direct > 0);
     for (uint32_t i = 0; i < n; i++) {
         free(in[i]);
         if (!in_place)
@@ -176,6 +193,15 @@ static void n7_in_place(void **s) { (void)s; run(7, 700, 3, true, false, 2); }
 static void n3_tls(void **s) { (void)s; run(3, 20000, 512, false, true, 2); }
 static void shorter_than_n(void **s) { (void)s; run(7, 4, 1, false, false, 2); }
 static void one_chunk_per_segment(void **s) { (void)s; run(4, 4000, 1 << 20, true, false, 2); }
+/* without vector_dst (the copy from the receive buffer) */
+static void n4_copying(void **s)
+{
+    (void)s;
+    copying = true;
+    run(4, 4099, 64, false, false, 2);
+    run(4, 4099, 13, true, false, 2);
+    copying = false;
+}
 
 static bool neighbours_failed(tn_cluster *cl, void *arg)
 {
@@ -235,7 +261,7 @@ int main(void)
         cmocka_unit_test(n7), cmocka_unit_test(n8), cmocka_unit_test(n4_in_place),
         cmocka_unit_test(n7_in_place), cmocka_unit_test(n3_tls),
         cmocka_unit_test(shorter_than_n), cmocka_unit_test(one_chunk_per_segment),
-        cmocka_unit_test(neighbour_leaves),
+        cmocka_unit_test(n4_copying), cmocka_unit_test(neighbour_leaves),
     };
     return tn_done(cmocka_run_group_tests(tests, NULL, NULL), dir);
 }

@@ -235,8 +235,9 @@ static inline mm_transport_config tn_config(tn_cluster *cl, uint32_t id, const c
 
 static inline mm_transport *tn_start(tn_cluster *cl, uint32_t id, const mm_transport_config *cfg)
 {
-    mm_transport_callbacks cb = {tn_on_vector, tn_on_sent, tn_on_peer, &cl->node[id],
-                                 tn_on_refused};
+    mm_transport_callbacks cb = {.on_vector = tn_on_vector, .on_sent = tn_on_sent,
+                                 .on_peer = tn_on_peer, .ud = &cl->node[id],
+                                 .on_refused = tn_on_refused};
     char err[256] = "";
     cl->node[id].t = mm_transport_new(&cl->loop, cfg, &cb, err, sizeof err);
     if (!cl->node[id].t)
