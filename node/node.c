@@ -20,6 +20,7 @@
 #include "model/blas_env.h"
 #include "net/tls.h"
 #include "gossip/codec.h"
+#include "gossip/consensus.h"
 #include "node/algo_choco.h"
 #include "node/exporter.h"
 #include "node/http.h"
@@ -381,6 +382,17 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
      * round): no window (docs/protocol.md, "Rounds") */
     if (c->algo == MM_ALGO_ASYNC)
         tc->round_window = MM_ROUND_WINDOW_NONE;
+    /* skipping rounds: an edge exchanges at least every MM_CC_SKIP_MAX + 1
+     * rounds, and its ends may be that many rounds apart in between (each
+     * runs on while its other edges skip): a window narrower than that
+     * refused a neighbour ahead by 63 rounds of 16 exchange numbers, and
+     * the two ends of the edge then disagreed on its next round (docs/protocol.md
+     * "Rounds") */
+    if (c->consensus_target > 0 && c->min_gossip_steps < 1) {
+        uint64_t lead = (uint64_t)(MM_CC_SKIP_MAX + 2) * (uint64_t)c->max_gossip_steps;
+        if (tc->round_window != MM_ROUND_WINDOW_NONE && tc->round_window < lead)
+            tc->round_window = lead;
+    }
     /* (all-reduce leaves codec 0: fp32, the transport's default) */
     if (tc->codec && tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
         return -1;

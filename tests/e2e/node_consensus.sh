@@ -174,8 +174,11 @@ note "SIGKILL of peer 2 after round $killed_at: the 4 others finished $took s la
 # (1/32 exchanges a round) and the edges skip most rounds; both ends of
 # every edge still agree on every round (0 exchanges on both, or the same
 # count), the dead peer's edges are missing, not skipped, every round.
+# Stride 64 (--max-gossip-steps 64): neighbours up to 32 rounds apart are
+# 2048 exchange numbers apart, beyond the transport's default window of
+# 1000; with skipping the node widens it, and no vector may be refused.
 start skip "$T/ring5.topo" 5 --rounds 400 --consensus-target 1e9 --min-gossip-steps 0.03125 \
-    --max-gossip-steps 4 --round-timeout 10000 --peer-timeout 3000
+    --max-gossip-steps 64 --round-timeout 10000 --peer-timeout 3000
 victim=$(echo $PIDS | cut -d' ' -f3)
 survivors=$(echo $PIDS | cut -d' ' -f1,2,4,5)
 i=0
@@ -211,6 +214,8 @@ for k in 1 3; do
     case $m in *'"missing":[2]'*) ;; *) fail "skip: peer $k's last round does not list 2 missing: $m" ;; esac
     case $m in *'"skipped":['*'2'*']'*) fail "skip: peer $k lists the dead peer as skipped: $m" ;; esac
 done
+refused=$(cat "$T"/skip-*.out "$T"/skip/node-*/node.log 2>/dev/null | grep -c 'outside the window' || true)
+[ "$refused" -eq 0 ] || fail "skip: $refused vectors refused as outside the window (neighbours rounds apart)"
 zero=$(jfield "$T/skip/node-0/metrics.jsonl" round exchanges | awk '$1 == 0' | wc -l)
 [ "$zero" -gt 300 ] || fail "skip: peer 0 had only $zero rounds without an exchange of 400"
 note "skipping rounds: edges exchanged in $rate of rounds 100-399 (floor 1/32), always agreed; SIGKILL of peer 2 after round $killed_at: the others finished $took s later"
