@@ -29,7 +29,7 @@ note "worked example: ring $(jnum "$T/ring.json" round_s) s, all-reduce $(jnum "
 # before the exchange (50 + 200 ms), overlapped as D-PSGD (200 ms), and
 # H = 4: one exchange per 4 steps (400 ms a round, 100 ms per step)
 "$MURMUR" plan --topology "$T/ring.topo" $ex --outer --json > "$T/o.json" || fail "plan --outer failed"
-near "$(jnum "$T/o.json" round_in_step_s)" 0.25 || fail "--outer ring round: $(jnum "$T/o.json" round_s), want 0.25"
+near "$(jnum "$T/o.json" round_in_step_s)" 0.25 || fail "--outer ring round in step: $(jnum "$T/o.json" round_in_step_s), want 0.25"
 "$MURMUR" plan --topology "$T/ring.topo" $ex --outer --overlap --json > "$T/oo.json" || fail "plan --outer --overlap failed"
 near "$(jnum "$T/oo.json" round_in_step_s)" 0.2 || fail "--outer --overlap ring round: want 0.2"
 "$MURMUR" plan --topology "$T/ring.topo" $ex --outer --local-steps 4 --json > "$T/o4.json" || fail "plan --outer H=4 failed"
