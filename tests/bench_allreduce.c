@@ -6,12 +6,16 @@
  * 4 and 8 ranks and prints the table.
  *
  *   mpirun -np N bench_allreduce [--sizes MB,MB,...] [--reps R] [--warmup W]
- *                                [--csv FILE] [--impl NAME] [--pair P]
+ *                                [--max-seconds S] [--csv FILE] [--impl NAME]
+ *                                [--pair P]
  *
  * One repetition: every rank fills its vector with rank+1 (outside the
  * timing), MPI_Barrier, then the timed MPI_Allreduce; its time is the
  * slowest rank's. The sum n(n+1)/2 is exact in float, and every rank checks
- * every element: a wrong result fails the run (exit 1).
+ * every element: a wrong result fails the run (exit 1). --max-seconds S
+ * bounds a size's timed repetitions: the run stops after the one that takes
+ * their total (slowest rank's times) past S, so that a machine too busy for
+ * R repetitions in the benchmark's time budget gives fewer, not a hang.
  *
  * CSV columns (long format, so that other implementations, e.g. murmur's
  * own ring all-reduce, add rows of their own under another `impl`):
@@ -48,6 +52,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     int mb[16] = {1, 4, 16, 64}, nsizes = 4, reps = 5, warmup = 1, pair = 0;
+    double max_seconds = 0; /* 0: no bound */
     const char *csv = NULL, *impl = "mpi";
     for (int i = 1; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -58,6 +63,8 @@ int main(int argc, char **argv)
             ok = (reps = atoi(v)) >= 1 && reps <= 10000;
         else if (ok && !strcmp(argv[i], "--warmup"))
             ok = (warmup = atoi(v)) >= 0 && warmup <= 1000;
+        else if (ok && !strcmp(argv[i], "--max-seconds"))
+            ok = (max_seconds = atof(v)) > 0;
         else if (ok && !strcmp(argv[i], "--csv"))
             csv = v;
         else if (ok && !strcmp(argv[i], "--impl"))
@@ -69,7 +76,7 @@ int main(int argc, char **argv)
         if (!ok) {
             if (rank == 0)
                 fprintf(stderr, "usage: bench_allreduce [--sizes MB,...] [--reps R] [--warmup W] "
-                                "[--csv FILE] [--impl NAME] [--pair P]  (bad: %s)\n", argv[i]);
+                                "[--max-seconds S] [--csv FILE] [--impl NAME] [--pair P]  (bad: %s)\n", argv[i]);
             MPI_Finalize();
             return 2;
         }
@@ -92,7 +99,9 @@ int main(int argc, char **argv)
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
         float want = (float)n * (float)(n + 1) / 2;
-        for (int r = -warmup; r < reps; r++) {
+        double timed = 0;
+        int stop = 0;
+        for (int r = -warmup; r < reps && !stop; r++) {
             for (size_t k = 0; k < len; k++)
                 v[k] = (float)(rank + 1);
             MPI_Barrier(MPI_COMM_WORLD);
@@ -113,7 +122,10 @@ int main(int argc, char **argv)
                 if (out)
                     fprintf(out, "%s,%d,%d,%zu,%d,%d,%.6f,%.6f,%.6f\n", impl, n, mb[s], bytes, pair,
                             r, tmax, alg, bus);
+                timed += tmax;
+                stop = max_seconds > 0 && timed > max_seconds;
             }
+            MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
         }
         free(v);
     }
