@@ -11,5 +11,9 @@
 uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len);
 bool mm_crc32c_is_hw(void);
 uint32_t mm_crc32c_sw(uint32_t crc, const void *buf, size_t len);
+/* mm_crc32c over the 4n bytes of n floats, and in the same pass whether
+ * any of them is NaN or Inf (*nonfinite): the wire's receive path, which
+ * needs both for every fp32 body (net/wire.c). */
+uint32_t mm_crc32c_finite(uint32_t crc, const float *v, size_t n, bool *nonfinite);
 
 #endif

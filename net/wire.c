@@ -363,27 +363,74 @@ static mm_rx_event finish_payload(mm_wire_rx *rx)
     return MM_RX_FRAME;
 }
 
+static void crc_bytes(mm_wire_rx *rx, const uint8_t *p, size_t n)
+{
+    if (!rx->no_payload_crc)
+        rx->crc = mm_crc32c(rx->crc, p, n);
+}
+
+/* Floats k .. upto-1 of an fp32 body, whole in memory: the NaN/Inf check,
+ * and with crc (and a connection that has one) the CRC, in one pass. */
+static void take_floats(mm_wire_rx *rx, uint64_t k, uint64_t upto, bool crc)
+{
+    const float *v = (const float *)rx->body + k;
+    size_t m = (size_t)(upto - k);
+    bool bad;
+    if (crc && !rx->no_payload_crc)
+        rx->crc = mm_crc32c_finite(rx->crc, v, m, &bad);
+    else
+        bad = !mm_all_finite(v, m, NULL);
+    uint64_t at;
+    if (bad && rx->bad_at == UINT64_MAX && !mm_all_finite(v, m, &at))
+        rx->bad_at = k + at;
+    rx->checked = upto;
+}
+
+/* The n payload bytes just read at p (payload offsets got - n .. got).
+ * fp32 values are checked as they arrive, while still in cache, in the
+ * CRC's own pass over them; the verdict waits for the checksum (in
+ * finish_payload) so that corruption reads as such. A float cut by the
+ * end of a read is checked with the read that completes it. */
+static void take_payload(mm_wire_rx *rx, const uint8_t *p, size_t n)
+{
+    if (rx->hdr.type != MM_WIRE_VECTOR || !rx->vec_checked ||
+        rx->vec.codec != MM_WIRE_CODEC_FP32 || rx->bad_at != UINT64_MAX) {
+        crc_bytes(rx, p, n);
+        return;
+    }
+    uint64_t start = rx->got - n, at = start, k = rx->checked;
+    uint64_t upto = (rx->got - MM_WIRE_VEC_HDR) / 4; /* whole floats in so far */
+    if (upto > k) {
+        uint64_t first = MM_WIRE_VEC_HDR + 4 * k; /* float k's payload offset */
+        if (first < at) { /* float k began in the last read */
+            crc_bytes(rx, p, (size_t)(first + 4 - at));
+            take_floats(rx, k, k + 1, false);
+            at = first + 4;
+            k++;
+        } else { /* the vector header's bytes in this read, if any */
+            crc_bytes(rx, p, (size_t)(first - at));
+            at = first;
+        }
+        take_floats(rx, k, upto, true);
+        at = MM_WIRE_VEC_HDR + 4 * upto;
+    }
+    crc_bytes(rx, p + (at - start), (size_t)(rx->got - at));
+}
+
 mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
 {
     if (rx->err)
         return MM_RX_ERROR;
     if (rx->in_payload) {
-        if (!rx->no_payload_crc)
-            rx->crc = mm_crc32c(rx->crc, payload_at(rx), n);
+        /* (mm_wire_rx_want keeps a read that ends in the vector header
+         * from reaching into a body that body_dst may put elsewhere, so
+         * the n bytes are contiguous at p) */
+        const uint8_t *p = payload_at(rx);
         rx->got += n;
         if (rx->hdr.type == MM_WIRE_VECTOR && !rx->vec_checked &&
             rx->got >= MM_WIRE_VEC_HDR && check_vec(rx) == MM_RX_ERROR)
             return MM_RX_ERROR;
-        /* fp32 values are checked as they arrive, while still in cache; the
-         * verdict waits for the checksum so corruption reads as such. */
-        if (rx->hdr.type == MM_WIRE_VECTOR && rx->vec_checked &&
-            rx->vec.codec == MM_WIRE_CODEC_FP32 && rx->bad_at == UINT64_MAX) {
-            uint64_t upto = (rx->got - MM_WIRE_VEC_HDR) / 4, bad;
-            if (!mm_all_finite((const float *)rx->body + rx->checked,
-                                    upto - rx->checked, &bad))
-                rx->bad_at = rx->checked + bad;
-            rx->checked = upto;
-        }
+        take_payload(rx, p, n);
         if (rx->got < rx->hdr.payload_len)
             return MM_RX_MORE;
         return finish_payload(rx);

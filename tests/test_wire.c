@@ -5,7 +5,9 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
+#include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -703,6 +705,94 @@ static void hello_fields(void **s)
     assert_null(mm_algo_name((mm_algo)77));
 }
 
+/* The receive path's one pass: CRC32C and the NaN/Inf check together, the
+ * same CRC as mm_crc32c and the same verdict as mm_all_finite, at every
+ * offset of every one of the CRC's three interleaved chains. */
+static void crc_finite_matches(void **s)
+{
+    size_t cap = 20000;
+    float *buf = malloc((cap + 2) * sizeof *buf);
+    srand(11);
+    for (int k = 0; k < 400; k++) {
+        size_t n = (size_t)rand() % cap, at = (size_t)rand() % 2;
+        float *v = buf + at;
+        for (size_t i = 0; i < n; i++)
+            v[i] = (float)(rand() % 2000001 - 1000000) * 1e-3f;
+        int plant = n ? rand() % 4 : 0; /* 0: none, 1: NaN, 2: +Inf, 3: -Inf */
+        if (plant) {
+            size_t j = k % 8 == 0 ? 0 : k % 8 == 1 ? n - 1 : (size_t)rand() % n;
+            v[j] = plant == 1 ? NAN : plant == 2 ? INFINITY : -INFINITY;
+        }
+        if (k % 5 == 0 && n) /* the largest finite magnitudes are finite */
+            v[(size_t)rand() % n] = k % 10 ? FLT_MAX : -FLT_MAX;
+        bool nonfinite = !plant;
+        uint32_t c0 = (uint32_t)rand();
+        assert_int_equal(mm_crc32c_finite(c0, v, n, &nonfinite), mm_crc32c(c0, v, 4 * n));
+        assert_int_equal(nonfinite, !mm_all_finite(v, n, NULL));
+        assert_int_equal(nonfinite, plant != 0);
+        /* a byte-misaligned start (the wire never makes one, but it is correct) */
+        float w[64];
+        size_t m = n < 64 ? n : 64;
+        memcpy(w, v, 4 * m);
+        uint8_t *u = (uint8_t *)buf + 1;
+        memcpy(u, w, 4 * m);
+        assert_int_equal(mm_crc32c_finite(c0, (const float *)(const void *)u, m, &nonfinite),
+                         mm_crc32c(c0, u, 4 * m));
+        assert_int_equal(nonfinite, !mm_all_finite(w, m, NULL));
+    }
+    free(buf);
+}
+
+/* A NaN or Inf anywhere in an fp32 body, the body fed in reads of any
+ * length (so that floats are cut between reads, and the vector header's
+ * last bytes share a read with the first floats): refused as
+ * MM_WIRE_E_VALUES naming the first bad value; with a bit flipped elsewhere
+ * too, refused as a checksum (the verdict waits for the CRC). */
+static void values_checked_any_split(void **s)
+{
+    enum { N = 37 };
+    uint8_t vp[MM_WIRE_VEC_HDR + 4 * N], vbuf[MM_WIRE_VEC_HDR + 4 * N];
+    const size_t bad_at[] = {0, 1, 2, 17, 35, 36};
+    for (size_t b = 0; b < sizeof bad_at / sizeof *bad_at; b++)
+        for (size_t step = 1; step <= 13; step++)
+            for (int flip = 0; flip < 2; flip++) {
+                vec_payload(vp, N, 1.0, half_i);
+                float x = b % 2 ? -INFINITY : NAN;
+                memcpy(vp + MM_WIRE_VEC_HDR + 4 * bad_at[b], &x, 4);
+                mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = 1, .exchange = 1,
+                                    .payload_len = sizeof vp,
+                                    .payload_crc = mm_crc32c(0, vp, sizeof vp)};
+                if (flip) /* a value after the bad one, or before when it is last */
+                    vp[MM_WIRE_VEC_HDR + 4 * (bad_at[b] == N - 1 ? 0 : N - 1)] ^= 1;
+                uint8_t raw[MM_WIRE_HDR_LEN];
+                mm_wire_put_header(raw, &h);
+                mm_wire_rx rx = {0};
+                rx.hello_done = true;
+                rx.vec_len = N;
+                rx.vec_buf = vbuf;
+                mm_wire_rx_init(&rx);
+                mm_rx_event ev = MM_RX_MORE;
+                size_t pos = 0, len = MM_WIRE_HDR_LEN + sizeof vp;
+                while (pos < len && ev == MM_RX_MORE) {
+                    uint8_t *p;
+                    size_t want;
+                    mm_wire_rx_want(&rx, &p, &want);
+                    size_t n = want < step ? want : step;
+                    for (size_t i = 0; i < n; i++, pos++)
+                        p[i] = pos < MM_WIRE_HDR_LEN ? raw[pos] : vp[pos - MM_WIRE_HDR_LEN];
+                    ev = mm_wire_rx_advance(&rx, n);
+                }
+                assert_int_equal(ev, MM_RX_ERROR);
+                assert_int_equal(pos, len); /* refused only once the whole frame is in */
+                assert_int_equal(rx.err, flip ? MM_WIRE_E_CHECKSUM : MM_WIRE_E_VALUES);
+                if (!flip) {
+                    char want_why[64];
+                    snprintf(want_why, sizeof want_why, "value %zu of %d ", bad_at[b], N);
+                    assert_non_null(strstr(rx.why, want_why));
+                }
+            }
+}
+
 static void decoder_any_split(void **s)
 {
     for (size_t step = 1; step < 64; step++)
@@ -720,6 +810,8 @@ int main(void)
         cmocka_unit_test(header_refusals),
         cmocka_unit_test(finite_check),
         cmocka_unit_test(decoder_any_split),
+        cmocka_unit_test(crc_finite_matches),
+        cmocka_unit_test(values_checked_any_split),
         cmocka_unit_test(tls_no_payload_crc),
         cmocka_unit_test(weight_rules),
         cmocka_unit_test(vector_header_rules),
