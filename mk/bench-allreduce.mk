@@ -3,7 +3,7 @@
 # murmur node --algo allreduce on the same vectors and peer counts. Built with
 # mpicc only here: nothing else links MPI. Installs libopenmpi-dev and
 # openmpi-bin when missing (as root).
-#   BENCH_RANKS="4 8"  BENCH_SIZES=1,4,16,64  BENCH_PASSES=8  BENCH_SECONDS=1
+#   BENCH_RANKS="4 8"  BENCH_SIZES=1,4,16,64  BENCH_PASSES=6  BENCH_SECONDS=0.75
 #   BENCH_IMPLS="mpi murmur" (or "mpi murmur base" BENCH_BASE=binary)
 #   (scripts/bench-allreduce.sh --help for the rest)
 #   BENCH_CHUNK=65536 (floats per murmur chunk)

@@ -24,8 +24,8 @@
 # the benchmark itself runs at nice 0) and the 1-min load average over
 # the cell's runs. Writes every repetition to the CSV, every run to
 # CSV.runs; draws a PNG when gnuplot is there.
-#   BENCH_RANKS="4 8"  BENCH_SIZES=1,4,16,64  BENCH_PASSES=8
-#   BENCH_SECONDS=1 (nominal timed seconds per run)  BENCH_MIN_REPS=4
+#   BENCH_RANKS="4 8"  BENCH_SIZES=1,4,16,64  BENCH_PASSES=6
+#   BENCH_SECONDS=0.75 (nominal timed seconds per run)  BENCH_MIN_REPS=4
 #   BENCH_REPS (a fixed count instead)  BENCH_CSV=build/bench-allreduce.csv
 #   BENCH_IMPLS="mpi murmur"  BENCH_CHUNK=65536 (--allreduce-chunk, floats)
 #   BENCH_IMPLS="mpi murmur base" BENCH_BASE=path/to/murmur: a second murmur
@@ -55,8 +55,8 @@ CHUNK=${BENCH_CHUNK:-65536}
 BIN=${BIN:-$BUILD/bench_allreduce}
 RANKS=${BENCH_RANKS:-4 8}
 SIZES=${BENCH_SIZES:-1,4,16,64}
-PASSES=${BENCH_PASSES:-8}
-BUDGET=${BENCH_SECONDS:-1}
+PASSES=${BENCH_PASSES:-6}
+BUDGET=${BENCH_SECONDS:-0.75}
 MIN_REPS=${BENCH_MIN_REPS:-4}
 CSV=${BENCH_CSV:-$BUILD/bench-allreduce.csv}
 RUNS="$CSV.runs"
