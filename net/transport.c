@@ -855,6 +855,12 @@ void mm_transport_release(mm_transport *t, uint32_t peer_id)
         mm__conn_resume(p->conn);
 }
 
+void mm_transport_detach_dst(mm_transport *t, uint32_t peer_id)
+{
+    if (peer_id < t->cfg.n_peers && t->peers[peer_id].conn)
+        mm_wire_rx_detach_body(&t->peers[peer_id].conn->rx);
+}
+
 void mm_transport_set_exchange(mm_transport *t, uint64_t exchange) { t->exchange = exchange; }
 
 void mm_transport_shutdown(mm_transport *t, void (*done)(void *ud), void *ud)

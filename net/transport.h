@@ -221,6 +221,9 @@ int mm_transport_send(mm_transport *t, uint32_t peer, uint64_t exchange, double 
 
 /* Give back the receive buffer lent by on_vector; reading resumes. */
 void mm_transport_release(mm_transport *t, uint32_t peer);
+/* From now on, the rest of a body from peer that vector_dst placed is read
+ * into the transport's own buffer: the owner's buffer is its own again. */
+void mm_transport_detach_dst(mm_transport *t, uint32_t peer);
 
 /* The exchange the caller is in, for the window check on incoming frames
  * (round_window: a count of exchanges, its name the flag's). */

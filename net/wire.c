@@ -214,6 +214,17 @@ static uint8_t *payload_at(const mm_wire_rx *rx)
 
 bool mm_wire_rx_busy(const mm_wire_rx *rx) { return rx->in_payload || rx->got > 0; }
 
+void mm_wire_rx_detach_body(mm_wire_rx *rx)
+{
+    if (!rx->in_payload || rx->hdr.type != MM_WIRE_VECTOR || !rx->vec_checked)
+        return;
+    uint8_t *own = rx->payload + MM_WIRE_VEC_HDR;
+    if (rx->body != own) {
+        memcpy(own, rx->body, (size_t)(rx->got - MM_WIRE_VEC_HDR));
+        rx->body = own;
+    }
+}
+
 void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len)
 {
     if (!rx->in_payload) {

@@ -187,5 +187,9 @@ void mm_wire_rx_want(mm_wire_rx *rx, uint8_t **ptr, size_t *len);
 mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n);
 /* True in the middle of a frame (for the frame timeout). */
 bool mm_wire_rx_busy(const mm_wire_rx *rx);
+/* A body being read where body_dst said goes on in the decoder's own
+ * vec_buf from now on (the bytes so far copied there), so that the owner
+ * may take back its buffer mid-frame (an all-reduce that failed). */
+void mm_wire_rx_detach_body(mm_wire_rx *rx);
 
 #endif

@@ -177,6 +177,9 @@ static void fail(mm_allreduce *a, const char *fmt, ...)
     snprintf(a->err, sizeof a->err, "all-reduce failed: %s (%s)", why, pos);
     mm_debug("%s", a->err);
     release_held(a);
+    /* a chunk being read into out (vector_dst) must not go on landing
+     * there once out is the caller's again */
+    mm_transport_detach_dst(a->cfg.transport, a->left);
     finish(a, MM_AR_FAILED);
 }
 

@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     int mb[16] = {1, 4, 16, 64}, nsizes = 4, reps = 5, warmup = 1, pair = 0;
     double max_seconds = 0; /* 0: no bound */
     const char *csv = NULL, *impl = "mpi";
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* each option and its value */
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = v != NULL;
         if (ok && !strcmp(argv[i], "--sizes"))
@@ -80,7 +80,6 @@ int main(int argc, char **argv)
             MPI_Finalize();
             return 2;
         }
-        i++;
     }
     FILE *out = NULL;
     if (rank == 0 && csv) {

@@ -416,7 +416,10 @@ static float *to_dst(void *ud, const mm_wire_header *h, const mm_wire_vec *v)
     return ud ? dst_buf : NULL;
 }
 
-static mm_rx_event feed_to_dst(bool redirect, float poison, bool bad_crc, mm_wire_rx *rx)
+/* detach: after that many payload bytes (0: never), mm_wire_rx_detach_body:
+ * the rest lands in the receive buffer, and dst_buf stays as it was. */
+static mm_rx_event feed_to_dst(bool redirect, float poison, bool bad_crc, size_t detach,
+                               mm_wire_rx *rx)
 {
     static uint8_t vbuf[MM_WIRE_VEC_HDR + 64];
     uint8_t payload[MM_WIRE_VEC_HDR + 64];
@@ -441,6 +444,7 @@ static mm_rx_event feed_to_dst(bool redirect, float poison, bool bad_crc, mm_wir
                         .payload_crc = mm_crc32c(0, payload, sizeof payload) ^ (bad_crc ? 1 : 0)};
     uint8_t raw[MM_WIRE_HDR_LEN], *p;
     size_t want, pos = 0;
+    float dst_then[16];
     mm_wire_put_header(raw, &h);
     mm_wire_rx_want(rx, &p, &want);
     memcpy(p, raw, want);
@@ -453,8 +457,20 @@ static mm_rx_event feed_to_dst(bool redirect, float poison, bool bad_crc, mm_wir
         memcpy(p, payload + pos, n);
         pos += n;
         ev = mm_wire_rx_advance(rx, n);
+        if (detach && pos == detach) {
+            mm_wire_rx_detach_body(rx);
+            memcpy(dst_then, dst_buf, sizeof dst_buf);
+        }
     }
     assert_int_equal(dst_asked, 1);
+    if (detach) { /* dst_buf untouched since; the frame whole in vbuf */
+        assert_memory_equal(dst_buf, dst_then, sizeof dst_buf);
+        if (ev == MM_RX_FRAME) {
+            assert_ptr_equal(rx->body, vbuf + MM_WIRE_VEC_HDR);
+            assert_memory_equal(vbuf + MM_WIRE_VEC_HDR, f, sizeof f);
+        }
+        return ev;
+    }
     if (ev == MM_RX_FRAME) {
         const uint8_t *where = redirect ? (const uint8_t *)dst_buf : vbuf + MM_WIRE_VEC_HDR;
         assert_ptr_equal(rx->body, where);
@@ -470,11 +486,19 @@ static void body_to_dst(void **s)
 {
     (void)s;
     mm_wire_rx rx;
-    assert_int_equal(feed_to_dst(true, 2.0f, false, &rx), MM_RX_FRAME);
-    assert_int_equal(feed_to_dst(false, 2.0f, false, &rx), MM_RX_FRAME);
-    assert_int_equal(feed_to_dst(true, NAN, false, &rx), MM_RX_ERROR);
+    assert_int_equal(feed_to_dst(true, 2.0f, false, 0, &rx), MM_RX_FRAME);
+    assert_int_equal(feed_to_dst(false, 2.0f, false, 0, &rx), MM_RX_FRAME);
+    assert_int_equal(feed_to_dst(true, NAN, false, 0, &rx), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_VALUES);
-    assert_int_equal(feed_to_dst(true, 2.0f, true, &rx), MM_RX_ERROR);
+    assert_int_equal(feed_to_dst(true, 2.0f, true, 0, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_CHECKSUM);
+    /* taken back mid-body (the first 24 bytes, 6 floats, in dst_buf): the
+     * rest goes to the receive buffer, the frame is whole and still checked
+     * there (the NaN is float 9, after the cut) */
+    assert_int_equal(feed_to_dst(true, 2.0f, false, MM_WIRE_VEC_HDR + 24, &rx), MM_RX_FRAME);
+    assert_int_equal(feed_to_dst(true, NAN, false, MM_WIRE_VEC_HDR + 24, &rx), MM_RX_ERROR);
+    assert_int_equal(rx.err, MM_WIRE_E_VALUES);
+    assert_int_equal(feed_to_dst(true, 2.0f, true, MM_WIRE_VEC_HDR + 24, &rx), MM_RX_ERROR);
     assert_int_equal(rx.err, MM_WIRE_E_CHECKSUM);
 }
 
