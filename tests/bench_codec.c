@@ -622,6 +622,9 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
     /* BENCH_CHUNK: floats per chunk of the streamed exchange (default the
      * node's, MM_CHOCO_CHUNK) */
     const char *ck = getenv("BENCH_CHUNK");
+    /* BENCH_PIPE_ONLY=seq|stream: only that end-to-end exchange of each
+     * codec, nothing else (for perf record / perf stat of one path) */
+    const char *pipe_only = getenv("BENCH_PIPE_ONLY");
     uint64_t chunk = ck && strtoull(ck, NULL, 10) > 0 ? strtoull(ck, NULL, 10) : MM_CHOCO_CHUNK;
     char list[512];
     const char *spec[32];
@@ -677,7 +680,26 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
         for (int c = 0; c < n_codecs; c++)
             sp[c] = (speeds){1e9, 1e9, 1e9, 1e9, 0};
         for (int t = 0; t < trials; t++) {
-            for (int c = 0; c < n_codecs; c++) {
+            if (pipe_only && !strcmp(pipe_only, "fp32")) {
+                int bad = 0;
+                double cpu = 0, f = bench_transport_run(certdir, false, size, reps, &bad, &cpu);
+                failures += bad;
+                printf("%-9llu fp32 over TLS alone: %.2f GB/s, cores busy %.2f, %.2f ns of CPU "
+                       "per float\n", (unsigned long long)n, f / 1e9, cpu * f / 1e9,
+                       4 * cpu);
+                continue;
+            }
+            for (int c = 0; c < n_codecs && pipe_only; c++) {
+                double cores = 0;
+                bool seq = !strcmp(pipe_only, "seq");
+                double r = pipe_trial(certdir, spec[c], xa, xb, n, seq ? n : chunk, reps,
+                                      &failures, &cores);
+                printf("%-9llu %-11s %s exchange alone: %.2f GB/s fp32-equivalent, cores busy "
+                       "%.2f, %.2f ns of CPU per float\n", (unsigned long long)n, spec[c],
+                       seq ? "sequential" : "streamed", r / 1e9, cores,
+                       r > 0 ? cores * 4e9 / r : 0.0);
+            }
+            for (int c = 0; c < n_codecs && !pipe_only; c++) {
                 int bad = 0;
                 double cpu, seq, over;
                 double f = bench_transport_run(certdir, false, size, reps, &bad, &cpu);
@@ -711,6 +733,10 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
                     r_str[c][node_pairs[c]++] = st / f;
                 }
             }
+        }
+        if (pipe_only) {
+            free(xa), free(xb), free(ref), free(copy), free(buf);
+            continue;
         }
         char load1[64];
         load_avg(load1, sizeof load1);
