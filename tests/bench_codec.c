@@ -261,16 +261,38 @@ static int pipe_check(void *ud, const mm_wire_vec *meta, const uint8_t *body, si
     return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
 }
 
+/* With mu held: the staging buffer a chunk of len bytes goes to, or NULL
+ * (as node/mailbox.c stage_for). */
+static uint8_t *pipe_stage_for(pipe_run *pr, size_t len)
+{
+    bool lent_waits = pr->in_n > pr->staged;
+    bool stage = pr->chunks > 1 && len <= pr->stage_bytes && pr->staged < PIPE_STAGE && !lent_waits;
+    return stage ? pr->stage[pr->stage_next] : NULL;
+}
+
+/* The receiver's vector_dst: a chunk is read straight into its staging
+ * buffer (as node.c vector_dst, mm__mbox_stage_dst). */
+static void *pipe_vector_dst(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                             size_t len)
+{
+    pipe_side *s = ud;
+    pthread_mutex_lock(&s->pr->mu);
+    uint8_t *b = pipe_stage_for(s->pr, len);
+    pthread_mutex_unlock(&s->pr->mu);
+    return b;
+}
+
 static void pipe_on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                            const void *body, size_t len)
 {
     pipe_side *s = ud;
     pipe_run *pr = s->pr;
     pthread_mutex_lock(&pr->mu);
-    bool lent_waits = pr->in_n > pr->staged;
-    bool copy = pr->chunks > 1 && len <= pr->stage_bytes && pr->staged < PIPE_STAGE && !lent_waits;
+    uint8_t *stage = pipe_stage_for(pr, len);
+    bool copy = stage != NULL;
     if (copy) {
-        memcpy(pr->stage[pr->stage_next], body, len);
+        if (stage != body) /* (else read straight into it) */
+            memcpy(stage, body, len);
         body = pr->stage[pr->stage_next];
         pr->stage_next = (pr->stage_next + 1) % PIPE_STAGE;
         pr->staged++;
@@ -370,7 +392,9 @@ static void *pipe_side_main(void *arg)
     cfg.ca_file = f.ca;
     cfg.cert_file = f.cert;
     cfg.key_file = f.key;
-    mm_transport_callbacks cb = {pipe_on_vector, pipe_on_sent, pipe_on_peer, s, NULL};
+    mm_transport_callbacks cb = {.on_vector = pipe_on_vector, .on_sent = pipe_on_sent,
+                                 .on_peer = pipe_on_peer, .ud = s,
+                                 .vector_dst = pr->chunks > 1 ? pipe_vector_dst : NULL};
     s->t = mm_transport_new(&s->loop, &cfg, &cb, s->err, sizeof s->err);
     if (!s->t) {
         uv_close((uv_handle_t *)&s->wake, NULL);
