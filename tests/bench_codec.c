@@ -16,7 +16,7 @@
  *   - for int8 (BENCH_STREAM_CODECS), the exchange measured end to end as
  *     the node runs it (pipe_trial below): sequential (one frame, encode,
  *     send, apply one after the other) and streamed (chunks of
- *     MM_CHOCO_CHUNK floats, or BENCH_CHUNK), next to the same trial's fp32
+ *     mm_choco_chunk(n) floats, or BENCH_CHUNK), next to the same trial's fp32
  *     over TLS.
  * Speeds are the best of the trials. The ratios to fp32 are taken pair by
  * pair: in every trial each codec's exchange (encode, payload, apply) runs
@@ -644,12 +644,12 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
     if (!stream_codecs)
         stream_codecs = "int8";
     /* BENCH_CHUNK: floats per chunk of the streamed exchange (default the
-     * node's, MM_CHOCO_CHUNK) */
+     * node's, mm_choco_chunk(n)) */
     const char *ck = getenv("BENCH_CHUNK");
     /* BENCH_PIPE_ONLY=seq|stream: only that end-to-end exchange of each
      * codec, nothing else (for perf record / perf stat of one path) */
     const char *pipe_only = getenv("BENCH_PIPE_ONLY");
-    uint64_t chunk = ck && strtoull(ck, NULL, 10) > 0 ? strtoull(ck, NULL, 10) : MM_CHOCO_CHUNK;
+    uint64_t chunk_set = ck ? strtoull(ck, NULL, 10) : 0;
     char list[512];
     const char *spec[32];
     int n_codecs = 0, failures = 0;
@@ -681,7 +681,7 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
            "codec", "B/float", "enc", "enc+ref", "dec", "apply", "TLS eff", "overlap", "fp32 TLS",
            "ratio", "overlap");
     for (int si = 0; si < n_sizes; si++) {
-        uint64_t n = sizes[si];
+        uint64_t n = sizes[si], chunk = chunk_set > 0 ? chunk_set : mm_choco_chunk(n);
         size_t size = n * 4, reps = per_case / size < 4 ? 4 : per_case / size;
         float *xa = malloc(size), *xb = malloc(size), *ref = malloc(size), *copy = malloc(size);
         uint8_t *buf = malloc(size + 64);
