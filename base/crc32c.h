@@ -1,4 +1,5 @@
-/* CRC32C (Castagnoli): SSE4.2 when the CPU has it, else slice-by-8 tables.
+/* CRC32C (Castagnoli): SSE4.2 when the CPU has it (from 256 bytes on,
+ * folded with VPCLMULQDQ where the CPU has AVX-512), else slice-by-8 tables.
  * The wire's frame checksums (net/wire.h) and the codecs' copy checksums
  * (gossip/codec.h) are both this one. */
 #ifndef MURMUR_CRC32C_H

@@ -66,8 +66,17 @@ mm_codec_err mm_choco_receive(const mm_codec *c, const uint8_t *q, size_t len, f
  * vector longer than this; docs/protocol.md 6.10): a multiple of every
  * block size, so the chunks encode to the floats of a whole encode; 128 K
  * floats is 130 KB of int8, so a vector of 1 M floats goes in 8 chunks
- * and one of 16 M in 128 (docs/compression.md, "Streaming"). */
+ * (docs/compression.md, "Streaming"). */
 #define MM_CHOCO_CHUNK ((uint64_t)1 << 17)
+
+/* The chunk for a vector of n floats: MM_CHOCO_CHUNK, or for a vector of
+ * more than 32 of them the multiple of it that makes 32 to 63 chunks
+ * (fewer frames and wakes a q: 16 M floats in 32 chunks of 512 K). */
+static inline uint64_t mm_choco_chunk(uint64_t n)
+{
+    uint64_t k = n / (32 * MM_CHOCO_CHUNK);
+    return MM_CHOCO_CHUNK * (k ? k : 1);
+}
 
 /* Steps 1 and 2 for a part of the vector, floats off .. off+count-1 (a
  * payload streamed in chunks; a dense codec, gossip/codec.h "Parts"):

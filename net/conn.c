@@ -868,14 +868,14 @@ void mm__conn_resume(conn *c)
         tls_drain(c);
 }
 
-/* The owner's say where an fp32 body goes (vector_dst), once the peer is up. */
-static float *body_dst(void *ud, const mm_wire_header *h, const mm_wire_vec *v)
+/* The owner's say where a body goes (vector_dst), once the peer is up. */
+static void *body_dst(void *ud, const mm_wire_header *h, const mm_wire_vec *v, size_t body_len)
 {
     conn *c = ud;
     mm_transport *t = c->t;
     if (c->st != C_UP || c->peer < 0)
         return NULL;
-    return t->cb.vector_dst(t->cb.ud, (uint32_t)c->peer, h->exchange, v);
+    return t->cb.vector_dst(t->cb.ud, (uint32_t)c->peer, h->exchange, v, body_len);
 }
 
 void mm__conn_start(conn *c)

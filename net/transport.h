@@ -90,12 +90,15 @@ typedef struct {
      * side, or a dial failed; r->peer may be MM_PEER_UNKNOWN. Called before
      * the connection closes (its on_peer DOWN, if any, comes after). */
     void (*on_refused)(void *ud, const mm_refusal *r);
-    /* Optional: where to read the body of an fp32 VECTOR from `peer`
-     * (4 * meta->count bytes), asked once its vector header has arrived and
-     * passed the checks; NULL: the connection's receive buffer. on_vector
-     * then gets the body there, checked (CRC, NaN/Inf) as it landed; a
-     * frame refused after all (a bad CRC, a NaN) has written there too. */
-    float *(*vector_dst)(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta);
+    /* Optional: where to read the body of a VECTOR from `peer` (body_len
+     * bytes: 4 * meta->count for fp32, a codec's payload otherwise), asked
+     * once its vector header has arrived and passed the checks; NULL: the
+     * connection's receive buffer. on_vector then gets the body there,
+     * checked (CRC, fp32 NaN/Inf as it landed, check_body after); a frame
+     * refused after all (a bad CRC, a NaN, a bad body) has written there
+     * too, and on_vector is not called. */
+    void *(*vector_dst)(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                        size_t body_len);
 } mm_transport_callbacks;
 
 #define MM_ROUND_WINDOW_NONE UINT64_MAX

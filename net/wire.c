@@ -340,10 +340,9 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
                  (unsigned long long)body, (unsigned long long)v->count, v->codec);
         return fail(rx, MM_WIRE_E_LENGTH);
     }
-    float *dst = v->codec == MM_WIRE_CODEC_FP32 && rx->body_dst
-                     ? rx->body_dst(rx->body_ud, &rx->hdr, v) : NULL;
+    void *dst = rx->body_dst ? rx->body_dst(rx->body_ud, &rx->hdr, v, (size_t)body) : NULL;
     if (dst)
-        rx->body = (uint8_t *)dst;
+        rx->body = dst;
     return MM_RX_MORE;
 }
 

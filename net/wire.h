@@ -155,11 +155,12 @@ typedef struct {
     uint64_t stream_next;      /* floats of the open stream so far; 0: none open */
     uint64_t stream_exchange;  /* ... its exchange */
     uint8_t *vec_buf;
-    /* Optional: where an fp32 VECTOR's body goes instead of vec_buf, asked
-     * once its vector header has arrived and passed the checks (it is then
-     * read on its own, before the body); NULL keeps vec_buf. The body is
-     * still checked (CRC, NaN/Inf) as it lands there. Kept by init. */
-    float *(*body_dst)(void *ud, const mm_wire_header *h, const mm_wire_vec *v);
+    /* Optional: where a VECTOR's body (body_len bytes, any codec) goes
+     * instead of vec_buf, asked once its vector header has arrived and
+     * passed the checks (it is then read on its own, before the body);
+     * NULL keeps vec_buf. The body is still checked (CRC, an fp32 body's
+     * NaN/Inf) as it lands there. Kept by init. */
+    void *(*body_dst)(void *ud, const mm_wire_header *h, const mm_wire_vec *v, size_t body_len);
     void *body_ud;
 
     uint8_t hdr_raw[MM_WIRE_HDR_LEN];

@@ -18,8 +18,7 @@
 
 #define ALIGN8(x) (((x) + 7) & ~(size_t)7)
 
-#define CHUNK MM_CHOCO_CHUNK /* (gossip/choco.h) */
-_Static_assert(CHUNK % MM_CODEC_BLOCK_MAX == 0, "a chunk is whole blocks");
+_Static_assert(MM_CHOCO_CHUNK % MM_CODEC_BLOCK_MAX == 0, "a chunk is whole blocks");
 
 /* What CHOCO keeps of one peer. */
 typedef struct {
@@ -48,7 +47,8 @@ struct mm__choco {
     double gamma;
     uint64_t seed;
     size_t q_cap, reset_off, buf_bytes;
-    int chunks;             /* a q streamed in this many chunks of CHUNK floats; 0: whole */
+    uint64_t chunk;         /* floats per chunk of a streamed q (mm_choco_chunk) */
+    int chunks;             /* a q streamed in this many chunks; 0: whole */
     int in_peers;
     uint64_t bytes;
 
@@ -122,10 +122,11 @@ int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
     /* A dense codec streams a vector longer than a chunk: chunk k's body
      * at the sum of the earlier ones, each 8-aligned. */
     ch->q_cap = mm_codec_max_bytes(ch->codec);
-    if (mm_codec_splits(&spec) && P > CHUNK) {
-        ch->chunks = (int)((P + CHUNK - 1) / CHUNK);
-        ch->q_cap = (size_t)(ch->chunks - 1) * ALIGN8(mm_codec_part_len(&spec, CHUNK)) +
-                    ALIGN8(mm_codec_part_len(&spec, P - (uint64_t)(ch->chunks - 1) * CHUNK));
+    ch->chunk = mm_choco_chunk(P);
+    if (mm_codec_splits(&spec) && P > MM_CHOCO_CHUNK) {
+        ch->chunks = (int)((P + ch->chunk - 1) / ch->chunk);
+        ch->q_cap = (size_t)(ch->chunks - 1) * ALIGN8(mm_codec_part_len(&spec, ch->chunk)) +
+                    ALIGN8(mm_codec_part_len(&spec, P - (uint64_t)(ch->chunks - 1) * ch->chunk));
     }
     ch->reset_off = ALIGN8(ch->q_cap);
     ch->buf_bytes = ch->reset_off + 4 * P;
@@ -136,7 +137,7 @@ int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
     ch->bytes = (uint64_t)(1 + ch->in_peers) * 4 * P + 3 * (uint64_t)ch->reset_off +
                 mm_codec_workspace_bytes(ch->codec);
     if (ch->chunks) /* the chunks each in-neighbour's inbox may hold as copies */
-        ch->bytes += (uint64_t)ch->in_peers * MM__MBOX_STAGE * mm_codec_part_len(&spec, CHUNK);
+        ch->bytes += (uint64_t)ch->in_peers * MM__MBOX_STAGE * mm_codec_part_len(&spec, ch->chunk);
     uint64_t budget = (uint64_t)c->choco_memory_mb << 20;
     if (ch->bytes > budget) {
         snprintf(err, errlen, "--compress %s needs %.1f MiB for its public copies (%d "
@@ -178,7 +179,7 @@ void mm__choco_free(mm__choco *ch)
 size_t mm__choco_buf_bytes(const mm__choco *ch) { return ch->buf_bytes; }
 int mm__choco_chunks(const mm__choco *ch, size_t *chunk_bytes)
 {
-    *chunk_bytes = ch->chunks ? (size_t)mm_codec_part_len(&ch->spec, CHUNK) : 0;
+    *chunk_bytes = ch->chunks ? (size_t)mm_codec_part_len(&ch->spec, ch->chunk) : 0;
     return ch->chunks;
 }
 double mm__choco_gamma(const mm__choco *ch) { return ch->gamma; }
@@ -226,8 +227,8 @@ static mm_codec_err encode_stream(mm__choco *ch, mm__mbox *mb, int b, const floa
     uint8_t *buf = mm__mbox_buf(mb, b);
     size_t at = 0;
     for (int k = 0; k < ch->chunks; k++) {
-        mm__chunk c = {.offset = (uint64_t)k * CHUNK, .off = at};
-        c.count = ch->P - c.offset < CHUNK ? ch->P - c.offset : CHUNK;
+        mm__chunk c = {.offset = (uint64_t)k * ch->chunk, .off = at};
+        c.count = ch->P - c.offset < ch->chunk ? ch->P - c.offset : ch->chunk;
         mm_codec_err ce = mm_choco_encode_part(ch->codec, x, ch->self, c.offset, c.count,
                                                buf + at, ch->q_cap - at, &c.len, &c.crc, why,
                                                whylen);

@@ -531,6 +531,14 @@ static uint8_t *stage_for(mm__mbox *mb, mbox_peer *q, size_t len)
     return *b;
 }
 
+void *mm__mbox_stage_dst(mm__mbox *mb, uint32_t peer, size_t body_len)
+{
+    pthread_mutex_lock(&mb->mu);
+    uint8_t *b = stage_for(mb, &mb->peer[peer], body_len);
+    pthread_mutex_unlock(&mb->mu);
+    return b;
+}
+
 bool mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len)
 {
@@ -539,7 +547,8 @@ bool mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_w
     assert(q->in_n < INBOX);
     uint8_t *copy = stage_for(mb, q, body_len);
     if (copy) {
-        memcpy(copy, body, body_len);
+        if (copy != body) /* (else read straight into it: mm__mbox_stage_dst) */
+            memcpy(copy, body, body_len);
         body = copy;
         q->stage_next = (q->stage_next + 1) % MM__MBOX_STAGE;
         q->staged++;

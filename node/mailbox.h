@@ -215,6 +215,12 @@ void mm__mbox_allreduce_wait(mm__mbox *mb, double deadline);
  * buffer back at once (mm_transport_release). */
 bool mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                       const void *body, size_t body_len);
+/* The transport's vector_dst: the staging buffer the next body of
+ * body_len bytes from peer would be copied into, so that the transport
+ * reads it there (mm__mbox_deliver then copies nothing); NULL when it
+ * would not be staged. Taken only by that delivery: a frame refused after
+ * all leaves it free for the next. */
+void *mm__mbox_stage_dst(mm__mbox *mb, uint32_t peer, size_t body_len);
 /* ok false: the send failed (counted in the peer's lost). */
 void mm__mbox_sent(mm__mbox *mb, uint32_t peer, bool ok);
 /* Returns the state it had before. */

@@ -220,16 +220,22 @@ static void on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_
         mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
         return;
     }
-    /* a chunk of a stream is copied out: the transport reads the next one
-     * while the training thread applies this one */
+    /* a chunk of a stream is staged (read into a staging buffer, or copied
+     * there): the transport reads the next one while the training thread
+     * applies this one */
     if (mm__mbox_deliver(nd->mb, peer, exchange, meta, body, body_len))
         mm_transport_release(nd->transport, peer);
 }
 
-static float *vector_dst(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta)
+/* An all-gather chunk straight into the result; a stream's chunk straight
+ * into a staging buffer. */
+static void *vector_dst(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                        size_t body_len)
 {
     node *nd = ud;
-    return nd->ar ? mm_allreduce_vector_dst(nd->ar, peer, exchange, meta) : NULL;
+    if (nd->ar)
+        return mm_allreduce_vector_dst(nd->ar, peer, exchange, meta);
+    return mm__mbox_stage_dst(nd->mb, peer, body_len);
 }
 
 static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
@@ -633,7 +639,8 @@ int mm_node_run(const mm_node_config *c)
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                  .on_refused = on_refused, .ud = nd,
-                                 .vector_dst = c->algo == MM_ALGO_ALLREDUCE ? vector_dst : NULL};
+                                 .vector_dst = c->algo == MM_ALGO_ALLREDUCE || chunks > 0
+                                                   ? vector_dst : NULL};
     bool *senders = calloc(nd->n, sizeof *senders);
     if (!senders || transport_config(nd, topo, addrs, &tls, senders, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {

@@ -16,7 +16,7 @@
  *   - for int8 (BENCH_STREAM_CODECS), the exchange measured end to end as
  *     the node runs it (pipe_trial below): sequential (one frame, encode,
  *     send, apply one after the other) and streamed (chunks of
- *     MM_CHOCO_CHUNK floats, or BENCH_CHUNK), next to the same trial's fp32
+ *     mm_choco_chunk(n) floats, or BENCH_CHUNK), next to the same trial's fp32
  *     over TLS.
  * Speeds are the best of the trials. The ratios to fp32 are taken pair by
  * pair: in every trial each codec's exchange (encode, payload, apply) runs
@@ -261,16 +261,38 @@ static int pipe_check(void *ud, const mm_wire_vec *meta, const uint8_t *body, si
     return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
 }
 
+/* With mu held: the staging buffer a chunk of len bytes goes to, or NULL
+ * (as node/mailbox.c stage_for). */
+static uint8_t *pipe_stage_for(pipe_run *pr, size_t len)
+{
+    bool lent_waits = pr->in_n > pr->staged;
+    bool stage = pr->chunks > 1 && len <= pr->stage_bytes && pr->staged < PIPE_STAGE && !lent_waits;
+    return stage ? pr->stage[pr->stage_next] : NULL;
+}
+
+/* The receiver's vector_dst: a chunk is read straight into its staging
+ * buffer (as node.c vector_dst, mm__mbox_stage_dst). */
+static void *pipe_vector_dst(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
+                             size_t len)
+{
+    pipe_side *s = ud;
+    pthread_mutex_lock(&s->pr->mu);
+    uint8_t *b = pipe_stage_for(s->pr, len);
+    pthread_mutex_unlock(&s->pr->mu);
+    return b;
+}
+
 static void pipe_on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                            const void *body, size_t len)
 {
     pipe_side *s = ud;
     pipe_run *pr = s->pr;
     pthread_mutex_lock(&pr->mu);
-    bool lent_waits = pr->in_n > pr->staged;
-    bool copy = pr->chunks > 1 && len <= pr->stage_bytes && pr->staged < PIPE_STAGE && !lent_waits;
+    uint8_t *stage = pipe_stage_for(pr, len);
+    bool copy = stage != NULL;
     if (copy) {
-        memcpy(pr->stage[pr->stage_next], body, len);
+        if (stage != body) /* (else read straight into it) */
+            memcpy(stage, body, len);
         body = pr->stage[pr->stage_next];
         pr->stage_next = (pr->stage_next + 1) % PIPE_STAGE;
         pr->staged++;
@@ -370,7 +392,9 @@ static void *pipe_side_main(void *arg)
     cfg.ca_file = f.ca;
     cfg.cert_file = f.cert;
     cfg.key_file = f.key;
-    mm_transport_callbacks cb = {pipe_on_vector, pipe_on_sent, pipe_on_peer, s, NULL};
+    mm_transport_callbacks cb = {.on_vector = pipe_on_vector, .on_sent = pipe_on_sent,
+                                 .on_peer = pipe_on_peer, .ud = s,
+                                 .vector_dst = pr->chunks > 1 ? pipe_vector_dst : NULL};
     s->t = mm_transport_new(&s->loop, &cfg, &cb, s->err, sizeof s->err);
     if (!s->t) {
         uv_close((uv_handle_t *)&s->wake, NULL);
@@ -620,9 +644,12 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
     if (!stream_codecs)
         stream_codecs = "int8";
     /* BENCH_CHUNK: floats per chunk of the streamed exchange (default the
-     * node's, MM_CHOCO_CHUNK) */
+     * node's, mm_choco_chunk(n)) */
     const char *ck = getenv("BENCH_CHUNK");
-    uint64_t chunk = ck && strtoull(ck, NULL, 10) > 0 ? strtoull(ck, NULL, 10) : MM_CHOCO_CHUNK;
+    /* BENCH_PIPE_ONLY=seq|stream: only that end-to-end exchange of each
+     * codec, nothing else (for perf record / perf stat of one path) */
+    const char *pipe_only = getenv("BENCH_PIPE_ONLY");
+    uint64_t chunk_set = ck ? strtoull(ck, NULL, 10) : 0;
     char list[512];
     const char *spec[32];
     int n_codecs = 0, failures = 0;
@@ -654,7 +681,7 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
            "codec", "B/float", "enc", "enc+ref", "dec", "apply", "TLS eff", "overlap", "fp32 TLS",
            "ratio", "overlap");
     for (int si = 0; si < n_sizes; si++) {
-        uint64_t n = sizes[si];
+        uint64_t n = sizes[si], chunk = chunk_set > 0 ? chunk_set : mm_choco_chunk(n);
         size_t size = n * 4, reps = per_case / size < 4 ? 4 : per_case / size;
         float *xa = malloc(size), *xb = malloc(size), *ref = malloc(size), *copy = malloc(size);
         uint8_t *buf = malloc(size + 64);
@@ -677,7 +704,26 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
         for (int c = 0; c < n_codecs; c++)
             sp[c] = (speeds){1e9, 1e9, 1e9, 1e9, 0};
         for (int t = 0; t < trials; t++) {
-            for (int c = 0; c < n_codecs; c++) {
+            if (pipe_only && !strcmp(pipe_only, "fp32")) {
+                int bad = 0;
+                double cpu = 0, f = bench_transport_run(certdir, false, size, reps, &bad, &cpu);
+                failures += bad;
+                printf("%-9llu fp32 over TLS alone: %.2f GB/s, cores busy %.2f, %.2f ns of CPU "
+                       "per float\n", (unsigned long long)n, f / 1e9, cpu * f / 1e9,
+                       4 * cpu);
+                continue;
+            }
+            for (int c = 0; c < n_codecs && pipe_only; c++) {
+                double cores = 0;
+                bool seq = !strcmp(pipe_only, "seq");
+                double r = pipe_trial(certdir, spec[c], xa, xb, n, seq ? n : chunk, reps,
+                                      &failures, &cores);
+                printf("%-9llu %-11s %s exchange alone: %.2f GB/s fp32-equivalent, cores busy "
+                       "%.2f, %.2f ns of CPU per float\n", (unsigned long long)n, spec[c],
+                       seq ? "sequential" : "streamed", r / 1e9, cores,
+                       r > 0 ? cores * 4e9 / r : 0.0);
+            }
+            for (int c = 0; c < n_codecs && !pipe_only; c++) {
                 int bad = 0;
                 double cpu, seq, over;
                 double f = bench_transport_run(certdir, false, size, reps, &bad, &cpu);
@@ -711,6 +757,10 @@ int bench_codecs(const char *certdir, const char *codecs, const uint64_t *sizes,
                     r_str[c][node_pairs[c]++] = st / f;
                 }
             }
+        }
+        if (pipe_only) {
+            free(xa), free(xb), free(ref), free(copy), free(buf);
+            continue;
         }
         char load1[64];
         load_avg(load1, sizeof load1);

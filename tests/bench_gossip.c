@@ -397,7 +397,8 @@ static void *side_main(void *arg)
     cfg.ca_file = f.ca;
     cfg.cert_file = f.cert;
     cfg.key_file = f.key;
-    mm_transport_callbacks cb = {on_vector, on_sent, on_peer, s, NULL};
+    mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
+                                 .ud = s};
     s->t = mm_transport_new(&s->loop, &cfg, &cb, s->err, sizeof s->err);
     if (!s->t) {
         uv_close((uv_handle_t *)&s->go, NULL);

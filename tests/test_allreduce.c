@@ -38,7 +38,8 @@ static void on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec
     ar_node *a = ud;
     mm_allreduce_on_vector(a->ar, peer, round, meta, body, len);
 }
-static float *vector_dst(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta)
+static void *vector_dst(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
+                        size_t body_len)
 {
     ar_node *a = ud;
     float *p = mm_allreduce_vector_dst(a->ar, peer, round, meta);
