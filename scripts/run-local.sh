@@ -47,8 +47,9 @@
 #
 # Exit status: 0 every peer exited 0; 1 a peer failed (non-zero exit,
 # including 3 and 4: the run is then said to be misconfigured or isolated)
-# or the run could not start; 2 usage or a refused configuration; 130
-# interrupted.
+# or the run could not start, or its directory was removed while the
+# peers ran (they are then stopped: SIGTERM, SIGKILL after GRACE seconds);
+# 2 usage or a refused configuration; 130 interrupted.
 # Environment: MURMUR (default ./murmur), MAKE_CERTS (default
 # scripts/make-certs.sh next to this script), RUNS (default runs), GRACE.
 set -u
@@ -182,11 +183,17 @@ fi
 # got both would take the second for "exit now, no checkpoint". The peer
 # writes its own pid (the shell that execs it), whether or not setsid had
 # to fork; setsid -w hands back its exit status.
+# Each pid is also written to a directory of this script's own, outside
+# the run directory, so the peers can be stopped even if the run directory
+# goes away (run_dir_gone below).
+own_pids=$(mktemp -d "${TMPDIR:-/tmp}/run-local-pids.XXXXXX") || die "cannot make a temporary directory"
+trap 'rm -rf "$own_pids"' EXIT
 k=0
 while [ "$k" -lt "$n" ]; do
     mkdir -p "$dir/node-$k"
     (
-        setsid -w sh -c 'echo $$ >"$0"; exec "$@"' "$dir/launch/node-$k.pid" \
+        setsid -w sh -c 'echo $$ >"$0"; echo $$ >"$1"; shift; exec "$@"' "$dir/launch/node-$k.pid" \
+            "$own_pids/node-$k.pid" \
             "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" --run-dir "$dir" \
             --tls-dir "$dir/certs" "$@" >>"$dir/node-$k/console.log" 2>&1 &
         wait $!
@@ -233,11 +240,43 @@ by_hand_done() {
         tail -n 1 "$dir/node-$1/metrics.jsonl" | grep -q '"ev":"end".*"reason":"done"'
 }
 
+# The peers' pids, read from this script's own copies of their pid files,
+# so the peers can still be stopped if the run directory (and so every pid
+# file in it) is removed while they run: the watchers' exit files could
+# then never appear.
+peer_pids=' '
+note_pids() {
+    for f in "$own_pids"/node-*.pid; do
+        [ -s "$f" ] || continue
+        p=$(cat "$f" 2>/dev/null) || continue
+        case $peer_pids in *" $p "*) ;; *) peer_pids="$peer_pids$p " ;; esac
+    done
+}
+any_peer_alive() {
+    for p in $peer_pids; do kill -0 "$p" 2>/dev/null && return 0; done
+    return 1
+}
+run_dir_gone() {
+    echo "run-local: $dir/launch is gone (the run directory was removed or moved while the peers ran): stopping them" >&2
+    note_pids
+    for p in $peer_pids; do kill -TERM "$p" 2>/dev/null; done
+    t0=$(date +%s)
+    while any_peer_alive && [ $(($(date +%s) - t0)) -lt "$GRACE" ]; do sleep 1; done
+    if any_peer_alive; then
+        echo "run-local: peers still running after ${GRACE}s: SIGKILL" >&2
+        for p in $peer_pids; do kill -KILL "$p" 2>/dev/null; done
+    fi
+    wait
+    exit 1
+}
+
 start=$(date +%s)
 reported_fail=''
 reported_iso=''
 reported_hand=''
 while :; do
+    [ -d "$dir/launch" ] || run_dir_gone
+    note_pids
     done_n=0
     k=0
     while [ "$k" -lt "$n" ]; do
