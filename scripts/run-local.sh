@@ -240,10 +240,9 @@ by_hand_done() {
         tail -n 1 "$dir/node-$1/metrics.jsonl" | grep -q '"ev":"end".*"reason":"done"'
 }
 
-# The peers' pids, read from this script's own copies of their pid files,
-# so the peers can still be stopped if the run directory (and so every pid
-# file in it) is removed while they run: the watchers' exit files could
-# then never appear.
+# The peers' pids, read (once the run directory is gone) from this
+# script's own copies of their pid files: the watchers' exit files can then
+# never appear, so the peers are stopped here.
 peer_pids=' '
 note_pids() {
     for f in "$own_pids"/node-*.pid; do
@@ -276,7 +275,6 @@ reported_iso=''
 reported_hand=''
 while :; do
     [ -d "$dir/launch" ] || run_dir_gone
-    note_pids
     done_n=0
     k=0
     while [ "$k" -lt "$n" ]; do
