@@ -282,24 +282,41 @@ CLMUL_TARGET static __m512i k512(fold_k k)
                             (long long)k.lo, (long long)k.hi);
 }
 
-CLMUL_TARGET static uint32_t crc_clmul(uint32_t crc, const void *buf, size_t len)
+/* The largest float << 1 (the sign gone) seen in a 64-byte load: an
+ * all-ones exponent makes it at least 0xff000000 (as in crc_hw_pass). */
+CLMUL_TARGET static inline __m512i top512(__m512i top, __m512i x)
+{
+    return _mm512_max_epu32(top, _mm512_slli_epi32(x, 1));
+}
+
+/* With floats (a compile-time constant in both callers), len is a whole
+ * number of floats and *bad is non-zero when one of them is NaN or Inf:
+ * every 64-byte load of the fold also goes through one shift and one
+ * unsigned max, which the multiplies leave room for. */
+CLMUL_TARGET __attribute__((always_inline)) static inline uint32_t
+crc_clmul_pass(uint32_t crc, const void *buf, size_t len, bool floats, uint64_t *bad)
 {
     const uint8_t *p = buf;
-    if (len < 256)
-        return crc_hw(crc, buf, len);
+    __m512i top = _mm512_setzero_si512();
     if (!__atomic_load_n(&clmul_ready, __ATOMIC_ACQUIRE))
         make_clmul();
     __m512i x0 = _mm512_loadu_si512(p), x1 = _mm512_loadu_si512(p + 64),
             x2 = _mm512_loadu_si512(p + 128), x3 = _mm512_loadu_si512(p + 192);
+    if (floats)
+        top = top512(top512(top512(top512(top, x0), x1), x2), x3);
     x0 = _mm512_xor_si512(x0, _mm512_set_epi64(0, 0, 0, 0, 0, 0, 0, (long long)(uint32_t)~crc));
     p += 256;
     len -= 256;
     __m512i k = k512(k_2048);
     while (len >= 256) {
-        x0 = fold512(x0, k, _mm512_loadu_si512(p));
-        x1 = fold512(x1, k, _mm512_loadu_si512(p + 64));
-        x2 = fold512(x2, k, _mm512_loadu_si512(p + 128));
-        x3 = fold512(x3, k, _mm512_loadu_si512(p + 192));
+        __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 64),
+                c = _mm512_loadu_si512(p + 128), d = _mm512_loadu_si512(p + 192);
+        if (floats)
+            top = top512(top512(top512(top512(top, a), b), c), d);
+        x0 = fold512(x0, k, a);
+        x1 = fold512(x1, k, b);
+        x2 = fold512(x2, k, c);
+        x3 = fold512(x3, k, d);
         p += 256;
         len -= 256;
     }
@@ -308,7 +325,10 @@ CLMUL_TARGET static uint32_t crc_clmul(uint32_t crc, const void *buf, size_t len
     x2 = fold512(x1, k, x2);
     x3 = fold512(x2, k, x3);
     while (len >= 64) {
-        x3 = fold512(x3, k, _mm512_loadu_si512(p));
+        __m512i a = _mm512_loadu_si512(p);
+        if (floats)
+            top = top512(top, a);
+        x3 = fold512(x3, k, a);
         p += 64;
         len -= 64;
     }
@@ -317,13 +337,39 @@ CLMUL_TARGET static uint32_t crc_clmul(uint32_t crc, const void *buf, size_t len
     r = fold128(_mm512_extracti32x4_epi32(x3, 1), k_256, r);
     r = fold128(_mm512_extracti32x4_epi32(x3, 2), k_128, r);
     while (len >= 16) {
-        r = fold128(r, k_128, _mm_loadu_si128((const __m128i *)(const void *)p));
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)p);
+        if (floats)
+            top = top512(top, _mm512_zextsi128_si512(a)); /* (upper lanes 0) */
+        r = fold128(r, k_128, a);
         p += 16;
         len -= 16;
     }
     uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(r));
     c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(r, 1));
-    return crc_hw(~(uint32_t)c, p, len);
+    uint64_t tail = 0;
+    crc = crc_hw_pass(~(uint32_t)c, p, len, floats, &tail);
+    if (floats)
+        *bad = tail | _mm512_cmpge_epu32_mask(top, _mm512_set1_epi32((int)0xff000000U));
+    return crc;
+}
+
+CLMUL_TARGET static uint32_t crc_clmul(uint32_t crc, const void *buf, size_t len)
+{
+    if (len < 256)
+        return crc_hw(crc, buf, len);
+    uint64_t unused;
+    return crc_clmul_pass(crc, buf, len, false, &unused);
+}
+
+CLMUL_TARGET static uint32_t crc_clmul_finite(uint32_t crc, const float *v, size_t n,
+                                              bool *nonfinite)
+{
+    if (4 * n < 256)
+        return crc_finite_hw(crc, v, n, nonfinite);
+    uint64_t bad = 0;
+    crc = crc_clmul_pass(crc, v, 4 * n, true, &bad);
+    *nonfinite = bad != 0;
+    return crc;
 }
 #endif
 
@@ -377,6 +423,8 @@ uint32_t mm_crc32c(uint32_t crc, const void *buf, size_t len)
 uint32_t mm_crc32c_finite(uint32_t crc, const float *v, size_t n, bool *nonfinite)
 {
 #if defined(__x86_64__)
+    if (n >= 64 && crc32c_has_clmul())
+        return crc_clmul_finite(crc, v, n, nonfinite);
     if (mm_crc32c_is_hw())
         return crc_finite_hw(crc, v, n, nonfinite);
 #endif
