@@ -58,6 +58,27 @@ static int parse_outer_decay(const char *arg, void *dst, char *err, size_t errle
 
 static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_algo *)dst); }
 
+/* --allreduce-schedule: auto (-1) or one of net/algo.h's schedules */
+static int parse_ar_schedule(const char *arg, void *dst, char *err, size_t errlen)
+{
+    int s = !strcmp(arg, "auto") ? -1 : -2;
+#define MM_X(NAME, code, name) if (!strcmp(arg, name)) s = code;
+    MM_AR_SCHEDULES(MM_X)
+#undef MM_X
+    if (s == -2) {
+        snprintf(err, errlen, "is auto, ring or halving, not '%s'", arg);
+        return -1;
+    }
+    *(int *)dst = s;
+    return 0;
+}
+static const char *show_ar_schedule(const void *dst)
+{
+    int s = *(const int *)dst;
+    const char *name = s < 0 ? "auto" : mm_algo_variant_name(MM_ALGO_ALLREDUCE, (uint8_t)s);
+    return name ? name : "?";
+}
+
 static int parse_jitter(const char *arg, void *dst, char *err, size_t errlen)
 {
     char why[200];
@@ -120,12 +141,17 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
     const mm_opt gossip[] = {
         MM_OPT_HEAD("Gossip:"),
         MM_OPT(MM_OPT_CUSTOM, "algo", "A", &c->algo, 0, 0,
-               "dpsgd | async | pushsum | allreduce (a ring all-reduce in id order: "
+               "dpsgd | async | pushsum | allreduce (an all-reduce: "
                "the topology gives only the number of peers)",
                .parse = parse_algo, .show = show_algo),
         MM_OPT(MM_OPT_LONG, "allreduce-chunk", "N", &c->allreduce_chunk, 1, (double)(1L << 30),
                "allreduce: floats per chunk (default 65536, 256 KiB); the same on every peer",
                .hide_default = true),
+        MM_OPT(MM_OPT_CUSTOM, "allreduce-schedule", "S", &c->allreduce_schedule, 0, 0,
+               "allreduce: ring (peers in id order, 2(n-1) steps) | halving (halving-doubling, "
+               "2 log2(n) steps, n a power of two) | auto (halving up to 8 MB on a power of "
+               "two of peers above 2, else ring); the same on every peer",
+               .parse = parse_ar_schedule, .show = show_ar_schedule),
         MM_OPT(MM_OPT_LONG, "rounds", "N", &c->rounds, 0, BIG, "rounds to run"),
         MM_OPT(MM_OPT_INT, "local-steps", "H", &c->local_steps, 1, 100000,
                "optimizer steps between averagings"),

@@ -27,6 +27,20 @@ typedef enum {
 #undef MM_X
 } mm_algo;
 
+/* An algorithm's variant, the HELLO's byte 50 (docs/protocol.md 3.1): the
+ * all-reduce's schedule (node/allreduce.h), 0 for every other algorithm.
+ * Peers must run the same algorithm and variant.
+ *
+ *   MM_AR_SCHEDULES(X)   X(NAME, code, name): MM_AR_<NAME>, its byte, the
+ *                        --allreduce-schedule word */
+#define MM_AR_SCHEDULES(X) \
+    X(RING, 0, "ring")     \
+    X(HALVING, 1, "halving")
+
+/* "ring", "halving" for the all-reduce's; "" for variant 0 of any other
+ * algorithm; NULL for a variant that is none of them. */
+const char *mm_algo_variant_name(mm_algo a, uint8_t variant);
+
 /* What the f64 weight of a VECTOR may be (docs/protocol.md 3.2): each
  * algorithm's rule, which the wire enforces on every vector and the mix
  * (gossip/mix.c) on what it mixes. The

@@ -350,7 +350,7 @@ static void send_hello(conn *c, uint32_t target)
 {
     const mm_transport_config *cfg = &c->t->cfg;
     mm_wire_hello hello = {.vec_len = cfg->vec_len, .target = target, .algo = cfg->algo,
-                           .codec = cfg->codec, .codec_block = cfg->codec_block,
+                           .algo_variant = cfg->algo_variant, .codec = cfg->codec, .codec_block = cfg->codec_block,
                            .codec_frac = cfg->codec_frac};
     memcpy(hello.fingerprint, cfg->fingerprint, 32);
     memcpy(hello.topo_digest, cfg->topo_digest, 32);
@@ -462,6 +462,21 @@ static void tls_pump(conn *c)
 /* "topology differs: peer 0 loaded complete-4.topo (digest 06aa4d95...),
  * peer 1 loaded ring-4.topo (digest ee96c8c6...)": the names say which
  * files, the digests that they say different things. */
+/* "pushsum", "allreduce (halving schedule)", "algorithm 77" */
+static void algo_words(uint8_t algo, uint8_t variant, char *out, size_t len)
+{
+    const char *name = mm_algo_name((mm_algo)algo);
+    const char *v = name ? mm_algo_variant_name((mm_algo)algo, variant) : "";
+    if (!name)
+        snprintf(out, len, "algorithm %u", algo);
+    else if (!v)
+        snprintf(out, len, "%s (variant %u)", name, variant);
+    else if (*v)
+        snprintf(out, len, "%s (%s schedule)", name, v);
+    else
+        snprintf(out, len, "%s", name);
+}
+
 static void refuse_topology(conn *c, uint32_t id, const mm_wire_hello *hello)
 {
     const mm_transport_config *cfg = &c->t->cfg;
@@ -517,14 +532,12 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "has %llu floats, peer %u has %llu", id,
                            (unsigned long long)hello.vec_len, cfg->self_id,
                            (unsigned long long)cfg->vec_len);
-    if (hello.algo != cfg->algo) {
-        char theirs[32];
-        const char *name = mm_algo_name(hello.algo);
-        if (!name)
-            snprintf(theirs, sizeof theirs, "algorithm %u", hello.algo);
+    if (hello.algo != cfg->algo || hello.algo_variant != cfg->algo_variant) {
+        char theirs[64], ours[64];
+        algo_words(hello.algo, hello.algo_variant, theirs, sizeof theirs);
+        algo_words(cfg->algo, cfg->algo_variant, ours, sizeof ours);
         return mm__conn_refuse(c, &t->st.bad_config, "algorithm differs: peer %u runs %s, peer "
-                           "%u runs %s", id, name ? name : theirs, cfg->self_id,
-                           mm_algo_name(cfg->algo));
+                           "%u runs %s", id, theirs, cfg->self_id, ours);
     }
     /* (the fraction bit for bit: -0.0 is not 0) */
     if (hello.codec != cfg->codec || hello.codec_block != cfg->codec_block ||

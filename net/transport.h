@@ -121,6 +121,7 @@ typedef struct {
      * codec_block and codec_frac its parameters). A peer that disagrees is
      * refused (bad_config). */
     uint8_t algo, codec;            /* mm_algo (net/algo.h) */
+    uint8_t algo_variant;           /* the algorithm's variant (net/algo.h); 0 */
     uint32_t codec_block;
     double codec_frac;
     /* The topology's digest (mm_topo_digest; all 0 without a topology) and

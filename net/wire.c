@@ -70,6 +70,7 @@ void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h)
     put32(out + 40, h->target);
     out[48] = h->algo;
     out[49] = h->codec;
+    out[50] = h->algo_variant;
     put32(out + 52, h->codec_block);
     putf64(out + 56, h->codec_frac);
     memcpy(out + 64, h->topo_digest, 32);
@@ -83,6 +84,7 @@ void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h)
     h->target = get32(in + 40);
     h->algo = in[48];
     h->codec = in[49];
+    h->algo_variant = in[50];
     h->codec_block = get32(in + 52);
     h->codec_frac = getf64(in + 56);
     memcpy(h->topo_digest, in + 64, 32);
@@ -358,8 +360,8 @@ static mm_rx_event finish_payload(mm_wire_rx *rx)
         /* like the header's reserved field: a peer that sets them speaks
          * something we do not know */
         const uint8_t *q = rx->payload;
-        if (get32(q + 44) != 0 || get16(q + 50) != 0) {
-            snprintf(rx->why, sizeof rx->why, "reserved HELLO bytes (44..47, 50..51) are not 0");
+        if (get32(q + 44) != 0 || q[51] != 0) {
+            snprintf(rx->why, sizeof rx->why, "reserved HELLO bytes (44..47, 51) are not 0");
             return fail(rx, MM_WIRE_E_TYPE);
         }
     }

@@ -52,6 +52,7 @@ typedef struct {
     uint64_t vec_len;
     uint32_t target;    /* the id the sender believes it talks to */
     uint8_t algo;       /* mm_algo (net/algo.h): peers must run the same one */
+    uint8_t algo_variant; /* its variant (net/algo.h): the all-reduce's schedule; else 0 */
     uint8_t codec;      /* MM_WIRE_CODEC_FP32, ... */
     uint32_t codec_block;  /* int8, sign: floats per scale; else 0 */
     double codec_frac;     /* topk, randk: the fraction sent; else 0 */

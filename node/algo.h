@@ -125,5 +125,8 @@ void mm__gossip_release(mm__trainer *tr);
 /* algo_allreduce.c, for the outer optimizer: the exact average of the
  * round just ended (training runs only). */
 const float *mm__allreduce_average(const mm__trainer *tr);
+/* The schedule the node resolved (node/allreduce.h: --allreduce-schedule
+ * auto needs the peers' addresses): the partners of the round view. */
+void mm__allreduce_set_schedule(mm__trainer *tr, int schedule);
 
 #endif

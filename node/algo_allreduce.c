@@ -1,5 +1,5 @@
-/* Ring all-reduce (node/algo.h, docs/node.md "All-reduce"): a round of its
- * own. The loop thread runs the ring (node/allreduce.c) on buffers this
+/* All-reduce (node/algo.h, docs/node.md "All-reduce"): a round of its
+ * own. The loop thread runs it (node/allreduce.c) on buffers this
  * thread lends it for the round, while this thread computes the local
  * steps; then x <- avg(x_t) + (x - x_t). */
 #include <math.h>
@@ -9,15 +9,26 @@
 
 #include "base/clock.h"
 #include "node/algo.h"
+#include "node/allreduce.h"
 #include "node/trainer.h"
 
 typedef struct {
     float *out;                     /* while training: the average lands here */
     double seconds;                 /* the loop's time in all-reduces so far */
+    mm_ar_schedule schedule;        /* --allreduce-schedule, auto resolved */
+    uint32_t partners[MM_AR_MAX_PARTNERS];
+    int n_partners;
 } allreduce;
 
 static int start(mm__trainer *tr, char *err, size_t errlen)
 {
+    int s = tr->cfg->allreduce_schedule; /* (auto is resolved by the node: below) */
+    if (s != MM_AR_AUTO && !mm_allreduce_schedule_fits((mm_ar_schedule)s, tr->n)) {
+        snprintf(err, errlen, "--allreduce-schedule %s needs a power of two of peers, not %u "
+                 "(ring and auto run on any number)",
+                 mm_allreduce_schedule_name((mm_ar_schedule)s), tr->n);
+        return MM_EXIT_USAGE;
+    }
     allreduce *ar = calloc(1, sizeof *ar);
     if (ar && mm__trainer_trains(tr) && !(ar->out = malloc(tr->P * sizeof(float)))) {
         free(ar);
@@ -28,7 +39,16 @@ static int start(mm__trainer *tr, char *err, size_t errlen)
         return MM_EXIT_ERROR;
     }
     tr->algo_state = ar;
+    mm__allreduce_set_schedule(tr, MM_AR_RING);
     return 0;
+}
+
+void mm__allreduce_set_schedule(mm__trainer *tr, int schedule)
+{
+    allreduce *ar = tr->algo_state;
+    mm_ar_schedule s = (mm_ar_schedule)schedule;
+    ar->schedule = s;
+    ar->n_partners = tr->n < 2 ? 0 : mm_allreduce_peers(s, tr->id, tr->n, ar->partners);
 }
 
 static void end(mm__trainer *tr)
@@ -40,16 +60,14 @@ static void end(mm__trainer *tr)
 }
 
 
-/* The ring's neighbours as this round's view, for the round line (nbrs). */
+/* The schedule's partners as this round's view, for the round line (nbrs):
+ * the ring's two neighbours, or halving's log2(n) partners. */
 static void allreduce_view(mm__trainer *tr)
 {
+    const allreduce *ar = tr->algo_state;
     tr->v.n_in = tr->v.n_out = 0;
-    if (tr->n < 2)
-        return;
-    uint32_t left = (tr->id + tr->n - 1) % tr->n, right = (tr->id + 1) % tr->n;
-    tr->v.in[tr->v.n_in++] = (mm_neighbour){.peer = left};
-    if (right != left)
-        tr->v.in[tr->v.n_in++] = (mm_neighbour){.peer = right};
+    for (int k = 0; k < ar->n_partners; k++)
+        tr->v.in[tr->v.n_in++] = (mm_neighbour){.peer = ar->partners[k]};
     for (int k = 0; k < tr->v.n_in; k++) {
         /* first_*: what the round line reports */
         tr->nbr[k].status = tr->nbr[k].first_status = IN_READY;
@@ -155,6 +173,8 @@ const float *mm__allreduce_average(const mm__trainer *tr)
 static void fields(mm__trainer *tr, mm_metrics *m, mm__line where)
 {
     const allreduce *ar = tr->algo_state;
+    if (where == MM__LINE_START)
+        mm_metrics_str(m, "allreduce_schedule", mm_allreduce_schedule_name(ar->schedule));
     if (where == MM__LINE_ROUND_TIMES)
         mm_metrics_num(m, "t_allreduce", ar->seconds);
 }

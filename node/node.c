@@ -37,6 +37,7 @@ void mm_node_config_defaults(mm_node_config *c)
     mm_replica_config_default(&c->train);
     c->train.threads = 1; /* many peers share a machine */
     c->algo = MM_ALGO_DPSGD;
+    c->allreduce_schedule = -1; /* MM_AR_AUTO */
     c->rounds = 200;
     c->local_steps = 1;
     c->gossip_steps = 1;
@@ -67,6 +68,7 @@ typedef struct {
     uv_signal_t sigint, sigterm;
     mm_transport *transport;
     mm_allreduce *ar;               /* --algo allreduce: the ring, on this thread */
+    mm_ar_schedule ar_sched;        /* its schedule (ar_schedule) */
     mm__mbox *mb;
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
@@ -336,11 +338,28 @@ static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errle
 /* The peers whose vectors this peer takes, into senders[n]: its
  * in-neighbours over the schedule, or for the all-reduce the ring's
  * previous peer. False: any (a schedule that never repeats). */
+/* Whether every peer's address ("host:port") names the same host. */
+static bool one_host(char *const *addrs, uint32_t n)
+{
+    const char *c0 = strrchr(addrs[0], ':');
+    size_t h0 = c0 ? (size_t)(c0 - addrs[0]) : strlen(addrs[0]);
+    for (uint32_t i = 1; i < n; i++) {
+        const char *c = strrchr(addrs[i], ':');
+        size_t h = c ? (size_t)(c - addrs[i]) : strlen(addrs[i]);
+        if (h != h0 || strncmp(addrs[i], addrs[0], h0) != 0)
+            return false;
+    }
+    return true;
+}
+
+/* --algo allreduce's schedule, auto resolved: every peer resolves it
+ * alike (the same n and peers' addresses; the HELLO checks the result). */
+static mm_ar_schedule ar_schedule(const node *nd) { return nd->ar_sched; }
+
 static bool senders_of(const node *nd, const mm_topology *topo, bool *senders)
 {
     if (nd->cfg->algo == MM_ALGO_ALLREDUCE) {
-        memset(senders, 0, nd->n * sizeof *senders);
-        senders[(nd->id + nd->n - 1) % nd->n] = true;
+        mm_allreduce_senders(ar_schedule(nd), nd->id, nd->n, senders);
         return true;
     }
     return mm_topo_senders(topo, nd->id, senders) >= 0;
@@ -375,6 +394,7 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
                                                 : MM_ALLREDUCE_CHUNK_DEFAULT;
         tc->allow_chunks = true;
         tc->max_body = 4 * (chunk < tc->vec_len ? chunk : tc->vec_len);
+        tc->algo_variant = (uint8_t)ar_schedule(nd);
     }
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
@@ -606,6 +626,11 @@ int mm_node_run(const mm_node_config *c)
         status = rc;
         goto out;
     }
+    if (c->algo == MM_ALGO_ALLREDUCE) {
+        nd->ar_sched = mm_allreduce_schedule_pick(c->allreduce_schedule, nd->n,
+                                                  one_host(addrs, nd->n));
+        mm__trainer_set_allreduce(nd->trainer, nd->ar_sched);
+    }
     nd->want = calloc(nd->n, sizeof *nd->want);
     nd->links = calloc(nd->n, sizeof *nd->links);
     nd->streams = calloc(nd->n, sizeof *nd->streams);
@@ -654,6 +679,7 @@ int mm_node_run(const mm_node_config *c)
         mm_allreduce_config ac = {.transport = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),
                                   .chunk = (uint64_t)c->allreduce_chunk,
+                                  .schedule = ar_schedule(nd),
                                   .done = on_allreduce_done, .ud = nd};
         if (!(nd->ar = mm_allreduce_new(&ac, err, sizeof err))) {
             mm_error("%s", err);
@@ -668,8 +694,16 @@ int mm_node_run(const mm_node_config *c)
     uv_signal_start(&nd->sigint, on_signal, SIGINT);
     uv_signal_start(&nd->sigterm, on_signal, SIGTERM);
 
+    char algo[64];
+    snprintf(algo, sizeof algo, "%s", mm_algo_name(c->algo));
+    if (nd->ar) {
+        uint32_t partners[MM_AR_MAX_PARTNERS];
+        snprintf(algo, sizeof algo, "allreduce (%s schedule, %d partners)",
+                 mm_allreduce_schedule_name(ar_schedule(nd)),
+                 mm_allreduce_partners(nd->ar, partners));
+    }
     mm_info("peer %u of %u: %s, topology %s (%s), %zu parameters, listening on %s%s", nd->id,
-            nd->n, mm_algo_name(c->algo), c->topology, mm_topo_kind(topo),
+            nd->n, algo, c->topology, mm_topo_kind(topo),
             mm__trainer_vec_len(nd->trainer), tc.listen_addr ? tc.listen_addr : addrs[nd->id],
             c->plaintext ? " (PLAINTEXT)" : " (TLS)");
 

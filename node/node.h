@@ -65,6 +65,8 @@ typedef struct {
     double consensus_step;         /* gamma; 0: the codec's default */
     long choco_memory_mb;          /* refuse public copies and buffers above this */
     long allreduce_chunk;          /* allreduce: floats per chunk (0: the default) */
+    int allreduce_schedule;        /* allreduce: mm_ar_schedule, or MM_AR_AUTO (-1, the
+                                    * default): node/allreduce.h */
     /* the outer optimizer (docs/outer.md): outer false, none */
     bool outer;                    /* --outer nesterov */
     mm_outer_config outer_cfg;

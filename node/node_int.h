@@ -47,5 +47,8 @@ int mm__trainer_status(const mm__trainer *tr);
 /* --metrics-addr: publish each round's state there (before mm__trainer_run). */
 typedef struct mm__exporter mm__exporter;
 void mm__trainer_set_exporter(mm__trainer *tr, mm__exporter *e);
+/* --algo allreduce: the schedule the node resolved (node/allreduce.h), for
+ * the round view's partners; before the first round. */
+void mm__trainer_set_allreduce(mm__trainer *tr, int schedule);
 
 #endif

@@ -16,6 +16,7 @@
 #include "node/cc_skip.h"
 #include "node/algo.h"
 #include "node/algo_outer.h"
+#include "node/allreduce.h"
 #include "node/trainer.h"
 #include "report/snapshot.h"
 
@@ -109,7 +110,9 @@ static int alloc_round(mm__trainer *tr)
 {
     int maxdeg = mm_topo_max_degree(tr->topo);
     if (maxdeg < 2)
-        maxdeg = 2; /* all-reduce: its two ring neighbours, whatever the graph */
+        maxdeg = 2;
+    if (tr->cfg->algo == MM_ALGO_ALLREDUCE && maxdeg < MM_AR_MAX_PARTNERS)
+        maxdeg = MM_AR_MAX_PARTNERS; /* all-reduce: its partners, whatever the graph */
     tr->in_buf = calloc((size_t)maxdeg * 2, sizeof *tr->in_buf);
     tr->out_buf = calloc((size_t)maxdeg * 2, sizeof *tr->out_buf);
     tr->nbr = calloc((size_t)maxdeg, sizeof *tr->nbr);
@@ -252,6 +255,12 @@ void mm__trainer_fingerprint(const mm__trainer *tr, uint8_t fp[32])
 int mm__trainer_status(const mm__trainer *tr) { return tr->exit_status; }
 
 void mm__trainer_set_exporter(mm__trainer *tr, mm__exporter *e) { tr->exporter = e; }
+
+void mm__trainer_set_allreduce(mm__trainer *tr, int schedule)
+{
+    if (tr->algo_state && tr->cfg->algo == MM_ALGO_ALLREDUCE)
+        mm__allreduce_set_schedule(tr, schedule);
+}
 
 /* ---- what persists: evaluations, snapshots, checkpoints ------------------ */
 

@@ -31,6 +31,8 @@
 #   BENCH_IMPLS="mpi murmur base" BENCH_BASE=path/to/murmur: a second murmur
 #   binary (e.g. main's) in the same passes, for a before/after comparison
 #   at the same load: tables for each impl against the first, and murmur/base.
+#   BENCH_IMPLS="mpi ring halving": murmur with --allreduce-schedule ring
+#   and halving (murmur alone is auto), and a table of halving/ring.
 # MPI's run also stops once its timed repetitions pass 4 x SECONDS
 # (bench_allreduce --max-seconds), so a busy machine bounds the run's time.
 # murmur's repetitions are rounds of one run: WARM + REPS + 2 rounds, the
@@ -150,11 +152,11 @@ free_base() {
     echo "bench-allreduce: no free ports" >&2; exit 1
 }
 
-# murmur BINARY IMPL N MB PAIR REPS WARM: one run of N peers; each round
-# line's time minus the previous one's, per peer; a repetition is the
-# slowest peer's; CSV rows named IMPL.
+# murmur BINARY IMPL N MB PAIR REPS WARM SCHEDULE: one run of N peers; each
+# round line's time minus the previous one's, per peer; a repetition is
+# the slowest peer's; CSV rows named IMPL.
 run_murmur() {
-    mbin=$1 name=$2 n=$3 mb=$4 pair=$5 reps=$6 warm=$7
+    mbin=$1 name=$2 n=$3 mb=$4 pair=$5 reps=$6 warm=$7 sched=$8
     topo="$BUILD/bench-allreduce-ring$n.topo"
     [ -s "$topo" ] || "$mbin" topo gen ring -n "$n" > "$topo" 2>/dev/null
     len=$((mb * 262144)); dir="$BUILD/bench-allreduce-run/$n-$mb"; rm -rf "$dir"; mkdir -p "$dir"
@@ -162,6 +164,7 @@ run_murmur() {
     while [ "$k" -lt "$n" ]; do
         MURMUR_NO_BLAS_FIX=1 timeout -k 5 600 "$mbin" node --id "$k" --topology "$topo" \
             --base-port "$port" --plaintext --algo allreduce --allreduce-chunk "$CHUNK" \
+            ${sched:+--allreduce-schedule "$sched"} \
             --no-train --vector-len "$len" --rounds $((warm + reps + 2)) --eval-every 0 \
             --checkpoint-every 0 --log-every 0 --start-timeout 60000 --round-timeout 60000 \
             --run-dir "$dir" > "$dir.$k.log" 2>&1 &
@@ -200,9 +203,10 @@ run_one() {
     j0=$(cpu_jiffies); t0=$(date +%s.%N)
     case $impl in
     mpi) run_mpi "$n" "$mb" "$pair" "$reps" "$warm" ;;
-    murmur) run_murmur "$MURMUR" murmur "$n" "$mb" "$pair" "$reps" "$warm" ;;
-    base) run_murmur "$BASE" base "$n" "$mb" "$pair" "$reps" "$warm" ;;
-    *) echo "bench-allreduce: unknown impl '$impl' (mpi, murmur, base)" >&2; exit 2 ;;
+    murmur) run_murmur "$MURMUR" murmur "$n" "$mb" "$pair" "$reps" "$warm" "" ;;
+    ring|halving) run_murmur "$MURMUR" "$impl" "$n" "$mb" "$pair" "$reps" "$warm" "$impl" ;;
+    base) run_murmur "$BASE" base "$n" "$mb" "$pair" "$reps" "$warm" "" ;;
+    *) echo "bench-allreduce: unknown impl '$impl' (mpi, murmur, ring, halving, base)" >&2; exit 2 ;;
     esac
     t1=$(date +%s.%N); j1=$(cpu_jiffies)
     echo "$j0 $j1 $t0 $t1" | awk -v impl="$impl" -v n="$n" -v mb="$mb" -v pair="$pair" -v reps="$reps" \
@@ -246,6 +250,7 @@ report() {
 first=${IMPLS%% *}
 for impl in ${IMPLS#"$first"}; do report "$first" "$impl"; echo; done
 case " $IMPLS " in *" base "*) case " $IMPLS " in *" murmur "*) report base murmur; echo ;; esac ;; esac
+case " $IMPLS " in *" ring "*) case " $IMPLS " in *" halving "*) report ring halving; echo ;; esac ;; esac
 echo "every repetition: $CSV; every run: $RUNS"
 if command -v gnuplot > /dev/null 2>&1; then
     png=${CSV%.csv}.png

@@ -1,12 +1,15 @@
-/* The ring all-reduce (node/allreduce.c) over real transports on
- * loopback: n = 2, 3, 4, 7 and 8 peers average vectors whose length n does
- * not divide, in many small chunks (so the pipeline and the gather's
- * wait-before-overwrite are exercised), several rounds back to back, out
- * of place and in place, plaintext and TLS. Every peer must end with the
- * same floats, bit for bit, and each must be the exact average to float
- * rounding: within (n + 1) float epsilons of the double-precision mean,
- * scaled by the largest |x|. Also: a vector shorter than n (empty
- * segments), and a neighbour that leaves mid-way fails the all-reduce on
+/* The all-reduce (node/allreduce.c) over real transports on loopback, on
+ * both schedules: the ring with n = 2, 3, 4, 7 and 8 peers, halving-doubling
+ * with n = 2, 4 and 8, averaging vectors whose length n does not divide, in
+ * many small chunks (so the pipeline and the gather's wait-before-overwrite
+ * are exercised), several rounds back to back, out of place and in place,
+ * plaintext and TLS. Every peer must end with the same floats, bit for bit,
+ * and each must be the exact average to float rounding: within (n + 1)
+ * float epsilons of the double-precision mean, scaled by the largest |x|.
+ * Also: a vector shorter than n (empty segments); peers that start the next
+ * round the moment theirs ended, while others still finish (halving: a
+ * partner's chunk of the next round arrives before another partner's of
+ * this one); and a partner that leaves mid-way fails the all-reduce on
  * both sides with an error naming it and the step. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,6 +34,7 @@ typedef struct {
 
 static ar_node nodes[TN_MAX];
 static bool copying;            /* no vector_dst: every body through the receive buffer */
+static mm_ar_schedule sched;    /* the schedule every peer runs */
 
 static void on_vector(void *ud, uint32_t peer, uint64_t round, const mm_wire_vec *meta,
                       const void *body, size_t len)
@@ -92,7 +96,8 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
         cl->node[i].t = mm_transport_new(&cl->loop, &cfg, &cb, err, sizeof err);
         assert_non_null(cl->node[i].t);
         mm_allreduce_config ac = {.transport = cl->node[i].t, .self = i, .n = n, .len = len,
-                                  .chunk = chunk, .done = on_done, .ud = &nodes[i]};
+                                  .chunk = chunk, .schedule = sched, .done = on_done,
+                                  .ud = &nodes[i]};
         nodes[i].ar = mm_allreduce_new(&ac, err, sizeof err);
         assert_non_null(nodes[i].ar);
     }
@@ -184,6 +189,81 @@ static void run(uint32_t n, uint64_t len, uint64_t chunk, bool in_place, bool tl
     free(cl);
 }
 
+/* Peers that start their next all-reduce the moment their own ended (in
+ * the pump's predicate), peer 0 a few loop turns late for the first: for a
+ * while neighbours are a round apart, and a partner's chunks of the next
+ * round arrive while this peer still waits for another partner's. */
+#define EAGER_ROUNDS 12
+typedef struct {
+    uint32_t n;
+    int started[TN_MAX];
+    int turns;
+    float *in[TN_MAX][EAGER_ROUNDS], *out[TN_MAX][EAGER_ROUNDS];
+} eager_arg;
+
+static bool eager_step(tn_cluster *cl, void *arg)
+{
+    eager_arg *e = arg;
+    bool all = true;
+    e->turns++;
+    for (uint32_t i = 0; i < e->n; i++) {
+        if (nodes[i].failed)
+            return true;
+        int r = e->started[i];
+        if (r < EAGER_ROUNDS && nodes[i].done == r && (i != 0 || r > 0 || e->turns > 20)) {
+            e->started[i]++;
+            assert_int_equal(mm_allreduce_start(nodes[i].ar, (uint64_t)r + 1, e->in[i][r],
+                                                e->out[i][r]), 0);
+        }
+        if (nodes[i].done < EAGER_ROUNDS)
+            all = false;
+    }
+    return all;
+}
+
+static void run_eager(uint32_t n, uint64_t len, uint64_t chunk)
+{
+    tn_cluster *cl = calloc(1, sizeof *cl);
+    start_cluster(cl, n, len, chunk, false);
+    eager_arg *e = calloc(1, sizeof *e);
+    e->n = n;
+    for (uint32_t i = 0; i < n; i++)
+        for (int r = 0; r < EAGER_ROUNDS; r++) {
+            e->in[i][r] = malloc(4 * len);
+            e->out[i][r] = malloc(4 * len);
+            fill(e->in[i][r], len, i, r);
+        }
+    assert_true(tn_pump(cl, eager_step, e, 30000));
+    for (uint32_t i = 0; i < n; i++) {
+        if (nodes[i].failed)
+            fail_msg("peer %u: %s", i, nodes[i].err);
+        assert_int_equal(nodes[i].done, EAGER_ROUNDS);
+    }
+    for (int r = 0; r < EAGER_ROUNDS; r++) {
+        for (uint32_t i = 1; i < n; i++) /* every peer the same floats, every round */
+            assert_memory_equal(e->out[i][r], e->out[0][r], 4 * len);
+        double worst = 0;
+        for (uint64_t k = 0; k < len; k++) {
+            double mean = 0, amax = 0;
+            for (uint32_t i = 0; i < n; i++) {
+                mean += e->in[i][r][k] / (double)n;
+                amax = fmax(amax, fabs(e->in[i][r][k]));
+            }
+            worst = fmax(worst, fabs((double)e->out[0][r][k] - mean) / (amax > 0 ? amax : 1));
+        }
+        if (worst > (n + 1) * (double)FLT_EPSILON)
+            fail_msg("n %u round %d: worst relative error %.3g > (n+1) eps", n, r, worst);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        for (int r = 0; r < EAGER_ROUNDS; r++) {
+            free(e->in[i][r]);
+            free(e->out[i][r]);
+        }
+    free(e);
+    stop_cluster(cl, n);
+    free(cl);
+}
+
 static void n2(void **s) { (void)s; run(2, 1001, 37, false, false, 3); }
 static void n3(void **s) { (void)s; run(3, 1000, 17, false, false, 3); }
 static void n4(void **s) { (void)s; run(4, 4099, 64, false, false, 3); }
@@ -202,6 +282,36 @@ static void n4_copying(void **s)
     run(4, 4099, 64, false, false, 2);
     run(4, 4099, 13, true, false, 2);
     copying = false;
+}
+
+static void ring_eager(void **s) { (void)s; run_eager(4, 20011, 512); }
+
+/* The same on the halving-doubling schedule (n a power of two). */
+static void halving(void **s)
+{
+    (void)s;
+    sched = MM_AR_HALVING;
+    run(2, 1001, 37, false, false, 3);
+    run(4, 4099, 64, false, false, 3);
+    run(8, 100003, 1024, false, false, 2);
+    run(4, 4099, 13, true, false, 3);
+    run(8, 700, 3, true, false, 2);
+    run(8, 4, 1, false, false, 2); /* shorter than n: empty segments */
+    run(4, 4000, 1 << 20, true, false, 2);
+    run(4, 20000, 512, false, true, 2); /* TLS */
+    copying = true;
+    run(8, 4099, 64, false, false, 2);
+    run(8, 4099, 13, true, false, 2);
+    copying = false;
+    sched = MM_AR_RING;
+}
+static void halving_eager(void **s)
+{
+    (void)s;
+    sched = MM_AR_HALVING;
+    run_eager(4, 20011, 512);
+    run_eager(8, 100003, 1024);
+    sched = MM_AR_RING;
 }
 
 static bool neighbours_failed(tn_cluster *cl, void *arg)
@@ -250,6 +360,85 @@ static void neighbour_leaves(void **s)
     free(cl);
 }
 
+static bool halving_failed(tn_cluster *cl, void *arg)
+{
+    return nodes[0].failed && nodes[3].failed;
+}
+
+/* The same on halving-doubling, 4 peers: peer 2 is peer 0's partner at
+ * the first step and peer 3's at the second; both fail naming it. */
+static void halving_partner_leaves(void **s)
+{
+    (void)s;
+    uint32_t n = 4;
+    uint64_t len = 1 << 20;
+    sched = MM_AR_HALVING;
+    tn_cluster *cl = calloc(1, sizeof *cl);
+    start_cluster(cl, n, len, 4096, false);
+    float *v[TN_MAX];
+    for (uint32_t i = 0; i < n; i++) {
+        v[i] = malloc(4 * len);
+        fill(v[i], len, i, 0);
+    }
+    for (uint32_t i = 0; i < n; i++)
+        if (i != 2)
+            assert_int_equal(mm_allreduce_start(nodes[i].ar, 1, v[i], v[i]), 0);
+    uint32_t nb2[2] = {0, 3}; /* peer 2 connects but never starts */
+    mm_transport_want(cl->node[2].t, nb2, 2);
+    tn_run_for(cl, 300);
+    int closed = 0;
+    mm_transport_shutdown(cl->node[2].t, tn_closed, &closed);
+    assert_true(tn_pump(cl, halving_failed, NULL, 5000));
+    assert_non_null(strstr(nodes[0].err, "peer 2 left"));
+    assert_non_null(strstr(nodes[0].err, "step 1 of 4 (reduce-scatter 1 of 2): waiting for peer 2's chunk 1 of 128"));
+    assert_non_null(strstr(nodes[3].err, "peer 2 left"));
+    assert_non_null(strstr(nodes[3].err, "step 2 of 4 (reduce-scatter 2 of 2): waiting for peer 2's chunk 1 of 64"));
+    assert_int_equal(nodes[1].failed + nodes[1].done, 0); /* 1 waits on 3, which stops in murmur node */
+    for (int i = 0; i < 100 && !closed; i++)
+        tn_run_for(cl, 10);
+    mm_transport_free(cl->node[2].t);
+    cl->node[2].t = NULL;
+    for (uint32_t i = 0; i < n; i++)
+        free(v[i]);
+    stop_cluster(cl, n);
+    free(cl);
+    sched = MM_AR_RING;
+}
+
+/* Creation refuses a schedule that does not fit, with a message. */
+static void halving_needs_power_of_two(void **s)
+{
+    (void)s;
+    char err[256] = "";
+    mm_allreduce_config ac = {.n = 6, .self = 0, .len = 100, .schedule = MM_AR_HALVING};
+    assert_null(mm_allreduce_new(&ac, err, sizeof err));
+    assert_non_null(strstr(err, "power of two"));
+    assert_true(mm_allreduce_schedule_fits(MM_AR_RING, 6));
+    assert_false(mm_allreduce_schedule_fits(MM_AR_HALVING, 6));
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 6, true), MM_AR_RING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, true), MM_AR_HALVING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 2, true), MM_AR_RING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, false), MM_AR_RING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_HALVING, 8, false), MM_AR_HALVING);
+    /* who sends to peer 5 of 8: its three partners */
+    bool snd[8];
+    mm_allreduce_senders(MM_AR_HALVING, 5, 8, snd);
+    for (uint32_t p = 0; p < 8; p++)
+        assert_int_equal(snd[p], p == 1 || p == 7 || p == 4);
+    mm_allreduce_senders(MM_AR_RING, 5, 8, snd);
+    for (uint32_t p = 0; p < 8; p++)
+        assert_int_equal(snd[p], p == 4);
+    uint32_t peers[MM_AR_MAX_PARTNERS];
+    assert_int_equal(mm_allreduce_peers(MM_AR_HALVING, 5, 8, peers), 3);
+    assert_true(peers[0] == 1 && peers[1] == 7 && peers[2] == 4);
+    assert_int_equal(mm_allreduce_peers(MM_AR_RING, 5, 8, peers), 2);
+    assert_true(peers[0] == 4 && peers[1] == 6);
+    assert_int_equal(mm_allreduce_peers(MM_AR_RING, 1, 2, peers), 1);
+    assert_int_equal(mm_allreduce_schedule_parse("halving"), MM_AR_HALVING);
+    assert_int_equal(mm_allreduce_schedule_parse("auto"), MM_AR_AUTO);
+    assert_int_equal(mm_allreduce_schedule_parse("tree"), -2);
+}
+
 int main(void)
 {
     mm_log_set_level(getenv("AR_DEBUG") ? MM_LOG_DEBUG : MM_LOG_WARN);
@@ -262,7 +451,9 @@ int main(void)
         cmocka_unit_test(n7), cmocka_unit_test(n8), cmocka_unit_test(n4_in_place),
         cmocka_unit_test(n7_in_place), cmocka_unit_test(n3_tls),
         cmocka_unit_test(shorter_than_n), cmocka_unit_test(one_chunk_per_segment),
-        cmocka_unit_test(n4_copying), cmocka_unit_test(neighbour_leaves),
+        cmocka_unit_test(n4_copying), cmocka_unit_test(ring_eager), cmocka_unit_test(halving),
+        cmocka_unit_test(halving_eager), cmocka_unit_test(neighbour_leaves),
+        cmocka_unit_test(halving_partner_leaves), cmocka_unit_test(halving_needs_power_of_two),
     };
     return tn_done(cmocka_run_group_tests(tests, NULL, NULL), dir);
 }

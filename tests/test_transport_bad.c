@@ -420,14 +420,24 @@ static void hello_reserved(void **s)
  * both values named, counted under bad_config (docs/protocol.md 3.1). */
 static void hello_config_mismatch(void **s)
 {
-    static const struct { uint8_t algo, codec; uint32_t block; double frac; const char *says; } c[] = {
-        {MM_ALGO_PUSHSUM, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
-        {MM_ALGO_DPSGD, 3, 256, 0, "codec differs"},
-        {MM_ALGO_DPSGD, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
+    static const struct {
+        uint8_t algo, variant, codec;
+        uint32_t block;
+        double frac;
+        const char *says;
+    } c[] = {
+        {MM_ALGO_PUSHSUM, 0, MM_WIRE_CODEC_FP32, 0, 0, "algorithm differs: peer 1 runs pushsum"},
+        /* the same algorithm in another variant (the all-reduce's schedule) */
+        {MM_ALGO_DPSGD, 1, MM_WIRE_CODEC_FP32, 0, 0,
+         "algorithm differs: peer 1 runs dpsgd (variant 1), peer 2 runs dpsgd"},
+        {MM_ALGO_ALLREDUCE, 1, MM_WIRE_CODEC_FP32, 0, 0,
+         "algorithm differs: peer 1 runs allreduce (halving schedule), peer 2 runs dpsgd"},
+        {MM_ALGO_DPSGD, 0, 3, 256, 0, "codec differs"},
+        {MM_ALGO_DPSGD, 0, MM_WIRE_CODEC_FP32, 0, 0.5, "codec differs"},
     };
     for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
         mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = c[i].algo,
-                           .codec = c[i].codec, .codec_block = c[i].block,
+                           .algo_variant = c[i].variant, .codec = c[i].codec, .codec_block = c[i].block,
                            .codec_frac = c[i].frac};
         memset(h.fingerprint, 0xAB, 32);
         uint8_t buf[MM_WIRE_HELLO_LEN];

@@ -713,7 +713,7 @@ static void stream_rules(void **s)
 static void hello_fields(void **s)
 {
     mm_wire_hello h = {.vec_len = 1234567, .target = 9, .algo = MM_ALGO_ALLREDUCE,
-                       .codec = 3, .codec_block = 256, .codec_frac = 0}, g;
+                       .algo_variant = 1, .codec = 3, .codec_block = 256, .codec_frac = 0}, g;
     memset(h.fingerprint, 0xA5, 32);
     uint8_t p[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(p, &h);
@@ -722,11 +722,13 @@ static void hello_fields(void **s)
     assert_true(g.vec_len == h.vec_len);
     assert_int_equal(g.target, 9);
     assert_int_equal(g.algo, MM_ALGO_ALLREDUCE);
+    assert_int_equal(g.algo_variant, 1);
+    assert_int_equal(p[50], 1);
     assert_int_equal(g.codec, 3);
     assert_int_equal(g.codec_block, 256);
     for (int off = 44; off < 52; off++) {
-        if (off >= 48 && off < 50)
-            continue; /* algo, codec */
+        if (off >= 48 && off < 51)
+            continue; /* algo, codec, algo variant */
         uint8_t q[MM_WIRE_HELLO_LEN], ctrl[MM_WIRE_HDR_LEN];
         memcpy(q, p, sizeof q);
         q[off] = 1;
@@ -747,6 +749,11 @@ static void hello_fields(void **s)
     }
     assert_string_equal(mm_algo_name(MM_ALGO_PUSHSUM), "pushsum");
     assert_null(mm_algo_name((mm_algo)77));
+    assert_string_equal(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 1), "halving");
+    assert_string_equal(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 0), "ring");
+    assert_null(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 2));
+    assert_string_equal(mm_algo_variant_name(MM_ALGO_DPSGD, 0), "");
+    assert_null(mm_algo_variant_name(MM_ALGO_DPSGD, 1));
 }
 
 /* The receive path's one pass: CRC32C and the NaN/Inf check together, the

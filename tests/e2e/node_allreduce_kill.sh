@@ -3,16 +3,22 @@
 # every 5 rounds; peer 2 is killed after its second checkpoint. Every other
 # peer must exit non-zero within 15 s (no hang), say why in its log naming a
 # peer and the step ("all-reduce failed: peer P went down / left ... step
-# S of 6"; the first to fail, one of its ring neighbours, names peer 2), end its metrics with reason "allreduce" and that error, and
-# keep its last periodic checkpoint whole: murmur generate loads it, and no temp file is left beside it.
+# S of 6" on the ring, "of 4" on halving-doubling; the first to fail, one
+# of peer 2's partners, names peer 2), end its metrics with reason
+# "allreduce" and that error, and keep its last periodic checkpoint whole:
+# murmur generate loads it, and no temp file is left beside it. Once with
+# each schedule: the ring (peer 2's partners 1 and 3) and halving (0 and 3).
 . "$(dirname "$0")/lib.sh"
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
+for spec in ring:6:1:3 halving:4:0:3; do
+sched=${spec%%:*}; rest=${spec#*:}; steps=${rest%%:*}; rest=${rest#*:}; pa=${rest%%:*}; pb=${rest#*:}
 port=$(free_ports 4)
-run="$T/run"
+run="$T/run-$sched"
 for k in 0 1 2 3; do
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring.topo" --base-port "$port" \
-        --plaintext --algo allreduce --data "$T/data" --run-dir "$run" --layers 2 --width 32 \
+        --plaintext --algo allreduce --allreduce-schedule $sched \
+        --data "$T/data" --run-dir "$run" --layers 2 --width 32 \
         --heads 2 --ctx 32 --batch 8 --rounds 1000000 --eval-every 0 --checkpoint-every 5 \
         --round-timeout 3000 --peer-timeout 3000 --log-every 0 > "$T/peer$k.out" 2>&1 &
     eval "p$k=\$!"; E2E_PIDS="$E2E_PIDS $!"
@@ -37,7 +43,7 @@ note "peers 0, 1, 3 exited non-zero within $(( $(date +%s) - t0 )) s"
 for k in 0 1 3; do
     line=$(grep -m1 "all-reduce failed" "$T/peer$k.out") || { cat "$T/peer$k.out" >&2; fail "peer $k: no all-reduce error in its log"; }
     note "peer $k: ${line#*] }"
-    echo "$line" | grep -Eq "peer [0-9] (went down|left).*step [0-9] of 6" || fail "peer $k: the error names no peer and step"
+    echo "$line" | grep -Eq "peer [0-9] (went down|left).*step [0-9] of $steps" || fail "peer $k ($sched): the error names no peer and step"
     tail -1 "$run/node-$k/metrics.jsonl" | grep -q '"ev":"end".*"reason":"allreduce".*"error":"all-reduce failed' ||
         fail "peer $k: the metrics do not end with reason allreduce and the error"
     ck="$run/node-$k/checkpoint.bin"
@@ -46,9 +52,10 @@ for k in 0 1 3; do
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" generate --checkpoint "$ck" --length 8 > "$T/gen$k" 2>&1 ||
         { cat "$T/gen$k" >&2; fail "peer $k: its checkpoint does not load"; }
 done
-# The first to fail can only be a ring neighbour of peer 2 (1 or 3), and it
-# names peer 2; the others may fail first on the goodbye of a peer that
-# failed (the failure goes round the ring), and name that one.
-cat "$T/peer1.out" "$T/peer3.out" | grep -q "all-reduce failed: peer 2 " ||
-    fail "neither ring neighbour of peer 2 names it"
-echo "ok: a peer killed mid all-reduce ends the run cleanly, checkpoints kept"
+# The first to fail can only be a partner of peer 2, and it names peer 2;
+# the others may fail first on the goodbye of a peer that failed (the
+# failure goes round), and name that one.
+cat "$T/peer$pa.out" "$T/peer$pb.out" | grep -q "all-reduce failed: peer 2 " ||
+    fail "neither partner of peer 2 ($sched: $pa, $pb) names it"
+echo "ok: $sched: a peer killed mid all-reduce ends the run cleanly, checkpoints kept"
+done
