@@ -235,9 +235,14 @@ static int slot_of(mm_allreduce *a, uint32_t peer, bool add)
 static int build(mm_allreduce *a)
 {
     uint32_t n = a->cfg.n;
-    size_t cap = (size_t)a->steps * n;
-    a->sp = calloc(cap ? cap : 1, sizeof *a->sp);
-    a->rp = calloc(cap ? cap : 1, sizeof *a->rp);
+    size_t n_send = 0, n_recv = 0; /* pieces: 2(n-1) each for either schedule */
+    for (int g = 0; g < a->steps; g++) {
+        step_plan p = plan_step(a->cfg.schedule, a->cfg.self, n, g);
+        n_send += p.s_cnt;
+        n_recv += p.r_cnt;
+    }
+    a->sp = calloc(n_send ? n_send : 1, sizeof *a->sp);
+    a->rp = calloc(n_recv ? n_recv : 1, sizeof *a->rp);
     int64_t *last_w = malloc(n * sizeof *last_w), *last_ro = malloc(n * sizeof *last_ro),
             *last_ri = malloc(n * sizeof *last_ri);
     int rc = -1;
