@@ -29,7 +29,9 @@ bool mm__control_undirected(const mm_round_view *v)
 /* The exchange numbering's stride, and with --consensus-target the
  * estimator's correction for this topology and a check that every round
  * (over a period, or MM_TOPO_SPECTRUM_ROUNDS rounds of a random schedule)
- * is undirected at this peer. */
+ * is undirected at this peer. 0, or the exit status: MM_EXIT_USAGE for a
+ * topology the control cannot run on (a configuration refusal, like the
+ * other flag checks), MM_EXIT_ERROR for out of memory. */
 int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
 {
     const mm_node_config *c = tr->cfg;
@@ -47,7 +49,7 @@ int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
             snprintf(err, errlen, "--consensus-target needs a topology whose every round is "
                      "undirected (peer %u receives from other peers than it sends to in round "
                      "%d): neighbours must agree on each exchange", tr->id, r);
-            return -1;
+            return MM_EXIT_USAGE;
         }
     }
     double *lam = malloc(tr->n * sizeof *lam);
@@ -62,7 +64,7 @@ int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
     if (rc != 0) {
         snprintf(err, errlen, "--consensus-target: the topology's spectrum could not be "
                  "computed (out of memory, or a single peer)");
-        return -1;
+        return MM_EXIT_ERROR;
     }
     /* skipping rounds: the peers gossip their estimate of Xi^2 from the
      * measured shape (mm_consensus_shape_xi2) instead of q */
@@ -70,7 +72,7 @@ int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
                       skips ? NULL : tr->cc_ratio);
     if (skips && !(tr->skip = mm__skip_new(tr->n))) {
         snprintf(err, errlen, "--min-gossip-steps: out of memory");
-        return -1;
+        return MM_EXIT_ERROR;
     }
     mm_info("consensus control: target %g, 1..%d exchanges a round, R(1) = %.4f, R(%d) = %.4f",
             c->consensus_target, c->max_gossip_steps, tr->cc_ratio[0], c->max_gossip_steps,

@@ -173,8 +173,8 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
             status = MM_EXIT_ERROR;
         }
     }
-    if (status == 0 && mm__control_start(tr, err, errlen) != 0)
-        status = MM_EXIT_ERROR;
+    if (status == 0)
+        status = mm__control_start(tr, err, errlen);
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/metrics.jsonl", tr->dir);
     if (status == 0 && mm_metrics_open(&tr->metrics, path, err, errlen) != 0)

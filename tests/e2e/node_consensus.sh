@@ -83,8 +83,12 @@ refused "max-gossip-steps" --consensus-target 0.1 --max-gossip-steps 65
 refused "bounds --consensus-target" --min-gossip-steps 0.5
 refused "min-gossip-steps" --consensus-target 0.1 --min-gossip-steps 0.001
 "$MURMUR" topo gen one-peer-exp -n 4 > "$T/ope4.topo"
+set +e
 "$MURMUR" node --id 0 --topology "$T/ope4.topo" --plaintext --run-dir "$T/ope" --no-train \
-    --vector-len 10 --consensus-target 0.1 > "$T/ope.out" 2>&1 && fail "one-peer-exp accepted"
+    --vector-len 10 --consensus-target 0.1 > "$T/ope.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "one-peer-exp with --consensus-target exited $rc, not 2 (a configuration refusal)"
 grep -q "every round is undirected" "$T/ope.out" || fail "one-peer-exp refused without saying why"
 note "incompatible flags and a directed schedule are refused with the reason"
 
