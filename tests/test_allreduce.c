@@ -314,21 +314,26 @@ static void halving_eager(void **s)
     sched = MM_AR_RING;
 }
 
-static bool neighbours_failed(tn_cluster *cl, void *arg)
+/* Two peers that must fail. */
+typedef struct { uint32_t a, b; } fail_pair;
+static bool both_failed(tn_cluster *cl, void *arg)
 {
-    return nodes[1].failed && nodes[3].failed;
+    fail_pair *f = arg;
+    return nodes[f->a].failed && nodes[f->b].failed;
 }
 
-/* Peer 2 of 4 stops mid-way (its transport says goodbye): its neighbours'
- * all-reduces fail with errors naming it and the step; nothing hangs. */
-static void neighbour_leaves(void **s)
+/* Peer 2 of 4 connects to its partners (nb2) but never starts, then stops
+ * (its transport says goodbye) while the others' all-reduces run on
+ * `sched`: pumps until peers f.a and f.b have failed; the caller checks
+ * their errors, then leave_end frees it all. */
+static tn_cluster *peer_2_leaves(mm_ar_schedule s, const uint32_t nb2[2], fail_pair f,
+                                 float **v, int *closed)
 {
-    (void)s;
     uint32_t n = 4;
     uint64_t len = 1 << 20;
+    sched = s;
     tn_cluster *cl = calloc(1, sizeof *cl);
     start_cluster(cl, n, len, 4096, false);
-    float *v[TN_MAX];
     for (uint32_t i = 0; i < n; i++) {
         v[i] = malloc(4 * len);
         fill(v[i], len, i, 0);
@@ -336,12 +341,35 @@ static void neighbour_leaves(void **s)
     for (uint32_t i = 0; i < n; i++)
         if (i != 2)
             assert_int_equal(mm_allreduce_start(nodes[i].ar, 1, v[i], v[i]), 0);
-    uint32_t nb2[2] = {1, 3}; /* peer 2 connects but never starts */
     mm_transport_want(cl->node[2].t, nb2, 2);
     tn_run_for(cl, 300); /* everyone connected; 0, 1 and 3 send what they can */
+    mm_transport_shutdown(cl->node[2].t, tn_closed, closed);
+    assert_true(tn_pump(cl, both_failed, &f, 5000));
+    return cl;
+}
+
+static void leave_end(tn_cluster *cl, float **v, int *closed)
+{
+    for (int i = 0; i < 100 && !*closed; i++)
+        tn_run_for(cl, 10);
+    mm_transport_free(cl->node[2].t);
+    cl->node[2].t = NULL;
+    for (uint32_t i = 0; i < 4; i++)
+        free(v[i]);
+    stop_cluster(cl, 4);
+    free(cl);
+    sched = MM_AR_RING;
+}
+
+/* Peer 2 of 4 stops mid-way on the ring: its neighbours' all-reduces fail
+ * with errors naming it and the step; nothing hangs. */
+static void neighbour_leaves(void **s)
+{
+    (void)s;
+    float *v[TN_MAX];
     int closed = 0;
-    mm_transport_shutdown(cl->node[2].t, tn_closed, &closed);
-    assert_true(tn_pump(cl, neighbours_failed, NULL, 5000));
+    uint32_t nb2[2] = {1, 3};
+    tn_cluster *cl = peer_2_leaves(MM_AR_RING, nb2, (fail_pair){1, 3}, v, &closed);
     /* peer 1 sends to 2 and peer 3 receives from 2: both name it (peer 0
      * waits on 3; in murmur node, 3 leaving on its failure ends it too) */
     assert_int_equal(nodes[1].failed, 1);
@@ -350,59 +378,24 @@ static void neighbour_leaves(void **s)
     assert_int_equal(nodes[3].failed, 1);
     assert_non_null(strstr(nodes[3].err, "peer 2 left"));
     assert_non_null(strstr(nodes[3].err, "step 1 of 6 (reduce-scatter 1 of 3): waiting for peer 2's chunk 1 of 64"));
-    for (int i = 0; i < 100 && !closed; i++)
-        tn_run_for(cl, 10);
-    mm_transport_free(cl->node[2].t);
-    cl->node[2].t = NULL;
-    for (uint32_t i = 0; i < n; i++)
-        free(v[i]);
-    stop_cluster(cl, n);
-    free(cl);
+    leave_end(cl, v, &closed);
 }
 
-static bool halving_failed(tn_cluster *cl, void *arg)
-{
-    return nodes[0].failed && nodes[3].failed;
-}
-
-/* The same on halving-doubling, 4 peers: peer 2 is peer 0's partner at
- * the first step and peer 3's at the second; both fail naming it. */
+/* The same on halving-doubling: peer 2 is peer 0's partner at the first
+ * step and peer 3's at the second; both fail naming it. */
 static void halving_partner_leaves(void **s)
 {
     (void)s;
-    uint32_t n = 4;
-    uint64_t len = 1 << 20;
-    sched = MM_AR_HALVING;
-    tn_cluster *cl = calloc(1, sizeof *cl);
-    start_cluster(cl, n, len, 4096, false);
     float *v[TN_MAX];
-    for (uint32_t i = 0; i < n; i++) {
-        v[i] = malloc(4 * len);
-        fill(v[i], len, i, 0);
-    }
-    for (uint32_t i = 0; i < n; i++)
-        if (i != 2)
-            assert_int_equal(mm_allreduce_start(nodes[i].ar, 1, v[i], v[i]), 0);
-    uint32_t nb2[2] = {0, 3}; /* peer 2 connects but never starts */
-    mm_transport_want(cl->node[2].t, nb2, 2);
-    tn_run_for(cl, 300);
     int closed = 0;
-    mm_transport_shutdown(cl->node[2].t, tn_closed, &closed);
-    assert_true(tn_pump(cl, halving_failed, NULL, 5000));
+    uint32_t nb2[2] = {0, 3};
+    tn_cluster *cl = peer_2_leaves(MM_AR_HALVING, nb2, (fail_pair){0, 3}, v, &closed);
     assert_non_null(strstr(nodes[0].err, "peer 2 left"));
     assert_non_null(strstr(nodes[0].err, "step 1 of 4 (reduce-scatter 1 of 2): waiting for peer 2's chunk 1 of 128"));
     assert_non_null(strstr(nodes[3].err, "peer 2 left"));
     assert_non_null(strstr(nodes[3].err, "step 2 of 4 (reduce-scatter 2 of 2): waiting for peer 2's chunk 1 of 64"));
     assert_int_equal(nodes[1].failed + nodes[1].done, 0); /* 1 waits on 3, which stops in murmur node */
-    for (int i = 0; i < 100 && !closed; i++)
-        tn_run_for(cl, 10);
-    mm_transport_free(cl->node[2].t);
-    cl->node[2].t = NULL;
-    for (uint32_t i = 0; i < n; i++)
-        free(v[i]);
-    stop_cluster(cl, n);
-    free(cl);
-    sched = MM_AR_RING;
+    leave_end(cl, v, &closed);
 }
 
 /* Creation refuses a schedule that does not fit, with a message. */
