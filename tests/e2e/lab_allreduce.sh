@@ -4,7 +4,9 @@
 # each round with the same floats (snapshots r1..r5 bit-identical), and a
 # round takes at least 80 % of what the links allow (murmur plan's T_AR,
 # 0.24 s: one 256 KB chunk per step through a 50mbit uplink, 6 steps), so
-# the chunks really crossed the shaped uplinks. Needs root and iproute2:
+# the chunks really crossed the shaped uplinks. The peers are on four
+# hosts, so --allreduce-schedule auto runs the ring (docs/node.md), which
+# every start line says. Needs root and iproute2:
 # skips when namespaces are refused to a non-root user, fails as root when
 # the lab cannot be made.
 . "$(dirname "$0")/lib.sh"
@@ -27,6 +29,10 @@ for k in 0 1 2 3; do
     pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
 done
 wait_all $pids || { tail -5 "$T"/peer*.out >&2; fail "a peer in the lab exited non-zero"; }
+for k in 0 1 2 3; do
+    grep -q '"allreduce_schedule":"ring"' "$T/run/node-$k/metrics.jsonl" ||
+        fail "peer $k on its own host did not run the ring (auto)"
+done
 r=1
 while [ $r -le $rounds ]; do
     for k in 1 2 3; do
