@@ -182,6 +182,13 @@ mm_codec_err mm_codec_apply_part_checked(const mm_codec *c, uint64_t count, cons
                                          size_t len, float *copy_part, uint32_t *copy_crc,
                                          char *why, size_t whylen);
 
+/* int8's kernels: true makes every codec use the portable loops, even on a
+ * CPU where the AVX-512 ones would run; false gives the CPU's choice back.
+ * Both give the same codes, scales and floats, bit for bit; this is for
+ * the tests that compare them and for measurements. Call it while no
+ * codec is in use on another thread. */
+void mm_codec_use_portable(bool on);
+
 /* A randk sampling key for one exchange of one sender: distinct senders
  * and exchanges get unrelated coordinates. Any 64-bit key works; this is a
  * convenience (splitmix64 of the three). */

@@ -441,6 +441,12 @@ static void tls_pump(conn *c)
             return;
         }
         it->off += (size_t)w;
+        /* A frame's header goes out with the first records of its body, in
+         * one write: a header of its own would be a write, a TCP segment
+         * and a wake of the receiver for ~100 bytes, every chunk of a
+         * stream. */
+        if (it->off == it->head_len && it->big_len)
+            continue;
         if (tls_flush(c) != 0) {
             c->pumping = false;
             mm__conn_close(c, false, "out of memory or write error");

@@ -35,18 +35,28 @@ def thread_of(stack):
     return None
 
 
+HELPERS = ('fold512', 'fold128', 'k512', 'tail_mask')
+
+
 def bucket_of(frames, stack, thread):
+    # an inlined intrinsic or helper (_mm512_..., the CRC's folds, the int8
+    # kernels' tail mask) counts as the function it is in
+    while len(frames) > 1 and '(inlined)' in frames[0] and (
+            frames[0].startswith('_mm') or frames[0].split(' ')[0] in HELPERS):
+        frames = frames[1:]
     leaf = frames[0]
     kernel = 'kernel' in leaf or '[unknown]' in leaf
     if kernel and ('page_fault' in stack or 'handle_mm_fault' in stack):
         return None  # first touch of a buffer
-    if any(k in leaf for k in ('maxabs_bits', 'int8_enc', 'dense_encode', 'encode_part')):
+    if any(k in leaf for k in ('maxabs_bits', 'int8_enc', 'dense_encode', 'encode_part',
+                               'blocked_encode')):
         return 'int8 encode: max |x - ref|, quantize, ref update'
     if any(k in leaf for k in ('int8_dec', 'dense_decode')):
         return 'int8 apply to the copy'
-    if 'crc_hw' in leaf or '_mm_crc32' in leaf or 'crc32c' in leaf:
+    if any(k in leaf for k in ('crc_hw', 'crc_clmul', '_mm_crc32', 'crc32c')):
         return 'CRC32C of the copy (%s)' % ('sender' if 'encode' in thread else 'receiver')
-    if any(k in leaf for k in ('has_minus128', 'check_scales', 'dense_check')):
+    if any(k in leaf for k in ('has_minus128', 'check_scales', 'dense_check')) or (
+            'memchr' in leaf and 'dense_check' in stack):
         return 'check_body (int8 codes, scales)'
     if 'memmove' in leaf or 'memcpy' in leaf:
         if 'bio_write' in stack:

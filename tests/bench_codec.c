@@ -367,6 +367,7 @@ static void *pipe_side_main(void *arg)
 {
     pipe_side *s = arg;
     pipe_run *pr = s->pr;
+    pthread_setname_np(pthread_self(), s->id ? "pipe-rx-loop" : "pipe-tx-loop"); /* (perf) */
     uv_loop_init(&s->loop);
     uv_async_init(&s->loop, &s->wake, pipe_on_wake);
     uv_async_init(&s->loop, &s->stop, pipe_on_stop);
@@ -420,6 +421,7 @@ static void *pipe_producer(void *arg)
 {
     pipe_run *pr = arg;
     char why[256];
+    pthread_setname_np(pthread_self(), "pipe-encode");
     for (size_t r = 0; r < pr->reps && !atomic_load(&pr->bad); r++) {
         const float *x = pr->x[r % 2];
         pthread_mutex_lock(&pr->mu);
@@ -468,6 +470,7 @@ static void *pipe_consumer(void *arg)
 {
     pipe_run *pr = arg;
     char why[256];
+    pthread_setname_np(pthread_self(), "pipe-apply");
     pthread_mutex_lock(&pr->mu);
     while (pr->done_reps < pr->reps && !atomic_load(&pr->bad)) {
         if (!pr->in_n) {
