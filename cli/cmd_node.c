@@ -149,8 +149,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "allreduce-schedule", "S", &c->allreduce_schedule, 0, 0,
                "allreduce: ring (peers in id order, 2(n-1) steps) | halving (halving-doubling, "
-               "2 log2(n) steps, n a power of two) | auto (halving up to 8 MB on a power of "
-               "two of peers above 2, else ring); the same on every peer",
+               "2 log2(n) steps, n a power of two) | auto (halving for vectors up to 8 MB on a "
+               "power of two of peers above 2, all on one host; else ring); the same on every peer",
                .parse = parse_ar_schedule, .show = show_ar_schedule),
         MM_OPT(MM_OPT_LONG, "rounds", "N", &c->rounds, 0, BIG, "rounds to run"),
         MM_OPT(MM_OPT_INT, "local-steps", "H", &c->local_steps, 1, 100000,

@@ -119,11 +119,12 @@ bool mm_allreduce_schedule_fits(mm_ar_schedule s, uint32_t n)
     return s == MM_AR_RING || (s == MM_AR_HALVING && pow2(n));
 }
 
-mm_ar_schedule mm_allreduce_schedule_pick(int requested, uint32_t n, bool one_host)
+mm_ar_schedule mm_allreduce_schedule_pick(int requested, uint32_t n, bool one_host, uint64_t len)
 {
     if (requested != MM_AR_AUTO)
         return (mm_ar_schedule)requested;
-    return n > 2 && pow2(n) && one_host ? MM_AR_HALVING : MM_AR_RING;
+    return n > 2 && pow2(n) && one_host && len <= MM_AR_HALVING_MAX_BYTES / 4 ? MM_AR_HALVING
+                                                                               : MM_AR_RING;
 }
 
 static int log2u(uint32_t n)

@@ -62,12 +62,15 @@ int mm_allreduce_schedule_parse(const char *s);
 /* True when s can run on n peers (halving: n a power of two). */
 bool mm_allreduce_schedule_fits(mm_ar_schedule s, uint32_t n);
 /* The schedule for `requested` (an mm_ar_schedule, or MM_AR_AUTO) with n
- * peers, one_host when every peer's address names the same host. Auto
- * takes halving where it fits (n a power of two above 2) on one host,
- * where every pair of peers is as close as any other and fewer steps is
- * all that counts; the ring otherwise, whose neighbours can be placed
- * close (docs/node.md "All-reduce" has the measurements). */
-mm_ar_schedule mm_allreduce_schedule_pick(int requested, uint32_t n, bool one_host);
+ * peers, one_host when every peer's address names the same host, and len
+ * floats. Auto takes halving where it fits (n a power of two above 2) on
+ * one host, where every pair of peers is as close as any other, for
+ * vectors up to MM_AR_HALVING_MAX_BYTES, where its fewer steps are what
+ * counts; the ring otherwise: across hosts its neighbours can be placed
+ * close, and on one host it is as fast or a few % faster on larger
+ * vectors (docs/node.md "All-reduce", docs/runtime.md). */
+#define MM_AR_HALVING_MAX_BYTES (8u << 20)
+mm_ar_schedule mm_allreduce_schedule_pick(int requested, uint32_t n, bool one_host, uint64_t len);
 /* Marks in senders[0 .. n-1] the peers that send chunks to self. */
 void mm_allreduce_senders(mm_ar_schedule s, uint32_t self, uint32_t n, bool *senders);
 /* self's partners, in the order of their first step (ring: left, then

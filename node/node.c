@@ -628,7 +628,8 @@ int mm_node_run(const mm_node_config *c)
     }
     if (c->algo == MM_ALGO_ALLREDUCE) {
         nd->ar_sched = mm_allreduce_schedule_pick(c->allreduce_schedule, nd->n,
-                                                  one_host(addrs, nd->n));
+                                                  one_host(addrs, nd->n),
+                                                  mm__trainer_vec_len(nd->trainer));
         mm__trainer_set_allreduce(nd->trainer, nd->ar_sched);
     }
     nd->want = calloc(nd->n, sizeof *nd->want);

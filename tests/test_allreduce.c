@@ -408,11 +408,14 @@ static void halving_needs_power_of_two(void **s)
     assert_non_null(strstr(err, "power of two"));
     assert_true(mm_allreduce_schedule_fits(MM_AR_RING, 6));
     assert_false(mm_allreduce_schedule_fits(MM_AR_HALVING, 6));
-    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 6, true), MM_AR_RING);
-    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, true), MM_AR_HALVING);
-    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 2, true), MM_AR_RING);
-    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, false), MM_AR_RING);
-    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_HALVING, 8, false), MM_AR_HALVING);
+    uint64_t most = MM_AR_HALVING_MAX_BYTES / 4; /* floats */
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 6, true, 100), MM_AR_RING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, true, 100), MM_AR_HALVING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, true, most), MM_AR_HALVING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, true, most + 1), MM_AR_RING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 2, true, 100), MM_AR_RING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_AUTO, 8, false, 100), MM_AR_RING);
+    assert_int_equal(mm_allreduce_schedule_pick(MM_AR_HALVING, 8, false, most + 1), MM_AR_HALVING);
     /* who sends to peer 5 of 8: its three partners */
     bool snd[8];
     mm_allreduce_senders(MM_AR_HALVING, 5, 8, snd);
