@@ -22,13 +22,9 @@ typedef struct {
 
 static int start(mm__trainer *tr, char *err, size_t errlen)
 {
-    int s = tr->cfg->allreduce_schedule; /* (auto is resolved by the node: below) */
-    if (s != MM_AR_AUTO && !mm_allreduce_schedule_fits((mm_ar_schedule)s, tr->n)) {
-        snprintf(err, errlen, "--allreduce-schedule %s needs a power of two of peers, not %u "
-                 "(ring and auto run on any number)",
-                 mm_allreduce_schedule_name((mm_ar_schedule)s), tr->n);
+    /* (auto is resolved by the node: mm__allreduce_set_schedule) */
+    if (mm_allreduce_schedule_check(tr->cfg->allreduce_schedule, tr->n, err, errlen) != 0)
         return MM_EXIT_USAGE;
-    }
     allreduce *ar = calloc(1, sizeof *ar);
     if (ar && mm__trainer_trains(tr) && !(ar->out = malloc(tr->P * sizeof(float)))) {
         free(ar);

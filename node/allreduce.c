@@ -119,6 +119,16 @@ bool mm_allreduce_schedule_fits(mm_ar_schedule s, uint32_t n)
     return s == MM_AR_RING || (s == MM_AR_HALVING && pow2(n));
 }
 
+int mm_allreduce_schedule_check(int requested, uint32_t n, char *err, size_t errlen)
+{
+    if (requested == MM_AR_AUTO || mm_allreduce_schedule_fits((mm_ar_schedule)requested, n))
+        return 0;
+    snprintf(err, errlen, "--allreduce-schedule %s needs a power of two of peers, not %u "
+             "(ring and auto run on any number)",
+             mm_allreduce_schedule_name((mm_ar_schedule)requested), n);
+    return -1;
+}
+
 mm_ar_schedule mm_allreduce_schedule_pick(int requested, uint32_t n, bool one_host, uint64_t len)
 {
     if (requested != MM_AR_AUTO)

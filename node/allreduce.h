@@ -61,14 +61,17 @@ const char *mm_allreduce_schedule_name(mm_ar_schedule s);
 int mm_allreduce_schedule_parse(const char *s);
 /* True when s can run on n peers (halving: n a power of two). */
 bool mm_allreduce_schedule_fits(mm_ar_schedule s, uint32_t n);
+/* --allreduce-schedule `requested` (or MM_AR_AUTO) on n peers: 0, or -1
+ * with why (the start's refusal and --dry-run's, exit 2). */
+int mm_allreduce_schedule_check(int requested, uint32_t n, char *err, size_t errlen);
 /* The schedule for `requested` (an mm_ar_schedule, or MM_AR_AUTO) with n
  * peers, one_host when every peer's address names the same host, and len
  * floats. Auto takes halving where it fits (n a power of two above 2) on
  * one host, where every pair of peers is as close as any other, for
  * vectors up to MM_AR_HALVING_MAX_BYTES, where its fewer steps are what
  * counts; the ring otherwise: across hosts its neighbours can be placed
- * close, and on one host it is as fast or a few % faster on larger
- * vectors (docs/node.md "All-reduce", docs/runtime.md). */
+ * close, and on one host it is level at 16 MB and ahead at 64 MB under
+ * load (docs/node.md "All-reduce", docs/runtime.md). */
 #define MM_AR_HALVING_MAX_BYTES (8u << 20)
 mm_ar_schedule mm_allreduce_schedule_pick(int requested, uint32_t n, bool one_host, uint64_t len);
 /* Marks in senders[0 .. n-1] the peers that send chunks to self. */

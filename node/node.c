@@ -67,8 +67,10 @@ typedef struct {
     uv_async_t wake;
     uv_signal_t sigint, sigterm;
     mm_transport *transport;
-    mm_allreduce *ar;               /* --algo allreduce: the ring, on this thread */
-    mm_ar_schedule ar_sched;        /* its schedule (ar_schedule) */
+    mm_allreduce *ar;               /* --algo allreduce: the all-reduce, on this thread */
+    mm_ar_schedule ar_sched;        /* its schedule, auto resolved (mm_node_run): every
+                                     * peer resolves it alike (the same n, addresses and
+                                     * vector length); the HELLO checks the result */
     mm__mbox *mb;
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
@@ -335,9 +337,6 @@ static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errle
     return 0;
 }
 
-/* The peers whose vectors this peer takes, into senders[n]: its
- * in-neighbours over the schedule, or for the all-reduce the ring's
- * previous peer. False: any (a schedule that never repeats). */
 /* Whether every peer's address ("host:port") names the same host. */
 static bool one_host(char *const *addrs, uint32_t n)
 {
@@ -352,14 +351,13 @@ static bool one_host(char *const *addrs, uint32_t n)
     return true;
 }
 
-/* --algo allreduce's schedule, auto resolved: every peer resolves it
- * alike (the same n and peers' addresses; the HELLO checks the result). */
-static mm_ar_schedule ar_schedule(const node *nd) { return nd->ar_sched; }
-
+/* The peers whose vectors this peer takes, into senders[n]: its
+ * in-neighbours over the schedule, or for the all-reduce the partners
+ * that send to it. False: any (a schedule that never repeats). */
 static bool senders_of(const node *nd, const mm_topology *topo, bool *senders)
 {
     if (nd->cfg->algo == MM_ALGO_ALLREDUCE) {
-        mm_allreduce_senders(ar_schedule(nd), nd->id, nd->n, senders);
+        mm_allreduce_senders(nd->ar_sched, nd->id, nd->n, senders);
         return true;
     }
     return mm_topo_senders(topo, nd->id, senders) >= 0;
@@ -394,7 +392,7 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
                                                 : MM_ALLREDUCE_CHUNK_DEFAULT;
         tc->allow_chunks = true;
         tc->max_body = 4 * (chunk < tc->vec_len ? chunk : tc->vec_len);
-        tc->algo_variant = (uint8_t)ar_schedule(nd);
+        tc->algo_variant = (uint8_t)nd->ar_sched;
     }
     if (c->algo != MM_ALGO_ALLREDUCE)
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
@@ -593,6 +591,11 @@ int mm_node_check(const mm_node_config *c)
     double gamma;
     if (rc == 0 && c->compress && (rc = mm__choco_check(c, &spec, &gamma, err, sizeof err)) != 0)
         fprintf(stderr, "murmur node: %s\n", err);
+    if (rc == 0 && c->algo == MM_ALGO_ALLREDUCE &&
+        mm_allreduce_schedule_check(c->allreduce_schedule, nd.n, err, sizeof err) != 0) {
+        fprintf(stderr, "murmur node: %s\n", err); /* (as the start refuses it) */
+        rc = MM_EXIT_USAGE;
+    }
     if (rc == 0)
         printf("murmur node: the flags are valid (peer %u of %u, %s)\n", nd.id, nd.n,
                c->topology);
@@ -680,7 +683,7 @@ int mm_node_run(const mm_node_config *c)
         mm_allreduce_config ac = {.transport = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),
                                   .chunk = (uint64_t)c->allreduce_chunk,
-                                  .schedule = ar_schedule(nd),
+                                  .schedule = nd->ar_sched,
                                   .done = on_allreduce_done, .ud = nd};
         if (!(nd->ar = mm_allreduce_new(&ac, err, sizeof err))) {
             mm_error("%s", err);
@@ -700,7 +703,7 @@ int mm_node_run(const mm_node_config *c)
     if (nd->ar) {
         uint32_t partners[MM_AR_MAX_PARTNERS];
         snprintf(algo, sizeof algo, "allreduce (%s schedule, %d partners)",
-                 mm_allreduce_schedule_name(ar_schedule(nd)),
+                 mm_allreduce_schedule_name(nd->ar_sched),
                  mm_allreduce_partners(nd->ar, partners));
     }
     mm_info("peer %u of %u: %s, topology %s (%s), %zu parameters, listening on %s%s", nd->id,

@@ -81,7 +81,14 @@ rc=$?
 set -e
 [ "$rc" = 2 ] || { cat "$T/odd.out" >&2; fail "halving on 3 peers exited $rc, not 2"; }
 grep -q "needs a power of two of peers, not 3" "$T/odd.out" || fail "halving on 3 peers: no reason given"
-echo "ok: --allreduce-schedule halving on 3 peers is refused (exit 2)"
+set +e
+"$MURMUR" node --id 0 --topology "$T/ring3.topo" --plaintext --algo allreduce --allreduce-schedule halving \
+    --dry-run > "$T/odd-dry.out" 2>&1
+rc=$?
+set -e
+[ "$rc" = 2 ] || { cat "$T/odd-dry.out" >&2; fail "--dry-run of halving on 3 peers exited $rc, not 2"; }
+grep -q "needs a power of two of peers, not 3" "$T/odd-dry.out" || fail "--dry-run: no reason given"
+echo "ok: --allreduce-schedule halving on 3 peers is refused (exit 2), at start and by --dry-run"
 
 # Isolation (docs/node.md, "Isolation and refused neighbours") sees an
 # all-reduce as mixing with both ring neighbours every round: peer 0's end
