@@ -183,7 +183,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_INT, "start-timeout", "MS", &c->start_timeout_ms, 0, MS,
                "at start, wait this long for neighbours to appear"),
         MM_OPT(MM_OPT_INT, "staleness", "R", &c->staleness, 0, 1000000,
-               "async: oldest neighbour copy still mixed, in rounds"),
+               "async: mix a neighbour's newest copy while it arrived at most R of this peer's "
+               "exchanges ago (its sender's round does not matter)"),
         MM_OPT(MM_OPT_DOUBLE, "clip-pull", "X", &c->clip_pull, 0, INFINITY,
                "bound each neighbour's pull: ||x_j - x_i|| clipped to X (0 off)",
                .hide_default = true),
@@ -242,6 +243,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "so)"),
         MM_OPT(MM_OPT_INT, "log-every", "N", &c->log_every, 0, INT_MAX,
                "progress line every N rounds"),
+        MM_OPT(MM_OPT_DOUBLE, "round-lines", "R", &c->round_lines, 0, 1e9,
+               "metrics: a round line every round until 1000 are written, then at most R a "
+               "second, each later line standing for the rounds since the one before "
+               "(docs/metrics.md); 0: a line every round"),
         MM_OPT(MM_OPT_STR, "metrics-addr", "HOST:PORT", &c->metrics_addr, 0, 0,
                "serve Prometheus metrics at http://HOST:PORT/metrics (off by default; "
                "127.0.0.1:PORT for this machine only; PORT+ adds the peer's id)", .hide_default = true),

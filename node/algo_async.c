@@ -1,8 +1,15 @@
 /* Asynchronous gossip (node/algo.h): D-PSGD's snapshot and mix
  * (algo_gossip.c), but an exchange never waits: it mixes the newest copy
- * of each in-neighbour it has, if that copy is at most --staleness
- * exchanges old. A vector is copied out of the mailbox as soon as it is
- * seen, so the connection keeps flowing. */
+ * of each in-neighbour it has, if that copy arrived at most --staleness of
+ * this peer's own exchanges ago. A vector is copied out of the mailbox as
+ * soon as it is seen, so the connection keeps flowing.
+ *
+ * A copy's age is counted from its arrival, not from the sender's exchange
+ * number (docs/node.md, "async"): a neighbour that is alive and sending is
+ * mixed however far its round is from ours. Judged by the sender's number,
+ * a peer that got more than --staleness exchanges ahead (a start a moment
+ * earlier is thousands of exchanges in pure gossip) mixed nobody, so it did
+ * less work a round, ran further ahead and never mixed again (issue 34). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,7 +19,8 @@
 /* The newest copy of a peer (by peer id; allocated when first seen). */
 typedef struct {
     float *vec;
-    int64_t exchange;               /* -1: none yet */
+    int64_t exchange;               /* the sender's exchange number; -1: none yet */
+    uint64_t arrived;               /* our exchange when it was copied */
     double weight;
 } latest;
 
@@ -52,13 +60,13 @@ static void gather(mm__trainer *tr, uint64_t e)
             if (l->vec) {
                 memcpy(l->vec, pv.body, tr->P * sizeof(float));
                 l->exchange = (int64_t)pv.exchange;
+                l->arrived = e;
                 l->weight = pv.meta.weight;
             }
             /* copied out at once, so the connection keeps flowing */
             mm__mbox_release(tr->mb, p);
         }
-        bool fresh = l->vec && l->exchange >= 0 &&
-                     (int64_t)e - l->exchange <= tr->cfg->staleness;
+        bool fresh = l->vec && l->exchange >= 0 && e - l->arrived <= (uint64_t)tr->cfg->staleness;
         mm__nbr *nb = &tr->nbr[k];
         nb->status = fresh ? IN_READY : IN_MISSING;
         nb->vec = fresh ? l->vec : NULL;

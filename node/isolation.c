@@ -31,6 +31,11 @@ struct mm__isolation {
     uint32_t n_list;
     double alone_since;     /* the start, or the last mix */
     bool in_since;          /* a round with in-neighbours since then */
+    double longest;         /* the longest stretch alone that ended in a mix (s) */
+    /* rounds with in-neighbours, and those of them that mixed none; the
+     * current round's state until the next one begins */
+    uint64_t rounds_in, rounds_alone;
+    bool round_in, round_mixed;
     bool warned;            /* a warning since the last mix */
     double next_warn;
 };
@@ -82,8 +87,21 @@ static void add(mm__isolation *s, uint32_t p, uint8_t role)
     s->peer[p].role |= role;
 }
 
+/* The round that ends: counted alone when it had in-neighbours and mixed
+ * none of them. */
+static void close_round(mm__isolation *s)
+{
+    if (s->round_in) {
+        s->rounds_in++;
+        s->rounds_alone += !s->round_mixed;
+    }
+    s->round_in = s->round_mixed = false;
+}
+
 void mm__isolation_round(mm__isolation *s, const mm_round_view *v)
 {
+    close_round(s);
+    s->round_in = v->n_in > 0;
     for (int k = 0; k < v->n_in; k++)
         add(s, v->in[k].peer, ROLE_IN);
     for (int k = 0; k < v->n_out; k++)
@@ -94,11 +112,22 @@ void mm__isolation_round(mm__isolation *s, const mm_round_view *v)
 
 double mm__isolation_alone(const mm__isolation *s, double now) { return now - s->alone_since; }
 
+/* The longest stretch alone, the current one included when a round with
+ * in-neighbours has passed since the last mix. */
+static double longest_alone(const mm__isolation *s, double now)
+{
+    double cur = s->in_since ? now - s->alone_since : 0;
+    return cur > s->longest ? cur : s->longest;
+}
+
 void mm__isolation_mixed(mm__isolation *s, uint32_t peer, double now)
 {
     if (peer >= s->n)
         return;
     s->peer[peer].mixed++;
+    s->round_mixed = true;
+    if (now - s->alone_since > s->longest)
+        s->longest = now - s->alone_since;
     if (s->warned)
         mm_info("isolated no more: mixed with peer %u after %.0f s alone", peer,
                 now - s->alone_since);
@@ -234,8 +263,17 @@ mm__isolation_verdict mm__isolation_verdict_at(mm__isolation *s, mm__mbox *mb, d
 
 void mm__isolation_log_verdict(mm__isolation *s, mm__mbox *mb, mm__isolation_verdict v, double now)
 {
-    if (v == MM__VERDICT_OK)
+    if (v == MM__VERDICT_OK) {
+        close_round(s);
+        double longest = longest_alone(s, now);
+        if (longest > s->limit)
+            mm_warn("alone: this peer mixed with none of its neighbours for %.0f s at a stretch "
+                    "(the limit is %.0f s), and in %llu of its %llu rounds with neighbours: it "
+                    "trained alone then (the `isolated` lines and warnings above say why)",
+                    longest, s->limit, (unsigned long long)s->rounds_alone,
+                    (unsigned long long)s->rounds_in);
         return;
+    }
     const char *tag = v == MM__VERDICT_REFUSED ? "refused" : "isolated";
     int n_in = 0, n_refused = 0, named = 0;
     bool any_clash = false;
@@ -288,7 +326,7 @@ static int cmp_id(const void *a, const void *b)
 }
 
 void mm__isolation_fields(mm__isolation *s, mm__mbox *mb, mm_metrics *m,
-                          mm__isolation_verdict v, double alone_s)
+                          mm__isolation_verdict v, double alone_s, double now_s)
 {
     named_peer *nb = calloc(s->n_list ? s->n_list : 1, sizeof *nb);
     if (!nb)
@@ -296,8 +334,15 @@ void mm__isolation_fields(mm__isolation *s, mm__mbox *mb, mm_metrics *m,
     for (uint32_t i = 0; i < s->n_list; i++)
         nb[i].id = s->list[i];
     qsort(nb, s->n_list, sizeof *nb, cmp_id);
-    if (alone_s >= 0)
+    if (alone_s >= 0) {
         mm_metrics_fixed(m, "alone_s", alone_s, 1);
+    } else { /* the end line: how long and how often it mixed with nobody */
+        close_round(s);
+        mm_metrics_int(m, "rounds_alone", (long long)s->rounds_alone);
+        mm_metrics_int(m, "rounds_with_nbrs", (long long)s->rounds_in);
+        mm_metrics_fixed(m, "longest_alone_s", longest_alone(s, now_s), 1);
+        mm_metrics_fixed(m, "alone_limit_s", s->limit, 1);
+    }
     int k = 0;
     mm_metrics_obj_begin(m, "mixed");
     for (uint32_t i = 0; i < s->n_list && k < MAX_FIELDS; i++)

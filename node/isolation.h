@@ -47,13 +47,16 @@ void mm__isolation_mixed(mm__isolation *s, uint32_t peer, double now);
 bool mm__isolation_check(mm__isolation *s, mm__mbox *mb, double now);
 /* The verdict at the end (now: when the peer stops). */
 mm__isolation_verdict mm__isolation_verdict_at(mm__isolation *s, mm__mbox *mb, double now);
-/* Logs the verdict's ERROR lines (nothing for OK). */
+/* Logs the verdict's ERROR lines; for OK, a warning when the peer was
+ * alone longer than the limit at a stretch (it mixed before or after). */
 void mm__isolation_log_verdict(mm__isolation *s, mm__mbox *mb, mm__isolation_verdict v, double now);
 /* Metrics fields (docs/metrics.md): "mixed" always; with a verdict or for
  * an `isolated` line (alone_s >= 0) "refusals", "why" and
- * "refused_unknown". */
+ * "refused_unknown"; the end line (alone_s < 0) "rounds_alone",
+ * "rounds_with_nbrs", "longest_alone_s" (the longest stretch without a mix,
+ * up to now_s) and "alone_limit_s". */
 void mm__isolation_fields(mm__isolation *s, mm__mbox *mb, mm_metrics *m,
-                          mm__isolation_verdict v, double alone_s);
+                          mm__isolation_verdict v, double alone_s, double now_s);
 /* Seconds since the peer last mixed with anyone (or started). */
 double mm__isolation_alone(const mm__isolation *s, double now);
 

@@ -57,6 +57,7 @@ void mm_node_config_defaults(mm_node_config *c)
     c->sketch_dim = 1024;
     c->sketch_seed = 0x6d75726d7572ULL; /* "murmur" */
     c->log_every = 10;
+    c->round_lines = 50;
 }
 
 /* The loop thread's state. */

@@ -56,7 +56,8 @@ typedef struct {
     long vector_len;               /* >0: pure gossip on a plain vector, no model */
     bool same_init;                /* all peers start from the same x_0 */
     int round_timeout_ms, peer_timeout_ms, start_timeout_ms;
-    int staleness;                 /* async: oldest copy (in rounds) still mixed */
+    int staleness;                 /* async: a copy is mixed while it arrived at most this
+                                    * many of our exchanges ago */
     double clip_pull;              /* >0: bound ||x_j - x_i|| per neighbour */
     double robust_clip;            /* >0: clip each pull to this times the lower median
                                     * of recent neighbour distances (gossip/robust.h) */
@@ -86,11 +87,17 @@ typedef struct {
     uint64_t sketch_seed;
     bool resume;
     int log_every;
+    /* round lines a second at most, once the first MM_ROUND_LINE_BURST are
+     * written (0: every round; docs/metrics.md, "How many round lines") */
+    double round_lines;
     const char *metrics_addr;      /* HOST:PORT of the Prometheus endpoint, or NULL (off) */
     const char *metrics_token_file; /* its bearer token, or NULL */
 
     const char *test_poison;       /* test-only: a kind of node/poison.h */
 } mm_node_config;
+
+/* Round lines a peer writes at once before --round-lines' rate applies. */
+#define MM_ROUND_LINE_BURST 1000
 
 void mm_node_config_defaults(mm_node_config *c);
 

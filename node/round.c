@@ -17,6 +17,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -310,6 +311,18 @@ static int run_round(mm__trainer *tr)
     return 0;
 }
 
+bool mm__eval_due(const mm_node_config *c, long round)
+{
+    if (c->eval_every <= 0 || round % c->eval_every != 0)
+        return false;
+    /* the k-th multiple of E, kept when k is a multiple of s, s growing
+     * tenfold with every 1000 evaluations' worth of k */
+    long k = round / c->eval_every, s = 1;
+    while (k / s >= 1000 && s <= LONG_MAX / 10)
+        s *= 10;
+    return k % s == 0;
+}
+
 void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
 {
     const mm_node_config *c = tr->cfg;
@@ -362,7 +375,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
             break;
         }
         tr->round++;
-        if (c->eval_every > 0 && tr->round % c->eval_every == 0)
+        if (mm__eval_due(c, tr->round))
             mm__trainer_evaluate(tr);
         if (c->snapshot_every > 0 && tr->round % c->snapshot_every == 0)
             mm__trainer_snapshot(tr);
@@ -373,7 +386,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
 
     /* an algorithm's failed round ends with the algorithm's name as reason */
     bool round_failed = tr->round_error[0] != 0;
-    if (!params_lost && !round_failed && c->eval_every > 0 && tr->round % c->eval_every != 0)
+    if (!params_lost && !round_failed && c->eval_every > 0 && !mm__eval_due(c, tr->round))
         mm__trainer_evaluate(tr);
     if (!params_lost && !round_failed && mm__trainer_checkpoint(tr) != 0)
         checkpoint_failed = true;

@@ -121,6 +121,26 @@ static void eval_labels(mm__trainer *tr, const mm_eval_result *r)
     mm_metrics_obj_end(m);
 }
 
+/* The console's progress line: every --log-every rounds, and a round
+ * with a neighbour missing, at most once a second for those (an async peer
+ * with a neighbour gone misses it in thousands of rounds a second). */
+static void log_round(mm__trainer *tr, double loss, int present, int missing)
+{
+    if (tr->cfg->log_every <= 0)
+        return;
+    if (tr->round % tr->cfg->log_every != 0) {
+        double now = mm_time_now();
+        if (!missing || now < tr->log_missing_at + 1.0)
+            return;
+        tr->log_missing_at = now;
+    }
+    char cc[96];
+    mm__control_describe(tr, cc, sizeof cc);
+    mm_info("round %ld step %ld loss %.4f | neighbours %d/%d%s%s | compute %.1fs comm %.1fs wait %.1fs",
+            tr->round, tr->step, loss, present, tr->v.n_in, missing ? " (some missing)" : "", cc,
+            tr->t_compute, tr->t_comm, tr->t_wait);
+}
+
 void mm__lines_eval(mm__trainer *tr, const mm_eval_result *r)
 {
     const mm_node_config *c = tr->cfg;
@@ -155,8 +175,47 @@ static void link_fields(mm__trainer *tr, mm_metrics *m)
 #undef MM_X
 }
 
+/* --round-lines (docs/metrics.md, "How many round lines"): a budget of
+ * MM_ROUND_LINE_BURST lines, refilled at R a second. A round whose line the
+ * budget cannot pay is folded into the next line written, unless a line
+ * must be there: the run's last round, a stop, and the round before an
+ * evaluation or a snapshot (the report reads its counters there).
+ * So a training run, whose rounds take longer than 1/R, writes every line,
+ * and pure gossip at thousands of rounds a second writes R lines a second,
+ * not gigabytes. */
+static bool line_due(mm__trainer *tr, double now)
+{
+    const mm_node_config *c = tr->cfg;
+    if (c->round_lines <= 0)
+        return true;
+    if (tr->line_filled == 0) { /* the first round line */
+        tr->line_tokens = MM_ROUND_LINE_BURST;
+        tr->line_filled = now;
+    }
+    tr->line_tokens += (now - tr->line_filled) * c->round_lines;
+    if (tr->line_tokens > MM_ROUND_LINE_BURST)
+        tr->line_tokens = MM_ROUND_LINE_BURST;
+    tr->line_filled = now;
+    long next = tr->round + 1;
+    bool must = next >= c->rounds || mm__trainer_stopping(tr) || mm__eval_due(c, next) ||
+                (c->snapshot_every > 0 && next % c->snapshot_every == 0);
+    if (tr->line_tokens < 1 && !must)
+        return false;
+    tr->line_tokens = tr->line_tokens >= 1 ? tr->line_tokens - 1 : 0;
+    return true;
+}
+
 void mm__lines_round(mm__trainer *tr, double loss, float lr)
 {
+    /* the rounds this line stands for: those folded into it, and its own */
+    tr->line_rounds++;
+    tr->line_exchanges += tr->exchanges;
+    if (!isnan(loss)) {
+        tr->line_loss_sum += loss;
+        tr->line_loss_n++;
+    }
+    bool write = line_due(tr, mm_time_now());
+
     mm_transport_stats st;
     mm__mbox_stats(tr->mb, &st, tr->links, false);
 
@@ -173,8 +232,17 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
         if (tr->nbr[k].first_status != IN_READY && tr->nbr[k].first_status != IN_OFF)
             miss[missing++] = tr->v.in[k].peer; /* (OFF: skipped, as both ends agreed) */
 
+    if (!write) {
+        publish_live(tr, loss, lr, &st, tr->links, false);
+        log_round(tr, loss, present, missing);
+        return;
+    }
     mm_metrics *m = &tr->metrics;
     metrics_head(tr, "round");
+    if (tr->line_rounds > 1) { /* folded rounds: their mean loss, their exchanges */
+        mm_metrics_int(m, "rounds", tr->line_rounds);
+        loss = tr->line_loss_n ? tr->line_loss_sum / (double)tr->line_loss_n : NAN;
+    }
     mm_metrics_num(m, "loss", loss);
     mm_metrics_num(m, "lr", lr);
 #define MM_X(field, line, explanation) \
@@ -196,19 +264,19 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
             mm_metrics_obj_num(m, tr->v.in[k].peer, tr->nbr[k].first_dist);
     mm_metrics_obj_end(m);
     mm_metrics_int(m, "exchanges", tr->exchanges);
+    if (tr->line_rounds > 1)
+        mm_metrics_int(m, "exchanges_since", tr->line_exchanges);
     link_fields(tr, m);
     mm__control_fields(tr, m, MM__LINE_ROUND);
     algo_fields(tr, MM__LINE_ROUND);
     clip_fields(tr, MM__LINE_ROUND);
     mm_metrics_end(m);
+    tr->line_rounds = 0;
+    tr->line_exchanges = 0;
+    tr->line_loss_sum = 0;
+    tr->line_loss_n = 0;
     publish_live(tr, loss, lr, &st, tr->links, false);
-
-    char cc[96];
-    mm__control_describe(tr, cc, sizeof cc);
-    if (tr->cfg->log_every > 0 && (tr->round % tr->cfg->log_every == 0 || missing))
-        mm_info("round %ld step %ld loss %.4f | neighbours %d/%d%s%s | compute %.1fs comm %.1fs wait %.1fs",
-                tr->round, tr->step, loss, present, tr->v.n_in, missing ? " (some missing)" : "",
-                cc, tr->t_compute, tr->t_comm, tr->t_wait);
+    log_round(tr, loss, present, missing);
 }
 
 /* What the transport refused, by reason (docs/protocol.md, "Refusals"), so
@@ -281,8 +349,9 @@ void mm__lines_isolated(mm__trainer *tr)
 {
     mm_metrics *m = &tr->metrics;
     metrics_head(tr, "isolated");
-    mm__isolation_fields(tr->iso, tr->mb, m, MM__VERDICT_OK,
-                         mm__isolation_alone(tr->iso, mm_time_now()));
+    double now = mm_time_now();
+    mm__isolation_fields(tr->iso, tr->mb, m, MM__VERDICT_OK, mm__isolation_alone(tr->iso, now),
+                         now);
     mm_metrics_end(m);
 }
 
@@ -319,7 +388,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     algo_fields(tr, MM__LINE_END);
     clip_fields(tr, MM__LINE_END);
     write_refusals(tr, m);
-    mm__isolation_fields(tr->iso, tr->mb, m, v, -1);
+    mm__isolation_fields(tr->iso, tr->mb, m, v, -1, now);
     mm_metrics_end(m);
     publish_live(tr, NAN, NAN, NULL, NULL, true);
     mm__isolation_log_verdict(tr->iso, tr->mb, v, now);

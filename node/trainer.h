@@ -87,6 +87,13 @@ typedef struct mm__trainer {
     float *sketch;
     double loss_sum;
     int loss_n;
+    /* round lines (--round-lines): the budget of lines, when it was last
+     * filled, and the rounds (and their losses) since the last line */
+    double line_tokens, line_filled;
+    long line_rounds, line_exchanges;
+    double log_missing_at;          /* the last progress line for a missing neighbour */
+    double line_loss_sum;
+    long line_loss_n;
     mm__phase ph;
 
     /* consensus control (docs/node.md): exchange g of round r is
@@ -128,6 +135,11 @@ int mm__trainer_checkpoint(mm__trainer *tr);
 
 /* round.c */
 void mm__round_phase(mm__trainer *tr, mm__phase next);
+/* Whether round is evaluated: a multiple of --eval-every E, thinned on long
+ * runs so that a run writes about 1000 evaluations per decade of rounds:
+ * every E rounds up to round 1000 E, then every 10 E up to 10000 E, every
+ * 100 E up to 100000 E, ... (docs/metrics.md). The same on every peer. */
+bool mm__eval_due(const mm_node_config *c, long round);
 /* The round's H local steps (and --compute-jitter's delays). */
 void mm__round_compute(mm__trainer *tr);
 /* Waits (bounded) for in-neighbours' vectors of exchange e (synchronous

@@ -23,10 +23,11 @@ typedef struct {
     double nbrs, missing;
     double dist_mean; /* mean of the round's neighbour distances, NaN if none */
     /* Consensus control: exchanges this round (1 when the line does not
-     * say), their sum over this peer's rounds up to this one, and the
-     * peer's estimate of the consensus distance (NaN without
-     * --consensus-target). */
-    double exchanges, exchanges_cum, xi_est;
+     * say), those of the rounds the line stands for (a line folding
+     * several, --round-lines: exchanges_since; else exchanges), their sum
+     * over this peer's rounds up to this one, and the peer's estimate of
+     * the consensus distance (NaN without --consensus-target). */
+    double exchanges, exchanges_line, exchanges_cum, xi_est;
 } mm_rep_round;
 
 typedef struct {
@@ -67,6 +68,10 @@ typedef struct {
     char refused_code[24]; /* ... the refusal of the first of them */
     int first_refused;    /* ... its id (-1 none) */
     bool isolated_now;    /* running, and an isolated line came after its last mixing round */
+    /* Its last end line's account of mixing nobody (NaN when the line has
+     * none): rounds with neighbours that mixed none, of how many, the
+     * longest stretch alone and the limit the peer judged it by. */
+    double rounds_alone, rounds_with_nbrs, longest_alone_s, alone_limit_s;
     double mtime;         /* metrics file modification time (epoch s) */
     /* The exit status a launcher recorded (launch/node-K.exit, written when
      * the process ended) no older than the metrics' last write

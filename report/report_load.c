@@ -349,6 +349,7 @@ static int on_round(loader *L, const mm_json_obj *o)
     rd.loss = num_or(o, "loss", NAN);
     rd.lr = num_or(o, "lr", NAN);
     rd.exchanges = num_or(o, "exchanges", 1); /* older lines: one a round */
+    rd.exchanges_line = num_or(o, "exchanges_since", rd.exchanges);
     rd.xi_est = num_or(o, "xi_est", NAN);
     rd.nbrs = num_or(o, "nbrs", NAN);
     rd.missing = num_or(o, "missing", NAN);
@@ -458,6 +459,10 @@ static void on_end(loader *L, const mm_json_obj *o)
     p->isolated_now = false;
     copy_str(p->end_reason, sizeof p->end_reason, mm_json_str(o, "reason"));
     read_refusals(p, o);
+    p->rounds_alone = num_or(o, "rounds_alone", NAN);
+    p->rounds_with_nbrs = num_or(o, "rounds_with_nbrs", NAN);
+    p->longest_alone_s = num_or(o, "longest_alone_s", NAN);
+    p->alone_limit_s = num_or(o, "alone_limit_s", NAN);
     for (size_t i = 0; i < N_COUNTERS; i++) {
         if (counters[i].line != MM_CTR_REFUSED)
             continue;
@@ -488,7 +493,7 @@ static void finish(loader *L)
     p->n_rounds = dedupe(p->rounds, p->n_rounds, sizeof *p->rounds, round_of_round);
     double ex = 0;
     for (size_t i = 0; i < p->n_rounds; i++)
-        p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges;
+        p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges_line;
     p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
     qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
     for (size_t i = 0; i < L->n_pend; i++) {
@@ -512,6 +517,7 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
         p->mtime = (double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec;
     p->has_metrics = true;
     p->params = -1;
+    p->rounds_alone = p->rounds_with_nbrs = p->longest_alone_s = p->alone_limit_s = NAN;
     p->first_refused = -1;
     p->label_round = -1;
 

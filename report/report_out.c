@@ -62,6 +62,14 @@ static const char *end_of(const mm_rep_peer *p)
     return p->end_reason[0] ? p->end_reason : "end";
 }
 
+/* Whether a peer that ended mixed with nobody for longer than its limit at
+ * a stretch (its end line says so; a peer alone the whole run ends
+ * `isolated` instead). */
+static bool alone_long(const mm_rep_peer *p)
+{
+    return p->ended && p->longest_alone_s > p->alone_limit_s && p->rounds_alone > 0;
+}
+
 /* "peer K: code" (+N more) of the refused neighbours, or why it is alone. */
 static void why_of(const mm_rep_peer *p, char *buf, size_t len)
 {
@@ -77,6 +85,9 @@ static void why_of(const mm_rep_peer *p, char *buf, size_t len)
         snprintf(buf, len, "no end line: exited with status %d", p->launch_exit);
     else if (!strcmp(end_of(p), "isolated") || p->isolated_now)
         snprintf(buf, len, "mixed with no neighbour");
+    else if (alone_long(p))
+        snprintf(buf, len, "ALONE %.0f of %.0f rounds, longest %.0f s", p->rounds_alone,
+                 p->rounds_with_nbrs, p->longest_alone_s);
     else
         snprintf(buf, len, "-");
 }
@@ -139,7 +150,7 @@ void mm_report_print_table(const mm_report *r, FILE *out)
 
     fprintf(out, "\n%-8s %6s %8s %6s %-9s %10s %9s %5s %-24s %s\n", "peer", "starts", "rounds",
             "evals", "end", "MB sent", "wall_s", "bad", "refused (commonest)", "why");
-    int n_refused = 0, n_isolated = 0, n_alone = 0;
+    int n_refused = 0, n_isolated = 0, n_alone = 0, n_long = 0;
     char codes[256] = "";
     for (int i = 0; i < r->n_peers; i++) {
         const mm_rep_peer *p = &r->peers[i];
@@ -170,6 +181,7 @@ void mm_report_print_table(const mm_report *r, FILE *out)
         }
         n_isolated += !strcmp(end, "isolated");
         n_alone += !strcmp(end, "isolated?");
+        n_long += alone_long(p) && strcmp(end, "isolated") != 0;
     }
     /* Say what a misconfigured run is in words (docs/node.md, "Isolation
      * and refused neighbours"), once, under the table. */
@@ -190,6 +202,13 @@ void mm_report_print_table(const mm_report *r, FILE *out)
                      "%s node.log says why\n", n_refused || n_isolated ? "" : "\n", n_alone,
                 n_alone == 1 ? "" : "s", n_alone == 1 ? "es" : "", n_alone == 1 ? "its" : "their",
                 n_alone == 1 ? "its" : "their");
+    if (n_long)
+        fprintf(out, "%sALONE: %d peer%s mixed with none of %s neighbours for longer than %s "
+                     "limit at a stretch (the why column): %s trained alone then, and the "
+                     "consensus distance does not measure one training; %s node.log says why\n",
+                n_refused || n_isolated || n_alone ? "" : "\n", n_long, n_long == 1 ? "" : "s",
+                n_long == 1 ? "its" : "their", n_long == 1 ? "its" : "their",
+                n_long == 1 ? "it" : "they", n_long == 1 ? "its" : "their");
     if (r->warnings)
         fprintf(out, "\n%zu warning%s (above, on stderr)\n", r->warnings,
                 r->warnings == 1 ? "" : "s");
