@@ -149,7 +149,7 @@ rates() {
             function f(s, key,   v) { if (index(s, "\"" key "\":") == 0) return ""
                 v = s; sub(".*\"" key "\":", "", v); sub("[,}].*", "", v); return v }
             /"ev":"round"/ { r = f($0, "round") + 0
-                if (r == w) { r0 = r; t0 = f($0, "time"); c0 = f($0, "t_compute")
+                if (t0 == "" && r >= w) { r0 = r; t0 = f($0, "time"); c0 = f($0, "t_compute")
                               m0 = f($0, "t_comm"); w0 = f($0, "t_wait") }
                 last = $0 }
             /"ev":"end"/ { cpu = f($0, "cpu_s"); from = f($0, "cpu_s_from"); rounds = f($0, "round") + 0 }

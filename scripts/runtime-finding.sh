@@ -90,7 +90,8 @@ for jit in $JITTERS; do
             # time per round: median over peers of (last round's time - round 2's) / rounds between
             tpr=$(for f in "$run"/node-*/metrics.jsonl; do
                 awk '/"ev":"round"/ { r = $0; sub(/.*"round":/, "", r); t = $0; sub(/.*"time":/, "", t)
-                    if (r + 0 == 2) a = t + 0; if (r + 0 > 2) { b = t + 0; c++ } } END { printf "%.6f\n", (b - a) / c }' "$f"
+                    if (r + 0 <= 2) { a = t + 0; ra = r + 0 } else { b = t + 0; rb = r + 0 } }
+                    END { printf "%.6f\n", (b - a) / (rb - ra) }' "$f"
                 done | sort -g | awk '{ v[NR] = $1 } END { printf "%.4f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
             echo "$jit $seed $algo $name $tpr $load0 $load1" >> "$WORK/runs"
             printf '  %-18s seed %s  %-12s %.3f s/round  (load %s -> %s)\n' "$jit" "$seed" "$algo" "$tpr" "$load0" "$load1"

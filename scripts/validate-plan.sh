@@ -146,8 +146,8 @@ printf '%s\n%s\n' "$CAL" "$GRID" | while read -r n prof algo jit len; do
             r = $0; sub(/.*"round":/, "", r); r += 0
             for (f = 1; f <= 4; f++) { name = f == 1 ? "time" : f == 2 ? "t_compute" : f == 3 ? "t_comm" : "t_wait"
                 s = $0; sub(".*\"" name "\":", "", s); v[f] = s + 0 }
-            if (r == w - 1) for (f = 1; f <= 4; f++) a[f] = v[f]
-            if (r >= w) { for (f = 1; f <= 4; f++) b[f] = v[f]; c++ } }
+            if (r <= w - 1) { for (f = 1; f <= 4; f++) a[f] = v[f]; ra = r }
+            else { for (f = 1; f <= 4; f++) b[f] = v[f]; c = r - ra } }
             END { if (c) printf "%.6f %.6f %.6f %.6f\n", (b[1] - a[1]) / c, (b[2] - a[2]) / c, (b[3] - a[3]) / c, (b[4] - a[4]) / c }' \
             "$run/node-$k/metrics.jsonl"
         k=$((k + 1))

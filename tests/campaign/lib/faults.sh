@@ -32,8 +32,13 @@ bad_jsonl_lines() {
     } END { print n + 0 }' "$1"
 }
 
-# rounds_done FILE: how many round lines; last_round FILE: the last one's round.
-rounds_done() { awk '/"ev":"round"/ { n++ } END { print n + 0 }' "$1" 2>/dev/null || echo 0; }
+# rounds_done FILE: how many rounds the round lines stand for (one each, or
+# a folded line's "rounds": --round-lines, docs/metrics.md); last_round FILE:
+# the last one's round.
+rounds_done() {
+    awk '/"ev":"round"/ { if (match($0, /"rounds":[0-9]+/)) n += substr($0, RSTART + 9, RLENGTH - 9); else n++ }
+        END { print n + 0 }' "$1" 2>/dev/null || echo 0
+}
 last_round() { grep "\"ev\":\"round\"" "$1" 2>/dev/null | sed -n "s/.*\"round\":\([0-9]*\).*/\1/p" | tail -1; }
 
 campaign_line() { # name injected survived lost recover
@@ -41,6 +46,10 @@ campaign_line() { # name injected survived lost recover
 }
 # count_ev FILE EV: lines of event EV (0 when the file does not exist yet).
 count_ev() { awk -v e="\"ev\":\"$2\"" 'index($0, e) { n++ } END { print n + 0 }' "$1" 2>/dev/null || echo 0; }
-# life_rounds FILE: round lines since the last start line (this life's).
-life_rounds() { awk '/"ev":"start"/ { c = 0 } /"ev":"round"/ { c++ } END { print c + 0 }' "$1" 2>/dev/null || echo 0; }
+# life_rounds FILE: rounds since the last start line (this life's), as rounds_done counts them.
+life_rounds() {
+    awk '/"ev":"start"/ { c = 0 }
+        /"ev":"round"/ { if (match($0, /"rounds":[0-9]+/)) c += substr($0, RSTART + 9, RLENGTH - 9); else c++ }
+        END { print c + 0 }' "$1" 2>/dev/null || echo 0
+}
 
