@@ -26,16 +26,17 @@ static int ahead(uint64_t now, uint64_t delay, uint64_t *at, char *err, size_t e
     return 0;
 }
 
-/* "joins at round 30", "ends at round 42" or "does not end": why a record
- * still counts as a member at now. */
+/* Why a record still counts as a member at now: "it joins at round 30",
+ * "it is a member since round 0 and does not end", "its membership ends at
+ * round 42". */
 static void describe_live(const mm_member *m, uint64_t now, char *out, size_t len)
 {
     if (m->join > now)
-        snprintf(out, len, "joins at round %" PRIu64, m->join);
+        snprintf(out, len, "it joins at round %" PRIu64, m->join);
     else if (m->end == MM_MEMBER_END_NONE)
-        snprintf(out, len, "is a member since round %" PRIu64 " and does not end", m->join);
+        snprintf(out, len, "it is a member since round %" PRIu64 " and does not end", m->join);
     else
-        snprintf(out, len, "is a member until round %" PRIu64 " (its end)", m->end);
+        snprintf(out, len, "its membership ends at round %" PRIu64, m->end);
 }
 
 mm_change_result mm_members_join(mm_members *t, uint32_t id, const char *addr,
@@ -61,8 +62,8 @@ mm_change_result mm_members_join(mm_members *t, uint32_t id, const char *addr,
     if (old) {
         if (old->end > now) {
             describe_live(old, now, why, sizeof why);
-            snprintf(err, errlen, "peer %u %s at round %" PRIu64 " (incarnation %u)", id, why,
-                     now, old->inc);
+            snprintf(err, errlen, "peer %u is still a member at round %" PRIu64
+                     " (%s; incarnation %u)", id, now, why, old->inc);
             return MM_REFUSED;
         }
         if (old->inc == UINT32_MAX) {
