@@ -16,8 +16,10 @@ static void usage(FILE *out)
 {
     fprintf(out,
             "usage: murmur topo gen KIND -n N [options] > FILE\n"
+            "       murmur topo gen KIND -n N --family [options] > FILE\n"
             "       murmur topo info FILE [--json] [--no-rho] [--rho-method auto|dense|sparse]\n"
-            "       murmur topo matrix FILE [--round R]\n\n"
+            "                             [--range A..B]\n"
+            "       murmur topo matrix FILE [--round R] [--members K]\n\n"
             "kinds:");
     for (int k = 0; mm_topo_kinds[k]; k++)
         fprintf(out, " %s", mm_topo_kinds[k]);
@@ -36,13 +38,21 @@ static void usage(FILE *out)
             "  --directed        exp: i -> i+2^k with column-stochastic weights (push-sum)\n"
             "                    instead of the symmetrised graph (D-PSGD)\n"
             "  --weights W       metropolis (default, undirected) or uniform\n"
-            "  --write-weights   write the weights as numbers ('weights explicit')\n\n"
+            "  --write-weights   write the weights as numbers ('weights explicit')\n"
+            "  --family          a family file: N starting members, the graph re-formed\n"
+            "                    over any number of members (ring, exp, one-peer-exp,\n"
+            "                    base, complete, regular, torus)\n\n"
             "info options:\n"
             "  --json            one JSON object instead of the table\n"
             "  --no-rho          graph facts only: no rho, no tenfold (fast)\n"
             "  --rho-method M    auto (default: dense up to %d peers, sparse above),\n"
             "                    dense (LAPACK SVD, O(n^3)) or sparse (Lanczos on the\n"
-            "                    sparse W, O(edges) per iteration)\n\n"
+            "                    sparse W, O(edges) per iteration)\n"
+            "  --range A..B      a family file: its facts for A..B members, one line each\n"
+            "                    (default N-8..N+8, from 1; N its starting members)\n\n"
+            "matrix options:\n"
+            "  --round R         the round (default 0)\n"
+            "  --members K       a family file: W of the family over K members\n\n"
             "The file format and how rho is computed are described in topologies/README.md.\n",
             MM_RHO_DENSE_MAX);
 }
@@ -118,6 +128,8 @@ static int gen(int argc, char **argv)
             o.directed = true;
         } else if (!strcmp(a, "--write-weights")) {
             o.write_weights = true;
+        } else if (!strcmp(a, "--family")) {
+            o.family = true;
         } else {
             fprintf(stderr, "murmur topo gen: unknown option '%s'\n", a);
             return 2;
@@ -265,6 +277,8 @@ static void fmt_accuracy(char *buf, size_t len, const mm_rho *r)
                  r->converged ? "" : " (iteration cap reached)");
 }
 
+/* The object `info --json` prints, but for its closing brace (a family
+ * file adds its range first). */
 static void info_json(const char *path, const mm_topology *t, const mm_topo_facts *f)
 {
     int n = mm_topo_n(t), period = mm_topo_period(t);
@@ -291,7 +305,7 @@ static void info_json(const char *path, const mm_topology *t, const mm_topo_fact
            " \"exact_average\": %s,\n", mm_topo_schedule(t) == MM_SCHED_LOCAL ? "false" : "true",
            f->sends, n > 1 ? 2.0 * (n - 1) / n : 0, f->exact_average ? "true" : "false");
     if (!f->has_rho) {
-        printf(" \"rho_rounds\": null, \"rho\": null, \"rho_method\": null, \"rounds_tenfold\": null}\n");
+        printf(" \"rho_rounds\": null, \"rho\": null, \"rho_method\": null, \"rounds_tenfold\": null");
         return;
     }
     printf(" \"rho_rounds\": [");
@@ -305,9 +319,9 @@ static void info_json(const char *path, const mm_topology *t, const mm_topo_fact
     printf(", \"rho_computed_by\": ");
     json_str(f->rho_all.method);
     if (isinf(f->rounds_tenfold))
-        printf(", \"rounds_tenfold\": null}\n");
+        printf(", \"rounds_tenfold\": null");
     else
-        printf(", \"rounds_tenfold\": %.0f}\n", f->rounds_tenfold);
+        printf(", \"rounds_tenfold\": %.0f", f->rounds_tenfold);
 }
 
 /* What peers compare in their HELLO (docs/protocol.md 3.1). */
@@ -408,13 +422,162 @@ static void info_text(const char *path, const mm_topology *t, const mm_topo_fact
                f->rounds_tenfold, f->rounds_tenfold == 1 ? "" : "s", f->rounds_tenfold == 1 ? "s" : "");
 }
 
+/* ---- a family file: its facts over a range of member counts ---------------- */
+
+#define RANGE_MAX 4096 /* member counts one `info --range` may show */
+
+/* "A..B", 1 <= A <= B <= 2^20, at most RANGE_MAX counts. */
+static bool parse_range(const char *v, int *a, int *b)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || strncmp(end, "..", 2) || errno)
+        return false;
+    const char *w = end + 2;
+    long y = strtol(w, &end, 10);
+    if (end == w || *end || errno || x < 1 || y < x || y > (1 << 20) || y - x >= RANGE_MAX)
+        return false;
+    *a = (int)x;
+    *b = (int)y;
+    return true;
+}
+
+/* What the family gives k members: facts (and rho unless no_rho), shape. */
+typedef struct {
+    int k;
+    mm_topo_facts f;
+    char shape[96];
+} family_row;
+
+static int family_row_get(const mm_topology *family, int k, bool no_rho, enum mm_rho_method m,
+                          const mm_topo_progress *p, family_row *row)
+{
+    char err[512];
+    mm_topology *t = mm_topo_instantiate(family, k, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "murmur topo info: %s\n", err);
+        return -1;
+    }
+    int rc = mm_topo_graph_facts(t, p, &row->f);
+    if (rc == 0 && !no_rho)
+        rc = mm_topo_rho_facts(t, m, p, &row->f);
+    mm_topo_free(t);
+    if (rc < 0) {
+        fprintf(stderr, "murmur topo info: %d members: out of memory or LAPACK failure\n", k);
+        return -1;
+    }
+    row->k = k;
+    mm_topo_family_shape(family, k, row->shape, sizeof row->shape);
+    return 0;
+}
+
+static const char *w_short(const mm_topo_facts *f)
+{
+    return f->doubly ? "doubly" : f->row ? "row" : f->column ? "column" : "none";
+}
+
+static void family_head(const char *path, const mm_topology *t, int a, int b)
+{
+    char fam[128];
+    mm_topo_family_describe(t, fam, sizeof fam);
+    int n = mm_topo_family_peers(t);
+    printf("file          %s\n", path);
+    printf("kind          %s\n", mm_topo_kind(t));
+    printf("family        %s: re-formed over the members at every change\n", fam);
+    printf("peers         %d at the start (ids 0..%d)\n", n, n - 1);
+    print_digest(t);
+    printf("members       %d..%d below: the family over k members, ranks 0..k-1 = member ids in\n"
+           "              ascending order; degree and diameter of the union over one period,\n"
+           "              sends = vectors per peer per round, W = doubly or row stochastic,\n"
+           "              tenfold = rounds of pure gossip that shrink the consensus distance tenfold\n\n",
+           a, b);
+    printf("members  degree  sends  diameter  W       rho            tenfold  graph\n");
+}
+
+static void family_line(const family_row *r)
+{
+    const mm_topo_facts *f = &r->f;
+    char deg[32], rho[48] = "-", ten[32] = "-";
+    if (f->deg_min == f->deg_max)
+        snprintf(deg, sizeof deg, "%d", f->deg_max);
+    else
+        snprintf(deg, sizeof deg, "%d..%d", f->deg_min, f->deg_max);
+    if (f->has_rho) {
+        fmt_rho(rho, sizeof rho, f->rho);
+        if (isinf(f->rounds_tenfold))
+            snprintf(ten, sizeof ten, "never");
+        else
+            snprintf(ten, sizeof ten, "%.0f", f->rounds_tenfold);
+    }
+    printf("%7d  %6s  %5.4g  %8d  %-6s  %-13s  %7s  %s\n", r->k, deg, f->sends, f->diameter,
+           w_short(f), rho, ten, r->shape);
+}
+
+static void family_json(const family_row *r, bool first)
+{
+    const mm_topo_facts *f = &r->f;
+    printf("%s\n  {\"members\": %d, \"graph\": ", first ? "" : ",", r->k);
+    json_str(r->shape);
+    printf(", \"degree_min\": %d, \"degree_max\": %d, \"sends_per_round\": %.10g, "
+           "\"diameter\": %d, \"connected\": %s, \"doubly_stochastic\": %s, ",
+           f->deg_min, f->deg_max, f->sends, f->diameter, f->connected ? "true" : "false",
+           f->doubly ? "true" : "false");
+    if (!f->has_rho)
+        printf("\"rho\": null, \"rounds_tenfold\": null}");
+    else if (isinf(f->rounds_tenfold))
+        printf("\"rho\": %.17g, \"rounds_tenfold\": null}", f->rho);
+    else
+        printf("\"rho\": %.17g, \"rounds_tenfold\": %.0f}", f->rho, f->rounds_tenfold);
+}
+
+/* `info` of a family file: the text head and one line per member count,
+ * or (json) the usual object for its starting members plus "family" and
+ * "range" (launchers read the first lines as for any file). */
+static int family_info(const char *path, const mm_topology *t, const mm_topo_facts *at_n,
+                       bool json, bool no_rho, enum mm_rho_method m, const mm_topo_progress *p,
+                       int a, int b)
+{
+    if (json) {
+        info_json(path, t, at_n);
+        char fam[128];
+        mm_topo_family_describe(t, fam, sizeof fam);
+        printf(",\n \"family\": ");
+        json_str(fam);
+        printf(", \"family_peers\": %d, \"range\": [", mm_topo_family_peers(t));
+    } else {
+        family_head(path, t, a, b);
+    }
+    for (int k = a; k <= b; k++) {
+        family_row r;
+        if (family_row_get(t, k, no_rho, m, p, &r) < 0)
+            return 1;
+        if (json)
+            family_json(&r, k == a);
+        else
+            family_line(&r);
+    }
+    if (json)
+        printf("]}\n");
+    return 0;
+}
+
 static int info(int argc, char **argv)
 {
     const char *path = NULL;
-    bool json = false, no_rho = false;
+    bool json = false, no_rho = false, range_given = false;
+    int ra = 0, rb = 0;
     enum mm_rho_method method = MM_RHO_AUTO;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) {
+        if (!strcmp(argv[i], "--range")) {
+            const char *v = i + 1 < argc ? argv[++i] : "";
+            if (!parse_range(v, &ra, &rb)) {
+                fprintf(stderr, "murmur topo info: --range: expected A..B, 1 <= A <= B <= %d, at "
+                        "most %d counts, got '%s'\n", 1 << 20, RANGE_MAX, v);
+                return 2;
+            }
+            range_given = true;
+        } else if (!strcmp(argv[i], "--json")) {
             json = true;
         } else if (!strcmp(argv[i], "--no-rho")) {
             no_rho = true;
@@ -438,28 +601,54 @@ static int info(int argc, char **argv)
     mm_topology *t = load_file(path, &rc);
     if (!t)
         return rc;
+    bool family = mm_topo_family(t);
+    if (range_given && !family) {
+        fprintf(stderr, "murmur topo info: --range: %s is not a family (it names its peers' "
+                "edges or schedule)\n", path);
+        mm_topo_free(t);
+        return 2;
+    }
+    if (family && !range_given) { /* around the starting members */
+        int n = mm_topo_family_peers(t);
+        ra = n > 9 ? n - 8 : 1;
+        rb = n + 8 < (1 << 20) ? n + 8 : 1 << 20;
+    }
     progress_state ps = {.start = mono_now()};
     mm_topo_progress prog = {.fn = show_progress, .ud = &ps};
     mm_topo_facts f;
-    if (mm_topo_graph_facts(t, &prog, &f) < 0 || (!no_rho && mm_topo_rho_facts(t, method, &prog, &f) < 0)) {
+    bool facts_at_n = json || !family; /* a family's text shows the range only */
+    if (facts_at_n && (mm_topo_graph_facts(t, &prog, &f) < 0 ||
+                       (!no_rho && mm_topo_rho_facts(t, method, &prog, &f) < 0))) {
         fprintf(stderr, "murmur topo info: %s: out of memory or LAPACK failure\n", path);
         mm_topo_free(t);
         return 1;
     }
-    if (json)
+    rc = 0;
+    if (family)
+        rc = family_info(path, t, &f, json, no_rho, method, &prog, ra, rb);
+    else if (json) {
         info_json(path, t, &f);
-    else
+        printf("}\n");
+    } else
         info_text(path, t, &f);
     mm_topo_free(t);
-    return fflush(stdout) ? 1 : 0;
+    return fflush(stdout) || rc ? 1 : 0;
 }
 
 static int matrix(int argc, char **argv)
 {
     const char *path = NULL;
     uint64_t round = 0;
+    long members = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--round")) {
+        if (!strcmp(argv[i], "--members")) {
+            if (i + 1 >= argc || !parse_int(argv[i + 1], 1, 1 << 20, &members)) {
+                fprintf(stderr, "murmur topo matrix: --members: expected a whole number 1..%d\n",
+                        1 << 20);
+                return 2;
+            }
+            i++;
+        } else if (!strcmp(argv[i], "--round")) {
             char *end;
             if (i + 1 >= argc || !*argv[i + 1] || *argv[i + 1] == '-') {
                 fprintf(stderr, "murmur topo matrix: --round needs a non-negative integer\n");
@@ -479,6 +668,18 @@ static int matrix(int argc, char **argv)
     mm_topology *t = load_file(path, &rc);
     if (!t)
         return rc;
+    if (members) {
+        char err[512];
+        bool family = mm_topo_family(t);
+        mm_topology *k = family ? mm_topo_instantiate(t, (int)members, err, sizeof err) : NULL;
+        mm_topo_free(t);
+        if (!k) {
+            fprintf(stderr, "murmur topo matrix: --members: %s\n",
+                    family ? err : "the file is not a family (it names its peers' edges or schedule)");
+            return family ? 1 : 2;
+        }
+        t = k;
+    }
     int n = mm_topo_n(t);
     if (n > 4096) {
         fprintf(stderr, "murmur topo matrix: %d peers make a %d x %d matrix; refusing above 4096\n", n, n, n);

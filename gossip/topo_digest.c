@@ -100,6 +100,46 @@ static canon_edge *canonical_edges(const mm_topo_spec *s)
     return e;
 }
 
+/* The family's number in the digest (docs/protocol.md 3.1): the byte
+ * after the schedule's, 0 in every file of fixed peers, so their digests
+ * are what they were before families existed. */
+static uint8_t family_code(enum mm_family f)
+{
+    switch (f) {
+    case MM_FAMILY_NONE: return 0;
+    case MM_FAMILY_RING: return 1;
+    case MM_FAMILY_EXP: return 2;
+    case MM_FAMILY_ONE_PEER_EXP: return 3;
+    case MM_FAMILY_BASE: return 4;
+    case MM_FAMILY_COMPLETE: return 5;
+    case MM_FAMILY_REGULAR: return 6;
+    case MM_FAMILY_TORUS: return 7;
+    }
+    return 255;
+}
+
+/* A family file: the same layout with the family's byte and parameters,
+ * no edges, no self weights. */
+void mm__family_digest(const struct mm__family *f, uint8_t out[32])
+{
+    mm_sha256_ctx c;
+    mm_sha256_init(&c);
+    mm_sha256_update(&c, DIGEST_TAG, strlen(DIGEST_TAG));
+    put_u32(&c, (uint32_t)f->peers);
+    put_u8(&c, 0); /* directed: every family is undirected */
+    put_u8(&c, mm__family_weighted(f->kind) ? weights_code(f->weights) : 0);
+    put_u8(&c, schedule_code(MM_SCHED_NONE));
+    put_u8(&c, family_code(f->kind));
+    put_u64(&c, f->kind == MM_FAMILY_REGULAR ? f->seed : 0);
+    bool has_degree = f->kind == MM_FAMILY_BASE || f->kind == MM_FAMILY_REGULAR;
+    put_u32(&c, has_degree ? (uint32_t)f->degree : 0);
+    put_u32(&c, 0); /* fanout */
+    put_u32(&c, 0); /* group */
+    put_u64(&c, 0); /* edges */
+    put_u32(&c, 0); /* self weights */
+    mm_sha256_final(&c, out);
+}
+
 int mm__topo_digest(const mm_topo_spec *s, mm_topology *t)
 {
     bool is_static = t->schedule == MM_SCHED_NONE;
@@ -113,7 +153,7 @@ int mm__topo_digest(const mm_topo_spec *s, mm_topology *t)
     put_u8(&c, is_static && t->directed);
     put_u8(&c, is_static ? weights_code(t->weights) : 0);
     put_u8(&c, schedule_code(t->schedule));
-    put_u8(&c, 0);
+    put_u8(&c, family_code(MM_FAMILY_NONE));
     put_u64(&c, mm__topo_random(t) ? t->seed : 0);
     put_u32(&c, t->schedule == MM_SCHED_BASE ? (uint32_t)t->degree : 0);
     put_u32(&c, t->schedule == MM_SCHED_EPIDEMIC ? (uint32_t)t->fanout : 0);

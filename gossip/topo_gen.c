@@ -66,7 +66,7 @@ static bool connected_spec(const mm_topo_spec *s)
 {
     mm_topo_spec c = *s;
     c.weights = MM_W_UNIFORM;
-    mm_topology *t = mm_topo_build(&c, "gen", NULL, 0);
+    mm_topology *t = mm__topo_build_graph(&c, "gen", NULL, 0);
     mm_topo_free(t);
     return t != NULL;
 }
@@ -409,9 +409,52 @@ static void describe(const char *kind, mm_topo_spec *s, const char *extra)
     }
 }
 
+/* `topo gen KIND -n N --family`: the family file of N starting members
+ * (no graph is drawn here: mm_topo_build instantiates it). */
+static int gen_family(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, char *err,
+                      size_t errlen)
+{
+    enum mm_family f = mm__family_lookup(kind);
+    if (f == MM_FAMILY_NONE)
+        return mm__topo_err(err, errlen, "gen", 0, "--family: kind %s has no family (families: "
+                            "ring, exp, one-peer-exp, base, complete, regular, torus)", kind);
+    const char *stray = o->directed ? "--directed" : o->rows ? "--rows" : o->fanout ? "-s"
+                        : o->group ? "--group" : o->p > 0 ? "-p"
+                        : o->write_weights ? "--write-weights" : NULL;
+    if (stray)
+        return mm__topo_err(err, errlen, "gen", 0, "--family: %s does not apply (a family makes "
+                            "its graph for every number of members)", stray);
+    if (o->weights_set && !mm__family_weighted(f))
+        return mm__topo_err(err, errlen, "gen", 0, "--weights: family %s fixes its weights", kind);
+    if (o->n < 1 || o->n > MM_TOPO_MAX_PEERS)
+        return mm__topo_err(err, errlen, "gen", 0, "-n N: expected 1..%d starting members, got %d",
+                            MM_TOPO_MAX_PEERS, o->n);
+    s->n = o->n;
+    s->family = f;
+    s->weights = o->weights_set ? o->weights : MM_W_METROPOLIS;
+    if (f == MM_FAMILY_BASE)
+        s->degree = o->degree > 0 ? o->degree : 1;
+    if (f == MM_FAMILY_REGULAR) {
+        s->degree = o->degree > 0 ? o->degree : 3;
+        s->seed = o->seed;
+        if (s->degree < 3)
+            return mm__topo_err(err, errlen, "gen", 0, "-d %d: family regular needs D >= 3 (for "
+                                "degree 2 take family ring)", s->degree);
+    }
+    snprintf(s->kind, sizeof s->kind, "%s", kind);
+    snprintf(s->comment, sizeof s->comment,
+             "%s family, %d starting members (ids 0..%d): the graph is re-formed over the\n"
+             "members at every change, ids in ascending order as ranks 0..k-1\n"
+             "(topologies/README.md, \"Families\"; `murmur topo info` shows each k)",
+             kind, s->n, s->n - 1);
+    return 0;
+}
+
 int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *s, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
+    if (o->family)
+        return gen_family(kind, o, s, err, errlen);
     int n = o->n;
     if (n < 2 || n > MM_TOPO_MAX_PEERS)
         return mm__topo_err(err, errlen, "gen", 0, "-n N: expected 2..%d peers, got %d", MM_TOPO_MAX_PEERS, n);

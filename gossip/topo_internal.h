@@ -9,6 +9,15 @@
 
 #define MM_TOPO_MAX_PEERS (1 << 20)
 
+/* What a family file says: enough to instantiate it over any k. */
+struct mm__family {
+    enum mm_family kind;
+    int peers;               /* the file's `peers N`: the starting members */
+    int degree;              /* base: K; regular: D */
+    uint64_t seed;           /* regular: S */
+    enum mm_weights weights; /* ring, exp, complete, regular, torus */
+};
+
 struct mm_topology {
     int n;
     bool directed;
@@ -31,6 +40,7 @@ struct mm_topology {
     /* epidemic: round r's arcs for all peers, drawn once per round (O(n s)) */
     struct epi_cache *ec;
     uint8_t digest[32]; /* of the canonical form (gossip/topo_digest.c) */
+    struct mm__family fam; /* kind MM_FAMILY_NONE unless from a family file */
 };
 
 struct match_cache {
@@ -61,6 +71,22 @@ int mm_ceil_log2(int n);
 /* Sets t->digest from the spec t was built from (gossip/topo_digest.c).
  * 0, or -1 when out of memory. */
 int mm__topo_digest(const mm_topo_spec *s, mm_topology *t);
+
+/* The topology a valid spec describes, without its digest (gossip/
+ * topology.c): mm_topo_build is this and mm__topo_digest. NULL with the
+ * reason in err. */
+mm_topology *mm__topo_build_graph(const mm_topo_spec *s, const char *name, char *err,
+                                  size_t errlen);
+/* A family spec built: instantiated at its `peers N`, carrying the family
+ * and its digest (gossip/topo_family.c). */
+mm_topology *mm__family_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen);
+/* The digest of a family file (gossip/topo_digest.c). */
+void mm__family_digest(const struct mm__family *f, uint8_t out[32]);
+/* The family a name in a file names (MM_FAMILY_NONE: none). */
+enum mm_family mm__family_lookup(const char *name);
+/* Whether a family's weights come from a `weights` statement (the static
+ * families) or from its schedule (one-peer-exp, base). */
+bool mm__family_weighted(enum mm_family f);
 
 /* "name:line: " (or "name: " when line is 0) then the message; returns -1. */
 int mm__topo_err(char *err, size_t errlen, const char *name, int line, const char *fmt, ...)

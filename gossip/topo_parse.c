@@ -69,7 +69,7 @@ typedef struct {
     char *err;
     size_t errlen;
     int line;
-    int peers, graph, weights, sched, seed, kind, self, degree, fanout, group;
+    int peers, graph, weights, sched, seed, kind, self, degree, fanout, group, family;
 } parse_state;
 
 #define PERR(ps, ln, ...) mm__topo_err((ps)->err, (ps)->errlen, (ps)->name, (ln), __VA_ARGS__)
@@ -156,6 +156,40 @@ static int parse_self(parse_state *ps, char **tok)
     return 0;
 }
 
+#define FAMILY_LIST "ring, exp, one-peer-exp, base K, complete, regular D seed S or torus"
+
+/* family KIND [PARAMETERS]: base K, regular D seed S, the others none. */
+static int parse_family(parse_state *ps, char **tok, int nt)
+{
+    mm_topo_spec *s = ps->s;
+    int ln = ps->line;
+    if (ps->family)
+        return PERR(ps, ln, "'family' given twice (first on line %d)", ps->family);
+    ps->family = ln;
+    enum mm_family f = nt >= 2 ? mm__family_lookup(tok[1]) : MM_FAMILY_NONE;
+    if (f == MM_FAMILY_NONE)
+        return PERR(ps, ln, "expected a family after 'family' (" FAMILY_LIST "), got '%s'",
+                    nt >= 2 ? tok[1] : "");
+    s->family = f;
+    uint64_t v;
+    if (f == MM_FAMILY_BASE) {
+        if (nt != 3 || !parse_u64(tok[2], &v) || v < 1 || v > MM_TOPO_MAX_PEERS)
+            return PERR(ps, ln, "expected 'family base K' (K, the maximum degree per round, "
+                        "1..%d)", MM_TOPO_MAX_PEERS);
+        s->degree = (int)v;
+    } else if (f == MM_FAMILY_REGULAR) {
+        if (nt != 5 || strcmp(tok[3], "seed") || !parse_u64(tok[2], &v) || v < 3 ||
+            v > MM_TOPO_MAX_PEERS || !parse_u64(tok[4], &s->seed))
+            return PERR(ps, ln, "expected 'family regular D seed S' (the degree D, 3..%d, and "
+                        "a seed S, 0..2^64-1)", MM_TOPO_MAX_PEERS);
+        s->degree = (int)v;
+    } else if (nt > 2) {
+        return PERR(ps, ln, "expected the end of the line after 'family %s', got '%s'", tok[1],
+                    tok[2]);
+    }
+    return 0;
+}
+
 /* The line a statement was first seen on, for the statements that may be
  * given once. */
 static int *seen_at(parse_state *ps, const char *kw)
@@ -176,10 +210,12 @@ static int parse_statement(parse_state *ps, char **tok, int nt)
     mm_topo_spec *s = ps->s;
     const char *kw = tok[0], *val = tok[1];
     int ln = ps->line;
+    if (!strcmp(kw, "family"))
+        return parse_family(ps, tok, nt);
     int *seen = seen_at(ps, kw);
     if (!seen && strcmp(kw, "self"))
         return PERR(ps, ln, "expected a statement (peers, kind, graph, weights, schedule, seed, "
-                    "degree, fanout, group, self) or an edge 'U V [WEIGHT]', got '%s'", kw);
+                    "degree, fanout, group, self, family) or an edge 'U V [WEIGHT]', got '%s'", kw);
     int want = seen ? 2 : 3;
     if (nt != want)
         return PERR(ps, ln, "expected '%s' followed by %s", kw,
@@ -228,6 +264,36 @@ static int parse_statement(parse_state *ps, char **tok, int nt)
     return 0;
 }
 
+/* A family: no edges, no schedule, undirected, weights only for the
+ * families that take them and never explicit, its parameters on its line. */
+static int check_family(parse_state *ps)
+{
+    mm_topo_spec *s = ps->s;
+    const char *name = mm_topo_family_name(s->family);
+    if (s->n_edges)
+        return PERR(ps, s->edges[0].line, "this file names a family (line %d), which makes its "
+                    "edges for every number of members; it cannot also list edges", ps->family);
+    if (ps->sched)
+        return PERR(ps, ps->sched > ps->family ? ps->sched : ps->family,
+                    "a file names a family (line %d) or a schedule (line %d), not both",
+                    ps->family, ps->sched);
+    if (ps->graph && s->directed)
+        return PERR(ps, ps->graph, "a family is undirected (drop 'graph directed')");
+    int param = ps->seed ? ps->seed : ps->degree ? ps->degree : ps->fanout ? ps->fanout : ps->group;
+    if (param)
+        return PERR(ps, param, "a family takes its parameters on its own line (line %d): "
+                    "'family base K', 'family regular D seed S'", ps->family);
+    if (ps->weights && !mm__family_weighted(s->family))
+        return PERR(ps, ps->weights, "family %s (line %d) fixes its weights; drop this line", name,
+                    ps->family);
+    if (ps->weights && s->weights == MM_W_EXPLICIT)
+        return PERR(ps, ps->weights, "a family computes its weights for every number of members: "
+                    "'weights metropolis' or 'weights uniform', not explicit");
+    if (ps->self)
+        return PERR(ps, ps->self, "a family computes its weights; 'self' cannot be given");
+    return 0;
+}
+
 /* What needs the whole file: a schedule's parameters, and that edges and
  * weights agree with the weights statement. */
 static int check_spec(parse_state *ps)
@@ -235,6 +301,8 @@ static int check_spec(parse_state *ps)
     mm_topo_spec *s = ps->s;
     if (!ps->peers)
         return PERR(ps, 0, "expected 'peers N' (the number of peers); none found");
+    if (ps->family)
+        return check_family(ps);
     bool explicit_w = s->weights == MM_W_EXPLICIT;
     bool random = s->schedule == MM_SCHED_RANDOM_MATCHING || s->schedule == MM_SCHED_EPIDEMIC;
     if (ps->sched) {
@@ -306,7 +374,9 @@ int mm_topo_parse_spec(const char *text, size_t len, const char *name,
     if (check_spec(&ps) < 0)
         goto fail;
     if (!s->kind[0])
-        strcpy(s->kind, s->schedule ? schedule_names[s->schedule] : "file");
+        strcpy(s->kind, s->family   ? mm_topo_family_name(s->family)
+                        : s->schedule ? schedule_names[s->schedule]
+                                      : "file");
     return 0;
 fail:
     mm_topo_spec_free(s);
@@ -367,7 +437,16 @@ char *mm_topo_format(const mm_topo_spec *s)
     sb_printf(&b, "peers %d\n", s->n);
     if (s->kind[0])
         sb_printf(&b, "kind %s\n", s->kind);
-    if (s->schedule != MM_SCHED_NONE) {
+    if (s->family != MM_FAMILY_NONE) {
+        sb_printf(&b, "family %s", mm_topo_family_name(s->family));
+        if (s->family == MM_FAMILY_BASE)
+            sb_printf(&b, " %d", s->degree);
+        if (s->family == MM_FAMILY_REGULAR)
+            sb_printf(&b, " %d seed %" PRIu64, s->degree, s->seed);
+        sb_printf(&b, "\n");
+        if (mm__family_weighted(s->family))
+            sb_printf(&b, "weights %s\n", weights_names[s->weights]);
+    } else if (s->schedule != MM_SCHED_NONE) {
         sb_printf(&b, "schedule %s\n", schedule_names[s->schedule]);
         if (s->schedule == MM_SCHED_BASE)
             sb_printf(&b, "degree %d\n", s->degree);

@@ -566,7 +566,8 @@ static int build_schedule(mm_topology *t, const char *name, char *err, size_t er
     return mm__topo_err(err, errlen, name, 0, "unknown schedule");
 }
 
-mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
+mm_topology *mm__topo_build_graph(const mm_topo_spec *s, const char *name, char *err,
+                                  size_t errlen)
 {
     if (s->n < 1 || s->n > MM_TOPO_MAX_PEERS) {
         mm__topo_err(err, errlen, name, 0, "peers %d: expected 1..%d", s->n, MM_TOPO_MAX_PEERS);
@@ -614,11 +615,6 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         if (!build_static(s, t, name, err, errlen))
             return NULL;
     }
-    if (mm__topo_digest(s, t) < 0) {
-        mm__topo_err(err, errlen, name, 0, "out of memory");
-        mm_topo_free(t);
-        return NULL;
-    }
     if (t->schedule == MM_SCHED_LOCAL)
         return t; /* no communication on purpose: nothing to connect */
     int bad;
@@ -657,6 +653,19 @@ mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, s
         else
             mm__topo_err(err, errlen, name, 0,
                         "not connected%s: no path from peer 0 to peer %d", over, bad);
+        mm_topo_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+mm_topology *mm_topo_build(const mm_topo_spec *s, const char *name, char *err, size_t errlen)
+{
+    if (s->family != MM_FAMILY_NONE)
+        return mm__family_build(s, name, err, errlen);
+    mm_topology *t = mm__topo_build_graph(s, name, err, errlen);
+    if (t && mm__topo_digest(s, t) < 0) {
+        mm__topo_err(err, errlen, name, 0, "out of memory");
         mm_topo_free(t);
         return NULL;
     }

@@ -49,6 +49,21 @@ enum mm_schedule {
                                * W row- but not column-stochastic */
 };
 
+/* Families: a file that names a kind of graph instead of its edges
+ * (`family ring`) describes a topology for every number of members k >= 1,
+ * which mm_topo_instantiate makes over ranks 0..k-1 (topologies/README.md,
+ * "Families"; docs/membership.md). Numbered as in the topology digest. */
+enum mm_family {
+    MM_FAMILY_NONE,         /* edges or a schedule: a file of fixed peers */
+    MM_FAMILY_RING,         /* a cycle (k = 2: the edge) */
+    MM_FAMILY_EXP,          /* the symmetrised exponential graph, as `topo gen exp` */
+    MM_FAMILY_ONE_PEER_EXP, /* schedule one-peer-exp over k */
+    MM_FAMILY_BASE,         /* schedule base with degree min(K, k-1) */
+    MM_FAMILY_COMPLETE,     /* every pair */
+    MM_FAMILY_REGULAR,      /* random D-regular drawn from a seed of (S, k) */
+    MM_FAMILY_TORUS,        /* rows x cols as square as k allows (1 x k: the ring) */
+};
+
 typedef struct {
     uint32_t u, v;  /* undirected: u-v; directed: u sends to v (W[v][u] = w) */
     double w;       /* explicit weights only, else 0 */
@@ -63,8 +78,10 @@ typedef struct {
     bool directed;
     enum mm_weights weights;
     enum mm_schedule schedule;
-    uint64_t seed;              /* random-matching, epidemic */
-    int degree;                 /* base: k, the maximum degree (0: not given) */
+    enum mm_family family;      /* MM_FAMILY_NONE: edges or a schedule */
+    uint64_t seed;              /* random-matching, epidemic; family regular: S */
+    int degree;                 /* base: k, the maximum degree (0: not given);
+                                 * family base: K; family regular: D */
     int fanout;                 /* epidemic: s, peers each peer sends to (0: not given) */
     int group;                  /* alt-exp-ring: peers per host (0: not given = 1) */
     char kind[32];              /* a label: "ring", "exp", ... ("file" if none) */
@@ -101,6 +118,8 @@ typedef struct {
     bool weights_set;         /* else: metropolis (undirected) / uniform (directed) */
     enum mm_weights weights;  /* metropolis or uniform */
     bool write_weights;       /* write the resulting numbers (weights explicit) */
+    bool family;              /* write a family file (`family KIND`, n starting
+                               * members) instead of the graph on n peers */
 } mm_gen_opts;
 
 int mm_topo_generate(const char *kind, const mm_gen_opts *o, mm_topo_spec *out,
@@ -135,6 +154,47 @@ const char *mm_topo_kind(const mm_topology *t);   /* "ring", "exp", "one-peer-ex
  * comments, kind, edge order or bytes). Peers that loaded different
  * topologies refuse each other at the HELLO (docs/protocol.md 3.1). */
 const uint8_t *mm_topo_digest(const mm_topology *t);
+
+/* ---- families (topologies/README.md, "Families") ----------------------------
+ * mm_topo_load of a family file gives the family instantiated at the file's
+ * `peers N` (so a static run on it is an ordinary run on that graph), which
+ * also carries the family: mm_topo_family is true, and mm_topo_instantiate
+ * makes it over any other count. */
+
+/* The most edges a family's graph on k members may have: larger ones are
+ * refused (complete over more than 2,048 members, exp over more than about
+ * 120,000): every peer would send that many vectors per round anyway. */
+#define MM_TOPO_FAMILY_MAX_EDGES (1 << 21)
+
+/* True when t came from a family file (directly or by mm_topo_instantiate). */
+bool mm_topo_family(const mm_topology *t);
+/* The family, MM_FAMILY_NONE for a file of fixed peers. */
+enum mm_family mm_topo_family_kind(const mm_topology *t);
+/* Its name as the file writes it ("ring", "one-peer-exp", ...; "none"). */
+const char *mm_topo_family_name(enum mm_family f);
+/* The file's `peers N`: the starting members, ids 0..N-1 (0: not a family). */
+int mm_topo_family_peers(const mm_topology *t);
+/* The family's topology over k members, ranks 0..k-1 (the caller maps rank
+ * i to the i-th smallest member id): an ordinary topology that every
+ * mm_topo_* function takes, freed with mm_topo_free, independent of
+ * `family` (which may be freed first). It carries the family, its kind
+ * label and its digest (the file's, whatever k), so instantiating it again
+ * gives what instantiating `family` gives. Every k in 1..MM_TOPO_MAX_PEERS
+ * has one (k = 1: a peer alone, W = [1]; the other fallbacks in
+ * topologies/README.md, "Families"). Pure: the same (family, k) gives the
+ * same graph on every peer. Cost: what `topo gen` of that graph costs plus
+ * its validation, O(k log k) for the sparse families, O(k^2) for complete
+ * (scripts/bench-topo-family.sh measures it). NULL with the reason in err
+ * when t is not a family, k is out of range or memory ran out. */
+mm_topology *mm_topo_instantiate(const mm_topology *family, int k, char *err, size_t errlen);
+/* The family as its file's line says it, with its weights where it takes
+ * them: "ring, weights metropolis", "base 2", "regular 3 seed 1, weights
+ * uniform" ("none" when t is not a family). */
+void mm_topo_family_describe(const mm_topology *t, char *buf, size_t len);
+/* What the family is over k members, in a few words for tools and logs:
+ * "alone", "ring", "4 x 4 torus", "ring (1 x 7 torus: 7 is prime)",
+ * "4-regular (k x D odd), seed 0x...", ... */
+void mm_topo_family_shape(const mm_topology *family, int k, char *buf, size_t len);
 
 typedef struct {
     uint32_t peer;

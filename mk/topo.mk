@@ -1,4 +1,5 @@
 # Topology files shipped in topologies/: `make topologies` regenerates them
+# (and the family files of 8 starting members, family-*-8.topo)
 # with the murmur binary (tests/e2e/topo_shipped.sh checks they still match).
 TOPO_SIZES = 4 8 16 32
 
@@ -22,4 +23,20 @@ topologies: murmur
 	  ./murmur topo gen base -n $$n -k 3 > topologies/base-k3-$$n.topo && \
 	  ./murmur topo gen epidemic -n $$n --seed 1 > topologies/epidemic-$$n.topo \
 	  || exit 1; \
-	done; echo "topologies/: $$(ls topologies/*.topo | wc -l) files"
+	done; \
+	for k in ring exp one-peer-exp complete torus; do \
+	  ./murmur topo gen $$k -n 8 --family > topologies/family-$$(echo $$k | sed 's/one-peer/onepeer/')-8.topo || exit 1; \
+	done; \
+	./murmur topo gen base -n 8 -k 1 --family > topologies/family-base-k1-8.topo && \
+	./murmur topo gen regular -n 8 -d 3 --seed 1 --family > topologies/family-regular-d3-8.topo || exit 1; \
+	echo "topologies/: $$(ls topologies/*.topo | wc -l) files"
+
+# make bench-topo-family: what instantiating a topology family costs at
+# 8 .. 1024 members, against `topo gen` + load of the same graph measured in
+# the same run (BENCH_LARGE=1: the sparse families up to 2^20 members).
+$(BUILD)/tests/bench_topo_family: $(BUILD)/tests/bench_topo_family.o $(BUILD)/libmurmur.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+
+.PHONY: bench-topo-family
+bench-topo-family: deps $(BUILD)/tests/bench_topo_family
+	@./$(BUILD)/tests/bench_topo_family

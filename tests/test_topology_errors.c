@@ -64,6 +64,25 @@ static const bad_case cases[] = {
     {"seed not a number", "peers 4\nschedule random-matching\nseed -1\n", {"bad.topo:3: ", "expected a seed", "'-1'"}},
     {"statement missing value", "peers\n", {"bad.topo:1: ", "expected 'peers' followed by one value"}},
     {"binary junk", "peers 2\n0 1\n\x01\x02\n", {"bad.topo:3: ", "expected text", "0x01"}},
+    /* families (topologies/README.md, "Families") */
+    {"family with edges", "peers 4\nfamily ring\n0 1\n", {"bad.topo:3: ", "names a family (line 2)", "cannot also list edges"}},
+    {"edges then family", "peers 4\n0 1\nfamily ring\n", {"bad.topo:2: ", "names a family (line 3)"}},
+    {"family and schedule", "peers 4\nfamily ring\nschedule local\n", {"bad.topo:3: ", "family (line 2) or a schedule (line 3)"}},
+    {"unknown family", "peers 4\nfamily star\n", {"bad.topo:2: ", "expected a family", "'star'"}},
+    {"family without kind", "peers 4\nfamily\n", {"bad.topo:2: ", "expected a family"}},
+    {"family twice", "peers 4\nfamily ring\nfamily exp\n", {"bad.topo:3: ", "'family' given twice", "line 2"}},
+    {"family base without K", "peers 4\nfamily base\n", {"bad.topo:2: ", "'family base K'"}},
+    {"family base K zero", "peers 4\nfamily base 0\n", {"bad.topo:2: ", "'family base K'"}},
+    {"family regular without seed", "peers 4\nfamily regular 3\n", {"bad.topo:2: ", "'family regular D seed S'"}},
+    {"family regular D 2", "peers 4\nfamily regular 2 seed 1\n", {"bad.topo:2: ", "3.."}},
+    {"family regular bad word", "peers 4\nfamily regular 3 salt 1\n", {"bad.topo:2: ", "'family regular D seed S'"}},
+    {"family trailing word", "peers 4\nfamily ring 3\n", {"bad.topo:2: ", "end of the line after 'family ring'", "'3'"}},
+    {"family directed", "peers 4\nfamily ring\ngraph directed\n", {"bad.topo:3: ", "a family is undirected"}},
+    {"family explicit weights", "peers 4\nfamily ring\nweights explicit\n", {"bad.topo:3: ", "not explicit"}},
+    {"family schedule weights", "peers 4\nfamily one-peer-exp\nweights uniform\n", {"bad.topo:3: ", "family one-peer-exp (line 2) fixes its weights"}},
+    {"family parameter apart", "peers 4\nfamily base 2\ndegree 2\n", {"bad.topo:3: ", "parameters on its own line (line 2)"}},
+    {"family self", "peers 4\nfamily ring\nself 0 1\n", {"bad.topo:3: ", "'self' cannot be given"}},
+    {"family without peers", "family ring\n", {"bad.topo: ", "expected 'peers N'"}},
 };
 
 static void each_bad_input_is_refused_with_where_and_what(void **state)
@@ -102,6 +121,13 @@ static void fixed_versions_are_accepted(void **state)
         "peers 4\nschedule random-matching\nseed 3\n",
         "peers 1\n",
         "  peers   3 # with a comment\n\t0 1\r\n1 2   # tabs, CRLF\n",
+        "peers 4\nfamily ring\n",
+        "family exp\npeers 4\n",
+        "peers 4\nfamily base 1\n",
+        "peers 4\nfamily regular 3 seed 1\n",
+        "peers 4\nfamily ring\ngraph undirected\nweights uniform\n",
+        "peers 4\nfamily one-peer-exp\n",
+        "peers 1\nfamily torus\n",
     };
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         char err[512] = "";

@@ -16,7 +16,8 @@ for f in topologies/*.topo; do
     if ! "$M" topo info --json "$f" > "$tmp/info.json" 2> "$tmp/err"; then
         bad "$f: info failed: $(cat "$tmp/err")"; continue
     fi
-    rho=$(sed -n 's/.*"rho": \([-0-9.e+]*\),.*/\1/p' "$tmp/info.json")
+    # the first: a family file's "range" has one per member count after it
+    rho=$(sed -n 's/.*"rho": \([-0-9.e+]*\),.*/\1/p' "$tmp/info.json" | head -n 1)
     if grep -q '"communicates": false' "$tmp/info.json"; then
         # the no-communication baseline: W = I, nothing contracts
         grep -q '"kind": "local"' "$tmp/info.json" || bad "$f: silent but not kind local"
@@ -95,6 +96,48 @@ printf 'peers 4\n' > "$tmp/silent.topo"
 if "$M" topo info "$tmp/silent.topo" > /dev/null 2> "$tmp/err"; then bad "edgeless file accepted"; fi
 grep -q "schedule local" "$tmp/err" || bad "edgeless file message: $(cat "$tmp/err")"
 "$M" topo info topologies/complete-8.topo | grep -q '^all-reduce ' || bad "complete-8: no all-reduce line"
+
+# families: `info` prints one line per member count, the default range
+# N-8..N+8 (from 1) and --range A..B; --json adds the range to the object
+# of the starting members; gen --family writes what info reads; a family
+# at k is what `topo gen` makes for k (matrix --members)
+"$M" topo info topologies/family-ring-8.topo > "$tmp/out" 2> "$tmp/err" || bad "info family-ring-8: $(cat "$tmp/err")"
+grep -q '^family        ring, weights metropolis' "$tmp/out" || bad "family-ring-8: no family line"
+lines=$(grep -c '^ *[0-9][0-9]*  ' "$tmp/out")
+[ "$lines" -eq 16 ] || bad "family-ring-8: $lines member counts, not 16 (1..16)"
+grep -q '^      1       0      0         0  doubly  0.000000             1  alone$' "$tmp/out" ||
+    bad "family-ring-8: no line for 1 member alone"
+grep -q '^      8       2      2         4  doubly  0.804738            11  ring$' "$tmp/out" ||
+    bad "family-ring-8: 8 members are not ring-8 (rho 0.804738, 11 rounds): $(grep '^      8 ' "$tmp/out")"
+"$M" topo info --range 60..64 topologies/family-torus-8.topo > "$tmp/out" || bad "info --range failed"
+[ "$(grep -c '^ *6[0-4]  ' "$tmp/out")" -eq 5 ] || bad "--range 60..64: not 5 lines"
+grep -q '^     61  .*ring (61 is prime: the 1 x 61 torus)$' "$tmp/out" || bad "torus at 61: no ring fallback"
+grep -q '^     64  .*8 x 8 torus$' "$tmp/out" || bad "torus at 64: not 8 x 8"
+"$M" topo info --json --range 3..5 topologies/family-exp-8.topo > "$tmp/out" || bad "info --json family failed"
+grep -q '"peers": 8, ' "$tmp/out" && grep -q '"family": "exp, weights metropolis", "family_peers": 8' "$tmp/out" &&
+    [ "$(grep -c '^  {"members": [345], ' "$tmp/out")" -eq 3 ] || bad "info --json family: $(cat "$tmp/out")"
+for a in 0..4 5..3 x 1..5000; do
+    if "$M" topo info --range "$a" topologies/family-ring-8.topo > /dev/null 2>&1; then bad "--range $a accepted"; fi
+done
+if "$M" topo info --range 2..4 topologies/ring-8.topo > /dev/null 2> "$tmp/err"; then bad "--range on a static file accepted"; fi
+grep -q "is not a family" "$tmp/err" || bad "--range on a static file: $(cat "$tmp/err")"
+"$M" topo gen torus -n 12 --family > "$tmp/ft.topo" || bad "gen torus --family failed"
+grep -q '^family torus$' "$tmp/ft.topo" || bad "gen --family: no family line"
+for k in 7 12; do
+    "$M" topo matrix "$tmp/ft.topo" --members $k | tail -n +2 > "$tmp/wf"
+    if [ $k = 7 ]; then "$M" topo gen ring -n 7 > "$tmp/g.topo"; else "$M" topo gen torus -n 12 > "$tmp/g.topo"; fi
+    "$M" topo matrix "$tmp/g.topo" | tail -n +2 > "$tmp/wg"
+    cmp -s "$tmp/wf" "$tmp/wg" || bad "family torus at $k: W is not what topo gen makes"
+done
+if "$M" topo matrix topologies/ring-8.topo --members 4 > /dev/null 2> "$tmp/err"; then bad "--members on a static file accepted"; fi
+if "$M" topo gen star -n 8 --family > /dev/null 2> "$tmp/err"; then bad "gen star --family accepted"; fi
+grep -q "kind star has no family" "$tmp/err" || bad "gen star --family: $(cat "$tmp/err")"
+printf 'peers 4
+family ring
+0 1
+' > "$tmp/bad.topo"
+if "$M" topo info "$tmp/bad.topo" > /dev/null 2> "$tmp/err"; then bad "family with edges accepted"; fi
+grep -q "bad.topo:3: this file names a family (line 2)" "$tmp/err" || bad "family with edges: $(cat "$tmp/err")"
 
 [ "$fails" -eq 0 ] && echo "topo_cli: $count shipped files and 14 kinds ok"
 [ "$fails" -eq 0 ]

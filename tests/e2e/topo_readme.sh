@@ -29,5 +29,14 @@ if [ ! -s "$tmp/info.doc" ] || ! cmp -s "$tmp/info.doc" "$tmp/info.real"; then
     diff "$tmp/info.doc" "$tmp/info.real" | sed 's/^/  | /'
     fails=$((fails + 1))
 fi
+# and the family example (section "Families"), the same way
+awk '/^```/ { if (inb) exit; if (getline l > 0 && l ~ /^file +topologies\/family-torus-8.topo$/) { inb = 1; print l } next }
+     inb' topologies/README.md > "$tmp/fam.doc"
+"$M" topo info topologies/family-torus-8.topo --range 1..10 > "$tmp/fam.real" 2>&1
+if [ ! -s "$tmp/fam.doc" ] || ! cmp -s "$tmp/fam.doc" "$tmp/fam.real"; then
+    echo "FAIL: topologies/README.md's family 'murmur topo info' example is not what it prints:"
+    diff "$tmp/fam.doc" "$tmp/fam.real" | sed 's/^/  | /'
+    fails=$((fails + 1))
+fi
 echo "topo_readme: $count examples, $fails failed"
 [ "$fails" -eq 0 ]
