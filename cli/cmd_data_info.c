@@ -18,9 +18,11 @@ static const mm_opt *help_table;
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: murmur data-info -n N [--partition P] [--seed S] [--data DIR]\n\n"
+    fprintf(out, "usage: murmur data-info -n N [--partition P] [--seed S] [--data DIR] [--peer J]\n\n"
                  "Prints, for each of N peers, the files, bytes and genre mix (%% of its bytes)\n"
-                 "that a partition gives it, before anything is trained (docs/formats.md).\n");
+                 "that a partition gives it, before anything is trained (docs/formats.md).\n"
+                 "--peer J: only what member J gets; an id J >= N (a peer that joined an\n"
+                 "elastic run) trains on the shard of peer J mod N.\n");
     mm_opt_print(out, help_table);
 }
 
@@ -55,6 +57,48 @@ static int tally(const mm_data_index *ix, const mm_partition *part, int n, doubl
     return 0;
 }
 
+/* A peer's largest genre in its bytes b[0..G), with its total (*mine)
+ * and that genre's bytes (*top). */
+static int top_genre(const double *b, int G, double *mine, double *top)
+{
+    int tg = 0;
+    *mine = *top = 0;
+    for (int g = 0; g < G; g++) {
+        *mine += b[g];
+        if (b[g] > *top) {
+            *top = b[g];
+            tg = g;
+        }
+    }
+    return tg;
+}
+
+/* More than 80 % of the peer's bytes in one genre. */
+static bool dominated_by_one(const double *b, int G)
+{
+    double mine, top;
+    top_genre(b, G, &mine, &top);
+    return top > 0.8 * mine;
+}
+
+/* One row of the table: label (the peer, or the member asked about) and
+ * peer p's files, kB, genre shares and its largest genre. */
+static void print_row(long label, int p, const double *bytes, const int *files,
+                      const mm_data_index *ix)
+{
+    int G = ix->n_genres;
+    double mine, top;
+    int tg = top_genre(&bytes[p * G], G, &mine, &top);
+    printf("%4ld %5d %7.0f", label, files[p], mine / 1000);
+    for (int g = 0; g < G; g++) {
+        if (bytes[p * G + g] > 0)
+            printf(" %5.0f", 100 * bytes[p * G + g] / mine);
+        else
+            printf(" %5s", ".");
+    }
+    printf("  %.0f%% %s\n", 100 * top / mine, ix->genres[tg]);
+}
+
 /* Mean over peers of the total variation between a peer's genre shares and
  * the corpus's: 0 when every peer has the corpus's mix, near 1 when each
  * holds genres the corpus has little of. */
@@ -82,9 +126,12 @@ int cmd_data_info(int argc, char **argv)
     mm_replica_given given = {0};
     mm_opt shared[MM_REPLICA_OPTS], table[8];
     int ns = mm_replica_opts(&cfg, &given, shared), k = 0;
-    long n = 0;
+    long n = 0, member = -1;
     table[k++] = (mm_opt)MM_OPT(MM_OPT_LONG, "peers", "N", &n, 1, 1 << 20,
                                 "the number of peers (required)", .short_name = 'n',
+                                .hide_default = true);
+    table[k++] = (mm_opt)MM_OPT(MM_OPT_LONG, "peer", "J", &member, 0, UINT32_MAX,
+                                "only what member J gets (J >= N: peer J mod N's shard)",
                                 .hide_default = true);
     for (int i = 0; i < ns; i++)
         if (shared[i].kind != MM_OPT_SECTION &&
@@ -142,32 +189,21 @@ int cmd_data_info(int argc, char **argv)
     if (part.kind == MM_PART_DIRICHLET)
         printf(", seed %llu%s", (unsigned long long)part.seed,
                part.seed_given ? " (named in the partition)" : " (the run's --seed)");
-    printf(", %ld peers; %% of each peer's bytes by genre:\n\n", n);
-    printf("%4s %5s %7s", "peer", "files", "kB");
+    printf(", %ld peers; %% of each peer's bytes by genre:\n", n);
+    if (member >= n)
+        printf("member     %ld is not a starting peer (0..%ld): it trains on the shard of peer "
+               "%ld mod %ld = %d\n", member, n - 1, member, n, mm_shard_of_id((uint32_t)member, (int)n));
+    printf("\n%4s %5s %7s", "peer", "files", "kB");
     for (int g = 0; g < G; g++)
         printf(" %5.5s", ix.genres[g]);
     printf("  top\n");
     int dominated = 0;
     for (int p = 0; p < n; p++) {
-        double mine = 0, top = 0;
-        int tg = 0;
-        for (int g = 0; g < G; g++) {
-            mine += bytes[p * G + g];
-            if (bytes[p * G + g] > top) {
-                top = bytes[p * G + g];
-                tg = g;
-            }
-        }
-        printf("%4d %5d %7.0f", p, files[p], mine / 1000);
-        for (int g = 0; g < G; g++) {
-            double pc = 100 * bytes[p * G + g] / mine;
-            if (bytes[p * G + g] > 0)
-                printf(" %5.0f", pc);
-            else
-                printf(" %5s", ".");
-        }
-        printf("  %.0f%% %s\n", 100 * top / mine, ix.genres[tg]);
-        dominated += top > 0.8 * mine;
+        if (member < 0)
+            print_row(p, p, bytes, files, &ix);
+        else if (p == mm_shard_of_id((uint32_t)member, (int)n))
+            print_row(member, p, bytes, files, &ix);
+        dominated += dominated_by_one(&bytes[p * G], G);
     }
     printf("%4s %5d %7.0f", "all", n_train, total / 1000);
     for (int g = 0; g < G; g++)

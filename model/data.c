@@ -57,6 +57,11 @@ static int load_files(const char *dir, const mm_data_index *ix, const int *owner
     return 0;
 }
 
+int mm_shard_of_id(uint32_t id, int n_start)
+{
+    return n_start < 1 ? -1 : (int)(id % (uint32_t)n_start);
+}
+
 int mm_shard_load(mm_shard *s, const char *data_dir, const mm_partition *part, int peer, int n_peers,
                   char *err, size_t errlen)
 {

@@ -112,6 +112,15 @@ typedef struct {
     int *val_label;          /* index into labels */
 } mm_shard;
 
+/* The shard member `id` trains on in a run that started with n_start
+ * peers (docs/formats.md, "Ids beyond the starting set"): a starting peer
+ * (id < n_start) its own, any other id the shard of peer id mod n_start,
+ * always under the partition of n_start peers: the peer to pass to
+ * mm_shard_load with n_peers = n_start. So the starting peers' shards never
+ * change when others join, and a joiner trains on one of theirs. -1 when
+ * n_start < 1. */
+int mm_shard_of_id(uint32_t id, int n_start);
+
 /* Load peer `peer` of `n_peers` from a prepared data directory. Returns 0, or
  * -1 with a message naming the file and what is wrong (missing, truncated,
  * corrupted: the index holds a checksum of every file). */

@@ -43,7 +43,10 @@ static int load_replica(mm__trainer *tr, char *err, size_t errlen)
         return 0;
     }
     bool data = !c->no_train || (c->eval_every > 0 && c->train.data_dir);
-    int shard_n = c->no_train ? 1 : (int)tr->n, shard_id = c->no_train ? 0 : (int)tr->id;
+    /* tr->n is the run's starting peers: an id beyond them trains on the
+     * shard of peer id mod n (docs/formats.md, "Ids beyond the starting set") */
+    int shard_n = c->no_train ? 1 : (int)tr->n;
+    int shard_id = c->no_train ? 0 : mm_shard_of_id(tr->id, shard_n);
     uint64_t rng_seed = c->train.seed ^ (0xa0761d6478bd642fULL * (tr->id + 1));
     if (mm_replica_init(&tr->rep, &c->train, seed, rng_seed, err, errlen) != 0)
         return -1;

@@ -469,6 +469,50 @@ static void test_shards(void **state)
     }
 }
 
+/* Ids beyond the starting set (docs/formats.md): member j of a run that
+ * started with n peers trains on peer j mod n's shard of n, byte for byte,
+ * whatever the partition; the starting peers keep their own shards, the
+ * same bytes as before anyone joined. */
+static void test_shards_beyond_start(void **state)
+{
+    (void)state;
+    char err[256];
+    mm_partition dir3 = {.kind = MM_PART_DIRICHLET, .alpha = 1, .seed = 3};
+    const mm_partition *parts[] = {&IID, &GENRE, &dir3};
+    const int ns[] = {1, 3, 4};
+    const uint32_t joiners[] = {4, 5, 7, 11, 1000003, UINT32_MAX};
+    assert_int_equal(mm_shard_of_id(5, 0), -1);
+    for (size_t a = 0; a < sizeof parts / sizeof parts[0]; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof ns[0]; b++) {
+            int n = ns[b];
+            mm_shard start[4];
+            for (int p = 0; p < n; p++) {
+                assert_int_equal(mm_shard_of_id((uint32_t)p, n), p);
+                assert_int_equal(mm_shard_load(&start[p], dir, parts[a], p, n, err, sizeof err), 0);
+            }
+            for (size_t j = 0; j < sizeof joiners / sizeof joiners[0]; j++) {
+                int p = mm_shard_of_id(joiners[j], n);
+                assert_int_equal(p, (int)(joiners[j] % (uint32_t)n));
+                mm_shard s;
+                assert_int_equal(mm_shard_load(&s, dir, parts[a], p, n, err, sizeof err), 0);
+                assert_int_equal(s.train_len, start[p].train_len);
+                assert_memory_equal(s.train, start[p].train, s.train_len);
+                mm_shard_free(&s);
+            }
+            /* the starting peers' shards once members have joined: the
+             * rule gives each its own, the same bytes */
+            for (int p = 0; p < n; p++) {
+                mm_shard s;
+                assert_int_equal(mm_shard_load(&s, dir, parts[a], mm_shard_of_id((uint32_t)p, n),
+                                               n, err, sizeof err), 0);
+                assert_int_equal(s.train_len, start[p].train_len);
+                assert_memory_equal(s.train, start[p].train, s.train_len);
+                mm_shard_free(&s);
+                mm_shard_free(&start[p]);
+            }
+        }
+}
+
 /* The validation text's labels: every genre of the index, each
  * validation file where its text starts in val and its genre (files 0, 10,
  * 20 of every genre: f00 f10 f20 news, f23 f33 fiction, f35 humor, f42
@@ -662,6 +706,7 @@ int main(void)
         cmocka_unit_test(test_dirichlet), cmocka_unit_test(test_text_utf8),
         cmocka_unit_test(test_text_scan),
         cmocka_unit_test(test_shards),    cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_shards_beyond_start),
         cmocka_unit_test(test_val_labels),
         cmocka_unit_test(test_bad_files), cmocka_unit_test(test_bad_index),
     };

@@ -16,6 +16,14 @@ grep -q '"ev":"end".*"reason":"done"' runs/mytext/metrics.jsonl || fail "train d
 "$MURMUR" data-info --data mytext-prepared --partition dirichlet:0.5 -n 3 --seed 2 > di.out ||
     fail "data-info dirichlet on labels failed"
 note "README example ok: $(grep 'files,' example.out | head -1)"
+# --peer J: a member beyond the starting peers gets peer J mod N's row
+"$MURMUR" data-info --data mytext-prepared --partition genre -n 2 > all.out || fail "data-info -n 2 failed"
+"$MURMUR" data-info --data mytext-prepared --partition genre -n 2 --peer 7 > j.out || fail "data-info --peer 7 failed"
+grep -q "member     7 is not a starting peer (0..1): it trains on the shard of peer 7 mod 2 = 1" j.out ||
+    fail "data-info --peer 7: no line naming peer 1's shard: $(cat j.out)"
+[ "$(grep '^   7 ' j.out | cut -c5-)" = "$(grep '^   1 ' all.out | cut -c5-)" ] && [ -n "$(grep '^   1 ' all.out)" ] ||
+    fail "data-info --peer 7: its row is not peer 1's: $(grep '^   7 ' j.out)"
+[ "$(grep -c '^ *[0-9]' j.out)" -eq 1 ] || fail "data-info --peer 7 printed other peers' rows"
 
 # refused: message naming the file (and the byte for UTF-8), exit 1
 refuse() { # WHAT EXPECT DIR
