@@ -97,10 +97,18 @@ static void local_changes_go_up(const mm_members *t, uint8_t knob)
     mm_members *c = mm_members_new(mm_members_capacity(t));
     mm_members_copy(c, t);
     switch (knob >> 4 & 3) {
-    case 0: mm_members_join(c, m->id, m->addr, m->cert, now, 1 + (knob & 15), err, sizeof err); break;
-    case 1: mm_members_leave(c, m->id, now, knob & 15, err, sizeof err); break;
-    case 2: mm_members_suspect(c, m->id, now, knob & 15, err, sizeof err); break;
-    default: mm_members_refute(c, m->id, now, err, sizeof err); break;
+    case 0:
+        mm_members_join(c, m->id, m->addr, m->cert, now, 1 + (knob & 15), err, sizeof err);
+        break;
+    case 1:
+        mm_members_leave(c, m->id, now, knob & 15, err, sizeof err);
+        break;
+    case 2:
+        mm_members_suspect(c, m->id, now, knob & 15, err, sizeof err);
+        break;
+    default:
+        mm_members_refute(c, m->id, now, err, sizeof err);
+        break;
     }
     if (mm_members_merge(c, t, MM_MEMBERS_NO_SELF, NULL) != 0)
         abort(); /* the old table was not below the new one */

@@ -651,8 +651,8 @@ static void report(const char *name, uint64_t seed, const sim *s)
 {
     print_message("%s seed %llu: joins %llu (refused %llu), leaves %llu, crashes %llu, cuts "
                   "%llu, suspicions %llu, refutations %llu (late %llu), probes %llu; tables "
-                  "sent %llu (%.1f a round, at most %llu), vectors %llu, mixed %llu, tag mismatches %llu; "
-                  "live %u\n",
+                  "sent %llu (%.1f a round, at most %llu), vectors %llu, mixed %llu, tag "
+                  "mismatches %llu; live %u\n",
                   name, (unsigned long long)seed, (unsigned long long)s->joins,
                   (unsigned long long)s->join_refused, (unsigned long long)s->leaves,
                   (unsigned long long)s->crashes, (unsigned long long)s->cuts,
