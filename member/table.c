@@ -208,7 +208,7 @@ uint32_t mm_members_changes(const mm_members *t, uint64_t round, mm_member_chang
         uint8_t what;
         if (m->join == round)
             what = MM_CHANGE_JOINED;
-        else if (m->end == round)
+        else if (m->end == round && m->kind != MM_END_NONE)
             what = m->kind == MM_END_LEFT ? MM_CHANGE_LEFT : MM_CHANGE_REMOVED;
         else
             continue;
