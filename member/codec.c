@@ -21,20 +21,6 @@ enum {
     OFF_ADDR = 64,
 };
 
-static void put_le(uint8_t *p, uint64_t v, int bytes)
-{
-    for (int i = 0; i < bytes; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int bytes)
-{
-    uint64_t v = 0;
-    for (int i = bytes - 1; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
 size_t mm_members_encoded_len(const mm_members *t)
 {
     return MM_MEMBERS_HEAD_LEN + (size_t)t->count * MM_MEMBERS_RECORD_LEN;
@@ -46,16 +32,16 @@ size_t mm_members_encode(const mm_members *t, uint8_t *out, size_t cap)
     if (cap < len)
         return 0;
     memset(out, 0, len);
-    put_le(out, t->count, 4);
+    mm__le_put(out, t->count, 4);
     for (uint32_t i = 0; i < t->count; i++) {
         const mm_member *m = &t->rec[t->ids[i]];
         uint8_t *r = out + MM_MEMBERS_HEAD_LEN + (size_t)i * MM_MEMBERS_RECORD_LEN;
-        put_le(r + OFF_ID, m->id, 4);
-        put_le(r + OFF_INC, m->inc, 4);
-        put_le(r + OFF_JOIN, m->join, 8);
-        put_le(r + OFF_END, m->end, 8);
+        mm__le_put(r + OFF_ID, m->id, 4);
+        mm__le_put(r + OFF_INC, m->inc, 4);
+        mm__le_put(r + OFF_JOIN, m->join, 8);
+        mm__le_put(r + OFF_END, m->end, 8);
         r[OFF_KIND] = m->kind;
-        put_le(r + OFF_ADDR_LEN, m->addr_len, 2);
+        mm__le_put(r + OFF_ADDR_LEN, m->addr_len, 2);
         memcpy(r + OFF_CERT, m->cert, MM_MEMBER_CERT_LEN);
         memcpy(r + OFF_ADDR, m->addr, m->addr_len);
     }
@@ -75,9 +61,9 @@ static bool all_zero(const uint8_t *p, size_t n)
 static int check_record(const uint8_t *r, uint64_t prev, uint32_t capacity, char *err,
                         size_t errlen)
 {
-    uint32_t id = (uint32_t)get_le(r + OFF_ID, 4);
-    uint64_t join = get_le(r + OFF_JOIN, 8), end = get_le(r + OFF_END, 8);
-    unsigned kind = r[OFF_KIND], len = (unsigned)get_le(r + OFF_ADDR_LEN, 2);
+    uint32_t id = (uint32_t)mm__le_get(r + OFF_ID, 4);
+    uint64_t join = mm__le_get(r + OFF_JOIN, 8), end = mm__le_get(r + OFF_END, 8);
+    unsigned kind = r[OFF_KIND], len = (unsigned)mm__le_get(r + OFF_ADDR_LEN, 2);
     char why[160];
     if (prev != UINT64_MAX && id <= prev)
         snprintf(err, errlen, "id %u after id %" PRIu64 ": ids must be ascending and distinct",
@@ -109,10 +95,11 @@ static int check_record(const uint8_t *r, uint64_t prev, uint32_t capacity, char
 
 static void get_record(const uint8_t *r, mm_member *m)
 {
-    size_t len = (size_t)get_le(r + OFF_ADDR_LEN, 2);
-    mm__member_make(m, (uint32_t)get_le(r + OFF_ID, 4), (uint32_t)get_le(r + OFF_INC, 4),
-                    get_le(r + OFF_JOIN, 8), (const char *)r + OFF_ADDR, len, r + OFF_CERT);
-    m->end = get_le(r + OFF_END, 8);
+    uint32_t id = (uint32_t)mm__le_get(r + OFF_ID, 4), inc = (uint32_t)mm__le_get(r + OFF_INC, 4);
+    size_t len = (size_t)mm__le_get(r + OFF_ADDR_LEN, 2);
+    mm__member_make(m, id, inc, mm__le_get(r + OFF_JOIN, 8), (const char *)r + OFF_ADDR, len,
+                    r + OFF_CERT);
+    m->end = mm__le_get(r + OFF_END, 8);
     m->kind = r[OFF_KIND];
 }
 
@@ -123,7 +110,7 @@ int mm_members_decode(mm_members *t, const uint8_t *p, size_t len, char *err, si
                  MM_MEMBERS_HEAD_LEN, MM_MEMBERS_RECORD_LEN);
         return -1;
     }
-    uint64_t count = get_le(p, 4);
+    uint64_t count = mm__le_get(p, 4);
     if (count != (len - MM_MEMBERS_HEAD_LEN) / MM_MEMBERS_RECORD_LEN) {
         snprintf(err, errlen, "MEMBERS payload says %" PRIu64 " records and holds %zu", count,
                  (len - MM_MEMBERS_HEAD_LEN) / MM_MEMBERS_RECORD_LEN);
@@ -147,7 +134,7 @@ int mm_members_decode(mm_members *t, const uint8_t *p, size_t len, char *err, si
             snprintf(err, errlen, "MEMBERS record %" PRIu64 ": %s", i, why);
             return -1;
         }
-        prev = get_le(r + OFF_ID, 4);
+        prev = mm__le_get(r + OFF_ID, 4);
     }
     mm__members_clear(t);
     for (uint64_t i = 0; i < count; i++) {

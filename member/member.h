@@ -7,7 +7,7 @@
  * Pure logic: no socket, loop, thread, clock, TLS or BLAS. A round is a
  * number the caller passes; "now" is the caller's current round. One table
  * belongs to one thread; functions that take a const table never write to
- * it, so readers on one thread may share one.
+ * it, so several threads may read a table that nobody changes meanwhile.
  *
  * Costs: every function is O(records) or better (O(K + records) for a
  * merge of K records, a decode of K), with records <= capacity. Only

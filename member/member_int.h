@@ -45,4 +45,19 @@ void mm__members_put(mm_members *t, const mm_member *m);
 /* Removes every record (O(count)). */
 void mm__members_clear(mm_members *t);
 
+/* Little-endian integers of `bytes` bytes, the wire's and the tag's. */
+static inline void mm__le_put(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = 0; i < bytes; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint64_t mm__le_get(const uint8_t *p, int bytes)
+{
+    uint64_t v = 0;
+    for (int i = bytes - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
 #endif

@@ -139,12 +139,6 @@ static bool member_at(const mm_member *m, uint64_t round)
     return m->join <= round && round < m->end;
 }
 
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 /* The tag's bytes go to SHA-256 in pieces of this many members. */
 #define TAG_BATCH 64
 
@@ -168,8 +162,8 @@ uint32_t mm_members_view(const mm_members *t, uint64_t round, uint32_t *ids, uin
         n++;
         if (!tag)
             continue;
-        put_u32(buf + used, m->id);
-        put_u32(buf + used + 4, m->inc);
+        mm__le_put(buf + used, m->id, 4);
+        mm__le_put(buf + used + 4, m->inc, 4);
         used += 8;
         if (used == sizeof buf) {
             mm_sha256_update(&sha, buf, used);
@@ -180,8 +174,7 @@ uint32_t mm_members_view(const mm_members *t, uint64_t round, uint32_t *ids, uin
         uint8_t d[MM_SHA256_LEN];
         mm_sha256_update(&sha, buf, used);
         mm_sha256_final(&sha, d);
-        uint32_t v = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 |
-                     (uint32_t)d[3] << 24;
+        uint32_t v = (uint32_t)mm__le_get(d, 4);
         *tag = v ? v : 1; /* 0 means "static run" on the wire */
     }
     return n;
@@ -215,7 +208,7 @@ uint32_t mm_members_changes(const mm_members *t, uint64_t round, mm_member_chang
         uint8_t what;
         if (m->join == round)
             what = MM_CHANGE_JOINED;
-        else if (m->end == round)
+        else if (m->end == round && m->kind != MM_END_NONE)
             what = m->kind == MM_END_LEFT ? MM_CHANGE_LEFT : MM_CHANGE_REMOVED;
         else
             continue;

@@ -80,6 +80,26 @@ static mm_members *wire(const mm_members *t)
 
 /* ---- the merge's laws on random tables ------------------------------------ */
 
+/* One record's 128 bytes (docs/protocol.md 7.1), written here field by
+ * field, not by the encoder under test. */
+static void record_bytes(uint8_t *p, uint32_t id, uint32_t inc, uint64_t join, uint64_t end,
+                         uint8_t kind, const char *addr, uint8_t cert_byte)
+{
+    memset(p, 0, MM_MEMBERS_RECORD_LEN);
+    for (int i = 0; i < 4; i++) {
+        p[i] = (uint8_t)(id >> (8 * i));
+        p[4 + i] = (uint8_t)(inc >> (8 * i));
+    }
+    for (int i = 0; i < 8; i++) {
+        p[8 + i] = (uint8_t)(join >> (8 * i));
+        p[16 + i] = (uint8_t)(end >> (8 * i));
+    }
+    p[24] = kind;
+    p[26] = (uint8_t)strlen(addr);
+    memset(p + 32, cert_byte, 32);
+    memcpy(p + 64, addr, strlen(addr));
+}
+
 /* A random table: each id present with probability 1/2, inc 0..2, join
  * 0..5, end none or 1..4 rounds after join, left or removed, one of two
  * addresses and two certificates (so conflicts happen). Built through the
@@ -93,7 +113,6 @@ static mm_members *random_table(mm_rng *r)
     for (uint32_t id = 0; id < CAP; id++) {
         if (mm_rng_below(r, 2))
             continue;
-        uint8_t *p = buf + MM_MEMBERS_HEAD_LEN + k++ * MM_MEMBERS_RECORD_LEN;
         uint64_t join = mm_rng_below(r, 6), end = UINT64_MAX;
         uint8_t kind = 0;
         if (mm_rng_below(r, 2)) {
@@ -101,20 +120,10 @@ static mm_members *random_table(mm_rng *r)
             kind = (uint8_t)(1 + mm_rng_below(r, 2));
         }
         uint32_t inc = (uint32_t)mm_rng_below(r, 3);
-        for (int i = 0; i < 4; i++) {
-            p[i] = (uint8_t)(id >> (8 * i));
-            p[4 + i] = (uint8_t)(inc >> (8 * i));
-        }
-        for (int i = 0; i < 8; i++) {
-            p[8 + i] = (uint8_t)(join >> (8 * i));
-            p[16 + i] = (uint8_t)(end >> (8 * i));
-        }
-        p[24] = kind;
         char a[32];
-        int len = snprintf(a, sizeof a, "h%u:%u", id, 1 + (unsigned)mm_rng_below(r, 2));
-        p[26] = (uint8_t)len;
-        memset(p + 32, (int)mm_rng_below(r, 2), 32);
-        memcpy(p + 64, a, (size_t)len);
+        snprintf(a, sizeof a, "h%u:%u", id, 1 + (unsigned)mm_rng_below(r, 2));
+        record_bytes(buf + MM_MEMBERS_HEAD_LEN + k++ * MM_MEMBERS_RECORD_LEN, id, inc, join, end,
+                     kind, a, (uint8_t)mm_rng_below(r, 2));
     }
     buf[0] = (uint8_t)k;
     mm_members *t = mm_members_new(CAP);
@@ -165,19 +174,7 @@ static void put_record(mm_members *t, uint32_t id, uint32_t inc, uint64_t join, 
 {
     mm_members *one = mm_members_new(CAP);
     uint8_t buf[MM_MEMBERS_HEAD_LEN + MM_MEMBERS_RECORD_LEN] = {1};
-    uint8_t *p = buf + MM_MEMBERS_HEAD_LEN;
-    for (int i = 0; i < 4; i++) {
-        p[i] = (uint8_t)(id >> (8 * i));
-        p[4 + i] = (uint8_t)(inc >> (8 * i));
-    }
-    for (int i = 0; i < 8; i++) {
-        p[8 + i] = (uint8_t)(join >> (8 * i));
-        p[16 + i] = (uint8_t)(end >> (8 * i));
-    }
-    p[24] = kind;
-    p[26] = (uint8_t)strlen(addr);
-    memset(p + 32, cert_byte, 32);
-    memcpy(p + 64, addr, strlen(addr));
+    record_bytes(buf + MM_MEMBERS_HEAD_LEN, id, inc, join, end, kind, addr, cert_byte);
     if (mm_members_decode(one, buf, sizeof buf, ERR) != 0)
         fail_msg("record refused: %s", errbuf);
     assert_true(mm_members_merge(t, one, MM_MEMBERS_NO_SELF, NULL) >= 0);
