@@ -108,7 +108,7 @@ typedef struct {
     bool dry_run;
 } node_flags;
 
-#define NODE_OPTS 96
+#define NODE_OPTS 112
 static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_flags *f)
 {
     static mm_opt t[NODE_OPTS];
@@ -137,6 +137,22 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "connections still in their handshake from addresses that are no peer's "
                "(default (RLIMIT_NOFILE - 64 - 2 x peers) / 2, within 16..1024); each lower-id "
                "peer's address keeps its own quota outside this cap", .hide_default = true),
+        MM_OPT_HEAD("Elastic membership (a family topology file; docs/membership.md):"),
+        MM_OPT(MM_OPT_STR, "join", "IP:PORT", &c->join, 0, 0,
+               "join a running elastic run through the member listening there (any member)",
+               .hide_default = true),
+        MM_OPT(MM_OPT_STR, "advertise", "IP:PORT", &c->advertise, 0, 0,
+               "where the other members reach this peer (default: its --hosts entry, or "
+               "127.0.0.1:--base-port+K)", .hide_default = true),
+        MM_OPT(MM_OPT_INT, "max-peers", "M", &c->max_peers, 2, 65536,
+               "elastic: member ids are below M (memory and the MEMBERS frame grow with M)"),
+        MM_OPT(MM_OPT_INT, "view-delay", "D", &c->view_delay, 1, 1000000,
+               "elastic: a join, leave or removal takes effect D rounds after it is made"),
+        MM_OPT(MM_OPT_INT, "suspect-ms", "MS", &c->suspect_ms, 1, MS,
+               "elastic: a neighbour down this long is suspected (its removal scheduled)"),
+        MM_OPT(MM_OPT_FLAG, "join-moments", NULL, &c->join_moments, 0, 0,
+               "elastic joiner: take the donors' optimizer moments too (default: fresh "
+               "moments)"),
     };
     const mm_opt gossip[] = {
         MM_OPT_HEAD("Gossip:"),

@@ -296,6 +296,7 @@ int cmd_report(int argc, char **argv)
     }
     rc = 0;
     mm_report_print_table(&r, stdout);
+    mm_report_print_membership(&r, stdout);
     printf("\n");
     if (!isnan(target)) {
         double tt;

@@ -53,6 +53,7 @@ static void on_closed(uv_handle_t *h)
         SSL_free(c->ssl); /* frees the BIO */
     mm__conn_chunks_free(c);
     free(c->netbuf);
+    free(c->members_buf);
     free(c);
     mm__tr_handle_closed(t);
 }
@@ -351,7 +352,8 @@ static void send_hello(conn *c, uint32_t target)
     const mm_transport_config *cfg = &c->t->cfg;
     mm_wire_hello hello = {.vec_len = cfg->vec_len, .target = target, .algo = cfg->algo,
                            .algo_variant = cfg->algo_variant, .codec = cfg->codec, .codec_block = cfg->codec_block,
-                           .codec_frac = cfg->codec_frac};
+                           .codec_frac = cfg->codec_frac,
+                           .flags = c->join && c->dialer ? MM_HELLO_JOIN : 0};
     memcpy(hello.fingerprint, cfg->fingerprint, 32);
     memcpy(hello.topo_digest, cfg->topo_digest, 32);
     snprintf(hello.topo_name, sizeof hello.topo_name, "%s", cfg->topo_name ? cfg->topo_name : "");
@@ -509,20 +511,39 @@ static void hello_received(conn *c, const mm_wire_header *h)
     if (id < cfg->n_peers && id != cfg->self_id)
         c->claimed = id; /* whose a refusal below is (mm__tr_refusal) */
     if (id >= cfg->n_peers || id == cfg->self_id)
-        return mm__conn_refuse(c, &t->st.bad_identity, "HELLO claims id %u, not another "
-                           "peer of this %u-peer cluster", id, cfg->n_peers);
+        return mm__conn_refuse(c, &t->st.bad_identity, cfg->elastic ? "HELLO claims id %u, "
+                           "not another peer id below this elastic cluster's --max-peers %u"
+                           : "HELLO claims id %u, not another peer of this %u-peer cluster",
+                           id, cfg->n_peers);
     if (c->cert_id >= 0 && (int64_t)id != c->cert_id)
         return mm__conn_refuse(c, &t->st.bad_identity, "HELLO claims to be peer %u but "
                            "the TLS certificate names peer %lld", id, (long long)c->cert_id);
-    if (c->dialer && id != c->expect)
+    bool join = hello.flags & MM_HELLO_JOIN;
+    if (join && c->dialer)
+        return mm__conn_refuse(c, &t->st.bad_config, "peer %u answered a join session as a "
+                           "joiner", id);
+    if (join && !cfg->elastic)
+        return mm__conn_refuse(c, &t->st.join_refused, "join refused: peer %u opened a join "
+                           "session, but peer %u runs a static topology (a family topology "
+                           "file makes a run elastic: docs/membership.md)", id, cfg->self_id);
+    if (c->dialer && id != c->expect && !c->join)
         return mm__conn_refuse(c, &t->st.bad_identity, "dialled peer %u but peer %u "
                            "answered", c->expect, id);
-    if (!c->dialer && id > cfg->self_id)
+    if (!c->dialer && !join && id > cfg->self_id)
         return mm__conn_refuse(c, &t->st.bad_identity, "peer %u dialled peer %u, but the "
                            "lower id dials", id, cfg->self_id);
-    if (hello.target != cfg->self_id)
+    if (hello.target != cfg->self_id && !(join && hello.target == MM_WIRE_ANY_PEER))
         return mm__conn_refuse(c, &t->st.bad_identity, "HELLO from peer %u is addressed to "
                            "peer %u, this is peer %u", id, hello.target, cfg->self_id);
+    /* A joiner claiming the id of a member connected here: two processes
+     * would have one id (the member's certificate's, docs/membership.md
+     * "Who may change what"). */
+    if (join && t->peers[id].conn && t->peers[id].conn != c && t->peers[id].conn->st == C_UP &&
+        !t->peers[id].conn->join)
+        return mm__conn_refuse(c, &t->st.join_refused, "join refused: peer %u is a member "
+                           "connected here (from %s); a joiner needs an id of its own", id,
+                           t->peers[id].conn->src);
+    c->join |= join;
     if (memcmp(hello.fingerprint, cfg->fingerprint, 32) != 0) {
         char a[17], b[17];
         for (int i = 0; i < 8; i++) {
@@ -565,6 +586,52 @@ static void hello_received(conn *c, const mm_wire_header *h)
 #undef MM_X
     c->unbound = (mm_link_stats){0};
     mm__tr_conn_up(t, c);
+}
+
+/* A JOIN (docs/protocol.md 7.2): only on a join session this peer
+ * accepted, its payload checked to the byte. */
+static void join_received(conn *c)
+{
+    mm_transport *t = c->t;
+    const uint8_t *q = c->rx.ctrl;
+    if (!c->join || c->dialer)
+        return mm__conn_refuse(c, &t->st.bad_type, "JOIN outside a join session");
+    uint32_t flags = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                     (uint32_t)q[3] << 24;
+    size_t len = (size_t)q[4] | (size_t)q[5] << 8;
+    bool zero = flags == 0 && q[6] == 0 && q[7] == 0;
+    for (size_t i = 8 + len; zero && i < MM_WIRE_JOIN_LEN; i++)
+        zero = q[i] == 0;
+    if (!zero || len == 0 || len > MM_WIRE_ADDR_MAX)
+        return mm__conn_refuse(c, &t->st.bad_length, "JOIN payload malformed (address "
+                               "length %zu, reserved bytes not 0, or bytes after the "
+                               "address)", len);
+    char addr[MM_WIRE_ADDR_MAX + 1];
+    for (size_t i = 0; i < len; i++) {
+        if (q[8 + i] < 0x21 || q[8 + i] > 0x7e)
+            return mm__conn_refuse(c, &t->st.bad_length, "JOIN address byte %zu is not "
+                                   "printable ASCII", i);
+        addr[i] = (char)q[8 + i];
+    }
+    addr[len] = 0;
+    static const uint8_t none[32];
+    if (t->cb.on_join)
+        t->cb.on_join(t->cb.ud, (uint32_t)c->peer, addr, c->has_cert ? c->cert : none);
+}
+
+/* A STATE_REQ (docs/protocol.md 7.3): parts within the defined bits. */
+static void state_req_received(conn *c)
+{
+    mm_transport *t = c->t;
+    const uint8_t *q = c->rx.ctrl;
+    uint32_t parts = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 |
+                     (uint32_t)q[3] << 24;
+    bool zero = !q[4] && !q[5] && !q[6] && !q[7];
+    if (!zero || !parts || (parts & ~(MM_STATE_PARAMS | MM_STATE_MOMENTS)))
+        return mm__conn_refuse(c, &t->st.bad_type, "STATE_REQ parts 0x%x (or reserved "
+                               "bytes not 0)", parts);
+    if (t->cb.on_state_req)
+        t->cb.on_state_req(t->cb.ud, (uint32_t)c->peer, parts);
 }
 
 static void frame_received(conn *c)
@@ -614,6 +681,15 @@ static void frame_received(conn *c)
     case MM_WIRE_VECTOR:
         mm__tr_vector(t, c, h, &c->rx.vec, c->rx.body,
                   (size_t)(h->payload_len - MM_WIRE_VEC_HDR));
+        break;
+    case MM_WIRE_MEMBERS:
+        mm__tr_members(t, c, c->rx.payload, (size_t)h->payload_len);
+        break;
+    case MM_WIRE_JOIN:
+        join_received(c);
+        break;
+    case MM_WIRE_STATE_REQ:
+        state_req_received(c);
         break;
     }
 }
@@ -782,9 +858,11 @@ static void tls_handshake(conn *c)
         return mm__conn_refuse(c, &t->st.bad_identity, "%s", why);
     }
     c->cert_id = id;
+    c->has_cert = mm_tls_peer_cert_digest(c->ssl, c->cert) == 0;
     mm__conn_set_state(c, C_HELLO);
     if (c->dialer) {
-        if (id != c->expect)
+        /* (a join session dials whichever member listens there) */
+        if (id != c->expect && c->expect != MM_WIRE_ANY_PEER)
             return mm__conn_refuse(c, &t->st.bad_identity, "dialled peer %u but its "
                                "certificate names peer %u", c->expect, id);
         send_hello(c, c->expect);
@@ -910,6 +988,15 @@ void mm__conn_start(conn *c)
     c->rx.allow_chunks = t->cfg.allow_chunks;
     c->rx.copies = t->cfg.copies;
     c->rx.streams = t->cfg.copies && t->cfg.streams;
+    if (t->cfg.elastic) {
+        c->members_buf = malloc(t->cfg.max_members);
+        if (!c->members_buf) {
+            mm__conn_close(c, false, "out of memory for a membership table");
+            return;
+        }
+        c->rx.max_members = t->cfg.max_members;
+        c->rx.members_buf = c->members_buf;
+    }
     mm_wire_rx_init(&c->rx);
     if (!t->ctx) {
         mm__conn_set_state(c, C_HELLO);

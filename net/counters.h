@@ -72,6 +72,11 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
                                     "both sides)")                                          \
     X(not_neighbour, MM_CTR_REFUSED, "a VECTOR from a cluster member that is not an "        \
                                      "in-neighbour (its connection closed)")                \
+    X(join_refused, MM_CTR_REFUSED, "elastic runs: a join session refused (its id a live "  \
+                                    "member's, no certificate of the CA, a static run)")    \
+    X(view_flood, MM_CTR_REFUSED, "elastic runs: a member that changed more membership "    \
+                                  "records a second than allowed, or sent a table from "    \
+                                  "outside the membership")                                 \
     X(tls_queued_peak, MM_CTR_END, "TLS: the most ciphertext one connection held at once "  \
                                    "(bytes; at most MM_TLS_QUEUE_MAX)")
 
@@ -90,6 +95,8 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
     X(VERSION, "bad_version", 1, "another protocol version (another murmur build)")         \
     X(NOT_MURMUR, "bad_magic", 1, "something that is not murmur")                           \
     X(UNREACHABLE, "unreachable", 0, "the dial failed (nothing listens, no route)")         \
+    X(JOIN, "join_refused", 1, "a join refused (its id a live member's, or the run "       \
+                               "static)")                                                   \
     X(OTHER, "other", 0, "timeouts, malformed frames, floods, a replaced connection")
 
 #endif

@@ -52,6 +52,7 @@ mm_refusal_code mm_refusal_classify(const char *r)
         {"TLS error", MM_REFUSAL_TLS},
         {"bad version", MM_REFUSAL_VERSION},
         {"bad magic", MM_REFUSAL_NOT_MURMUR},
+        {"join refused", MM_REFUSAL_JOIN},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (starts(r, table[i].prefix))

@@ -166,6 +166,15 @@ int mm_tls_peer_id(SSL *ssl, uint32_t *id, char *why, size_t whylen)
     return -1;
 }
 
+int mm_tls_peer_cert_digest(SSL *ssl, uint8_t out[32])
+{
+    X509 *cert = SSL_get0_peer_certificate(ssl);
+    unsigned int len = 0;
+    if (!cert || X509_digest(cert, EVP_sha256(), out, &len) != 1 || len != 32)
+        return -1;
+    return 0;
+}
+
 int mm_tls_files_for(const char *dir, uint32_t id, mm_tls_files *out)
 {
     int a = snprintf(out->ca, sizeof out->ca, "%s/ca.pem", dir);

@@ -15,6 +15,9 @@ SSL_CTX *mm_tls_ctx_new(const char *ca_file, const char *cert_file,
 
 /* The peer id named by the verified certificate of ssl; -1 with why. */
 int mm_tls_peer_id(SSL *ssl, uint32_t *id, char *why, size_t whylen);
+/* SHA-256 of the peer's certificate (DER) into out: 0, or -1 when it has
+ * none (elastic runs record it in the member's record, docs/membership.md). */
+int mm_tls_peer_cert_digest(SSL *ssl, uint8_t out[32]);
 
 /* The files scripts/make-certs.sh makes for peer `id` in `dir`:
  * dir/ca.pem, dir/node-ID.pem, dir/node-ID.key. */

@@ -270,7 +270,10 @@ void mm__tr_conn_closed(mm_transport *t, conn *c)
                 t->cb.on_peer(t->cb.ud, p->id, c->got_bye ? MM_PEER_BYE : MM_PEER_DOWN);
         }
     }
-    if (c->dialer) {
+    if (c->dialer && c->join) { /* a join session: nobody's dial to retry */
+        if (!c->was_up && !t->shutting_down && t->cb.on_peer)
+            mm_warn("join session to %s failed", c->src);
+    } else if (c->dialer) {
         peer *p = &t->peers[c->expect];
         if (p->dialing == c)
             p->dialing = NULL;
@@ -288,6 +291,14 @@ void mm__tr_conn_closed(mm_transport *t, conn *c)
     }
 }
 
+void mm__tr_members(mm_transport *t, conn *c, const uint8_t *payload, size_t len)
+{
+    peer *p = &t->peers[c->peer];
+    p->last_used = mm_now_ms(t);
+    if (t->cb.on_members)
+        t->cb.on_members(t->cb.ud, (uint32_t)c->peer, payload, len);
+}
+
 void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
                const uint8_t *body, size_t body_len)
 {
@@ -295,9 +306,12 @@ void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_w
         return mm__conn_refuse(c, &t->st.not_neighbour, "vector from peer %u, which is no "
                                "in-neighbour of peer %u in any round of the topology",
                                (unsigned)c->peer, t->cfg.self_id);
+    /* A STATE vector is of the donor's exchange, whatever ours is (a joiner
+     * has none yet): no window (docs/protocol.md 7.3). */
+    bool state = meta->flags & MM_VEC_STATE;
     uint64_t w = t->cfg.round_window, cur = t->exchange;
     uint64_t lo = cur > w ? cur - w : 0, hi = cur + w < cur ? UINT64_MAX : cur + w;
-    if (h->exchange < lo || h->exchange > hi)
+    if (!state && (h->exchange < lo || h->exchange > hi))
         return mm__conn_refuse(c, &t->st.bad_round, "vector for exchange %llu is outside "
                                "the window [%llu, %llu]", (unsigned long long)h->exchange,
                                (unsigned long long)lo, (unsigned long long)hi);
@@ -516,7 +530,7 @@ static void tick(uv_timer_t *timer)
         if (!p->wanted || p->conn)
             continue;
         if (i > cfg->self_id) {
-            if (!p->dialing && now >= p->next_dial)
+            if (!p->dialing && p->addr_ok && now >= p->next_dial)
                 dial(t, p);
         } else if (i < cfg->self_id && !p->reported_down &&
                    now - p->want_since > cfg->connect_timeout_ms) {
@@ -617,6 +631,10 @@ static int config_defaults(mm_transport_config *cfg, char *err, size_t errlen)
     DEFAULT(cfg->algo, MM_ALGO_DPSGD);
     DEFAULT(cfg->codec, MM_WIRE_CODEC_FP32);
     DEFAULT(cfg->max_body, 4 * cfg->vec_len);
+    if (cfg->elastic)
+        DEFAULT(cfg->max_members, 8 + 128 * (uint64_t)cfg->n_peers);
+    else
+        cfg->max_members = 0;
     /* Every other peer of a cluster launched on one host may dial at once. */
     DEFAULT(cfg->max_conns_per_addr, cfg->n_peers > 16 ? cfg->n_peers : 16);
     DEFAULT(cfg->max_pending_conns, mm_transport_default_max_pending(cfg->n_peers));
@@ -648,6 +666,8 @@ static int resolve_addrs(mm_transport *t, const mm_transport_config *cfg,
         p->backoff = cfg->backoff_min_ms;
         if (i == cfg->self_id && cfg->listen_addr)
             continue;
+        if (!cfg->addrs[i] && cfg->elastic && i != cfg->self_id)
+            continue; /* not a member yet (mm_transport_set_addr) */
         if (!cfg->addrs[i]) {
             snprintf(err, errlen, "no address for peer %u", i);
             return -1;
@@ -803,7 +823,7 @@ void mm_transport_want(mm_transport *t, const uint32_t *peers, int n)
         if (now_wanted[i] || p->wanted) /* idle time counts from the last want */
             p->last_used = now;
         p->wanted = now_wanted[i];
-        if (p->wanted && !p->conn && !p->dialing && i > t->cfg.self_id &&
+        if (p->wanted && !p->conn && !p->dialing && i > t->cfg.self_id && p->addr_ok &&
             now >= p->next_dial && !t->shutting_down)
             dial(t, p);
     }
@@ -840,9 +860,165 @@ int mm_transport_send_vec(mm_transport *t, uint32_t peer_id, uint64_t exchange,
     uint8_t vh[MM_WIRE_VEC_HDR];
     mm_wire_put_vec(vh, &m);
     mm_wire_header h = {.type = MM_WIRE_VECTOR, .sender = t->cfg.self_id, .exchange = exchange,
-                        .payload_len = MM_WIRE_VEC_HDR + body_len};
+                        .payload_len = MM_WIRE_VEC_HDR + body_len,
+                        .view = t->cfg.elastic ? m.view : 0};
     p->last_used = mm_now_ms(t);
     return mm__conn_send_frame(p->conn, &h, vh, sizeof vh, out, body_len, true, peer_id, owned);
+}
+
+/* ---- elastic runs (docs/protocol.md 7) ------------------------------------ */
+
+/* "ip:port" or "[ip6]:port", numeric only (no resolver on the loop). */
+static int parse_numeric(const char *s, struct sockaddr_storage *out, char *err, size_t errlen)
+{
+    const char *colon = strrchr(s, ':');
+    char host[INET6_ADDRSTRLEN + 2];
+    char *end;
+    long port = colon ? strtol(colon + 1, &end, 10) : 0;
+    size_t hl = colon ? (size_t)(colon - s) : 0;
+    if (!colon || colon[1] == 0 || *end || port <= 0 || port > 65535 || hl == 0 ||
+        hl >= sizeof host) {
+        snprintf(err, errlen, "address \"%s\" is not ip:port", s);
+        return -1;
+    }
+    memcpy(host, s, hl);
+    host[hl] = 0;
+    memset(out, 0, sizeof *out);
+    if (host[0] == '[' && hl >= 2 && host[hl - 1] == ']') {
+        host[hl - 1] = 0;
+        if (uv_ip6_addr(host + 1, (int)port, (struct sockaddr_in6 *)out) == 0)
+            return 0;
+    } else if (uv_ip4_addr(host, (int)port, (struct sockaddr_in *)out) == 0) {
+        return 0;
+    }
+    snprintf(err, errlen, "address \"%s\" is not a numeric ip:port (a member's address must "
+             "be an IP, not a name)", s);
+    return -1;
+}
+
+int mm_transport_set_addr(mm_transport *t, uint32_t peer_id, const char *addr, char *err,
+                          size_t errlen)
+{
+    if (peer_id >= t->cfg.n_peers || peer_id == t->cfg.self_id) {
+        snprintf(err, errlen, "peer %u is not another peer below %u", peer_id, t->cfg.n_peers);
+        return -1;
+    }
+    peer *p = &t->peers[peer_id];
+    struct sockaddr_storage ss;
+    if (parse_numeric(addr, &ss, err, errlen) != 0)
+        return -1;
+    p->addr = ss;
+    p->addr_ok = true;
+    if (peer_id < t->cfg.self_id) { /* it dials us: its unauthenticated conns are a peer's */
+        char ip[INET6_ADDRSTRLEN];
+        int port;
+        sockname(&ss, ip, sizeof ip, &port);
+        if (!is_dialer_ip(t, ip) && t->n_dialer_ips < t->cfg.self_id)
+            snprintf(t->dialer_ips[t->n_dialer_ips++], INET6_ADDRSTRLEN, "%s", plain_ip(ip));
+    }
+    return 0;
+}
+
+int mm_transport_join(mm_transport *t, const char *addr, char *err, size_t errlen)
+{
+    if (!t->cfg.elastic) {
+        snprintf(err, errlen, "a join session needs an elastic run");
+        return -1;
+    }
+    struct sockaddr_storage ss;
+    if (parse_numeric(addr, &ss, err, errlen) != 0)
+        return -1;
+    conn *c = mm__conn_new(t);
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    c->dialer = true;
+    c->join = true;
+    c->expect = MM_WIRE_ANY_PEER;
+    c->join_addr = ss;
+    int port;
+    sockname(&ss, c->ip, sizeof c->ip, &port);
+    snprintf(c->from, sizeof c->from, "member at %s:%d (join session)", c->ip, port);
+    snprintf(c->src, sizeof c->src, "%s:%d", c->ip, port);
+    t->st.conns_dialed++;
+    c->creq.data = c;
+    int r = uv_tcp_connect(&c->creq, &c->tcp, (const struct sockaddr *)&c->join_addr,
+                           on_connect);
+    if (r) {
+        snprintf(err, errlen, "join session to %s: %s", addr, uv_strerror(r));
+        mm__conn_close(c, false, err);
+        return -1;
+    }
+    return 0;
+}
+
+/* A control frame of this peer's to peer_id, whose payload the frame owns. */
+static int send_owned(mm_transport *t, uint32_t peer_id, uint16_t type, const void *payload,
+                      size_t len)
+{
+    if (!t->cfg.elastic || !mm_transport_is_up(t, peer_id))
+        return -1;
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return -1;
+    memcpy(copy, payload, len);
+    mm_wire_header h = {.type = type, .sender = t->cfg.self_id, .exchange = t->exchange,
+                        .payload_len = len};
+    t->peers[peer_id].last_used = mm_now_ms(t);
+    return mm__conn_send_frame(t->peers[peer_id].conn, &h, NULL, 0, copy, len, false, peer_id,
+                               copy);
+}
+
+int mm_transport_send_members(mm_transport *t, uint32_t peer_id, const uint8_t *payload,
+                              size_t len)
+{
+    if (len > t->cfg.max_members)
+        return -1;
+    return send_owned(t, peer_id, MM_WIRE_MEMBERS, payload, len);
+}
+
+int mm_transport_send_join(mm_transport *t, uint32_t peer_id, const char *addr)
+{
+    size_t len = strlen(addr);
+    if (len == 0 || len > MM_WIRE_ADDR_MAX)
+        return -1;
+    uint8_t q[MM_WIRE_JOIN_LEN] = {0};
+    q[4] = (uint8_t)len;
+    q[5] = (uint8_t)(len >> 8);
+    memcpy(q + 8, addr, len);
+    return send_owned(t, peer_id, MM_WIRE_JOIN, q, sizeof q);
+}
+
+int mm_transport_send_state_req(mm_transport *t, uint32_t peer_id, uint32_t parts)
+{
+    uint8_t q[MM_WIRE_STATE_REQ_LEN] = {(uint8_t)parts, (uint8_t)(parts >> 8),
+                                        (uint8_t)(parts >> 16), (uint8_t)(parts >> 24)};
+    return send_owned(t, peer_id, MM_WIRE_STATE_REQ, q, sizeof q);
+}
+
+void mm_transport_refuse_join(mm_transport *t, uint32_t peer_id, const char *why)
+{
+    if (peer_id < t->cfg.n_peers && t->peers[peer_id].conn)
+        mm__conn_refuse(t->peers[peer_id].conn, &t->st.join_refused, "join refused: %s", why);
+}
+
+void mm_transport_refuse_flood(mm_transport *t, uint32_t peer_id, const char *why)
+{
+    if (peer_id < t->cfg.n_peers && t->peers[peer_id].conn)
+        mm__conn_refuse(t->peers[peer_id].conn, &t->st.view_flood, "%s", why);
+}
+
+void mm_transport_goodbye(mm_transport *t, uint32_t peer_id)
+{
+    if (peer_id < t->cfg.n_peers && t->peers[peer_id].conn &&
+        t->peers[peer_id].conn->st == C_UP)
+        mm__conn_goodbye(t->peers[peer_id].conn, "join session done");
+}
+
+bool mm_transport_is_join_session(const mm_transport *t, uint32_t peer_id)
+{
+    return peer_id < t->cfg.n_peers && t->peers[peer_id].conn && t->peers[peer_id].conn->join;
 }
 
 void mm_transport_release(mm_transport *t, uint32_t peer_id)

@@ -99,6 +99,14 @@ typedef struct {
      * too, and on_vector is not called. */
     void *(*vector_dst)(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_vec *meta,
                         size_t body_len);
+    /* Elastic runs (cfg.elastic; docs/protocol.md 7): a MEMBERS frame from
+     * peer (its payload, valid during the call; the owner decodes and
+     * checks it); a JOIN on a join session from peer (the address it
+     * listens on, printable, and the SHA-256 of its TLS certificate, all
+     * zero in plaintext); a STATE_REQ from peer (MM_STATE_* parts). */
+    void (*on_members)(void *ud, uint32_t peer, const uint8_t *payload, size_t len);
+    void (*on_join)(void *ud, uint32_t peer, const char *addr, const uint8_t cert[32]);
+    void (*on_state_req)(void *ud, uint32_t peer, uint32_t parts);
 } mm_transport_callbacks;
 
 #define MM_ROUND_WINDOW_NONE UINT64_MAX
@@ -107,8 +115,16 @@ typedef struct {
     uint32_t self_id;
     uint32_t n_peers;
     /* "host:port" of every peer, indexed by id (n_peers entries); the
-     * transport listens on addrs[self_id] (or listen_addr when set). */
+     * transport listens on addrs[self_id] (or listen_addr when set). In an
+     * elastic run n_peers is the capacity (--max-peers) and addrs[i] may
+     * be NULL: a peer with no address yet, given later by
+     * mm_transport_set_addr. */
     const char *const *addrs;
+    /* An elastic run (docs/membership.md): join sessions are accepted,
+     * membership frames and STATE vectors flow, vectors carry a view tag,
+     * and max_members bounds a MEMBERS payload (0: 8 + 128 n_peers). */
+    bool elastic;
+    uint64_t max_members;
     const char *listen_addr;        /* NULL: addrs[self_id] */
     uint8_t fingerprint[32];        /* of the model; must match the peer's */
     uint64_t vec_len;               /* floats per vector; must match */
@@ -204,6 +220,34 @@ typedef struct {
 mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg,
                                const mm_transport_callbacks *cb,
                                char *err, size_t errlen);
+
+/* Elastic runs: where peer listens from now on ("ip:port" or
+ * "[ip6]:port", numeric: names are resolved only at creation, never on the
+ * loop). 0, or -1 with why. */
+int mm_transport_set_addr(mm_transport *t, uint32_t peer, const char *addr, char *err,
+                          size_t errlen);
+/* Elastic runs: open a join session to a member at addr (numeric, as
+ * above): a HELLO with the join flag, addressed to whichever member answers
+ * (docs/protocol.md 7.2). When it is up, on_peer(sponsor, MM_PEER_UP)
+ * names the member; the caller then sends its JOIN. 0, or -1 with why. */
+int mm_transport_join(mm_transport *t, const char *addr, char *err, size_t errlen);
+/* Elastic runs: membership frames to a peer that is up (a join session's
+ * too): its table (payload of len bytes, copied), a JOIN with this peer's
+ * address, a STATE_REQ. 0, or -1 when the peer is not up. */
+int mm_transport_send_members(mm_transport *t, uint32_t peer, const uint8_t *payload, size_t len);
+int mm_transport_send_join(mm_transport *t, uint32_t peer, const char *addr);
+int mm_transport_send_state_req(mm_transport *t, uint32_t peer, uint32_t parts);
+/* Refuses a join session of peer with why (a REFUSE whose reason begins
+ * "join refused:"), counted as join_refused. */
+void mm_transport_refuse_join(mm_transport *t, uint32_t peer, const char *why);
+/* Refuses the connection of a member that floods membership changes (or
+ * sends tables it may not), with why, counted as view_flood. */
+void mm_transport_refuse_flood(mm_transport *t, uint32_t peer, const char *why);
+/* Closes the connection of peer with a goodbye (a join session that has
+ * done its job). */
+void mm_transport_goodbye(mm_transport *t, uint32_t peer);
+/* Whether peer's connection is a join session (its HELLO had the flag). */
+bool mm_transport_is_join_session(const mm_transport *t, uint32_t peer);
 
 /* Declare the peers wanted now (e.g. this round's neighbours): connections
  * to them are opened (or kept); others become idle. */

@@ -79,6 +79,12 @@ struct conn {
     bool leaving;            /* goodbye under way: BYE queued, close when sent */
     bool sniffed;            /* TLS: the first bytes were looked at (not plaintext murmur) */
     bool from_peer;          /* accepted from the address of a lower-id peer */
+    bool join;               /* a join session (docs/protocol.md 7.2): dialled with
+                              * mm_transport_join, or accepted with the HELLO flag */
+    bool has_cert;           /* TLS: cert holds the SHA-256 of the peer's certificate */
+    uint8_t cert[32];
+    struct sockaddr_storage join_addr; /* dialler of a join session: where */
+    uint8_t *members_buf;    /* elastic: a MEMBERS payload lands here */
     char leave_why[MM_WIRE_REFUSE_MAX];
     char from[80];
     char ip[INET6_ADDRSTRLEN];
@@ -200,6 +206,7 @@ void mm__tr_conn_up(mm_transport *t, conn *c);
 void mm__tr_conn_closed(mm_transport *t, conn *c);
 void mm__tr_vector(mm_transport *t, conn *c, const mm_wire_header *h, const mm_wire_vec *meta,
                const uint8_t *body, size_t body_len);
+void mm__tr_members(mm_transport *t, conn *c, const uint8_t *payload, size_t len);
 void mm__tr_handle_closed(mm_transport *t);
 void mm__tr_crc_enqueue(mm_transport *t, out_item *it);
 void mm__tr_crc_remove(mm_transport *t, out_item *it);

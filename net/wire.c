@@ -55,7 +55,7 @@ void mm_wire_put_header(uint8_t out[MM_WIRE_HDR_LEN], const mm_wire_header *h)
     put16(out + 4, h->version ? h->version : MM_WIRE_VERSION);
     put16(out + 6, h->type);
     put32(out + 8, h->sender);
-    put32(out + 12, 0);
+    put32(out + 12, h->type == MM_WIRE_VECTOR ? h->view : 0);
     put64(out + 16, h->exchange);
     put64(out + 24, h->payload_len);
     put32(out + 32, h->payload_crc);
@@ -71,6 +71,7 @@ void mm_wire_put_hello(uint8_t out[MM_WIRE_HELLO_LEN], const mm_wire_hello *h)
     out[48] = h->algo;
     out[49] = h->codec;
     out[50] = h->algo_variant;
+    out[51] = h->flags;
     put32(out + 52, h->codec_block);
     putf64(out + 56, h->codec_frac);
     memcpy(out + 64, h->topo_digest, 32);
@@ -85,6 +86,7 @@ void mm_wire_get_hello(const uint8_t in[MM_WIRE_HELLO_LEN], mm_wire_hello *h)
     h->algo = in[48];
     h->codec = in[49];
     h->algo_variant = in[50];
+    h->flags = in[51];
     h->codec_block = get32(in + 52);
     h->codec_frac = getf64(in + 56);
     memcpy(h->topo_digest, in + 64, 32);
@@ -123,6 +125,13 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
                                uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen)
 {
+    return mm_wire_get_header_ex(in, hello_done, max_vector, 0, h, why, whylen);
+}
+
+mm_wire_err mm_wire_get_header_ex(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
+                                  uint64_t max_vector, uint64_t max_members, mm_wire_header *h,
+                                  char *why, size_t whylen)
+{
     uint32_t magic = get32(in);
     if (magic != MM_WIRE_MAGIC) {
         snprintf(why, whylen, "magic 0x%08x, expected 0x%08x", magic, MM_WIRE_MAGIC);
@@ -144,20 +153,32 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
     h->exchange = get64(in + 16);
     h->payload_len = get64(in + 24);
     h->payload_crc = get32(in + 32);
-    if (get32(in + 12) != 0) {
-        snprintf(why, whylen, "reserved header field is not zero");
+    h->view = get32(in + 12);
+    /* the view tag: a VECTOR's, in an elastic run; elsewhere reserved */
+    if (h->view != 0 && (h->type != MM_WIRE_VECTOR || !max_members)) {
+        snprintf(why, whylen, "%s", max_members ? "view tag on a frame that is not a VECTOR"
+                                                : "reserved header field is not zero");
         return MM_WIRE_E_TYPE;
     }
 
     uint64_t min = 0, max = 0;
+    bool elastic_type = false;
     switch (h->type) {
     case MM_WIRE_HELLO: min = max = MM_WIRE_HELLO_LEN; break;
     case MM_WIRE_REFUSE: max = MM_WIRE_REFUSE_MAX; break;
     case MM_WIRE_VECTOR: min = MM_WIRE_VEC_HDR + 1; max = max_vector; break;
     case MM_WIRE_PING:
     case MM_WIRE_BYE: break;
+    case MM_WIRE_MEMBERS: elastic_type = true; min = 8; max = max_members; break;
+    case MM_WIRE_JOIN: elastic_type = true; min = max = MM_WIRE_JOIN_LEN; break;
+    case MM_WIRE_STATE_REQ: elastic_type = true; min = max = MM_WIRE_STATE_REQ_LEN; break;
     default:
         snprintf(why, whylen, "unknown message type %u", h->type);
+        return MM_WIRE_E_TYPE;
+    }
+    if (elastic_type && !max_members) {
+        snprintf(why, whylen, "message type %u on a connection of a static run (membership "
+                 "frames need an elastic topology on both ends)", h->type);
         return MM_WIRE_E_TYPE;
     }
     bool pre = h->type == MM_WIRE_HELLO || h->type == MM_WIRE_REFUSE;
@@ -192,6 +213,8 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     rx->allow_chunks = keep.allow_chunks;
     rx->copies = keep.copies;
     rx->streams = keep.streams;
+    rx->max_members = keep.max_members;
+    rx->members_buf = keep.members_buf;
     rx->vec_buf = keep.vec_buf;
     rx->body_dst = keep.body_dst;
     rx->body_ud = keep.body_ud;
@@ -280,6 +303,30 @@ static mm_rx_event stream_order(mm_wire_rx *rx, const mm_wire_vec *v)
     return MM_RX_MORE;
 }
 
+/* A STATE vector (docs/protocol.md 7.3): an elastic connection's, a whole
+ * fp32 vector of weight 1, no other flag, its part in aux. */
+static mm_rx_event check_state(mm_wire_rx *rx, const mm_wire_vec *v)
+{
+    if (!rx->max_members) {
+        snprintf(rx->why, sizeof rx->why, "STATE flag on a connection of a static run");
+        return fail(rx, MM_WIRE_E_TYPE);
+    }
+    if (v->flags != MM_VEC_STATE || v->codec != MM_WIRE_CODEC_FP32 || v->weight != 1.0 ||
+        v->offset != 0 || v->count != rx->vec_len) {
+        snprintf(rx->why, sizeof rx->why, "a STATE vector is a whole fp32 vector of weight 1 "
+                 "and no other flag (flags 0x%02x, codec %u, weight %g, floats %llu..+%llu)",
+                 v->flags, v->codec, v->weight, (unsigned long long)v->offset,
+                 (unsigned long long)v->count);
+        return fail(rx, MM_WIRE_E_TYPE);
+    }
+    if (!(v->aux == MM_STATE_PART_PARAMS || v->aux == MM_STATE_PART_M ||
+          v->aux == MM_STATE_PART_V)) {
+        snprintf(rx->why, sizeof rx->why, "STATE part %.17g is none of 0, 1, 2", v->aux);
+        return fail(rx, MM_WIRE_E_VALUES);
+    }
+    return MM_RX_MORE;
+}
+
 /* The vector header of a VECTOR, as soon as its 40 bytes are in. */
 static mm_rx_event check_vec(mm_wire_rx *rx)
 {
@@ -295,11 +342,14 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
     }
     if (!mm_wire_weight_ok(rx->weight_rule, v->weight, rx->n_peers, rx->why, sizeof rx->why))
         return fail(rx, MM_WIRE_E_WEIGHT);
+    v->view = rx->hdr.view;
     if (v->flags & ~MM_VEC_FLAGS) {
         snprintf(rx->why, sizeof rx->why, "unknown vector flags 0x%02x",
                  v->flags & ~MM_VEC_FLAGS);
         return fail(rx, MM_WIRE_E_TYPE);
     }
+    if ((v->flags & MM_VEC_STATE) && check_state(rx, v) == MM_RX_ERROR)
+        return MM_RX_ERROR;
     bool reset = v->flags & MM_VEC_RESET;
     if (reset && !rx->copies) {
         snprintf(rx->why, sizeof rx->why, "RESET flag on a connection without compressed "
@@ -310,7 +360,8 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
      * that it is exactly 4 * count bytes and checked for NaN/Inf below: a
      * RESET in another codec would make its receiver take 4 * count bytes
      * from a body that is shorter. */
-    if (reset ? v->codec != MM_WIRE_CODEC_FP32 : v->codec != codec(rx)) {
+    bool state = v->flags & MM_VEC_STATE;
+    if (reset || state ? v->codec != MM_WIRE_CODEC_FP32 : v->codec != codec(rx)) {
         if (reset)
             snprintf(rx->why, sizeof rx->why, "RESET in codec %u: a RESET body is fp32 "
                      "(codec 1)", v->codec);
@@ -360,8 +411,13 @@ static mm_rx_event finish_payload(mm_wire_rx *rx)
         /* like the header's reserved field: a peer that sets them speaks
          * something we do not know */
         const uint8_t *q = rx->payload;
-        if (get32(q + 44) != 0 || q[51] != 0) {
-            snprintf(rx->why, sizeof rx->why, "reserved HELLO bytes (44..47, 51) are not 0");
+        if (get32(q + 44) != 0) {
+            snprintf(rx->why, sizeof rx->why, "reserved HELLO bytes (44..47) are not 0");
+            return fail(rx, MM_WIRE_E_TYPE);
+        }
+        if (q[51] & ~MM_HELLO_FLAGS) {
+            snprintf(rx->why, sizeof rx->why, "unknown HELLO flags 0x%02x (byte 51)",
+                     q[51] & ~MM_HELLO_FLAGS);
             return fail(rx, MM_WIRE_E_TYPE);
         }
     }
@@ -450,9 +506,9 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
     rx->got += n;
     if (rx->got < MM_WIRE_HDR_LEN)
         return MM_RX_MORE;
-    mm_wire_err e = mm_wire_get_header(rx->hdr_raw, rx->hello_done,
-                                       MM_WIRE_VEC_HDR + max_body(rx), &rx->hdr, rx->why,
-                                       sizeof rx->why);
+    mm_wire_err e = mm_wire_get_header_ex(rx->hdr_raw, rx->hello_done,
+                                          MM_WIRE_VEC_HDR + max_body(rx), rx->max_members,
+                                          &rx->hdr, rx->why, sizeof rx->why);
     if (e)
         return fail(rx, e);
     if (rx->no_payload_crc && rx->hdr.payload_crc != 0) {
@@ -471,6 +527,12 @@ mm_rx_event mm_wire_rx_advance(mm_wire_rx *rx, size_t n)
             return fail(rx, MM_WIRE_E_TYPE);
         }
         rx->payload = rx->vec_buf;
+    } else if (rx->hdr.type == MM_WIRE_MEMBERS) {
+        if (!rx->members_buf) {
+            snprintf(rx->why, sizeof rx->why, "no receive buffer for membership tables");
+            return fail(rx, MM_WIRE_E_TYPE);
+        }
+        rx->payload = rx->members_buf;
     } else {
         rx->payload = rx->ctrl;
     }

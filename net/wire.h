@@ -12,7 +12,7 @@
 #include "net/algo.h"
 
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
-#define MM_WIRE_VERSION 5
+#define MM_WIRE_VERSION 6
 #define MM_WIRE_HDR_LEN 40
 #define MM_WIRE_HELLO_LEN 128
 /* The topology's name in a HELLO: at most this many bytes, 0-padded. */
@@ -31,11 +31,31 @@ enum mm_wire_type {
     MM_WIRE_PING = 3,
     MM_WIRE_BYE = 4,
     MM_WIRE_REFUSE = 5,
+    /* elastic runs only (docs/protocol.md 7): */
+    MM_WIRE_MEMBERS = 6,     /* the sender's membership table (member/member.h's bytes) */
+    MM_WIRE_JOIN = 7,        /* a joiner asks its sponsor to make it a member */
+    MM_WIRE_STATE_REQ = 8,   /* a joiner asks a member for its state (STATE vectors) */
 };
+
+/* A JOIN payload: u32 flags (0), u16 address length L (1..MM_WIRE_ADDR_MAX),
+ * u16 reserved (0), the address (L printable bytes, "ip:port"), zeros. */
+#define MM_WIRE_ADDR_MAX 64
+#define MM_WIRE_JOIN_LEN (8 + MM_WIRE_ADDR_MAX)
+/* A STATE_REQ payload: u32 parts (bit 0 parameters, bit 1 the optimizer's
+ * moments), u32 reserved (0). */
+#define MM_WIRE_STATE_REQ_LEN 8
+#define MM_STATE_PARAMS 0x1u
+#define MM_STATE_MOMENTS 0x2u
+/* The id a join session's HELLO addresses: whichever member answers. */
+#define MM_WIRE_ANY_PEER UINT32_MAX
 
 typedef struct {
     uint16_t version, type;
     uint32_t sender;
+    /* A VECTOR of an elastic run: the sender's view tag for the exchange's
+     * round (docs/membership.md); 0 on every other frame and in static
+     * runs (header bytes 12..15, which version 5 reserved). */
+    uint32_t view;
     uint64_t exchange;       /* a VECTOR's exchange number (docs/protocol.md 3.2) */
     uint64_t payload_len;
     uint32_t payload_crc;
@@ -58,12 +78,22 @@ typedef struct {
     double codec_frac;     /* topk, randk: the fraction sent; else 0 */
     uint8_t topo_digest[32]; /* the topology's canonical digest (gossip/topology.h) */
     char topo_name[MM_WIRE_TOPO_NAME + 1]; /* the file it came from, for messages only */
+    uint8_t flags;      /* MM_HELLO_* (byte 51) */
 } mm_wire_hello;
+
+/* HELLO flags (byte 51). */
+#define MM_HELLO_JOIN 0x01u  /* a join session: the sender is not (yet) a member */
+#define MM_HELLO_FLAGS 0x01u
 
 /* VECTOR flags (docs/protocol.md 3.2). */
 #define MM_VEC_RESET 0x01u  /* the body is the sender's whole public copy, in fp32 */
 #define MM_VEC_MORE 0x02u   /* consensus control: the sender does another exchange */
-#define MM_VEC_FLAGS 0x03u  /* every flag defined; others must be 0 */
+#define MM_VEC_STATE 0x04u  /* elastic runs: a member's state for a joiner (aux: the part) */
+#define MM_VEC_FLAGS 0x07u  /* every flag defined; others must be 0 */
+/* A STATE vector's part (its aux): the parameters, the optimizer's moments. */
+#define MM_STATE_PART_PARAMS 0
+#define MM_STATE_PART_M 1
+#define MM_STATE_PART_V 2
 
 /* The vector header: what travels with a vector's body. */
 typedef struct {
@@ -77,6 +107,9 @@ typedef struct {
     double aux;         /* consensus control: the sender's estimate; 0 otherwise */
     uint64_t offset;    /* first float the body describes (0 for a whole vector) */
     uint64_t count;     /* floats it describes (vec_len for a whole vector) */
+    /* Not in the vector header's 40 bytes but in its frame's header
+     * (mm_wire_header.view): the sender's view tag, 0 outside elastic runs. */
+    uint32_t view;
 } mm_wire_vec;
 
 /* Why a frame was refused; each maps to one counter in mm_transport_stats. */
@@ -114,6 +147,14 @@ void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v);
 mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
                                uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen);
+/* The same on a connection of an elastic run (max_members > 0: the largest
+ * MEMBERS payload it takes): the frame types of docs/protocol.md 7 are
+ * allowed after the HELLO (MEMBERS up to max_members bytes, JOIN and
+ * STATE_REQ of their exact lengths), and a VECTOR may carry a view tag.
+ * With max_members 0 it is mm_wire_get_header. */
+mm_wire_err mm_wire_get_header_ex(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
+                                  uint64_t max_vector, uint64_t max_members, mm_wire_header *h,
+                                  char *why, size_t whylen);
 
 
 /* Incremental decoder. The owner asks where the next bytes go (want), puts
@@ -147,6 +188,12 @@ typedef struct {
     uint8_t codec;         /* the negotiated codec; 0: fp32 */
     bool allow_chunks;     /* offset/count may describe part of the vector */
     bool copies;           /* compressed gossip: RESET frames may come (public copies) */
+    /* An elastic run's connection (docs/protocol.md 7): MEMBERS payloads of
+     * at most max_members bytes land in members_buf (the owner's, kept by
+     * init), STATE vectors may come, and VECTOR frames carry a view tag.
+     * 0: a static run's connection, which refuses all three. */
+    uint64_t max_members;
+    uint8_t *members_buf;
     /* Compressed gossip with a codec that splits: a q may come as a stream
      * of chunks (docs/protocol.md 3.2), consecutive frames of one exchange
      * whose parts follow each other from float 0 to vec_len; a chunk out

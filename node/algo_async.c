@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "node/algo.h"
+#include "node/elastic.h"
 #include "node/trainer.h"
 
 /* The newest copy of a peer (by peer id; allocated when first seen). */
@@ -21,6 +22,7 @@ typedef struct {
     float *vec;
     int64_t exchange;               /* the sender's exchange number; -1: none yet */
     uint64_t arrived;               /* our exchange when it was copied */
+    uint32_t view;                  /* its sender's view tag (elastic runs) */
     double weight;
 } latest;
 
@@ -53,6 +55,8 @@ static void gather(mm__trainer *tr, uint64_t e)
         uint32_t p = tr->v.in[k].peer;
         latest *l = &all[p];
         mm__peer_view pv;
+        if (tr->elastic)
+            mm__view_drop_states(tr, p);
         mm__mbox_peer(tr->mb, p, &pv);
         if (pv.has_vector) {
             if (!l->vec)
@@ -61,12 +65,19 @@ static void gather(mm__trainer *tr, uint64_t e)
                 memcpy(l->vec, pv.body, tr->P * sizeof(float));
                 l->exchange = (int64_t)pv.exchange;
                 l->arrived = e;
+                l->view = pv.meta.view;
                 l->weight = pv.meta.weight;
             }
             /* copied out at once, so the connection keeps flowing */
             mm__mbox_release(tr->mb, p);
         }
         bool fresh = l->vec && l->exchange >= 0 && e - l->arrived <= (uint64_t)tr->cfg->staleness;
+        /* elastic: a copy made under another view than ours of this round
+         * is not mixed (docs/membership.md): neither end mixes the other */
+        if (fresh && tr->elastic && l->view != tr->view_tag) {
+            fresh = false;
+            mm__elastic_mismatch(tr->el, p);
+        }
         mm__nbr *nb = &tr->nbr[k];
         nb->status = fresh ? IN_READY : IN_MISSING;
         nb->vec = fresh ? l->vec : NULL;

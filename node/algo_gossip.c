@@ -23,7 +23,7 @@ int mm__gossip_send(mm__trainer *tr, int b, uint64_t e, bool more)
     mm__mbox_publish(tr->mb, b, e);
     mm_wire_vec meta = {.weight = tr->w, .codec = MM_WIRE_CODEC_FP32, .count = tr->P,
                         .flags = more ? MM_VEC_MORE : 0, .aux = tr->adaptive ? tr->cc.a : 0,
-                        .level = tr->skip ? tr->level : 0};
+                        .level = tr->skip ? tr->level : 0, .view = tr->view_tag};
     for (int k = 0; k < tr->v.n_out; k++)
         if (!tr->adaptive || tr->nbr[k].on) /* adaptive: out[k] is in[k] (mm__control_undirected) */
             mm__mbox_send(tr->mb, tr->v.out[k].peer, e, b, &meta, tr->P * sizeof(float));

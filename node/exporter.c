@@ -82,6 +82,13 @@ static void put_training(mm_text *t, const mm__live *l)
     put_label(t, l->codec ? l->codec : "none");
     mm_text_put(t, "\"} 1\n");
     one(t, "murmur_round", "gauge", "Gossip rounds completed.", (double)l->round);
+    if (l->elastic) {
+        one(t, "murmur_view_members", "gauge",
+            "Elastic runs: members in this peer's view of the last round.", (double)l->view_n);
+        one(t, "murmur_view_changes_total", "counter",
+            "Elastic runs: rounds whose view differed from the round before.",
+            (double)l->view_changes);
+    }
     one(t, "murmur_optimizer_steps_total", "counter", "Optimizer steps applied.",
         (double)l->steps);
     one(t, "murmur_exchanges", "gauge", "Averaging exchanges in the last round.",

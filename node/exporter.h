@@ -54,6 +54,9 @@ typedef struct {
     bool clip;               /* --clip-pull or --robust-clip (gossip/robust.h) */
     double clip_radius;      /* the last round line's clip_radius (+Inf: none measured) */
     uint64_t pulls_clipped;  /* pulls beyond their radius so far */
+    bool elastic;            /* an elastic run (docs/membership.md): */
+    uint32_t view_n;         /* ... members in the view of the last round */
+    uint64_t view_changes;   /* ... views that differed from the round before */
     bool ended;
 } mm__live;
 

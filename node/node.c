@@ -25,6 +25,7 @@
 #include "node/exporter.h"
 #include "node/http.h"
 #include "node/node_int.h"
+#include "node/elastic.h"
 #include "node/peers.h"
 #include "node/poison.h"
 
@@ -58,6 +59,9 @@ void mm_node_config_defaults(mm_node_config *c)
     c->sketch_seed = 0x6d75726d7572ULL; /* "murmur" */
     c->log_every = 10;
     c->round_lines = 50;
+    c->max_peers = 256;
+    c->view_delay = 10;
+    c->suspect_ms = 2000;
 }
 
 /* The loop thread's state. */
@@ -77,6 +81,10 @@ typedef struct {
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
     mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
+    mm__elastic *el;                /* an elastic run's membership table, or NULL */
+    bool elastic;                   /* a family topology (docs/membership.md) */
+    uint32_t n_start;               /* ... its starting members; n is then --max-peers */
+    int signals;
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
     mm_link_stats *links;           /* [n]: the transport's counters per peer, for the mailbox */
     struct out_stream *streams;     /* [n]: a streamed send to each peer under way */
@@ -208,6 +216,8 @@ static void on_wake(uv_async_t *h)
     for (uint32_t p = 0; p < nd->n; p++) /* chunks readied since */
         if (nd->streams[p].on)
             stream_pump(nd, p);
+    if (nd->el && !finished)
+        mm__elastic_flush(nd->el, nd->transport);
     if (finished) {
         mm_info("saying goodbye to neighbours");
         mm_transport_shutdown(nd->transport, on_transport_closed, nd);
@@ -277,6 +287,8 @@ static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
         mm_info("peer %u is %s", peer, names[state]);
     if (nd->ar)
         mm_allreduce_on_peer(nd->ar, peer, state);
+    if (nd->el && state == MM_PEER_UP)
+        mm__elastic_on_up(nd->el, nd->transport, peer);
     mm__cmd c;
     if (state == MM_PEER_UP && mm__mbox_pending(nd->mb, peer, &c))
         try_send(nd, &c);
@@ -286,17 +298,48 @@ static void on_refused(void *ud, const mm_refusal *r)
 {
     node *nd = ud;
     mm__mbox_refused(nd->mb, r);
+    if (nd->el)
+        mm__elastic_on_refused(nd->el, r);
+}
+
+/* Elastic runs (docs/protocol.md 7): the transport's membership frames. */
+static void on_members(void *ud, uint32_t peer, const uint8_t *payload, size_t len)
+{
+    node *nd = ud;
+    mm__elastic_on_members(nd->el, nd->transport, peer, payload, len);
+}
+
+static void on_join(void *ud, uint32_t peer, const char *addr, const uint8_t cert[32])
+{
+    node *nd = ud;
+    mm__elastic_on_join(nd->el, nd->transport, peer, addr, cert);
+}
+
+static void on_state_req(void *ud, uint32_t peer, uint32_t parts)
+{
+    node *nd = ud;
+    mm__elastic_on_state_req(nd->el, peer, parts);
 }
 
 static void on_signal(uv_signal_t *h, int signum)
 {
     node *nd = h->data;
+    const char *name = signum == SIGINT ? "SIGINT" : "SIGTERM";
+    if (nd->el) { /* an elastic peer leaves: its departure is announced first */
+        if (++nd->signals > 1) {
+            mm_warn("second signal: exiting now");
+            _exit(MM_EXIT_SIGNALLED);
+        }
+        mm_info("%s: leaving the run (announced, effective a few rounds ahead), then exiting",
+                name);
+        mm__elastic_request_leave(nd->el);
+        return;
+    }
     if (mm__mbox_signal(nd->mb) > 1) {
         mm_warn("second signal: exiting now");
         _exit(MM_EXIT_SIGNALLED);
     }
-    mm_info("%s: finishing this round, writing a checkpoint, then exiting",
-            signum == SIGINT ? "SIGINT" : "SIGTERM");
+    mm_info("%s: finishing this round, writing a checkpoint, then exiting", name);
 }
 
 static void *trainer_thread(void *arg)
@@ -379,6 +422,7 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     tc->topo_name = slash ? slash + 1 : c->topology;
     tc->self_id = nd->id;
     tc->n_peers = nd->n;
+    tc->elastic = nd->elastic;
     tc->addrs = (const char *const *)addrs;
     tc->listen_addr = mm_peer_listen_addr(c, addrs[nd->id]);
     mm__trainer_fingerprint(nd->trainer, tc->fingerprint);
@@ -401,7 +445,8 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     tc->copies = c->compress != NULL;
     size_t chunk_bytes;
     tc->streams = mm__trainer_chunks(nd->trainer, &chunk_bytes) > 0;
-    tc->senders = senders_of(nd, topo, senders) ? senders : NULL;
+    /* (elastic: any member may become a neighbour) */
+    tc->senders = !nd->elastic && senders_of(nd, topo, senders) ? senders : NULL;
     /* async: a neighbour far ahead or behind is a straggler, and what it
      * sends is copied out at once (one copy per neighbour whatever its
      * round): no window (docs/protocol.md, "Rounds") */
@@ -466,6 +511,30 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
         mm_warn("%s", msg);
 }
 
+/* What an elastic run does not run (docs/node.md, "Elastic runs"): 0, or
+ * MM_EXIT_USAGE with why. */
+static int elastic_check(const node *nd, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    const char *why = NULL;
+    if (c->algo == MM_ALGO_ALLREDUCE)
+        why = "--algo allreduce is not elastic: every all-reduce step needs every member, and "
+              "one lost member ends it for all; use dpsgd, async or pushsum (with --outer "
+              "nesterov for DiLoCo's outer step over gossip)";
+    else if (c->compress)
+        why = "--compress is not elastic yet: CHOCO's public copies would need a RESET "
+              "protocol for every new link";
+    else if (c->consensus_target > 0)
+        why = "--consensus-target is not elastic: its estimator is built from the spectrum of "
+              "one fixed graph";
+    else if ((uint32_t)c->max_peers < nd->n_start)
+        why = "--max-peers is below the topology's starting members";
+    if (!why)
+        return 0;
+    snprintf(err, errlen, "%s (%s is a family file: an elastic run)", why, c->topology);
+    return MM_EXIT_USAGE;
+}
+
 /* Loads the topology and checks it against the command line: the number
  * of peers, the id, the algorithm for this W. 0, or MM_EXIT_USAGE after
  * printing why. */
@@ -483,11 +552,35 @@ static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
                 nd->n);
         return MM_EXIT_USAGE;
     }
+    nd->elastic = mm_topo_family(*topo);
+    nd->n_start = nd->n;
+    if (nd->elastic) {
+        int rc = elastic_check(nd, err, errlen);
+        if (rc != 0) {
+            fprintf(stderr, "murmur node: %s\n", err);
+            return rc;
+        }
+        nd->n = (uint32_t)c->max_peers; /* ids below it: the tables' capacity */
+    } else if (c->join) {
+        fprintf(stderr, "murmur node: --join needs an elastic run: %s lists fixed peers and "
+                        "edges, which say nothing of a peer that joins; use a family file "
+                        "(`family ring`, murmur topo gen ring -n N --family; "
+                        "docs/membership.md)\n", c->topology);
+        return MM_EXIT_USAGE;
+    }
     if (c->id < 0 || (uint32_t)c->id >= nd->n) {
-        fprintf(stderr, "murmur node: peer id %d is not in 0..%u\n", c->id, nd->n - 1);
+        fprintf(stderr, nd->elastic ? "murmur node: peer id %d is not below --max-peers %u\n"
+                                    : "murmur node: peer id %d is not in 0..%u\n",
+                c->id, nd->elastic ? nd->n : nd->n - 1);
         return MM_EXIT_USAGE;
     }
     nd->id = (uint32_t)c->id;
+    if (nd->elastic && nd->id >= nd->n_start && !c->join) {
+        fprintf(stderr, "murmur node: peer %u is not one of the %u starting members of %s: a "
+                        "later member joins a running run with --join IP:PORT (any member's "
+                        "address)\n", nd->id, nd->n_start, c->topology);
+        return MM_EXIT_USAGE;
+    }
     /* the launchers' rule and words (scripts/launch-lib.sh, check_topology) */
     if (c->algo != MM_ALGO_PUSHSUM && mm_topo_needs_pushsum(*topo)) {
         fprintf(stderr, "murmur node: %s is a directed graph whose W is column-stochastic only: "
@@ -497,6 +590,52 @@ static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
         return MM_EXIT_USAGE;
     }
     return 0;
+}
+
+/* An elastic run's addresses, n (--max-peers) of them: the starting
+ * members' (--hosts or --base-port), this peer's own (--advertise, else
+ * its entry, else 127.0.0.1:--base-port + id), NULL for the others until
+ * the table names them. NULL with err. */
+static char **elastic_addrs(node *nd, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    char **start = mm_peer_addrs(c, nd->n_start, err, errlen);
+    char **all = start ? calloc(nd->n, sizeof *all) : NULL;
+    if (!all) {
+        if (start)
+            snprintf(err, errlen, "out of memory");
+        mm_peer_addrs_free(start, nd->n_start);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < nd->n_start; i++) {
+        all[i] = start[i];
+        start[i] = NULL;
+    }
+    mm_peer_addrs_free(start, nd->n_start);
+    char own[96] = "";
+    if (c->advertise)
+        snprintf(own, sizeof own, "%s", c->advertise);
+    else if (nd->id < nd->n_start)
+        snprintf(own, sizeof own, "%s", all[nd->id]);
+    else if (!c->hosts_file && c->base_port + (long)nd->id <= 65535)
+        snprintf(own, sizeof own, "127.0.0.1:%ld", c->base_port + (long)nd->id);
+    if (!own[0] || strlen(own) > MM_MEMBER_ADDR_MAX) {
+        if (own[0])
+            snprintf(err, errlen, "--advertise %s: longer than %d bytes", own,
+                     MM_MEMBER_ADDR_MAX);
+        else
+            snprintf(err, errlen, "peer %u is not in --hosts: give --advertise IP:PORT, where "
+                     "the others reach it", nd->id);
+        mm_peer_addrs_free(all, nd->n);
+        return NULL;
+    }
+    free(all[nd->id]);
+    if (!(all[nd->id] = strdup(own))) {
+        snprintf(err, errlen, "out of memory");
+        mm_peer_addrs_free(all, nd->n);
+        return NULL;
+    }
+    return all;
 }
 
 /* Loads and checks the topology (load_topology), resolves where every
@@ -510,10 +649,10 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     int rc = load_topology(nd, topo, err, errlen);
     if (rc != 0)
         return rc;
-    *addrs = mm_peer_addrs(c, nd->n, err, errlen);
+    *addrs = nd->elastic ? elastic_addrs(nd, err, errlen) : mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
-        return MM_EXIT_ERROR;
+        return nd->elastic ? MM_EXIT_USAGE : MM_EXIT_ERROR;
     }
     if ((size_t)snprintf(dir, dirlen, "%s/node-%u", c->run_dir, nd->id) >= dirlen) {
         fprintf(stderr, "murmur node: --run-dir %s: path too long\n", c->run_dir);
@@ -665,12 +804,25 @@ int mm_node_run(const mm_node_config *c)
         goto out;
     }
     mm__mbox_defer_busy(nd->mb, c->algo == MM_ALGO_DPSGD || c->algo == MM_ALGO_PUSHSUM);
+    if (nd->elastic) {
+        nd->el = mm__elastic_new(c, nd->id, nd->n, nd->n_start, addrs, addrs[nd->id], &nd->wake,
+                                 err, sizeof err);
+        if (!nd->el) {
+            mm_error("%s", err);
+            uv_close((uv_handle_t *)&nd->wake, NULL);
+            goto out;
+        }
+        mm__trainer_set_elastic(nd->trainer, nd->el);
+    }
     mm_transport_config tc;
     mm_tls_files tls;
     mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                  .on_refused = on_refused, .ud = nd,
                                  .vector_dst = c->algo == MM_ALGO_ALLREDUCE || chunks > 0
-                                                   ? vector_dst : NULL};
+                                                   ? vector_dst : NULL,
+                                 .on_members = nd->el ? on_members : NULL,
+                                 .on_join = nd->el ? on_join : NULL,
+                                 .on_state_req = nd->el ? on_state_req : NULL};
     bool *senders = calloc(nd->n, sizeof *senders);
     if (!senders || transport_config(nd, topo, addrs, &tls, senders, &tc, err, sizeof err) != 0 ||
         !(nd->transport = mm_transport_new(&nd->loop, &tc, &cb, err, sizeof err))) {
@@ -680,6 +832,16 @@ int mm_node_run(const mm_node_config *c)
         goto out;
     }
     free(senders); /* (the transport keeps its copy) */
+    if (nd->el) {
+        mm__elastic_addresses(nd->el, nd->transport);
+        if (c->join && mm_transport_join(nd->transport, c->join, err, sizeof err) != 0) {
+            mm_error("--join %s: %s", c->join, err);
+            status = MM_EXIT_USAGE;
+            mm_transport_shutdown(nd->transport, close_wake, nd);
+            uv_run(&nd->loop, UV_RUN_DEFAULT);
+            goto out;
+        }
+    }
     if (c->algo == MM_ALGO_ALLREDUCE) {
         mm_allreduce_config ac = {.transport = nd->transport, .self = nd->id, .n = nd->n,
                                   .len = mm__trainer_vec_len(nd->trainer),
@@ -734,6 +896,7 @@ out:
     }
     mm__mbox_free(nd->mb);
     mm__trainer_free(nd->trainer);
+    mm__elastic_free(nd->el);
     mm_codec_free(nd->body_codec);
     mm_poison_free(nd->poison);
     mm_topo_free(topo);

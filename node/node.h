@@ -22,6 +22,7 @@ typedef enum {
     MM_EXIT_USAGE = 2,        /* usage, or a configuration refused at start */
     MM_EXIT_REFUSED = 3,      /* a neighbour refused for a configuration that differs */
     MM_EXIT_ISOLATED = 4,     /* mixed with none of its neighbours, none refused */
+    MM_EXIT_JOIN = 5,         /* elastic: the join was refused, or no member answered */
     MM_EXIT_SIGNALLED = 130,  /* a second SIGINT/SIGTERM: exited at once */
 } mm_exit_status;
 
@@ -94,6 +95,14 @@ typedef struct {
     const char *metrics_token_file; /* its bearer token, or NULL */
 
     const char *test_poison;       /* test-only: a kind of node/poison.h */
+
+    /* elastic membership (docs/membership.md): a family topology file */
+    const char *join;              /* IP:PORT of a member to join through, or NULL */
+    const char *advertise;         /* where the others reach us, or NULL (hosts, base port) */
+    int max_peers;                 /* ids below this */
+    int view_delay;                /* D: changes take effect D rounds ahead */
+    int suspect_ms;                /* a neighbour down this long is suspected */
+    bool join_moments;             /* a joiner takes its donors' optimizer moments */
 } mm_node_config;
 
 /* Round lines a peer writes at once before --round-lines' rate applies. */

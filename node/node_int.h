@@ -47,6 +47,13 @@ int mm__trainer_status(const mm__trainer *tr);
 /* --metrics-addr: publish each round's state there (before mm__trainer_run). */
 typedef struct mm__exporter mm__exporter;
 void mm__trainer_set_exporter(mm__trainer *tr, mm__exporter *e);
+/* An elastic run: the membership table the training thread reads
+ * (node/elastic.h); before mm__trainer_run. */
+struct mm__elastic;
+void mm__trainer_set_elastic(mm__trainer *tr, struct mm__elastic *e);
+/* Whether the trainer runs elastic (a family topology), and its starting
+ * members. */
+bool mm__trainer_is_elastic(const mm__trainer *tr);
 /* --algo allreduce: the schedule the node resolved (node/allreduce.h), for
  * the round view's partners; before the first round. */
 void mm__trainer_set_allreduce(mm__trainer *tr, int schedule);

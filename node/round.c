@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "node/algo.h"
+#include "node/elastic.h"
 #include "node/trainer.h"
 
 void mm__round_phase(mm__trainer *tr, mm__phase next)
@@ -48,10 +49,14 @@ static void want_round(mm__trainer *tr, long round)
     int n = 0;
     for (int k = 0; k < tr->v.n_in; k++) tr->ids[n++] = tr->v.in[k].peer;
     for (int k = 0; k < tr->v.n_out; k++) tr->ids[n++] = tr->v.out[k].peer;
-    if (mm_topo_round(tr->topo, tr->id, (uint64_t)round + 1, &tr->next) == 0) {
+    uint32_t tag;
+    if (mm__view_round(tr, (uint64_t)round + 1, &tr->next, &tag) == 0) {
         for (int k = 0; k < tr->next.n_in; k++) tr->ids[n++] = tr->next.in[k].peer;
         for (int k = 0; k < tr->next.n_out; k++) tr->ids[n++] = tr->next.out[k].peer;
     }
+    if (tr->elastic) /* the other side of a partition, now and then */
+        n += (int)mm__elastic_probes(tr->el, (uint64_t)round, tr->ids + n,
+                                     4 * tr->n + 4 - (uint32_t)n); /* (the room of tr->ids) */
     int m = 0; /* dedupe: degrees are small */
     for (int i = 0; i < n; i++) {
         int dup = tr->ids[i] == tr->id;
@@ -75,6 +80,8 @@ static long fast_forward(mm__trainer *tr, long round)
     long target = -1;
     for (int k = 0; k < tr->v.n_in; k++) {
         mm__peer_view pv;
+        if (tr->elastic) /* (a late donor's state is no round of its) */
+            mm__view_drop_states(tr, tr->v.in[k].peer);
         mm__mbox_peer(tr->mb, tr->v.in[k].peer, &pv);
         long r = pv.has_vector ? (long)(pv.exchange / g) : -1;
         if (r <= round)
@@ -117,8 +124,18 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
                 continue;
             uint32_t p = tr->v.in[k].peer;
             mm__peer_view pv;
+            if (tr->elastic)
+                mm__view_drop_states(tr, p);
             mm__mbox_peer(tr->mb, p, &pv);
-            if (pv.has_vector && pv.exchange == e) {
+            if (pv.has_vector && pv.exchange == e && tr->elastic &&
+                pv.meta.view != tr->view_tag) {
+                /* its view of the round differs from ours: neither end
+                 * mixes the other (docs/membership.md) */
+                mm__mbox_release(tr->mb, p);
+                mm__elastic_mismatch(tr->el, p);
+                tr->nbr[k].status = IN_MISSING;
+                released = true;
+            } else if (pv.has_vector && pv.exchange == e) {
                 take(tr, k, &pv);
                 if (tr->nbr[k].status == IN_WAITING) /* a part (CHOCO's streamed q) */
                     waiting++;
@@ -330,6 +347,17 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
     tr->t_start = mm_time_now();
     tr->start_deadline = tr->t_start + c->start_timeout_ms / 1000.0;
     mm__isolation_start(tr->iso, tr->t_start);
+    if (tr->elastic && c->join) { /* its table, its round, its donors' state */
+        int rc = mm__view_join(tr);
+        if (rc != 0 || mm__trainer_stopping(tr)) {
+            tr->exit_status = rc;
+            mm__lines_start(tr);
+            mm__lines_end(tr, rc ? "join" : "signal");
+            mm__mbox_finish(mb);
+            return;
+        }
+        tr->start_deadline = mm_time_now() + c->start_timeout_ms / 1000.0;
+    }
     mm__lines_start(tr);
     if (tr->round == 0 && c->eval_every > 0)
         mm__trainer_evaluate(tr);
@@ -338,7 +366,10 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
 
     bool checkpoint_failed = false, params_lost = false;
     while (tr->round < c->rounds && !mm__trainer_stopping(tr)) {
-        if (mm_topo_round(tr->topo, tr->id, (uint64_t)tr->round, &tr->v) != 0) {
+        if (tr->elastic && !mm__view_begin_round(tr))
+            break; /* it left */
+        uint32_t tag;
+        if (mm__view_round(tr, (uint64_t)tr->round, &tr->v, &tag) != 0) {
             mm_error("topology has no round %ld for peer %u", tr->round, tr->id);
             tr->exit_status = MM_EXIT_ERROR;
             break;
@@ -391,7 +422,7 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
     if (!params_lost && !round_failed && mm__trainer_checkpoint(tr) != 0)
         checkpoint_failed = true;
     mm__lines_end(tr, params_lost ? "nonfinite" : round_failed ? mm_algo_name(tr->algo->id)
-                     : mm__trainer_stopping(tr) ? "signal" : "done");
+                     : tr->left ? "left" : mm__trainer_stopping(tr) ? "signal" : "done");
     if (checkpoint_failed && !tr->exit_status)
         tr->exit_status = MM_EXIT_ERROR;
     mm__mbox_finish(mb);

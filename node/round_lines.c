@@ -12,6 +12,7 @@
 #include "base/sha256.h"
 #include "node/algo.h"
 #include "node/algo_choco.h"
+#include "node/elastic.h"
 #include "model/blas_env.h"
 #include "node/trainer.h"
 
@@ -59,7 +60,8 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     mm__live *l = &tr->live;
     bool choco = tr->algo == &mm__algo_choco;
     l->peer = tr->id;
-    l->n_peers = tr->n;
+    l->n_peers = tr->elastic ? tr->view_n : tr->n;
+    l->elastic = tr->elastic;
     l->algo = mm_algo_name(c->algo);
     l->topology = c->topology;
     l->codec = choco ? mm__choco_spec(tr->algo_state) : NULL;
@@ -327,6 +329,15 @@ void mm__lines_start(mm__trainer *tr)
     mm_metrics_int(m, "exchange_stride", (long long)tr->stride);
     mm__control_fields(tr, m, MM__LINE_START);
     algo_fields(tr, MM__LINE_START);
+    if (tr->elastic) { /* docs/membership.md */
+        mm_metrics_str(m, "family", mm_topo_family_name(mm_topo_family_kind(tr->topo)));
+        mm_metrics_int(m, "start_peers", tr->n_start);
+        mm_metrics_int(m, "max_peers", tr->n);
+        mm_metrics_int(m, "view_delay", c->view_delay);
+        mm_metrics_int(m, "suspect_ms", c->suspect_ms);
+        if (tr->joined_round >= 0)
+            mm_metrics_int(m, "joined_round", tr->joined_round);
+    }
     if (tr->have_model) {
         /* what it takes to evaluate a snapshot offline (murmur report) */
         mm_metrics_int(m, "layers", c->train.model.n_layer);
@@ -341,6 +352,30 @@ void mm__lines_start(mm__trainer *tr)
     }
     mm_metrics_num(m, "time", 0);
     mm_metrics_end(m);
+}
+
+void mm__lines_view(mm__trainer *tr, const uint32_t *ids, uint32_t n, uint32_t tag,
+                    const mm_member_change *ch, uint32_t n_ch)
+{
+    mm_metrics *m = &tr->metrics;
+    metrics_head(tr, "view");
+    mm_metrics_int(m, "members_n", n);
+    mm_metrics_ids(m, "members", ids, (int)n);
+    char hex[16];
+    snprintf(hex, sizeof hex, "%08x", tag);
+    mm_metrics_str(m, "tag", hex);
+    static const char *const what[] = {"", "joined", "left", "removed"};
+    for (int w = MM_CHANGE_JOINED; w <= MM_CHANGE_REMOVED; w++) {
+        uint32_t list[64];
+        int k = 0;
+        for (uint32_t i = 0; i < n_ch && k < 64; i++)
+            if (ch[i].what == w)
+                list[k++] = ch[i].id;
+        mm_metrics_ids(m, what[w], list, k);
+    }
+    mm_metrics_end(m);
+    tr->live.view_n = n;
+    tr->live.view_changes++;
 }
 
 /* Mixed with none of its neighbours for too long (isolation.h): the
@@ -365,7 +400,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     mm_metrics *m = &tr->metrics;
     double now = mm_time_now();
     /* nonfinite and allreduce are errors of their own: no verdict over them */
-    bool judged = !strcmp(reason, "done") || !strcmp(reason, "signal");
+    bool judged = !strcmp(reason, "done") || !strcmp(reason, "signal") || !strcmp(reason, "left");
     mm__isolation_verdict v = judged ? mm__isolation_verdict_at(tr->iso, tr->mb, now)
                                      : MM__VERDICT_OK;
     metrics_head(tr, "end");
@@ -387,6 +422,8 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     mm_metrics_int(m, "mix_refused", (long long)tr->mix_refused);
     algo_fields(tr, MM__LINE_END);
     clip_fields(tr, MM__LINE_END);
+    if (tr->el)
+        mm__elastic_fields(tr->el, m);
     write_refusals(tr, m);
     mm__isolation_fields(tr->iso, tr->mb, m, v, -1, now);
     mm_metrics_end(m);

@@ -45,7 +45,7 @@ static int load_replica(mm__trainer *tr, char *err, size_t errlen)
     bool data = !c->no_train || (c->eval_every > 0 && c->train.data_dir);
     /* tr->n is the run's starting peers: an id beyond them trains on the
      * shard of peer id mod n (docs/formats.md, "Ids beyond the starting set") */
-    int shard_n = c->no_train ? 1 : (int)tr->n;
+    int shard_n = c->no_train ? 1 : tr->elastic ? (int)tr->n_start : (int)tr->n;
     int shard_id = c->no_train ? 0 : mm_shard_of_id(tr->id, shard_n);
     uint64_t rng_seed = c->train.seed ^ (0xa0761d6478bd642fULL * (tr->id + 1));
     if (mm_replica_init(&tr->rep, &c->train, seed, rng_seed, err, errlen) != 0)
@@ -111,7 +111,8 @@ bool mm__trainer_trains(const mm__trainer *tr) { return !tr->cfg->no_train && tr
 /* The round's records, one per possible in-neighbour, and the views. */
 static int alloc_round(mm__trainer *tr)
 {
-    int maxdeg = mm_topo_max_degree(tr->topo);
+    /* (an elastic run: any member may be a neighbour) */
+    int maxdeg = tr->elastic ? (int)tr->n : mm_topo_max_degree(tr->topo);
     if (maxdeg < 2)
         maxdeg = 2;
     if (tr->cfg->algo == MM_ALGO_ALLREDUCE && maxdeg < MM_AR_MAX_PARTNERS)
@@ -145,8 +146,13 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
     tr->cfg = c;
     tr->clip = mm_clip_make(c->clip_pull, c->robust_clip);
     tr->id = id;
-    tr->n = (uint32_t)mm_topo_n(topo);
     tr->topo = topo;
+    /* a family file: elastic, ids below --max-peers (docs/membership.md) */
+    tr->elastic = mm_topo_family(topo);
+    tr->n_start = (uint32_t)mm_topo_n(topo);
+    tr->n = tr->elastic ? (uint32_t)c->max_peers : tr->n_start;
+    tr->leave_end = UINT64_MAX;
+    tr->joined_round = -1;
     tr->w = 1.0;
     tr->metrics.fd = -1;
     /* --compute-jitter draws from its own stream per peer: the same delays
@@ -170,7 +176,7 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
         double limit = mm__isolation_limit(c->start_timeout_ms, c->peer_timeout_ms,
                                            c->round_timeout_ms);
         tr->iso = mm__isolation_new(tr->n, id, limit);
-        if (alloc_round(tr) != 0 || !tr->iso) {
+        if (alloc_round(tr) != 0 || !tr->iso || (tr->elastic && mm__view_alloc(tr) != 0)) {
             snprintf(err, errlen, "out of memory for a round with %d neighbours",
                      mm_topo_max_degree(topo));
             status = MM_EXIT_ERROR;
@@ -211,6 +217,7 @@ void mm__trainer_free(mm__trainer *tr)
     mm__skip_free(tr->skip);
     mm__isolation_free(tr->iso);
     mm__outer_free(tr->outer);
+    mm__view_free(tr);
     free(tr);
 }
 
@@ -258,6 +265,10 @@ void mm__trainer_fingerprint(const mm__trainer *tr, uint8_t fp[32])
 int mm__trainer_status(const mm__trainer *tr) { return tr->exit_status; }
 
 void mm__trainer_set_exporter(mm__trainer *tr, mm__exporter *e) { tr->exporter = e; }
+
+void mm__trainer_set_elastic(mm__trainer *tr, struct mm__elastic *e) { tr->el = e; }
+
+bool mm__trainer_is_elastic(const mm__trainer *tr) { return tr->elastic; }
 
 void mm__trainer_set_allreduce(mm__trainer *tr, int schedule)
 {

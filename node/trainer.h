@@ -29,6 +29,7 @@
 #include "node/mailbox.h"
 #include "node/node_int.h"
 #include "node/replica.h"
+#include "member/member.h"
 
 /* What became of in-neighbour k's vector in an exchange. IN_REFUSED: it
  * arrived (its buffer must go back) but the mix refused its weight, so it
@@ -122,6 +123,22 @@ typedef struct mm__trainer {
                                      * 0: off, the mix untouched */
     mm__isolation *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
     mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
+    /* An elastic run (a family topology, docs/membership.md; node/view.c):
+     * the table, this round's members and their tag, the family instantiated
+     * over the members of the last two views asked for (this round's and
+     * the next's), and what failure detection and a leave keep. */
+    struct mm__elastic *el;         /* NULL: a static run */
+    bool elastic;
+    uint32_t n_start;               /* the family's starting members (ids 0..n_start-1) */
+    uint32_t view_n, view_tag;      /* this round's view: members, tag */
+    uint32_t *view_ids;             /* [n] */
+    struct mm__view_inst *inst;     /* [2]: the family over a view's members */
+    mm_neighbour *rank_buf;         /* [2 n]: a round in rank space */
+    double *down_since;             /* [n]: when a neighbour was first seen not up (0: up) */
+    double *first_wanted;           /* [n]: when it was first a neighbour while never up */
+    uint64_t leave_end;             /* this peer leaves: the round it is out (UINT64_MAX) */
+    bool leaving, left;
+    long joined_round;              /* a joiner: the round it joined at (-1: a starting member) */
     mm__live live;                  /* ... built by round_lines.c */
     int exit_status;
 } mm__trainer;
@@ -132,6 +149,24 @@ bool mm__trainer_stopping(const mm__trainer *tr);
 void mm__trainer_evaluate(mm__trainer *tr);
 void mm__trainer_snapshot(mm__trainer *tr);
 int mm__trainer_checkpoint(mm__trainer *tr);
+
+/* view.c: the neighbours of round r (the topology's, or in an elastic run
+ * the family's over view(r)'s members); *tag the view's tag (0 static).
+ * 0, or -1 when the topology has no such round. */
+int mm__view_round(mm__trainer *tr, uint64_t round, mm_round_view *v, uint32_t *tag);
+/* Elastic runs, at the start of each round: the view lines, failure
+ * detection, leaving, a peer that finds its membership ended; false when
+ * the peer must stop (it left). */
+bool mm__view_begin_round(mm__trainer *tr);
+/* Elastic runs: answers state requests (STATE vectors of our parameters). */
+void mm__view_serve_states(mm__trainer *tr);
+/* An elastic joiner: its table, its join round, its donors' state. 0, or
+ * the exit status. */
+int mm__view_join(mm__trainer *tr);
+/* Gives back the STATE vectors waiting from peer (a donor's, late). */
+void mm__view_drop_states(mm__trainer *tr, uint32_t peer);
+int mm__view_alloc(mm__trainer *tr);
+void mm__view_free(mm__trainer *tr);
 
 /* round.c */
 void mm__round_phase(mm__trainer *tr, mm__phase next);
@@ -173,6 +208,11 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr);
 /* r: the evaluation (NULL without a model: loss and accuracy null). */
 void mm__lines_eval(mm__trainer *tr, const mm_eval_result *r);
 void mm__lines_isolated(mm__trainer *tr);
+/* Elastic runs: the view of this round changed (members, tag, what took
+ * effect). */
+struct mm_member_change;
+void mm__lines_view(mm__trainer *tr, const uint32_t *ids, uint32_t n, uint32_t tag,
+                    const mm_member_change *ch, uint32_t n_ch);
 void mm__lines_end(mm__trainer *tr, const char *reason);
 
 #endif

@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define MM_REP_NBR_IDS 8
+
 typedef struct {
     int64_t round;
     double step, time, loss, lr;
@@ -28,7 +30,20 @@ typedef struct {
      * over this peer's rounds up to this one, and the peer's estimate of
      * the consensus distance (NaN without --consensus-target). */
     double exchanges, exchanges_line, exchanges_cum, xi_est;
+    /* the first neighbours of nbrs (the peers whose vector it mixed in the
+     * round's first exchange), for the graph of who mixed with whom */
+    uint8_t n_nbr_ids;
+    uint32_t nbr_ids[MM_REP_NBR_IDS];
 } mm_rep_round;
+
+/* Elastic runs: a change of membership a peer's `view` line recorded
+ * (docs/metrics.md): at round, id joined, left or was removed (what: 1, 2
+ * or 3, as member/member.h's mm_change_kind), members from then on. */
+typedef struct {
+    int64_t round;
+    uint32_t id, members;
+    uint8_t what;
+} mm_rep_change;
 
 typedef struct {
     int64_t round;
@@ -72,6 +87,12 @@ typedef struct {
      * none): rounds with neighbours that mixed none, of how many, the
      * longest stretch alone and the limit the peer judged it by. */
     double rounds_alone, rounds_with_nbrs, longest_alone_s, alone_limit_s;
+    /* Elastic runs: its view lines' changes, and its views (round, tag) */
+    mm_rep_change *changes;
+    size_t n_changes;
+    int64_t *view_rounds;
+    uint32_t *view_tags;
+    size_t n_views;
     double mtime;         /* metrics file modification time (epoch s) */
     /* The exit status a launcher recorded (launch/node-K.exit, written when
      * the process ended) no older than the metrics' last write
@@ -164,6 +185,12 @@ int mm_report_eval_model(const float *xbar, size_t n, int64_t round, const char 
 
 /* Output. */
 void mm_report_print_table(const mm_report *r, FILE *out);
+/* Elastic runs: who joined, left or was removed and from which round,
+ * whether the peers' views of each round agreed; and for every run, the
+ * stretches of rounds in which the peers that mixed were not one connected
+ * graph (docs/metrics.md, "The report"). Nothing for a static run whose
+ * graph stayed connected. */
+void mm_report_print_membership(const mm_report *r, FILE *out);
 /* The accuracy per label of the validation sample (docs/metrics.md, "The
  * report"): at the latest round any peer evaluated per label, over the
  * peers whose latest labelled eval is of that round, each label's mean,

@@ -356,6 +356,10 @@ static int on_round(loader *L, const mm_json_obj *o)
     const mm_json_field *nb = mm_json_get(o, "nbrs");
     if (nb && nb->type == MM_J_ARR && nb->n_arr > 0)
         p->isolated_now = false; /* it mixes again */
+    if (nb && nb->type == MM_J_ARR)
+        for (size_t i = 0; i < nb->n_arr && rd.n_nbr_ids < MM_REP_NBR_IDS; i++)
+            if (nb->arr[i] >= 0 && nb->arr[i] < 4294967296.0)
+                rd.nbr_ids[rd.n_nbr_ids++] = (uint32_t)nb->arr[i];
     rd.dist_mean = NAN;
     const mm_json_field *d = mm_json_get(o, "dist");
     if (d && d->type == MM_J_OBJ && d->n_obj) {
@@ -447,6 +451,47 @@ static int on_eval(loader *L, const mm_json_obj *o)
         p->evals = nw;
     }
     p->evals[p->n_evals++] = e;
+    return 0;
+}
+
+/* An elastic run's view line (docs/metrics.md): its round and tag, and
+ * each id it names as joined, left or removed. -1 when out of memory. */
+static int on_view(loader *L, const mm_json_obj *o)
+{
+    mm_rep_peer *p = L->p;
+    int64_t round;
+    if (!get_round(o, &round)) {
+        p->bad_lines++;
+        return 0;
+    }
+    double n = num_or(o, "members_n", NAN);
+    const char *tag = mm_json_str(o, "tag");
+    int64_t *vr = realloc(p->view_rounds, (p->n_views + 1) * sizeof *vr);
+    uint32_t *vt = vr ? realloc(p->view_tags, (p->n_views + 1) * sizeof *vt) : NULL;
+    if (vr)
+        p->view_rounds = vr;
+    if (!vt)
+        return -1;
+    p->view_tags = vt;
+    vr[p->n_views] = round;
+    vt[p->n_views++] = tag ? (uint32_t)strtoul(tag, NULL, 16) : 0;
+    static const char *const what[] = {NULL, "joined", "left", "removed"};
+    for (uint8_t w = 1; w <= 3; w++) {
+        const mm_json_field *f = mm_json_get(o, what[w]);
+        if (!f || f->type != MM_J_ARR)
+            continue;
+        for (size_t i = 0; i < f->n_arr; i++) {
+            if (!(f->arr[i] >= 0 && f->arr[i] < 4294967296.0))
+                continue;
+            mm_rep_change *c = realloc(p->changes, (p->n_changes + 1) * sizeof *c);
+            if (!c)
+                return -1;
+            p->changes = c;
+            c[p->n_changes++] = (mm_rep_change){.round = round, .id = (uint32_t)f->arr[i],
+                                                .what = w,
+                                                .members = isfinite(n) ? (uint32_t)n : 0};
+        }
+    }
     return 0;
 }
 
@@ -546,6 +591,8 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
             read_refusals(p, &o);
         } else if (!strcmp(ev, "end")) {
             on_end(&L, &o);
+        } else if (!strcmp(ev, "view")) {
+            rc = on_view(&L, &o);
         } /* other events: newer writers; not ours to judge */
         mm_json_free(&o);
         if (rc < 0) /* out of memory: keep what was read */
@@ -664,6 +711,9 @@ void mm_report_free(mm_report *r)
         free(r->peers[i].rounds);
         free(r->peers[i].evals);
         free(r->peers[i].labels);
+        free(r->peers[i].changes);
+        free(r->peers[i].view_rounds);
+        free(r->peers[i].view_tags);
     }
     for (size_t i = 0; i < r->n_acc; i++) {
         free(r->acc[i].mean);

@@ -62,7 +62,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool tls = opt & 2;
     if (opt & 1)
         repair(s, len, tls);
-    size_t step = (size_t)(opt >> 2) + 1;
+    size_t step = (size_t)((opt >> 2) & 0x1f) + 1;
+    /* bit 7: a connection of an elastic run (docs/protocol.md 7) */
+    bool elastic = opt & 0x80;
+    static uint8_t mbuf[8 + 128 * 4];
 
     static uint8_t vbuf[MM_WIRE_VEC_HDR + 4 * FZ_MAX_VEC];
     mm_wire_rx rx;
@@ -70,6 +73,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rx.no_payload_crc = tls;
     rx.weight_rule = rule;
     rx.n_peers = n_peers;
+    if (elastic) {
+        rx.max_members = sizeof mbuf;
+        rx.members_buf = mbuf;
+    }
     mm_wire_rx_init(&rx);
     size_t pos = 0;
     while (pos < len) {
@@ -91,8 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (ev == MM_RX_FRAME && rx.hdr.type == MM_WIRE_HELLO) {
             const uint8_t *q = rx.payload;
-            if (q[44] | q[45] | q[46] | q[47] | q[51])
-                abort(); /* reserved bytes must be 0 (50 is the algo variant) */
+            if (q[44] | q[45] | q[46] | q[47] | (q[51] & ~MM_HELLO_FLAGS))
+                abort(); /* reserved bytes must be 0 (50 is the algo variant, 51 flags) */
             /* what the transport does after a HELLO it accepts */
             mm_wire_hello h;
             mm_wire_get_hello(rx.payload, &h);
@@ -112,8 +119,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (!mm_wire_weight_ok(rule, v->weight, n_peers, NULL, 0) ||
                 (v->flags & ~MM_VEC_FLAGS) || !isfinite(v->aux))
                 abort(); /* a weight the rule forbids, unknown bits, aux not finite */
-            if (v->codec != rx.codec && !(reset && v->codec == MM_WIRE_CODEC_FP32))
+            bool state = v->flags & MM_VEC_STATE;
+            if (v->codec != rx.codec && !((reset || state) && v->codec == MM_WIRE_CODEC_FP32))
                 abort(); /* another codec */
+            if (state && (!elastic || v->flags != MM_VEC_STATE || v->weight != 1.0 ||
+                          v->offset != 0 || v->count != rx.vec_len ||
+                          !(v->aux == 0 || v->aux == 1 || v->aux == 2)))
+                abort(); /* a STATE vector outside an elastic run, or not whole and plain */
+            if (rx.hdr.view != 0 && !elastic)
+                abort(); /* a view tag on a static run's connection */
             if (v->count == 0 || v->offset > rx.vec_len || v->count > rx.vec_len - v->offset ||
                 (!rx.allow_chunks && (v->offset != 0 || v->count != rx.vec_len)))
                 abort(); /* outside the vector, or a chunk where none may go */
@@ -125,6 +139,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (body > 4 * rx.vec_len)
                 abort(); /* longer than the receive buffer */
         }
+        if (ev == MM_RX_FRAME && rx.hdr.type >= MM_WIRE_MEMBERS) {
+            if (!elastic || !rx.hello_done)
+                abort(); /* membership frames: elastic runs only, after the HELLO */
+            if ((rx.hdr.type == MM_WIRE_MEMBERS && rx.hdr.payload_len > sizeof mbuf) ||
+                (rx.hdr.type == MM_WIRE_JOIN && rx.hdr.payload_len != MM_WIRE_JOIN_LEN) ||
+                (rx.hdr.type == MM_WIRE_STATE_REQ && rx.hdr.payload_len != MM_WIRE_STATE_REQ_LEN))
+                abort(); /* their lengths are checked before a byte is read */
+        }
+        if (ev == MM_RX_FRAME && rx.hdr.view != 0 && rx.hdr.type != MM_WIRE_VECTOR)
+            abort(); /* a view tag is a VECTOR's */
         if (ev == MM_RX_FRAME && tls && rx.hdr.payload_crc != 0)
             abort(); /* TLS: a CRC where 0 belongs is refused */
     }

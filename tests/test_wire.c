@@ -731,7 +731,7 @@ static void hello_fields(void **s)
             continue; /* algo, codec, algo variant */
         uint8_t q[MM_WIRE_HELLO_LEN], ctrl[MM_WIRE_HDR_LEN];
         memcpy(q, p, sizeof q);
-        q[off] = 1;
+        q[off] = off == 51 ? 0x02 : 1; /* (byte 51's bit 0 is the JOIN flag, section 7.2) */
         mm_wire_rx rx = {0};
         mm_wire_rx_init(&rx);
         mm_wire_header hd = {.type = MM_WIRE_HELLO, .payload_len = sizeof q,
