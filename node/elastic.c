@@ -12,9 +12,16 @@
 #include "base/clock.h"
 #include "base/log.h"
 
-/* Records one member may change in our table within a second before its
- * connection is refused (docs/membership.md, "Who may change what"). */
-#define FLOOD_RECORDS 64
+/* What one connection may change in our table (docs/membership.md, "Who
+ * may change what"): a budget of FLOOD_BURST changed records, refilled at
+ * FLOOD_RATE a second. A table that would change more than is left is
+ * refused whole, unmerged, and its connection with it (view_flood): a
+ * partition that heals changes many records at once, churn a few a
+ * second; a flood is neither. */
+#define FLOOD_BURST 256.0
+#define FLOOD_RATE 16.0
+/* --test-poison view-flood (test-only): fake joins a table carries */
+#define FLOOD_FAKES 8
 /* A table goes to a neighbour whose tag differs at most this often (s). */
 #define SYNC_EVERY 1.0
 
@@ -32,11 +39,15 @@ struct mm__elastic {
     bool *addr_known;                   /* [cap] the transport has its address */
     bool *want_sync;                    /* [cap] send it our table */
     double *sync_at;                    /* [cap] when we last did for a tag mismatch */
-    double *rate_t0;                    /* [cap] a member's records changed this second */
-    uint32_t *rate_n;
+    double *rate_t0;                    /* [cap] when its budget was last refilled */
+    double *budget;                     /* [cap] records it may still change */
+    mm_members *trial;                  /* a merge tried before it is made (loop thread) */
+    bool flood_test;                    /* --test-poison view-flood */
+    uint32_t fakes;
     uint32_t *state_parts;              /* [cap] parts of our state it asked for */
     uint32_t *ask_parts;                /* [cap] parts a joiner asks it for */
     bool *moments_sent;                 /* [cap] m went out, v is next */
+    bool *sponsored;                    /* [cap] its join session's JOIN was accepted */
     bool leave_req, leaving;
     /* a joiner */
     bool joining, have_sponsor, join_refused;
@@ -73,17 +84,24 @@ mm__elastic *mm__elastic_new(const mm_node_config *c, uint32_t self, uint32_t ca
     e->want_sync = calloc(capacity, sizeof *e->want_sync);
     e->sync_at = calloc(capacity, sizeof *e->sync_at);
     e->rate_t0 = calloc(capacity, sizeof *e->rate_t0);
-    e->rate_n = calloc(capacity, sizeof *e->rate_n);
+    e->budget = calloc(capacity, sizeof *e->budget);
+    e->trial = mm_members_new(capacity);
+    e->flood_test = c->test_poison && !strcmp(c->test_poison, "view-flood");
     e->state_parts = calloc(capacity, sizeof *e->state_parts);
     e->ask_parts = calloc(capacity, sizeof *e->ask_parts);
     e->moments_sent = calloc(capacity, sizeof *e->moments_sent);
-    if (!e->moments_sent || !e->table || !e->scratch || !e->enc || !e->addr_known || !e->want_sync ||
-        !e->sync_at || !e->rate_t0 || !e->rate_n || !e->state_parts || !e->ask_parts) {
+    e->sponsored = calloc(capacity, sizeof *e->sponsored);
+    if (!e->moments_sent || !e->sponsored || !e->table || !e->scratch || !e->enc || !e->addr_known || !e->want_sync ||
+        !e->sync_at || !e->rate_t0 || !e->budget || !e->trial || !e->state_parts || !e->ask_parts) {
         snprintf(err, errlen, "out of memory for a membership table of %u ids", capacity);
         mm__elastic_free(e);
         return NULL;
     }
-    if (mm_members_start(e->table, n_start, (const char *const *)addrs, err, errlen) != 0) {
+    /* A joiner starts from nothing: its table (its own record above all)
+     * is its sponsor's; one that took the starting members from its flags
+     * would count itself a member already if its id is one of theirs. */
+    if (!e->joining &&
+        mm_members_start(e->table, n_start, (const char *const *)addrs, err, errlen) != 0) {
         mm__elastic_free(e);
         return NULL;
     }
@@ -101,10 +119,12 @@ void mm__elastic_free(mm__elastic *e)
     free(e->want_sync);
     free(e->sync_at);
     free(e->rate_t0);
-    free(e->rate_n);
+    free(e->budget);
+    mm_members_free(e->trial);
     free(e->state_parts);
     free(e->ask_parts);
     free(e->moments_sent);
+    free(e->sponsored);
     pthread_mutex_destroy(&e->mu);
     free(e);
 }
@@ -184,8 +204,11 @@ void mm__elastic_on_members(mm__elastic *e, mm_transport *t, uint32_t peer, cons
         mm_warn("membership: a table from peer %u refused: %s", peer, err);
         return;
     }
+    /* the merge is tried on a copy first: a flood is refused before any
+     * of it reaches our table */
     mm_members_merge_stats ms;
-    if (mm_members_merge(e->table, e->scratch, e->self, &ms) < 0) {
+    if (mm_members_copy(e->trial, e->table) != 0 ||
+        mm_members_merge(e->trial, e->scratch, e->self, &ms) < 0) {
         e->st.tables_refused++;
         unlock(e);
         mm_warn("membership: a table from peer %u holds ids beyond --max-peers %u", peer,
@@ -193,12 +216,26 @@ void mm__elastic_on_members(mm__elastic *e, mm_transport *t, uint32_t peer, cons
         return;
     }
     double now = mm_time_now();
-    if (now - e->rate_t0[peer] >= 1.0) {
-        e->rate_t0[peer] = now;
-        e->rate_n[peer] = 0;
+    if (e->rate_t0[peer] == 0)
+        e->budget[peer] = FLOOD_BURST;
+    else
+        e->budget[peer] += (now - e->rate_t0[peer]) * FLOOD_RATE;
+    if (e->budget[peer] > FLOOD_BURST)
+        e->budget[peer] = FLOOD_BURST;
+    e->rate_t0[peer] = now;
+    if (ms.changed > e->budget[peer]) {
+        e->st.tables_refused++;
+        unlock(e);
+        mm_warn("membership: peer %u's table would change %u records, more than it may now "
+                "(view flood): refused", peer, ms.changed);
+        mm_transport_refuse_flood(t, peer, "view flood: more membership changes than a member "
+                                  "may make (docs/membership.md)");
+        return;
     }
-    e->rate_n[peer] += ms.changed;
-    bool flood = e->rate_n[peer] > FLOOD_RECORDS;
+    e->budget[peer] -= ms.changed;
+    mm_members *merged = e->trial; /* the tried merge becomes the table */
+    e->trial = e->table;
+    e->table = merged;
     e->st.records_changed += ms.changed;
     e->st.view_conflicts += ms.conflicts;
     if (ms.changed) {
@@ -213,11 +250,6 @@ void mm__elastic_on_members(mm__elastic *e, mm_transport *t, uint32_t peer, cons
     unlock(e);
     if (ms.changed)
         wake(e);
-    if (flood) {
-        e->st.tables_refused++;
-        mm_transport_refuse_flood(t, peer, "more than 64 membership records changed within a "
-                                  "second (view flood)");
-    }
 }
 
 void mm__elastic_on_join(mm__elastic *e, mm_transport *t, uint32_t peer, const char *addr,
@@ -234,6 +266,7 @@ void mm__elastic_on_join(mm__elastic *e, mm_transport *t, uint32_t peer, const c
         e->st.joins_refused++;
     else {
         e->st.joins_sponsored++;
+        e->sponsored[peer] = true;
         e->dirty = true;
         addresses(e, t);
     }
@@ -291,6 +324,27 @@ static void send_table(mm__elastic *e, mm_transport *t, uint32_t peer, size_t le
         e->st.tables_sent++;
 }
 
+/* (locked; test-only, --test-poison view-flood) A member gone bad: to
+ * every connection, a table with FLOOD_FAKES more joins of ids nobody
+ * certified, far ahead (they never take effect in a test's run). */
+static void flood(mm__elastic *e, mm_transport *t)
+{
+    if (mm_members_copy(e->trial, e->table) != 0)
+        return;
+    char err[200];
+    /* each table moves every fake join earlier: FLOOD_FAKES new records a
+     * table, then as many changed ones, for ever */
+    e->fakes++;
+    uint64_t delay = 1000000000ULL - 1000ULL * e->fakes;
+    for (uint32_t k = 0; k < FLOOD_FAKES * e->fakes && k < e->cap / 2; k++)
+        mm_members_join(e->trial, e->cap - 1 - k, "127.0.0.1:9", NULL, e->round, delay, err,
+                        sizeof err);
+    size_t len = mm_members_encode(e->trial, e->enc, e->enc_cap);
+    for (uint32_t p = 0; p < e->cap && len; p++)
+        if (mm_transport_is_up(t, p))
+            mm_transport_send_members(t, p, e->enc, len);
+}
+
 void mm__elastic_flush(mm__elastic *e, mm_transport *t)
 {
     lock(e);
@@ -299,13 +353,20 @@ void mm__elastic_flush(mm__elastic *e, mm_transport *t)
     bool member = mm_members_get(e->table, e->self) != NULL;
     size_t len = member ? mm_members_encode(e->table, e->enc, e->enc_cap) : 0;
     for (uint32_t p = 0; p < e->cap && len; p++) {
-        if ((e->dirty || e->want_sync[p]) && mm_transport_is_up(t, p))
+        /* only to peers with a record: a joiner's session gets the table
+         * once its join was accepted (before, the table would tell it of
+         * another peer with its id, or of none) */
+        bool known = mm_members_get(e->table, p) != NULL &&
+                     (!mm_transport_is_join_session(t, p) || e->sponsored[p]);
+        if ((e->dirty || e->want_sync[p]) && known && mm_transport_is_up(t, p))
             send_table(e, t, p, len);
-        if (mm_transport_is_up(t, p))
+        if (known && mm_transport_is_up(t, p))
             e->want_sync[p] = false;
     }
     if (len)
         e->dirty = false;
+    if (e->flood_test && member)
+        flood(e, t);
     for (uint32_t p = 0; p < e->cap; p++)
         if (e->ask_parts[p] && mm_transport_is_up(t, p) &&
             mm_transport_send_state_req(t, p, e->ask_parts[p]) == 0)

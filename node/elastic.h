@@ -37,9 +37,9 @@ typedef struct {
 } mm__elastic_stats;
 
 /* The table of an elastic run for peer self: capacity ids (--max-peers),
- * the starting members 0..n_start-1 at addrs (a joiner starts from them
- * too, and learns the rest from its sponsor). wake: the loop's async
- * handle. NULL with err. */
+ * the starting members 0..n_start-1 at addrs (a joiner starts empty and
+ * takes its sponsor's table). wake: the loop's async handle. NULL with
+ * err. */
 mm__elastic *mm__elastic_new(const mm_node_config *c, uint32_t self, uint32_t capacity,
                              uint32_t n_start, char *const *addrs, const char *own_addr,
                              uv_async_t *wake, char *err, size_t errlen);
