@@ -310,7 +310,7 @@ void mm__lines_start(mm__trainer *tr)
     mm_metrics *m = &tr->metrics;
     mm_metrics_begin(m, "start");
     mm_metrics_int(m, "peer", tr->id);
-    mm_metrics_int(m, "n_peers", tr->n);
+    mm_metrics_int(m, "n_peers", tr->elastic ? tr->n_start : tr->n); /* (elastic: starting) */
     mm_metrics_int(m, "params", (long long)tr->P);
     mm_metrics_str(m, "algo", mm_algo_name(c->algo));
     mm_metrics_str(m, "topology", c->topology);
