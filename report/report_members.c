@@ -242,8 +242,12 @@ void mm_report_print_membership(const mm_report *r, FILE *out)
         if (!c)
             return;
         size_t counts[4] = {0};
-        for (size_t k = 0; k < n; k++)
-            counts[c[k].what]++;
+        for (size_t k = 0; k < n; k++) { /* (one change at two rounds counts once) */
+            bool again = false;
+            for (size_t j = 0; j < k && !again; j++)
+                again = c[j].id == c[k].id && c[j].what == c[k].what;
+            counts[c[k].what] += !again;
+        }
         fprintf(out, "\nmembership (elastic run): %zu joined, %zu left, %zu removed\n",
                 counts[1], counts[2], counts[3]);
         for (size_t k = 0; k < n; k++)
