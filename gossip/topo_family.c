@@ -162,9 +162,11 @@ static int family_spec(const struct mm__family *f, int k, mm_topo_spec *s, char 
     family_plan p;
     plan_for(f, k, &p);
     double edges = plan_edges(&p, k);
-    if (edges > MM_TOPO_FAMILY_MAX_EDGES)
-        return mm__topo_err(err, errlen, "gen", 0, "about %.0f edges, more than the %d a family "
-                            "may make", edges, MM_TOPO_FAMILY_MAX_EDGES);
+    if (edges > MM_TOPO_FAMILY_MAX_EDGES) {
+        snprintf(err, errlen, "about %.0f edges, more than the %d a family may make", edges,
+                 MM_TOPO_FAMILY_MAX_EDGES);
+        return -1;
+    }
     if (p.kind && strcmp(p.kind, HARARY))
         return mm_topo_generate(p.kind, &p.o, s, err, errlen);
     memset(s, 0, sizeof *s); /* alone: one peer, no edges, W = [1] */

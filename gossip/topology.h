@@ -184,7 +184,7 @@ int mm_topo_family_peers(const mm_topology *t);
  * topologies/README.md, "Families"). Pure: the same (family, k) gives the
  * same graph on every peer. Cost: what `topo gen` of that graph costs plus
  * its validation, O(k log k) for the sparse families, O(k^2) for complete
- * (scripts/bench-topo-family.sh measures it). NULL with the reason in err
+ * (`make bench-topo-family` measures it). NULL with the reason in err
  * when t is not a family, k is out of range or memory ran out. */
 mm_topology *mm_topo_instantiate(const mm_topology *family, int k, char *err, size_t errlen);
 /* The family as its file's line says it, with its weights where it takes

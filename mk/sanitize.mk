@@ -1,11 +1,13 @@
-# make test-sanitize: the wire, transport, all-reduce, codec, CHOCO, robust-mixing and membership tests built with ASan+UBSan in
+# make test-sanitize: the wire, transport, all-reduce, codec, CHOCO, robust-mixing and membership tests, and
+# the topology parser's refusals and mangled files and the families, built with ASan+UBSan in
 # their own build directory (build-san), with assert() on (the release build
 # defines NDEBUG), then run. Any sanitizer report or failed assertion fails.
 SAN_BUILD = build-san
 SAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_transport*.c tests/test_allreduce.c \
                                              tests/test_codec*.c tests/test_choco*.c tests/test_outer.c \
-                                             tests/test_robust.c tests/test_members*.c))
+                                             tests/test_robust.c tests/test_members*.c \
+                                             tests/test_topology_errors.c tests/test_topo_family.c))
 
 .PHONY: test-sanitize
 test-sanitize: deps

@@ -397,6 +397,20 @@ static void digest_hex(const char *text, char hex[65])
     mm_topo_free(t);
 }
 
+/* Each of texts[0..n) has a digest of its own, unlike first (named
+ * first_name) and every text before it; their hex into seen[1..n]. */
+static void digests_all_differ(const char *first, const char *first_name,
+                               const char *const *texts, size_t n, char (*seen)[65])
+{
+    memcpy(seen[0], first, 65);
+    for (size_t i = 0; i < n; i++) {
+        digest_hex(texts[i], seen[i + 1]);
+        for (size_t j = 0; j <= i; j++)
+            if (!strcmp(seen[i + 1], seen[j]))
+                fail_msg("'%s' has the digest of %s", texts[i], j ? texts[j - 1] : first_name);
+    }
+}
+
 static void digest_canonical(void **state)
 {
     (void)state;
@@ -439,16 +453,50 @@ static void digest_canonical(void **state)
     };
     enum { N_OTHER = sizeof other / sizeof other[0] };
     char seen[N_OTHER + 1][65];
-    memcpy(seen[0], a, 65);
-    for (size_t i = 0; i < N_OTHER; i++) {
-        digest_hex(other[i], seen[i + 1]);
-        for (size_t j = 0; j <= i; j++)
-            if (!strcmp(seen[i + 1], seen[j]))
-                fail_msg("'%s' has the digest of %s", other[i], j ? other[j - 1] : "ring-4");
-    }
+    digests_all_differ(a, "ring-4", other, N_OTHER, seen);
     /* 'group 1' is the default */
     digest_hex("peers 4\nschedule alt-exp-ring\ngroup 1\n", b);
     assert_string_equal(b, seen[15]);
+}
+
+/* A family file's digest (docs/protocol.md 3.1): the documented example,
+ * the same through comments, kind, CRLF, a byte-order mark and defaults,
+ * another for every field of a family, and none a static file's. */
+static void digest_of_families(void **state)
+{
+    (void)state;
+    char a[65], b[65];
+    digest_hex("peers 8\nkind ring\nfamily ring\nweights metropolis\n", a);
+    assert_string_equal(a, "51a7f4d2c133acb97493aaf412189c279ab5ea83b97772ec7a0d460ad13a4c2c");
+    static const char *const same[] = {
+        "# comment\npeers 8\nfamily ring # re-formed\n",
+        "\xEF\xBB\xBF" "family ring\r\n\r\npeers 8\r\nkind my-label\r\n",
+        "peers 8\nfamily ring\ngraph undirected\n",
+    };
+    for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
+        digest_hex(same[i], b);
+        assert_string_equal(a, b);
+    }
+    static const char *const other[] = {
+        "peers 8\n0 1\n1 2\n2 3\n3 4\n4 5\n5 6\n6 7\n7 0\n",       /* its graph, as edges */
+        "peers 9\nfamily ring\n",                                     /* peers */
+        "peers 8\nfamily ring\nweights uniform\n",                   /* weights */
+        "peers 8\nfamily exp\n",                                      /* the family */
+        "peers 8\nfamily one-peer-exp\n",
+        "peers 8\nfamily base 1\n",
+        "peers 8\nfamily base 2\n",                                   /* K */
+        "peers 8\nfamily complete\n",
+        "peers 8\nfamily regular 3 seed 1\n",
+        "peers 8\nfamily regular 4 seed 1\n",                         /* D */
+        "peers 8\nfamily regular 3 seed 2\n",                         /* S */
+        "peers 8\nfamily regular 3 seed 1\nweights uniform\n",
+        "peers 8\nfamily torus\n",
+        "peers 8\nschedule one-peer-exp\n",                           /* its schedule */
+        "peers 8\nschedule base\ndegree 1\n",
+    };
+    enum { N_OTHER = sizeof other / sizeof other[0] };
+    char seen[N_OTHER + 1][65];
+    digests_all_differ(a, "family ring", other, N_OTHER, seen);
 }
 
 static void large_static_and_matching(void **state)
@@ -489,6 +537,7 @@ int main(void)
         cmocka_unit_test(facts_of_small_graphs),
         cmocka_unit_test(large_static_and_matching),
         cmocka_unit_test(digest_canonical),
+        cmocka_unit_test(digest_of_families),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }

@@ -172,17 +172,32 @@ static void small_error_buffer(void **state)
     assert_true(memchr(err, 0, sizeof err) != NULL);
 }
 
-/* Mangled files: refused with a message or accepted, never a crash (run
- * under the sanitizers with SANITIZE=...). */
-static void mangled_inputs_never_crash(void **state)
+/* What an accepted mangled file must give: W of round 0 and, for a
+ * family, its topology over 5 members and that W. */
+static void usable(const mm_topology *t)
 {
-    (void)state;
-    const char *base = "# a ring\npeers 5\nkind ring\ngraph undirected\nweights explicit\n"
-                       "self 0 1/3\n0 1 1/3\n1 2 1/3\n2 3 1/3\n3 4 1/3\n4 0 1/3\n";
-    const char alphabet[] = "0123456789 -/#\n.peirsxglfd\t\r\x00\xff";
+    double *w = mm_topo_matrix(t, 0);
+    assert_non_null(w);
+    free(w);
+    if (!mm_topo_family(t))
+        return;
+    char err[256];
+    mm_topology *k = mm_topo_instantiate(t, 5, err, sizeof err);
+    if (!k)
+        fail_msg("an accepted family is refused at 5 members: %s", err);
+    w = mm_topo_matrix(k, 0);
+    assert_non_null(w);
+    free(w);
+    mm_topo_free(k);
+}
+
+/* 5000 mangled versions of base (1 to 4 bytes replaced by one of
+ * alphabet's or deleted): each refused with a message or accepted and
+ * usable, never a crash (run under the sanitizers with SANITIZE=...). */
+static void mangle(const char *base, const char *alphabet, size_t alen, uint64_t x)
+{
     size_t len = strlen(base);
     char *buf = malloc(len + 8);
-    uint64_t x = 12345;
     int refused = 0, accepted = 0;
     for (int iter = 0; iter < 5000; iter++) {
         memcpy(buf, base, len);
@@ -191,7 +206,7 @@ static void mangled_inputs_never_crash(void **state)
         for (int k = 0; k < edits; k++) {
             x = x * 6364136223846793005ULL + 1442695040888963407ULL;
             size_t at = (size_t)(x >> 33) % l;
-            char c = alphabet[(x >> 20) % (sizeof alphabet - 1)];
+            char c = alphabet[(x >> 20) % alen];
             if ((x >> 10) % 3 == 0 && l > 1) { /* delete */
                 memmove(buf + at, buf + at + 1, l - at - 1);
                 l--;
@@ -203,9 +218,7 @@ static void mangled_inputs_never_crash(void **state)
         mm_topology *t = mm_topo_parse(buf, l, "m.topo", err, sizeof err);
         if (t) {
             accepted++;
-            double *w = mm_topo_matrix(t, 0);
-            assert_non_null(w);
-            free(w);
+            usable(t);
             mm_topo_free(t);
         } else {
             refused++;
@@ -216,6 +229,24 @@ static void mangled_inputs_never_crash(void **state)
     assert_true(refused > 0 && accepted > 0);
 }
 
+static void mangled_inputs_never_crash(void **state)
+{
+    (void)state;
+    const char alphabet[] = "0123456789 -/#\n.peirsxglfd\t\r\x00\xff";
+    mangle("# a ring\npeers 5\nkind ring\ngraph undirected\nweights explicit\n"
+           "self 0 1/3\n0 1 1/3\n1 2 1/3\n2 3 1/3\n3 4 1/3\n4 0 1/3\n",
+           alphabet, sizeof alphabet - 1, 12345);
+}
+
+/* The same for a family file (topologies/README.md, "Families"). */
+static void mangled_families_never_crash(void **state)
+{
+    (void)state;
+    const char alphabet[] = "0123456789 #\nabefgilmnoprstuyx\t\r";
+    mangle("# elastic\npeers 6\nkind t\nfamily regular 3 seed 7\nweights uniform\n", alphabet,
+           sizeof alphabet - 1, 777);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -224,6 +255,7 @@ int main(void)
         cmocka_unit_test(load_names_the_path),
         cmocka_unit_test(small_error_buffer),
         cmocka_unit_test(mangled_inputs_never_crash),
+        cmocka_unit_test(mangled_families_never_crash),
     };
     return cmocka_run_group_tests(tests, 0, 0);
 }
