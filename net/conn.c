@@ -903,8 +903,8 @@ void mm__conn_start(conn *c)
     uv_tcp_nodelay(&c->tcp, 1);
     c->rx.body_dst = t->cb.vector_dst ? body_dst : NULL;
     c->rx.body_ud = c;
-    c->rx.weight_rule = t->cfg.weight_rule;
-    c->rx.n_peers = t->cfg.n_peers;
+    c->rx.weight_ok = t->cfg.weight_ok;
+    c->rx.weight_ud = t->cfg.weight_ud;
     c->rx.codec = t->cfg.codec;
     c->rx.max_body = t->cfg.max_body;
     c->rx.allow_chunks = t->cfg.allow_chunks;

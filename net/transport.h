@@ -112,10 +112,13 @@ typedef struct {
     const char *listen_addr;        /* NULL: addrs[self_id] */
     uint8_t fingerprint[32];        /* of the model; must match the peer's */
     uint64_t vec_len;               /* floats per vector; must match */
-    /* What a received vector's weight may be (net/wire.h): the node sets
-     * it from its algorithm; a vector that breaks it is refused and counted
-     * (bad_weight). MM_WEIGHT_FINITE (0) checks only that it is finite. */
-    mm_weight_rule weight_rule;
+    /* What a received vector's weight may be: weight_ok(weight_ud, w, why)
+     * says true when w is allowed, else false with why; a vector that
+     * breaks it is refused and counted (bad_weight). The transport knows
+     * no algorithm's rule: its owner's (murmur node: gossip/mix.h's
+     * mm_mix_weight_ok, the rule of its --algo). NULL: any finite weight. */
+    bool (*weight_ok)(void *ud, double w, char *why, size_t whylen);
+    void *weight_ud;
     /* What both sides must agree on in the HELLO (docs/protocol.md 3.1): the
      * algorithm (0: dpsgd) and the codec of vector bodies (0: fp32, with
      * codec_block and codec_frac its parameters). A peer that disagrees is

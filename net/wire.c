@@ -184,8 +184,8 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     mm_wire_rx keep = *rx;
     memset(rx, 0, sizeof *rx);
     rx->no_payload_crc = keep.no_payload_crc;
-    rx->weight_rule = keep.weight_rule;
-    rx->n_peers = keep.n_peers;
+    rx->weight_ok = keep.weight_ok;
+    rx->weight_ud = keep.weight_ud;
     rx->vec_len = keep.vec_len;
     rx->max_body = keep.max_body;
     rx->codec = keep.codec;
@@ -293,7 +293,7 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
         snprintf(rx->why, sizeof rx->why, "weight is not finite");
         return fail(rx, MM_WIRE_E_VALUES);
     }
-    if (!mm_wire_weight_ok(rx->weight_rule, v->weight, rx->n_peers, rx->why, sizeof rx->why))
+    if (rx->weight_ok && !rx->weight_ok(rx->weight_ud, v->weight, rx->why, sizeof rx->why))
         return fail(rx, MM_WIRE_E_WEIGHT);
     if (v->flags & ~MM_VEC_FLAGS) {
         snprintf(rx->why, sizeof rx->why, "unknown vector flags 0x%02x",

@@ -67,7 +67,7 @@ typedef struct {
 
 /* The vector header: what travels with a vector's body. */
 typedef struct {
-    double weight;      /* push-sum weight (rules: mm_weight_rule) */
+    double weight;      /* push-sum weight (its rule: the owner's weight_ok) */
     uint8_t codec;      /* the body's encoding (the negotiated codec; fp32 with RESET) */
     uint8_t flags;      /* MM_VEC_* */
     uint16_t level;     /* consensus control skipping rounds: the sender's level
@@ -122,7 +122,7 @@ mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_don
  * max_body bytes, owned by the caller and set once the HELLO is done).
  *
  * A VECTOR's vector header is checked the moment it has arrived, before its
- * body is read: the weight (finite, and the connection's rule:
+ * body is read: the weight (finite, and the owner's rule, weight_ok:
  * MM_WIRE_E_WEIGHT), the codec (the negotiated one; fp32, and only fp32,
  * with RESET: MM_WIRE_E_CODEC), the flags and reserved bits
  * (MM_WIRE_E_TYPE; RESET only where copies is set), aux
@@ -139,9 +139,12 @@ typedef struct {
     /* A TLS connection: the AEAD already authenticates every byte, so the
      * payload CRC is neither computed nor checked; its field must be 0. */
     bool no_payload_crc;
-    /* What a VECTOR may be (all kept by mm_wire_rx_init). */
-    mm_weight_rule weight_rule;
-    uint32_t n_peers;
+    /* What a VECTOR may be (all kept by mm_wire_rx_init). The weight's
+     * rule is the owner's (the algorithm's, which the mixing owns:
+     * gossip/mix.h), checked through weight_ok(weight_ud, w, why): true
+     * when w is allowed; NULL: any finite weight. */
+    bool (*weight_ok)(void *ud, double w, char *why, size_t whylen);
+    void *weight_ud;
     uint64_t vec_len;
     uint64_t max_body;     /* bytes; 0: 4 * vec_len (fp32) */
     uint8_t codec;         /* the negotiated codec; 0: fp32 */

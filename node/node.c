@@ -21,6 +21,7 @@
 #include "net/tls.h"
 #include "gossip/codec.h"
 #include "gossip/consensus.h"
+#include "gossip/mix.h"
 #include "node/algo_choco.h"
 #include "node/exporter.h"
 #include "node/http.h"
@@ -74,6 +75,7 @@ typedef struct {
     mm__mbox *mb;
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
+    mm_weight_rule weight_rule;     /* what a vector's weight may be: its --algo's */
     mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
@@ -322,6 +324,15 @@ static int check_body(void *ud, const mm_wire_vec *meta, const uint8_t *body, si
     return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
 }
 
+/* A vector's weight is checked on its vector header, before its body is
+ * read, with the algorithm's rule, which the mixing owns (gossip/mix.h):
+ * the transport knows no algorithm. */
+static bool check_weight(void *ud, double w, char *why, size_t whylen)
+{
+    const node *nd = ud;
+    return mm_mix_weight_ok(nd->weight_rule, w, nd->n, why, whylen);
+}
+
 static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errlen)
 {
     mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
@@ -383,7 +394,9 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     mm__trainer_fingerprint(nd->trainer, tc->fingerprint);
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
-    tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
+    nd->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
+    tc->weight_ok = check_weight;
+    tc->weight_ud = nd;
     tc->algo = (uint8_t)c->algo; /* the table's number is the HELLO's */
     /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
      * no more than a chunk in a receive buffer */

@@ -14,6 +14,7 @@
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
 #include "base/finite.h"
+#include "gossip/mix.h"
 #include "net/algo.h"
 #include "net/wire.h"
 
@@ -49,13 +50,25 @@ static void repair(uint8_t *s, size_t len, bool tls)
     }
 }
 
+/* The weight rule as murmur node installs it (the mixing's, through the
+ * decoder's weight_ok). */
+typedef struct {
+    mm_weight_rule rule;
+    uint32_t n_peers;
+} weight_rule;
+
+static bool weight_ok(void *ud, double w, char *why, size_t whylen)
+{
+    const weight_rule *r = ud;
+    return mm_mix_weight_ok(r->rule, w, r->n_peers, why, whylen);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
     uint8_t opt = data[0];
-    mm_weight_rule rule = (mm_weight_rule)(data[1] % 3);
-    uint32_t n_peers = (uint32_t)(data[1] >> 2) + 1;
+    weight_rule rule = {(mm_weight_rule)(data[1] % 3), (uint32_t)(data[1] >> 2) + 1};
     size_t len = size - 2;
     uint8_t *s = malloc(len ? len : 1);
     memcpy(s, data + 2, len);
@@ -68,8 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
     rx.no_payload_crc = tls;
-    rx.weight_rule = rule;
-    rx.n_peers = n_peers;
+    rx.weight_ok = weight_ok;
+    rx.weight_ud = &rule;
     mm_wire_rx_init(&rx);
     size_t pos = 0;
     while (pos < len) {
@@ -109,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const mm_wire_vec *v = &rx.vec;
             uint64_t body = rx.hdr.payload_len - MM_WIRE_VEC_HDR;
             bool reset = v->flags & MM_VEC_RESET;
-            if (!mm_wire_weight_ok(rule, v->weight, n_peers, NULL, 0) ||
+            if (!mm_mix_weight_ok(rule.rule, v->weight, rule.n_peers, NULL, 0) ||
                 (v->flags & ~MM_VEC_FLAGS) || !isfinite(v->aux))
                 abort(); /* a weight the rule forbids, unknown bits, aux not finite */
             if (v->codec != rx.codec && !(reset && v->codec == MM_WIRE_CODEC_FP32))

@@ -88,7 +88,8 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
         mm_transport_config cfg = tn_config(cl, i, tls ? certdir : NULL);
         cfg.algo = MM_ALGO_ALLREDUCE;
         cfg.allow_chunks = true;
-        cfg.weight_rule = MM_WEIGHT_ONE;
+        static tn_weight_rule one = {.rule = MM_WEIGHT_ONE};
+        tn_set_weight_rule(&cfg, &one);
         nodes[i] = (ar_node){.cl = cl, .id = i};
         mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                      .ud = &nodes[i], .vector_dst = copying ? NULL : vector_dst};

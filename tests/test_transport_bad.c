@@ -32,7 +32,7 @@ typedef struct {
 
 /* The weight rule of the honest transports, and the weight their vectors
  * carry (0: the harness's tn_weight, which only MM_WEIGHT_FINITE allows). */
-static mm_weight_rule fixture_rule;
+static tn_weight_rule fixture_rule = {.n_peers = 3};
 static double fixture_weight;
 
 static fixture *setup_cluster(bool tls, void (*tweak)(mm_transport_config *))
@@ -45,7 +45,7 @@ static fixture *setup_cluster(bool tls, void (*tweak)(mm_transport_config *))
         c.frame_timeout_ms = 300;
         c.connect_timeout_ms = 1500;
         c.max_conns_per_addr = 8;
-        c.weight_rule = fixture_rule;
+        tn_set_weight_rule(&c, &fixture_rule);
         if (tweak)
             tweak(&c);
         assert_non_null(tn_start(&f->cl, i, &c));
@@ -361,7 +361,7 @@ static void bad_weights(void **s)
     const mm_weight_rule rules[] = {MM_WEIGHT_ONE, MM_WEIGHT_PUSHSUM};
     uint8_t *v = att_vector(5.0f);
     for (int r = 0; r < 2; r++) {
-        fixture_rule = rules[r];
+        fixture_rule.rule = rules[r];
         fixture_weight = rules[r] == MM_WEIGHT_ONE ? 1.0 : 0.75;
         for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
             memcpy(v, &bad[b], 8);
@@ -391,7 +391,7 @@ static void bad_weights(void **s)
             teardown_cluster(f);
         }
     }
-    fixture_rule = MM_WEIGHT_FINITE;
+    fixture_rule.rule = MM_WEIGHT_FINITE;
     fixture_weight = 0;
     free(v);
 }

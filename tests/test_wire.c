@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/finite.h"
+#include "gossip/mix.h"
 #include "net/algo.h"
 #include "net/wire.h"
 
@@ -243,15 +244,24 @@ static void decode_stream(size_t step)
 
 /* Feeds one header (+ payload) to a fresh decoder in TLS mode; returns the
  * last event. */
-static mm_weight_rule feed_rule; /* the weight rule feed_tls's decoder enforces */
-static uint32_t feed_peers;
+/* the weight rule feed_tls's decoder enforces, installed as murmur node
+ * installs its algorithm's (the mixing's rule, through weight_ok) */
+static struct {
+    mm_weight_rule rule;
+    uint32_t n_peers;
+} feed_rule;
+
+static bool feed_weight_ok(void *ud, double w, char *why, size_t whylen)
+{
+    (void)ud;
+    return mm_mix_weight_ok(feed_rule.rule, w, feed_rule.n_peers, why, whylen);
+}
 
 static mm_rx_event feed_tls(const mm_wire_header *h, const uint8_t *payload, uint8_t *vbuf,
                             uint64_t vec_len, mm_wire_rx *rx)
 {
     memset(rx, 0, sizeof *rx);
-    rx->weight_rule = feed_rule;
-    rx->n_peers = feed_peers;
+    rx->weight_ok = feed_weight_ok;
     rx->hello_done = true;
     rx->vec_len = vec_len;
     rx->vec_buf = vbuf;
@@ -338,9 +348,9 @@ static void weight_rules(void **s)
         {MM_WEIGHT_PUSHSUM, 4.000000000000001, 0}, {MM_WEIGHT_PUSHSUM, 1e300, 0},
         {MM_WEIGHT_FINITE, -2, 1}, {MM_WEIGHT_FINITE, 1e300, 1}, {MM_WEIGHT_FINITE, 4e-320, 1},
     };
-    feed_peers = 4;
+    feed_rule.n_peers = 4;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        feed_rule = cases[i].rule;
+        feed_rule.rule = cases[i].rule;
         memcpy(vp, &cases[i].w, 8);
         mm_rx_event ev = feed_tls(&h, vp, vbuf, N, &rx);
         assert_int_equal(ev, cases[i].ok ? MM_RX_FRAME : MM_RX_ERROR);
@@ -348,17 +358,17 @@ static void weight_rules(void **s)
             assert_int_equal(rx.err, MM_WIRE_E_WEIGHT);
             assert_non_null(strstr(rx.why, "weight"));
         }
-        assert_int_equal(mm_wire_weight_ok(cases[i].rule, cases[i].w, 4, NULL, 0), cases[i].ok);
+        assert_int_equal(mm_mix_weight_ok(cases[i].rule, cases[i].w, 4, NULL, 0), cases[i].ok);
     }
     /* not finite: a values error under every rule */
     for (int r = MM_WEIGHT_FINITE; r <= MM_WEIGHT_PUSHSUM; r++) {
-        feed_rule = (mm_weight_rule)r;
+        feed_rule.rule = (mm_weight_rule)r;
         double w = INFINITY;
         memcpy(vp, &w, 8);
         assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_ERROR);
         assert_int_equal(rx.err, MM_WIRE_E_VALUES);
     }
-    feed_rule = MM_WEIGHT_FINITE;
+    feed_rule.rule = MM_WEIGHT_FINITE;
 }
 
 /* A VECTOR's vector header (docs/protocol.md 3.2) is checked the moment it
