@@ -411,8 +411,15 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
     tc->copies = c->compress != NULL;
-    size_t chunk_bytes;
-    tc->streams = mm__trainer_chunks(nd->trainer, &chunk_bytes) > 0;
+    /* A dense codec's q may come as a stream of chunks of any size that
+     * follows the rules (docs/protocol.md 3.2), whether or not this peer
+     * streams its own (it does above MM_CHOCO_CHUNK floats): the sender
+     * chooses. (Set only where this peer itself streamed, a conforming
+     * peer's 999-float chunks of a 5,000-float q were refused as
+     * bad_length every round.) */
+    mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
+                          .frac = tc->codec_frac};
+    tc->streams = tc->copies && mm_codec_splits(&spec);
     tc->senders = senders_of(nd, topo, senders) ? senders : NULL;
     /* async: a neighbour far ahead or behind is a straggler, and what it
      * sends is copied out at once (one copy per neighbour whatever its
@@ -447,8 +454,6 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     tc->max_pending_conns = (uint32_t)c->max_pending;
     tc->heartbeat_ms = (uint32_t)(c->peer_timeout_ms / 4 > 0 ? c->peer_timeout_ms / 4 : 1);
     if (c->test_poison) {
-        mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
-                              .frac = tc->codec_frac};
         if (!(nd->poison = mm_poison_new(c->test_poison, tc->codec ? &spec : NULL,
                                           tc->vec_len, nd->n, err, errlen)))
             return -1;
