@@ -10,8 +10,8 @@ FUZZ_SECONDS ?= 600
 FUZZ_SRC     = tests/fuzz_wire.c net/wire.c net/algo.c gossip/mix.c gossip/robust.c base/crc32c.c \
                base/finite.c
 FUZZ_CODEC_SRC = tests/fuzz_codec.c gossip/codec.c gossip/codec_dense.c gossip/codec_sparse.c \
-                 base/crc32c.c base/finite.c
-FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h base/crc32c.h base/finite.h
+                 base/crc32c.c base/finite.c base/text.c
+FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h base/crc32c.h base/finite.h base/text.h
 FUZZ_FRAME_SRC = tests/fuzz_frame.c $(filter-out tests/fuzz_codec.c,$(FUZZ_CODEC_SRC)) net/wire.c net/algo.c \
                  gossip/mix.c gossip/robust.c
 FUZZ_CFLAGS  = -std=c11 -D_GNU_SOURCE -I. -g -O1 -Wall -Wextra -ffp-contract=off

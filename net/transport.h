@@ -43,7 +43,7 @@ typedef enum {
 } mm_refusal_code;
 
 #define MM_PEER_UNKNOWN UINT32_MAX
-#define MM_REFUSAL_TEXT 256
+#define MM_REFUSAL_TEXT (MM_WIRE_REFUSE_MAX + 1) /* a whole REFUSE reason */
 
 /* One refused (or failed) connection. The peer is known when this peer
  * dialled it, or from the HELLO (the TLS certificate's id when there is
@@ -132,6 +132,15 @@ typedef struct {
      * another digest is refused (bad_topology), both names in the reason. */
     uint8_t topo_digest[32];
     const char *topo_name;
+    /* The settings every peer must share that the fields above do not
+     * carry, as the HELLO's settings text (docs/protocol.md 3.1: "KEY=VALUE"
+     * lines, keys in order; mm_wire_settings_check), copied; NULL: none. A
+     * peer whose text differs is refused (bad_config), the reason naming
+     * each key that differs with both values ("setting differs: peer 3
+     * runs --gossip-steps 2, peer 0 runs --gossip-steps 1"). The
+     * transport knows no key: murmur node writes the text
+     * (mm_node_settings). */
+    const char *settings;
     /* A body in the negotiated codec other than fp32 is checked whole by
      * check_body(check_ud, meta, ...) before on_vector lends it (a chunk of
      * a stream: a body of meta->count floats) (lengths, scales,

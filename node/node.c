@@ -76,6 +76,7 @@ typedef struct {
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
     mm_weight_rule weight_rule;     /* what a vector's weight may be: its --algo's */
+    char settings[MM_WIRE_SETTINGS_MAX + 1]; /* the HELLO's (mm_node_settings) */
     mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
     uint32_t *want;                 /* [n]: the want list, copied out of the mailbox */
@@ -287,6 +288,10 @@ static void on_refused(void *ud, const mm_refusal *r)
 {
     node *nd = ud;
     mm__mbox_refused(nd->mb, r);
+    if (nd->ar && r->peer < nd->n && mm_refusal_is_config(r->code)) {
+        mm_allreduce_on_refused(nd->ar, r->peer, r->text);
+        mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
+    }
 }
 
 static void on_signal(uv_signal_t *h, int signum)
@@ -385,6 +390,7 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     /* peers that loaded different topologies refuse each other at the
      * HELLO; the file's own name (not its directory) says which */
     memcpy(tc->topo_digest, mm_topo_digest(topo), sizeof tc->topo_digest);
+    tc->settings = nd->settings;
     const char *slash = strrchr(c->topology, '/');
     tc->topo_name = slash ? slash + 1 : c->topology;
     tc->self_id = nd->id;
@@ -483,50 +489,25 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
         mm_warn("%s", msg);
 }
 
-/* Loads the topology and checks it against the command line: the number
- * of peers, the id, the algorithm for this W. 0, or MM_EXIT_USAGE after
- * printing why. */
-static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
-{
-    const mm_node_config *c = nd->cfg;
-    *topo = mm_topo_load(c->topology, err, errlen);
-    if (!*topo) {
-        fprintf(stderr, "murmur node: %s\n", err);
-        return MM_EXIT_USAGE;
-    }
-    nd->n = (uint32_t)mm_topo_n(*topo);
-    if (c->n_peers && (uint32_t)c->n_peers != nd->n) {
-        fprintf(stderr, "murmur node: %d peers given, but %s has %u\n", c->n_peers, c->topology,
-                nd->n);
-        return MM_EXIT_USAGE;
-    }
-    if (c->id < 0 || (uint32_t)c->id >= nd->n) {
-        fprintf(stderr, "murmur node: peer id %d is not in 0..%u\n", c->id, nd->n - 1);
-        return MM_EXIT_USAGE;
-    }
-    nd->id = (uint32_t)c->id;
-    /* the launchers' rule and words (scripts/launch-lib.sh, check_topology) */
-    if (c->algo != MM_ALGO_PUSHSUM && mm_topo_needs_pushsum(*topo)) {
-        fprintf(stderr, "murmur node: %s is a directed graph whose W is column-stochastic only: "
-                        "only --algo pushsum averages correctly on it (--algo %s would drift to "
-                        "a weighted average); add --algo pushsum\n", c->topology,
-                mm_algo_name(c->algo));
-        return MM_EXIT_USAGE;
-    }
-    return 0;
-}
-
-/* Loads and checks the topology (load_topology), resolves where every
- * peer listens, then opens the run directory and the log. 0, or the exit
- * status after printing why: MM_EXIT_USAGE for a configuration refused,
- * MM_EXIT_ERROR otherwise. */
+/* Checks the configuration (mm__node_check: the topology loaded into
+ * *topo), resolves where every peer listens, then opens the run directory
+ * and the log. 0, or the exit status after printing why: MM_EXIT_USAGE
+ * for a configuration refused, MM_EXIT_ERROR otherwise. */
 static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
                      FILE **logf, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
-    int rc = load_topology(nd, topo, err, errlen);
-    if (rc != 0)
+    int rc = mm__node_check(c, topo, err, errlen);
+    if (rc != 0) {
+        fprintf(stderr, "murmur node: %s\n", err);
         return rc;
+    }
+    nd->n = (uint32_t)mm_topo_n(*topo);
+    nd->id = (uint32_t)c->id;
+    if (mm_node_settings(c, nd->settings, sizeof nd->settings) < 0) { /* (checked) */
+        fprintf(stderr, "murmur node: the HELLO's settings do not fit\n");
+        return MM_EXIT_USAGE;
+    }
     *addrs = mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
@@ -601,22 +582,19 @@ static int start_exporter(node *nd, char *err, size_t errlen)
 
 int mm_node_check(const mm_node_config *c)
 {
-    char err[PATH_MAX + 512] = "";
-    node nd = {.cfg = c};
+    char err[PATH_MAX + 512] = "", text[MM_WIRE_SETTINGS_MAX + 1];
     mm_topology *topo = NULL;
-    int rc = load_topology(&nd, &topo, err, sizeof err);
-    mm_codec_spec spec;
-    double gamma;
-    if (rc == 0 && c->compress && (rc = mm__choco_check(c, &spec, &gamma, err, sizeof err)) != 0)
+    int rc = mm__node_check(c, &topo, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "murmur node: %s\n", err);
-    if (rc == 0 && c->algo == MM_ALGO_ALLREDUCE &&
-        mm_allreduce_schedule_check(c->allreduce_schedule, nd.n, err, sizeof err) != 0) {
-        fprintf(stderr, "murmur node: %s\n", err); /* (as the start refuses it) */
-        rc = MM_EXIT_USAGE;
-    }
-    if (rc == 0)
-        printf("murmur node: the flags are valid (peer %u of %u, %s)\n", nd.id, nd.n,
+    } else {
+        printf("murmur node: the flags are valid (peer %d of %d, %s)\n", c->id, mm_topo_n(topo),
                c->topology);
+        /* what the HELLO carries, one setting per line as on the wire
+         * (docs/protocol.md 3.1): every peer of the run must show the same */
+        if (mm_node_settings(c, text, sizeof text) >= 0)
+            printf("murmur node: settings every peer must share:\n%s", text);
+    }
     mm_topo_free(topo);
     return rc;
 }

@@ -9,7 +9,10 @@
  * allows chunks), as a transport that accepted it would. The decoder must
  * never read or write outside its buffers, never ask for 0 bytes, must stop
  * at the first error, and must never deliver a HELLO with non-zero reserved
- * bytes, nor a VECTOR whose vector header breaks a rule (weight, codec,
+ * bytes or a settings text that breaks its rules (checked here again with
+ * a reading of the rules of its own, docs/protocol.md 3.1, and diffed
+ * against a fixed text as a refusal would be), nor a VECTOR whose vector
+ * header breaks a rule (weight, codec,
  * flags, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
@@ -48,6 +51,43 @@ static void repair(uint8_t *s, size_t len, bool tls)
             break;
         off = body + (size_t)plen;
     }
+}
+
+/* docs/protocol.md 3.1's settings rules, read apart from net/wire.c's
+ * reading: lines KEY[=VALUE], KEY 1..32 of a-z 0-9 '-' from a letter,
+ * VALUE 1 or more bytes 0x21..0x7e, keys strictly increasing. */
+static bool settings_ok(const uint8_t *t, size_t len)
+{
+    const uint8_t *prev = NULL;
+    size_t prev_len = 0, i = 0;
+    while (i < len) {
+        size_t k = i;
+        while (i < len && ((t[i] >= 'a' && t[i] <= 'z') ||
+                           (i > k && ((t[i] >= '0' && t[i] <= '9') || t[i] == '-'))))
+            i++;
+        size_t klen = i - k;
+        if (klen == 0 || klen > 32)
+            return false;
+        if (i < len && t[i] == '=') {
+            size_t v = ++i;
+            while (i < len && t[i] > 0x20 && t[i] < 0x7f)
+                i++;
+            if (i == v)
+                return false;
+        }
+        if (i == len || t[i] != '\n')
+            return false;
+        i++;
+        if (prev) {
+            size_t m = prev_len < klen ? prev_len : klen;
+            int c = memcmp(prev, t + k, m);
+            if (c > 0 || (c == 0 && prev_len >= klen))
+                return false;
+        }
+        prev = t + k;
+        prev_len = klen;
+    }
+    return true;
 }
 
 /* The weight rule as murmur node installs it (the mixing's, through the
@@ -106,6 +146,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const uint8_t *q = rx.payload;
             if (q[44] | q[45] | q[46] | q[47] | q[51])
                 abort(); /* reserved bytes must be 0 (50 is the algo variant) */
+            size_t slen = (size_t)rx.hdr.payload_len - MM_WIRE_HELLO_LEN;
+            if (slen > MM_WIRE_SETTINGS_MAX || !settings_ok(q + MM_WIRE_HELLO_LEN, slen))
+                abort(); /* a settings text that breaks the rules */
+            char diff[MM_WIRE_REFUSE_MAX];
+            static const char ours[] = "gossip-steps=1\nlocal-steps=2\nouter=none\n";
+            mm_wire_settings_diff((const char *)q + MM_WIRE_HELLO_LEN, slen, 1, ours,
+                                  sizeof ours - 1, 2, diff, sizeof diff);
+            if (strlen(diff) >= sizeof diff)
+                abort();
             /* what the transport does after a HELLO it accepts */
             mm_wire_hello h;
             mm_wire_get_hello(rx.payload, &h);
@@ -161,7 +210,7 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    static uint8_t buf[2 + 4 * (MM_WIRE_HDR_LEN + MM_WIRE_VEC_HDR + 4 * 16) + 600];
+    static uint8_t buf[2 + 4 * (MM_WIRE_HDR_LEN + MM_WIRE_VEC_HDR + 4 * 16) + 600 + 200];
     for (int k = 0; k < 8; k++) {
         size_t n = 0;
         bool tls = k >= 4; /* seeds 4..7: the same streams on TLS */
@@ -171,12 +220,16 @@ int main(int argc, char **argv)
         mm_wire_hello h = {.vec_len = 16, .target = 2, .codec = MM_WIRE_CODEC_FP32,
                            .algo = k % 4 == 1 ? MM_ALGO_ALLREDUCE : MM_ALGO_DPSGD};
         memset(h.fingerprint, 7, 32);
-        uint8_t hp[MM_WIRE_HELLO_LEN];
+        /* with a settings text, as murmur node's (seeds 0, 2: none) */
+        static const char settings[] = "gossip-steps=2\nlocal-steps=1\nno-train\nouter=none\n";
+        size_t slen = k % 2 ? sizeof settings - 1 : 0;
+        uint8_t hp[MM_WIRE_HELLO_LEN + sizeof settings];
         mm_wire_put_hello(hp, &h);
+        memcpy(hp + MM_WIRE_HELLO_LEN, settings, slen);
         if (k % 4 == 3) {
             n += frame(buf + n, MM_WIRE_REFUSE, 0, "fingerprint differs", 19, tls);
         } else {
-            n += frame(buf + n, MM_WIRE_HELLO, 0, hp, sizeof hp, tls);
+            n += frame(buf + n, MM_WIRE_HELLO, 0, hp, MM_WIRE_HELLO_LEN + slen, tls);
             uint8_t v[MM_WIRE_VEC_HDR + 4 * 16] = {0};
             /* weight 1, what every rule allows; a chunk of floats 4..11 for all-reduce */
             mm_wire_vec m = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = 16};

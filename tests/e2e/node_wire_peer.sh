@@ -16,14 +16,18 @@ for case in fp32:999 int8:8:1000; do
     codec=${case%:*} chunk=${case##*:}
     port=$(free_ports 2)
     run=$T/run-$chunk
-    MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 1 --topology "$T/two.topo" --base-port "$port" \
-        --plaintext --no-train --vector-len 5000 --compress "$codec" --rounds $rounds \
+    flags="--topology $T/two.topo --base-port $port --plaintext --no-train --vector-len 5000
+           --compress $codec --rounds $rounds"
+    # the settings the HELLO carries (docs/protocol.md 3.1), as the node says them
+    "$MURMUR" node --id 0 $flags --dry-run | sed '1,/settings every peer must share:/d' > "$T/settings"
+    grep -q "^compress=$codec" "$T/settings" || { cat "$T/settings" >&2; fail "--dry-run does not print the settings"; }
+    MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 1 $flags \
         --run-dir "$run" --eval-every 0 --checkpoint-every 0 --log-every 0 \
         --start-timeout 10000 --round-timeout 10000 --peer-timeout 10000 > "$T/node-$chunk.out" 2>&1 &
     pid=$!; E2E_PIDS="$E2E_PIDS $pid"
     st=0
     timeout 60 "$WIRE_PEER" "127.0.0.1:$((port + 1))" "$T/two.topo" 5000 "$codec" "$chunk" $rounds \
-        > "$T/peer-$chunk.out" 2>&1 || st=$?
+        "$T/settings" > "$T/peer-$chunk.out" 2>&1 || st=$?
     nst=0; wait $pid || nst=$?
     [ $st = 0 ] || { cat "$T/peer-$chunk.out" "$T/node-$chunk.out" >&2;
                      fail "$codec in chunks of $chunk: the hand-made peer exited $st"; }

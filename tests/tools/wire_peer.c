@@ -4,10 +4,12 @@
  * murmur's own sender never does (a compressed q streamed in chunks of any
  * size, 3.2).
  *
- *   wire_peer HOST:PORT TOPOLOGY VEC_LEN CODEC CHUNK EXCHANGES
+ *   wire_peer HOST:PORT TOPOLOGY VEC_LEN CODEC CHUNK EXCHANGES SETTINGS_FILE
  *
  * It is peer 0 of the topology and dials peer 1 at HOST:PORT (plaintext,
- * --no-train --vector-len VEC_LEN, --algo dpsgd --compress CODEC). Then
+ * --no-train --vector-len VEC_LEN, --algo dpsgd --compress CODEC), with
+ * the settings text of SETTINGS_FILE in its HELLO (3.1: what `murmur node
+ * --dry-run` prints after "settings every peer must share:"). Then
  * for each exchange e < EXCHANGES, once peer 1's vector of exchange e has
  * arrived (the pace of peer 1's rounds), it sends its own: at e = 0 a
  * RESET (its public copy, 6.10), after that CHOCO's q of a vector that
@@ -30,6 +32,7 @@
 #include <unistd.h>
 
 #include "base/crc32c.h"
+#include "base/fs.h"
 #include "gossip/choco.h"
 #include "gossip/codec.h"
 #include "gossip/topology.h"
@@ -40,6 +43,8 @@
 #define WAIT_MS 30000
 
 static int fd = -1;
+static char *settings;
+static size_t settings_len;
 
 static void die(const char *what)
 {
@@ -149,15 +154,16 @@ static void hello(const mm_topology *topo, const char *topo_path, uint64_t n,
     snprintf(h.topo_name, sizeof h.topo_name, "%s", slash ? slash + 1 : topo_path);
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &h);
-    send_frame(MM_WIRE_HELLO, 0, buf, sizeof buf, NULL, 0);
+    send_frame(MM_WIRE_HELLO, 0, buf, sizeof buf, settings, settings_len);
     if (next_frame().type != MM_WIRE_HELLO)
         die("peer 1 answered the HELLO with something else");
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 7) {
-        fprintf(stderr, "usage: wire_peer HOST:PORT TOPOLOGY VEC_LEN CODEC CHUNK EXCHANGES\n");
+    if (argc != 8) {
+        fprintf(stderr, "usage: wire_peer HOST:PORT TOPOLOGY VEC_LEN CODEC CHUNK EXCHANGES "
+                        "SETTINGS_FILE\n");
         return 2;
     }
     char err[512];
@@ -171,6 +177,9 @@ int main(int argc, char **argv)
         die(err);
     if (n == 0 || chunk == 0 || exchanges < 1)
         die("VEC_LEN, CHUNK and EXCHANGES must be positive");
+    if (mm_read_file(argv[7], &settings, &settings_len, MM_WIRE_SETTINGS_MAX, err,
+                     sizeof err) != 0)
+        die(err);
     mm_codec *codec = mm_codec_new(&spec, n, err, sizeof err);
     if (!codec)
         die(err);
@@ -226,5 +235,6 @@ int main(int argc, char **argv)
     free(x);
     free(self);
     free(q);
+    free(settings);
     return 0;
 }
