@@ -547,8 +547,10 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     return 0;
 }
 
-/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h). */
-static int start_exporter(node *nd, char *err, size_t errlen)
+/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h).
+ * one_host: every peer's address has one host part (they share a machine,
+ * and a port without '+' is one port for all of them). */
+static int start_exporter(node *nd, bool one_host, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     char *token = NULL;
@@ -573,7 +575,13 @@ static int start_exporter(node *nd, char *err, size_t errlen)
     nd->exporter = mm__exporter_start(addr, token, nd->n, why, sizeof why);
     free(token);
     if (!nd->exporter) {
-        snprintf(err, errlen, "--metrics-addr: %s", why);
+        /* (the peers of one machine with one port: all but the first
+         * failed here, each with nothing but "address in use") */
+        bool shared = len > 0 && c->metrics_addr[len - 1] != '+' && one_host && nd->n > 1;
+        snprintf(err, errlen, "--metrics-addr: %s%s%s%s", why,
+                 shared ? " (the peers of this run share a host, and each needs a port of its "
+                          "own: give --metrics-addr " : "",
+                 shared ? c->metrics_addr : "", shared ? "+, which gives peer K port PORT+K)" : "");
         return -1;
     }
     mm__trainer_set_exporter(nd->trainer, nd->exporter);
@@ -639,7 +647,7 @@ int mm_node_run(const mm_node_config *c)
         goto out;
     }
 
-    if (c->metrics_addr && start_exporter(nd, err, sizeof err) != 0) {
+    if (c->metrics_addr && start_exporter(nd, one_host(addrs, nd->n), err, sizeof err) != 0) {
         mm_error("%s", err);
         goto out;
     }
