@@ -160,6 +160,12 @@ double mm_mix_round(float *x, const float *s, size_t n, double w_old, double sel
     return mm_mix_round_clip(x, s, n, w_old, self_weight, in, n_in, pushsum, w_max, &c);
 }
 
+bool mm_mix_weight_check(void *ud, double w, char *why, size_t whylen)
+{
+    const mm_weight_check *c = ud;
+    return mm_mix_weight_ok(c->rule, w, c->n_peers, why, whylen);
+}
+
 bool mm_mix_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers, char *why, size_t whylen)
 {
     bool ok;

@@ -35,6 +35,14 @@ typedef enum {
 bool mm_mix_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers, char *why,
                       size_t whylen);
 
+/* A rule with its cluster, and mm_mix_weight_ok in the shape of the
+ * transport's weight_ok (ud: an mm_weight_check), to install there. */
+typedef struct {
+    mm_weight_rule rule;
+    uint32_t n_peers;
+} mm_weight_check;
+bool mm_mix_weight_check(void *ud, double w, char *why, size_t whylen);
+
 /* dst += a * x, and returns sum_k (x[k]*sx - ref[k]*sr)^2: the squared
  * distance between the de-biased neighbour x*sx and our own ref*sr,
  * measured in the same pass over memory as the update. */

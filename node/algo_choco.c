@@ -143,26 +143,10 @@ static int choco_size(mm__choco *ch, const mm_node_config *c, const mm_codec_spe
     return 0;
 }
 
-int mm__choco_budget(const mm_node_config *c, const mm_topology *topo, uint32_t id, size_t P,
-                     char *err, size_t errlen)
-{
-    mm_codec_spec spec;
-    double gamma;
-    int status = mm__choco_check(c, &spec, &gamma, err, errlen);
-    if (status != 0)
-        return status;
-    mm__choco *ch = calloc(1, sizeof *ch);
-    if (!ch) {
-        snprintf(err, errlen, "out of memory");
-        return MM_EXIT_ERROR;
-    }
-    status = choco_size(ch, c, &spec, gamma, topo, id, P, err, errlen);
-    mm__choco_free(ch);
-    return status;
-}
-
-int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
-                  const float *x, size_t P, mm__choco **out, char *err, size_t errlen)
+/* mm__choco_check, then a state sized by choco_size (no copies yet) into
+ * *out. 0, or the exit status with why (nothing left allocated). */
+static int choco_sized(const mm_node_config *c, const mm_topology *topo, uint32_t id, size_t P,
+                       mm__choco **out, char *err, size_t errlen)
 {
     mm_codec_spec spec;
     double gamma;
@@ -175,23 +159,43 @@ int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
         snprintf(err, errlen, "out of memory");
         return MM_EXIT_ERROR;
     }
-    if ((status = choco_size(ch, c, &spec, gamma, topo, id, P, err, errlen)) != 0)
-        goto fail;
+    if ((status = choco_size(ch, c, &spec, gamma, topo, id, P, err, errlen)) != 0) {
+        mm__choco_free(ch);
+        return status;
+    }
+    *out = ch;
+    return 0;
+}
+
+int mm__choco_budget(const mm_node_config *c, const mm_topology *topo, uint32_t id, size_t P,
+                     char *err, size_t errlen)
+{
+    mm__choco *ch;
+    int status = choco_sized(c, topo, id, P, &ch, err, errlen);
+    mm__choco_free(ch);
+    return status;
+}
+
+int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                  const float *x, size_t P, mm__choco **out, char *err, size_t errlen)
+{
+    mm__choco *ch;
+    *out = NULL;
+    int status = choco_sized(c, topo, id, P, &ch, err, errlen);
+    if (status != 0)
+        return status;
     ch->self = malloc(4 * P);
     ch->peer = calloc(ch->n, sizeof *ch->peer);
     if (!ch->self || !ch->peer) {
-        status = MM_EXIT_ERROR;
         snprintf(err, errlen, "out of memory for the public copies");
-        goto fail;
+        mm__choco_free(ch);
+        return MM_EXIT_ERROR;
     }
     /* x_hat_i starts at x, not 0: a peer that resumes mid-run must not
      * pull its neighbours towards 0 (its first RESET carries x_hat_i). */
     memcpy(ch->self, x, 4 * P);
     *out = ch;
     return 0;
-fail:
-    mm__choco_free(ch);
-    return status;
 }
 
 void mm__choco_free(mm__choco *ch)

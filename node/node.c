@@ -75,7 +75,7 @@ typedef struct {
     mm__mbox *mb;
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
-    mm_weight_rule weight_rule;     /* what a vector's weight may be: its --algo's */
+    mm_weight_check weight;         /* what a vector's weight may be: its --algo's rule */
     char settings[MM_WIRE_SETTINGS_MAX + 1]; /* the HELLO's (mm_node_settings) */
     mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
@@ -329,15 +329,6 @@ static int check_body(void *ud, const mm_wire_vec *meta, const uint8_t *body, si
     return mm_codec_check_part(ud, meta->count, body, len, why, whylen) == MM_CODEC_OK ? 0 : -1;
 }
 
-/* A vector's weight is checked on its vector header, before its body is
- * read, with the algorithm's rule, which the mixing owns (gossip/mix.h):
- * the transport knows no algorithm. */
-static bool check_weight(void *ud, double w, char *why, size_t whylen)
-{
-    const node *nd = ud;
-    return mm_mix_weight_ok(nd->weight_rule, w, nd->n, why, whylen);
-}
-
 static int body_check(node *nd, mm_transport_config *tc, char *err, size_t errlen)
 {
     mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
@@ -400,9 +391,13 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     mm__trainer_fingerprint(nd->trainer, tc->fingerprint);
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
-    nd->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
-    tc->weight_ok = check_weight;
-    tc->weight_ud = nd;
+    /* a vector's weight is checked on its vector header, before its body
+     * is read, with the algorithm's rule, which the mixing owns: the
+     * transport knows no algorithm */
+    nd->weight = (mm_weight_check){c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE,
+                                   nd->n};
+    tc->weight_ok = mm_mix_weight_check;
+    tc->weight_ud = &nd->weight;
     tc->algo = (uint8_t)c->algo; /* the table's number is the HELLO's */
     /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
      * no more than a chunk in a receive buffer */

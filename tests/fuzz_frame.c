@@ -115,13 +115,6 @@ static void receive(const mm_wire_rx *rx, mm_codec *c, const uint8_t *b, size_t 
     free(body);
 }
 
-/* dpsgd's weight rule on a 2-peer cluster, as murmur node installs it. */
-static bool weight_one(void *ud, double w, char *why, size_t whylen)
-{
-    (void)ud;
-    return mm_mix_weight_ok(MM_WEIGHT_ONE, w, 2, why, whylen);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < IN_HDR)
@@ -169,7 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
     rx.hello_done = true;
-    rx.weight_ok = weight_one;
+    static mm_weight_check one = {MM_WEIGHT_ONE, 2}; /* dpsgd's, as murmur node installs it */
+    rx.weight_ok = mm_mix_weight_check;
+    rx.weight_ud = &one;
     rx.vec_len = n;
     rx.max_body = max_body;
     rx.codec = agreed;

@@ -90,25 +90,14 @@ static bool settings_ok(const uint8_t *t, size_t len)
     return true;
 }
 
-/* The weight rule as murmur node installs it (the mixing's, through the
- * decoder's weight_ok). */
-typedef struct {
-    mm_weight_rule rule;
-    uint32_t n_peers;
-} weight_rule;
-
-static bool weight_ok(void *ud, double w, char *why, size_t whylen)
-{
-    const weight_rule *r = ud;
-    return mm_mix_weight_ok(r->rule, w, r->n_peers, why, whylen);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
     uint8_t opt = data[0];
-    weight_rule rule = {(mm_weight_rule)(data[1] % 3), (uint32_t)(data[1] >> 2) + 1};
+    /* the weight rule as murmur node installs it (the mixing's, through
+     * the decoder's weight_ok) */
+    mm_weight_check rule = {(mm_weight_rule)(data[1] % 3), (uint32_t)(data[1] >> 2) + 1};
     size_t len = size - 2;
     uint8_t *s = malloc(len ? len : 1);
     memcpy(s, data + 2, len);
@@ -121,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
     rx.no_payload_crc = tls;
-    rx.weight_ok = weight_ok;
+    rx.weight_ok = mm_mix_weight_check;
     rx.weight_ud = &rule;
     mm_wire_rx_init(&rx);
     size_t pos = 0;

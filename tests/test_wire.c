@@ -260,22 +260,14 @@ static void decode_stream(size_t step)
  * last event. */
 /* the weight rule feed_tls's decoder enforces, installed as murmur node
  * installs its algorithm's (the mixing's rule, through weight_ok) */
-static struct {
-    mm_weight_rule rule;
-    uint32_t n_peers;
-} feed_rule;
-
-static bool feed_weight_ok(void *ud, double w, char *why, size_t whylen)
-{
-    (void)ud;
-    return mm_mix_weight_ok(feed_rule.rule, w, feed_rule.n_peers, why, whylen);
-}
+static mm_weight_check feed_rule;
 
 static mm_rx_event feed_tls(const mm_wire_header *h, const uint8_t *payload, uint8_t *vbuf,
                             uint64_t vec_len, mm_wire_rx *rx)
 {
     memset(rx, 0, sizeof *rx);
-    rx->weight_ok = feed_weight_ok;
+    rx->weight_ok = mm_mix_weight_check;
+    rx->weight_ud = &feed_rule;
     rx->hello_done = true;
     rx->vec_len = vec_len;
     rx->vec_buf = vbuf;

@@ -116,20 +116,11 @@ static inline double tn_weight(uint32_t sender, uint64_t round)
 /* A weight rule installed as murmur node installs its algorithm's: the
  * mixing's rule (gossip/mix.h) through the transport's weight_ok. Static
  * storage: a transport keeps the pointer. */
-typedef struct {
-    mm_weight_rule rule;
-    uint32_t n_peers;
-} tn_weight_rule;
-
-static bool tn_weight_ok(void *ud, double w, char *why, size_t whylen)
-{
-    const tn_weight_rule *r = ud;
-    return mm_mix_weight_ok(r->rule, w, r->n_peers, why, whylen);
-}
+typedef mm_weight_check tn_weight_rule;
 
 static inline void tn_set_weight_rule(mm_transport_config *c, const tn_weight_rule *r)
 {
-    c->weight_ok = tn_weight_ok;
+    c->weight_ok = mm_mix_weight_check;
     c->weight_ud = (void *)r;
 }
 
