@@ -6,6 +6,24 @@
 
 #include "base/text.h"
 
+void mm_text_double(char *out, size_t len, double v)
+{
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, len, "%.*g", prec, v);
+        if (strtod(out, NULL) == v)
+            return;
+    }
+}
+
+void mm_text_float(char *out, size_t len, float v)
+{
+    for (int prec = 1; prec <= 9; prec++) {
+        snprintf(out, len, "%.*g", prec, (double)v);
+        if (strtof(out, NULL) == v)
+            return;
+    }
+}
+
 void mm_text_put(mm_text *t, const char *fmt, ...)
 {
     while (!t->oom) {

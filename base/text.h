@@ -20,4 +20,10 @@ void mm_text_json_str(mm_text *t, const char *s);
 void mm_text_json_num(mm_text *t, double v);
 void mm_text_free(mm_text *t);
 
+/* The shortest decimal ("%.*g", the fewest digits) that reads back
+ * (strtod, strtof) as exactly v: a canonical text of a number, the same
+ * for the same bits whoever writes it (0.1, 1e-05, 0.30000000000000004). */
+void mm_text_double(char *out, size_t len, double v);
+void mm_text_float(char *out, size_t len, float v);
+
 #endif

@@ -100,17 +100,17 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
     return 0;
 }
 
-/* --different-init and --verbose set something other than a bool field. */
+/* --different-init and --verbose set something other than a bool field
+ * (which flags were given: c->given). */
 typedef struct {
     bool different_init, verbose;
-    bool gossip_steps, max_gossip_steps, min_gossip_steps; /* given on the command line */
-    bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay;
     bool dry_run;
 } node_flags;
 
 #define NODE_OPTS 112
 static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_flags *f)
 {
+    mm_node_given *given = &c->given;
     static mm_opt t[NODE_OPTS];
     const double MS = 86400000, BIG = (double)(LONG_MAX / 1024);
     const mm_opt who[] = {
@@ -162,17 +162,19 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                .parse = parse_algo, .show = show_algo),
         MM_OPT(MM_OPT_LONG, "allreduce-chunk", "N", &c->allreduce_chunk, 1, (double)(1L << 30),
                "allreduce: floats per chunk (default 65536, 256 KiB); the same on every peer",
-               .hide_default = true),
+               .hide_default = true, .given = &given->allreduce_chunk),
         MM_OPT(MM_OPT_CUSTOM, "allreduce-schedule", "S", &c->allreduce_schedule, 0, 0,
                "allreduce: ring (peers in id order, 2(n-1) steps) | halving (halving-doubling, "
-               "2 log2(n) steps, n a power of two) | auto (halving for vectors up to 8 MB on a "
-               "power of two of peers above 2, all on one host; else ring); the same on every peer",
-               .parse = parse_ar_schedule, .show = show_ar_schedule),
+               "2 log2(n) steps, n a power of two) | auto (halving for vectors up to 8 MiB on a "
+               "power of two of peers above 2 whose addresses have one host part; else ring); "
+               "the same on every peer",
+               .parse = parse_ar_schedule, .show = show_ar_schedule,
+               .given = &given->allreduce_schedule),
         MM_OPT(MM_OPT_LONG, "rounds", "N", &c->rounds, 0, BIG, "rounds to run"),
         MM_OPT(MM_OPT_INT, "local-steps", "H", &c->local_steps, 1, 100000,
                "optimizer steps between averagings"),
         MM_OPT(MM_OPT_INT, "gossip-steps", "G", &c->gossip_steps, 1, 1000,
-               "averaging iterations per round", .given = &f->gossip_steps),
+               "averaging iterations per round", .given = &given->gossip_steps),
         MM_OPT(MM_OPT_CUSTOM, "gossip-steps-schedule", "R:G,...", &c->gossip_schedule, 0, 0,
                "G averaging iterations per round from round R on, e.g. 0:4,300:1 "
                "(instead of --gossip-steps)", .parse = parse_schedule, .hide_default = true),
@@ -180,11 +182,12 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "dpsgd: hold the consensus distance near X with 1..--max-gossip-steps "
                "exchanges a round, agreed with each neighbour (0 off)", .hide_default = true),
         MM_OPT(MM_OPT_INT, "max-gossip-steps", "G", &c->max_gossip_steps, 1, 64,
-               "with --consensus-target: most exchanges a round", .given = &f->max_gossip_steps),
+               "with --consensus-target: most exchanges a round",
+               .given = &given->max_gossip_steps),
         MM_OPT(MM_OPT_DOUBLE, "min-gossip-steps", "F", &c->min_gossip_steps, 1.0 / 64, 1,
                "with --consensus-target: fewest exchanges a round on average; below 1 an "
                "edge skips rounds as its two ends agree (1/64 .. 1, default 1: never)",
-               .given = &f->min_gossip_steps, .hide_default = true),
+               .given = &given->min_gossip_steps, .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "no-train", NULL, &c->no_train, 0, 0,
                "pure gossip: no training, replicas start apart"),
         MM_OPT(MM_OPT_LONG, "vector-len", "N", &c->vector_len, 1, (double)(1L << 34),
@@ -200,7 +203,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "at start, wait this long for neighbours to appear"),
         MM_OPT(MM_OPT_INT, "staleness", "R", &c->staleness, 0, 1000000,
                "async: mix a neighbour's newest copy while it arrived at most R of this peer's "
-               "exchanges ago (its sender's round does not matter)"),
+               "exchanges ago (its sender's round does not matter)",
+               .given = &given->staleness),
         MM_OPT(MM_OPT_DOUBLE, "clip-pull", "X", &c->clip_pull, 0, INFINITY,
                "bound each neighbour's pull: ||x_j - x_i|| clipped to X (0 off)",
                .hide_default = true),
@@ -218,32 +222,31 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "2F for topk:F, F for randk:F", .hide_default = true),
         MM_OPT(MM_OPT_LONG, "choco-memory-mb", "MB", &c->choco_memory_mb, 1, 1L << 30,
                "refuse to start when the public copies (one vector per in-neighbour and "
-               "one's own) and buffers would take more"),
+               "one's own) and buffers would take more", .given = &given->choco_memory_mb),
         MM_OPT_HEAD("Outer optimizer, DiLoCo (docs/outer.md):"),
         MM_OPT(MM_OPT_CUSTOM, "outer", "O", &c->outer, 0, 0,
                "nesterov: every round, after --local-steps H inner steps, an outer Nesterov "
                "step on the pseudo-gradient (outer params - the average of the peers' inner "
                "params); with --algo allreduce this is DiLoCo, with dpsgd its gossip version; "
-               "none (default): plain averaging", .parse = parse_outer, .show = show_outer,
-               .given = &f->outer),
+               "none (default): plain averaging", .parse = parse_outer, .show = show_outer),
         MM_OPT(MM_OPT_FLOAT, "outer-lr", "LR", &c->outer_cfg.lr, 0, 100,
                "outer learning rate, > 0 (1 with momentum 0: plain averaging)",
-               .given = &f->outer_lr),
+               .given = &given->outer_lr),
         MM_OPT(MM_OPT_FLOAT, "outer-momentum", "MU", &c->outer_cfg.momentum, 0, 1,
-               "outer Nesterov momentum, in [0, 1)", .given = &f->outer_momentum),
+               "outer Nesterov momentum, in [0, 1)", .given = &given->outer_momentum),
         MM_OPT(MM_OPT_LONG, "outer-momentum-warmup", "N", &c->outer_cfg.warmup, 0, BIG,
                "Pier's momentum warm-up: mu_k = MU k / N for the first N outer steps",
-               .given = &f->outer_warmup),
+               .given = &given->outer_warmup),
         MM_OPT(MM_OPT_CUSTOM, "outer-momentum-decay", "D", &c->outer_cfg, 0, 0,
                "Pier's momentum decay: none | linear:F | cosine:F (from outer step F x rounds "
                "on, the momentum falls to 0 at the end of the run)", .parse = parse_outer_decay,
-               .hide_default = true, .given = &f->outer_decay),
+               .hide_default = true, .given = &given->outer_decay),
         MM_OPT(MM_OPT_FLAG, "outer-overlap", NULL, &c->outer_overlap, 0, 0,
                "overlap a round's local steps with the exchange (the pseudo-gradient is then "
                "one round old, as D-PSGD's gradient is); default: steps first, then exchange"),
         MM_OPT(MM_OPT_LONG, "outer-memory-mb", "MB", &c->outer_memory_mb, 1, 1L << 30,
                "refuse to start when the outer state (3 vectors: outer params, momentum, "
-               "local progress) would take more"),
+               "local progress) would take more", .given = &given->outer_memory_mb),
         MM_OPT_HEAD("Metrics and checkpoints (docs/metrics.md):"),
         MM_OPT(MM_OPT_INT, "eval-every", "E", &c->eval_every, 0, INT_MAX,
                "evaluate and sketch every E rounds, 0 = off"),
@@ -271,8 +274,9 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "line", .hide_default = true),
         MM_OPT(MM_OPT_FLAG, "verbose", NULL, &f->verbose, 0, 0, "debug logging"),
         MM_OPT(MM_OPT_FLAG, "dry-run", NULL, &f->dry_run, 0, 0,
-               "check every flag and the topology as at start, then exit: 0 it would start, 2 "
-               "and why it would not (no socket, file or training; scripts/sweep.sh --check)"),
+               "check every flag and the topology as at start (the same check), print the "
+               "settings every peer must share, then exit: 0 it would start, 2 and why it would "
+               "not (no socket, file or training; scripts/sweep.sh --check)"),
         MM_OPT_HEAD("Testing only:"),
         MM_OPT(MM_OPT_CUSTOM, "compute-jitter", "J", &c->jitter, 0, 0,
                "add a random delay after every local step (slept, to study stragglers): none, "
@@ -302,68 +306,6 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
     return t;
 }
 
-/* The three ways to set a round's exchanges exclude each other (and the
- * adaptive one excludes --compress). */
-static int check_consensus(const mm_node_config *c, const node_flags *f)
-{
-    const char *why = NULL;
-    if (c->gossip_schedule.n && f->gossip_steps)
-        why = "give --gossip-steps or --gossip-steps-schedule, not both";
-    else if (c->consensus_target > 0 && (f->gossip_steps || c->gossip_schedule.n))
-        why = "--consensus-target chooses the gossip steps itself: drop --gossip-steps and "
-              "--gossip-steps-schedule";
-    else if (c->consensus_target > 0 && c->algo != MM_ALGO_DPSGD)
-        why = "--consensus-target needs --algo dpsgd (neighbours agree on every exchange)";
-    else if (f->max_gossip_steps && !(c->consensus_target > 0))
-        why = "--max-gossip-steps bounds --consensus-target, which is not given";
-    else if (c->clip_pull > 0 && c->robust_clip > 0)
-        why = "give --clip-pull X (a fixed radius) or --robust-clip F (one from the "
-              "neighbour distances), not both";
-    else if ((c->clip_pull > 0 || c->robust_clip > 0) && c->algo == MM_ALGO_ALLREDUCE)
-        why = "--clip-pull and --robust-clip bound gossip pulls; --algo allreduce mixes none";
-    else if (f->min_gossip_steps && !(c->consensus_target > 0))
-        why = "--min-gossip-steps bounds --consensus-target, which is not given";
-    else if (c->consensus_target > 0 && c->compress)
-        why = "--consensus-target and --compress do not combine yet (consensus control "
-              "drops edges for an exchange, which would leave CHOCO's public copies behind)";
-    if (why)
-        fprintf(stderr, "murmur node: %s\n", why);
-    return why ? -1 : 0;
-}
-
-/* The outer optimizer's flags: values the table cannot bound, and the
- * combinations it does not run (docs/outer.md). */
-static int check_outer(const mm_node_config *c, const node_flags *f)
-{
-    char why[200] = "";
-    const mm_outer_config *o = &c->outer_cfg;
-    if (!c->outer && (f->outer_lr || f->outer_momentum || f->outer_warmup || f->outer_decay ||
-                      c->outer_overlap))
-        snprintf(why, sizeof why, "--outer-lr, --outer-momentum, --outer-momentum-warmup, "
-                 "--outer-momentum-decay and --outer-overlap need --outer nesterov");
-    else if (!c->outer)
-        return 0;
-    else if (!(o->lr > 0))
-        snprintf(why, sizeof why, "--outer-lr must be > 0, not %g", o->lr);
-    else if (!(o->momentum < 1))
-        snprintf(why, sizeof why, "--outer-momentum must be in [0, 1), not %g", o->momentum);
-    else if (c->algo == MM_ALGO_ASYNC || c->algo == MM_ALGO_PUSHSUM)
-        snprintf(why, sizeof why, "--outer nesterov runs over --algo dpsgd or allreduce, not %s "
-                 "(its outer step needs a synchronous average of the round)",
-                 mm_algo_name(c->algo));
-    else if (c->no_train)
-        snprintf(why, sizeof why, "--outer nesterov needs training: drop --no-train");
-    else if (c->compress)
-        snprintf(why, sizeof why, "--outer nesterov and --compress do not combine (CHOCO's "
-                 "public copies would have to follow the outer step)");
-    else if (c->consensus_target > 0 || c->gossip_schedule.n || c->gossip_steps > 1)
-        snprintf(why, sizeof why, "--outer nesterov runs one exchange a round: drop "
-                 "--gossip-steps, --gossip-steps-schedule and --consensus-target");
-    if (why[0])
-        fprintf(stderr, "murmur node: %s\n", why);
-    return why[0] ? -1 : 0;
-}
-
 static const mm_opt *help_table;
 
 static void usage(FILE *out)
@@ -380,8 +322,14 @@ static void usage(FILE *out)
             "or a configuration refused at start (e.g. a column-stochastic-only W without\n"
             "--algo pushsum); 3 refused: a neighbour was refused for the whole run because\n"
             "the two are configured differently (TLS or --plaintext, model, --algo,\n"
+            "a setting every peer must share such as --gossip-steps or --outer-lr,\n"
             "certificates, one --id twice); 4 isolated: mixed with none of its neighbours\n"
-            "for the whole run, none refused; 130 a second signal.\n");
+            "for the whole run, none refused; 130 a second signal.\n"
+            "\n"
+            "Flags of one algorithm are refused with another (--staleness without\n"
+            "--algo async, --allreduce-chunk without --algo allreduce, ...). Every peer\n"
+            "must run the settings --dry-run prints (docs/protocol.md 3.1); what may differ\n"
+            "per peer (threads, --lr, --batch, timeouts, ...): docs/protocol.md 3.1 too.\n");
 }
 
 int cmd_node(int argc, char **argv)
@@ -424,18 +372,8 @@ int cmd_node(int argc, char **argv)
                         "or --plaintext to run without TLS\n");
         return MM_EXIT_USAGE;
     }
-    if (c.vector_len > 0 && !c.no_train) {
-        fprintf(stderr, "murmur node: --vector-len gossips a plain vector: it needs --no-train\n");
-        return MM_EXIT_USAGE;
-    }
-    if (c.consensus_step > 0 && !c.compress) {
-        fprintf(stderr, "murmur node: --consensus-step is CHOCO's gamma: it needs --compress\n");
-        return MM_EXIT_USAGE;
-    }
     if (c.no_train)
         c.same_init = false;
-    if (check_consensus(&c, &f) != 0 || check_outer(&c, &f) != 0)
-        return MM_EXIT_USAGE;
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */
     if (c.no_train && !given.data)
@@ -448,5 +386,7 @@ int cmd_node(int argc, char **argv)
         fprintf(stderr, "murmur node: %s\n", err);
         return MM_EXIT_USAGE;
     }
+    /* the flags' combinations, the topology, the budgets: mm_node_config_check,
+     * the same for the start and --dry-run */
     return f.dry_run ? mm_node_check(&c) : mm_node_run(&c);
 }

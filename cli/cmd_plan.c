@@ -14,13 +14,16 @@
 #include "model/model.h"
 #include "model/blas_env.h"
 #include "cli/commands.h"
+#include "node/node.h"
 #include "plan/plan.h"
 #include "plan/plan_probe.h"
 
 typedef struct {
     const char *topo, *links, *jitter, *server, *link_to, *placement;
+    const char *algo;   /* --algo's word: pushsum is timed as dpsgd, checked as itself */
     int peers, batch, threads, cores;
     bool json, calibrate, have_vec, have_shape, have_step, have_sd, have_mix, have_loop;
+    bool have_gossip_steps;
     double vec, seconds, timeout;
     mm_model_config cfg;
     mm_plan_in in;
@@ -28,19 +31,15 @@ typedef struct {
 
 static int parse_algo(const char *arg, void *dst, char *err, size_t errlen)
 {
-    int a = mm_plan_parse_algo(arg);
-    if (a < 0) {
+    if (mm_plan_parse_algo(arg) < 0) {
         snprintf(err, errlen, "is dpsgd, pushsum, async or allreduce, not '%s'", arg);
         return -1;
     }
-    *(mm_plan_algo *)dst = (mm_plan_algo)a;
+    *(const char **)dst = arg;
     return 0;
 }
 
-static const char *show_algo(const void *dst)
-{
-    return mm_plan_algo_name(*(const mm_plan_algo *)dst);
-}
+static const char *show_algo(const void *dst) { return *(const char *const *)dst; }
 
 static int parse_rate(const char *arg, void *dst, char *err, size_t errlen)
 {
@@ -75,6 +74,7 @@ static int parse(int argc, char **argv, plan_args *a)
     mm_plan_in_defaults(&a->in);
     a->in.payload_share = MM_PLAN_PAYLOAD_SHARE; /* used with --links only */
     a->cfg = mm_model_config_default();
+    a->algo = "dpsgd";
     a->batch = 16;
     a->threads = 1;
     a->seconds = 2;
@@ -85,13 +85,13 @@ static int parse(int argc, char **argv, plan_args *a)
                "who talks to whom (gossip); its peer count is N"),
         MM_OPT(MM_OPT_INT, "peers", "N", &a->peers, 1, 1 << 20,
                "peer count for --algo allreduce without a topology", .hide_default = true),
-        MM_OPT(MM_OPT_CUSTOM, "algo", "A", &a->in.algo, 0, 0,
+        MM_OPT(MM_OPT_CUSTOM, "algo", "A", &a->algo, 0, 0,
                "dpsgd, async or allreduce (ring, reduce-scatter then all-gather, peers in id "
                "order)", .parse = parse_algo, .show = show_algo),
         MM_OPT(MM_OPT_INT, "local-steps", "H", &a->in.local_steps, 1, 1e6,
                "optimizer steps per round"),
         MM_OPT(MM_OPT_INT, "gossip-steps", "G", &a->in.gossip_steps, 1, 1000,
-               "dpsgd: averaging exchanges per round"),
+               "dpsgd: averaging exchanges per round", .given = &a->have_gossip_steps),
         MM_OPT(MM_OPT_FLAG, "overlap", NULL, &a->in.overlap, 0, 0,
                "allreduce: average the snapshot while computing (as dpsgd does); default: "
                "compute, then all-reduce. With --outer: the node's --outer-overlap"),
@@ -177,6 +177,7 @@ static int parse(int argc, char **argv, plan_args *a)
     int r = mm_opt_parse("plan", argc, argv, t, &first, usage);
     if (r != 0)
         return r;
+    a->in.algo = (mm_plan_algo)mm_plan_parse_algo(a->algo);
     if (first < argc) {
         fprintf(stderr, "murmur plan: unexpected argument '%s'\n", argv[first]);
         return -1;
@@ -281,8 +282,17 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
                                                         : "nothing: unlimited links (latency only)");
     printf("round        %.4f s = compute %.4f + exposed communication %.4f + waiting %.4f"
            " + mixing %.4f\n", o->round_s, o->compute_s, o->comm_exposed_s, o->wait_s, o->mix_s);
-    printf("per step     %.4f s (a round is %d optimizer step%s; one exchange per round)\n",
-           o->round_s / in->local_steps, in->local_steps, in->local_steps > 1 ? "s" : "");
+    char per_round[48]; /* what the prediction's round holds */
+    int G = in->algo == MM_PLAN_DPSGD ? in->gossip_steps : 1;
+    if (in->algo == MM_PLAN_ALLREDUCE)
+        snprintf(per_round, sizeof per_round, "one all-reduce per round");
+    else if (G > 1)
+        snprintf(per_round, sizeof per_round, "%d exchanges per round", G);
+    else
+        snprintf(per_round, sizeof per_round, "one exchange per round");
+    printf("per step     %.4f s (a round is %d optimizer step%s; %s)\n",
+           o->round_s / in->local_steps, in->local_steps, in->local_steps > 1 ? "s" : "",
+           per_round);
     if (in->algo == MM_PLAN_ASYNC)
         printf("             slowest peer %.4f s per round; a neighbour's vector is new in %.0f%% of rounds\n",
                o->round_slowest_s, 100 * o->fresh);
@@ -326,6 +336,30 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
         printf(",");
     print_calib(a, k, true);
     printf("}\n");
+}
+
+/* Whether murmur node would refuse the run predicted: the node's own check
+ * (mm_node_config_check) of the flags plan shares with it (--algo,
+ * --local-steps, --gossip-steps, --outer and --overlap, the topology or
+ * --peers), so that plan never predicts what the node refuses. The model's
+ * shape is plan's (or the default with --vector-len: the budgets are the
+ * node's business, not a prediction's). */
+static bool node_refuses(const plan_args *a, char *err, size_t errlen)
+{
+    mm_node_config c;
+    mm_node_config_defaults(&c);
+    c.id = 0;
+    c.topology = a->topo;
+    c.n_peers = a->topo ? 0 : a->peers;
+    c.algo = (mm_algo)mm_algo_parse(a->algo);
+    c.train.model = a->cfg;
+    c.local_steps = a->in.local_steps;
+    c.gossip_steps = a->in.gossip_steps;
+    c.given.gossip_steps = a->have_gossip_steps;
+    c.outer = a->in.outer;
+    c.outer_overlap = a->in.outer && a->in.overlap;
+    c.train.adamw.total_steps = c.rounds * c.local_steps;
+    return mm_node_config_check(&c, err, errlen) != 0;
 }
 
 int cmd_plan(int argc, char **argv)
@@ -395,6 +429,7 @@ int cmd_plan(int argc, char **argv)
         fprintf(stderr, "murmur plan: %s\n", bad);
         return 2;
     }
+
     calib k = {0};
     if (a.calibrate && calibrate(&a, &k) != 0)
         return 1;
@@ -427,6 +462,16 @@ int cmd_plan(int argc, char **argv)
             return 2;
         }
     }
+    /* (after plan's own reading of the topology: a file that does not
+     * load is plan's error, exit 1, as before) */
+    if (node_refuses(&a, err, sizeof err)) {
+        fprintf(stderr, "murmur plan: %s (murmur node would refuse this run)\n", err);
+        mm_topo_free(t);
+        return 2;
+    }
+    if (a.in.gossip_steps > 1 && a.in.algo == MM_PLAN_ASYNC)
+        fprintf(stderr, "murmur plan: warning: --gossip-steps %d with --algo async is not modelled: "
+                        "the prediction is for one exchange a round\n", a.in.gossip_steps);
     mm_plan_in *in = &a.in;
     in->topo = t;
     in->n = t ? mm_topo_n(t) : a.peers;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/crc32c.h"
+#include "base/text.h"
 
 static const struct {
     const char *name;
@@ -117,13 +118,8 @@ int mm_codec_format(const mm_codec_spec *spec, char *buf, size_t len)
     if (is_blocked(spec->kind))
         return snprintf(buf, len, "%s:%u", name, (unsigned)spec->block);
     if (is_sparse(spec->kind)) {
-        /* the shortest decimal that reads back as the same double */
-        char num[40];
-        for (int prec = 1; prec <= 17; prec++) {
-            snprintf(num, sizeof num, "%.*g", prec, spec->frac);
-            if (strtod(num, NULL) == spec->frac)
-                break;
-        }
+        char num[40]; /* the shortest decimal that reads back as the same double */
+        mm_text_double(num, sizeof num, spec->frac);
         return snprintf(buf, len, "%s:%s", name, num);
     }
     return snprintf(buf, len, "%s", name);

@@ -1,10 +1,10 @@
 /* The arithmetic of averaging: blocked loops over flat float vectors, and
  * one round's update with its weight rules (gossip/mix.h). */
 #include "gossip/mix.h"
-#include "net/algo.h"
 
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* These loops run over the whole parameter vector several times a round.
  * Blocked accumulation in float (a block of 1024 fits the vector unit's
@@ -96,7 +96,7 @@ double mm_mix_round_clip(float *x, const float *s, size_t n, double w_old, doubl
         /* A weight outside the rule could make w_new zero or negative (a
          * denominator one neighbour drives to 0 stopped honest peers) or
          * its reciprocal overflow a float: such a neighbour is missing. */
-        in[k].refused = in[k].x && !mm_wire_weight_ok(rule, in[k].w, n_peers, NULL, 0);
+        in[k].refused = in[k].x && !mm_mix_weight_ok(rule, in[k].w, n_peers, NULL, 0);
         if (in[k].refused)
             in[k].x = NULL;
         if (!in[k].x && !pushsum)
@@ -158,4 +158,31 @@ double mm_mix_round(float *x, const float *s, size_t n, double w_old, double sel
 {
     mm_clip c = mm_clip_make(clip_pull, 0);
     return mm_mix_round_clip(x, s, n, w_old, self_weight, in, n_in, pushsum, w_max, &c);
+}
+
+bool mm_mix_weight_check(void *ud, double w, char *why, size_t whylen)
+{
+    const mm_weight_check *c = ud;
+    return mm_mix_weight_ok(c->rule, w, c->n_peers, why, whylen);
+}
+
+bool mm_mix_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers, char *why, size_t whylen)
+{
+    bool ok;
+    switch (rule) {
+    case MM_WEIGHT_ONE: ok = w == 1.0; break;
+    case MM_WEIGHT_PUSHSUM: ok = w >= MM_PUSHSUM_W_MIN && w <= (double)n_peers; break;
+    default: ok = isfinite(w); break;
+    }
+    if (!ok && why) {
+        if (rule == MM_WEIGHT_ONE)
+            snprintf(why, whylen, "weight %.17g, but this peer runs dpsgd or async, where "
+                     "the weight is exactly 1 (is the sender running --algo pushsum?)", w);
+        else if (rule == MM_WEIGHT_PUSHSUM)
+            snprintf(why, whylen, "push-sum weight %.17g is outside [2^-30, %u] (finite, "
+                     "positive, at most the number of peers)", w, n_peers);
+        else
+            snprintf(why, whylen, "weight is not finite");
+    }
+    return ok;
 }

@@ -3,9 +3,45 @@
 #ifndef MURMUR_MIX_H
 #define MURMUR_MIX_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gossip/robust.h"
+
+/* What the f64 weight a vector travels with may be (docs/protocol.md 3.2):
+ * each algorithm's rule, which the mix enforces on what it mixes and the
+ * wire on every vector it receives (murmur node installs
+ * mm_mix_weight_ok as the transport's check_weight: net/ knows no
+ * mixing). The algorithm decides it; a receiver refuses every other
+ * value, so that no neighbour can make the mixing divide by zero, by a
+ * negative number, or by a value whose reciprocal a float cannot hold. */
+typedef enum {
+    MM_WEIGHT_FINITE = 0, /* any finite value (tests, benchmarks); murmur node
+                           * always sets one below */
+    MM_WEIGHT_ONE,        /* dpsgd, async, allreduce: exactly 1.0 */
+    MM_WEIGHT_PUSHSUM,    /* pushsum: MM_PUSHSUM_W_MIN <= w <= n_peers */
+} mm_weight_rule;
+
+/* The smallest push-sum weight on the wire: 2^-30. Its reciprocal (2^30)
+ * and w*z for any normal float z of magnitude above 1e-29 stay normal
+ * floats; an honest peer whose weight would decay below it is raised back
+ * to it (mm_mix_round). */
+#define MM_PUSHSUM_W_MIN 0x1p-30
+
+/* True when w obeys rule; n_peers is the largest push-sum weight (the mass
+ * of the whole cluster: push-sum conserves or loses mass, never creates
+ * it). On false, why (when not NULL) says what is wrong. */
+bool mm_mix_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers, char *why,
+                      size_t whylen);
+
+/* A rule with its cluster, and mm_mix_weight_ok in the shape of the
+ * transport's weight_ok (ud: an mm_weight_check), to install there. */
+typedef struct {
+    mm_weight_rule rule;
+    uint32_t n_peers;
+} mm_weight_check;
+bool mm_mix_weight_check(void *ud, double w, char *why, size_t whylen);
 
 /* dst += a * x, and returns sum_k (x[k]*sx - ref[k]*sr)^2: the squared
  * distance between the de-biased neighbour x*sx and our own ref*sr,
@@ -53,7 +89,7 @@ double mm_mix_pull_norm2(const float *s, const mm_mix_input *in, int n_in, size_
  * than clip_pull is pulled in only to that distance (mm_mix_round_clip
  * below: the same with a fixed radius).
  *
- * Weights (the rule of net/wire.h, checked again here whatever the
+ * Weights (mm_mix_weight_ok's rules, checked again here whatever the
  * transport did): outside push-sum every w_k must be exactly 1; with
  * push-sum it must lie in [MM_PUSHSUM_W_MIN, w_max] (w_max: the number of
  * peers). A neighbour whose w_k breaks the rule is refused (in[k].refused

@@ -15,4 +15,11 @@ CDP = $(BUILD)/tests/tools/cdp
 $(CDP): $(BUILD)/tests/tools/cdp.o
 	$(CC) $(ALL_CFLAGS) -o $@ $^
 test: $(CDP)
-build-tests: $(CDP) $(HOSTILE_CLIENT)
+
+# A peer written from docs/protocol.md alone, sending what murmur's own
+# sender never does (tests/e2e/node_wire_peer.sh).
+WIRE_PEER = $(BUILD)/tests/tools/wire_peer
+$(WIRE_PEER): $(BUILD)/tests/tools/wire_peer.o $(BUILD)/libmurmur.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBS)
+test: $(WIRE_PEER)
+build-tests: $(CDP) $(HOSTILE_CLIENT) $(WIRE_PEER)

@@ -10,11 +10,13 @@
 # corpus-frame/ for whole frames, corpus-members/ for MEMBERS payloads).
 FUZZ_DIR     = build-fuzz
 FUZZ_SECONDS ?= 600
-FUZZ_SRC     = tests/fuzz_wire.c net/wire.c net/algo.c base/crc32c.c base/finite.c
+FUZZ_SRC     = tests/fuzz_wire.c net/wire.c net/algo.c gossip/mix.c gossip/robust.c base/crc32c.c \
+               base/finite.c
 FUZZ_CODEC_SRC = tests/fuzz_codec.c gossip/codec.c gossip/codec_dense.c gossip/codec_sparse.c \
-                 base/crc32c.c base/finite.c
-FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h base/crc32c.h base/finite.h
-FUZZ_FRAME_SRC = tests/fuzz_frame.c $(filter-out tests/fuzz_codec.c,$(FUZZ_CODEC_SRC)) net/wire.c net/algo.c
+                 base/crc32c.c base/finite.c base/text.c
+FUZZ_CODEC_HDR = gossip/codec.h gossip/codec_internal.h base/crc32c.h base/finite.h base/text.h
+FUZZ_FRAME_SRC = tests/fuzz_frame.c $(filter-out tests/fuzz_codec.c,$(FUZZ_CODEC_SRC)) net/wire.c net/algo.c \
+                 gossip/mix.c gossip/robust.c
 FUZZ_MEMBERS_SRC = tests/fuzz_members.c $(wildcard member/*.c) base/sha256.c
 FUZZ_MEMBERS_HDR = member/member.h member/member_int.h base/sha256.h
 FUZZ_MEMBERS_SECONDS ?= $(FUZZ_SECONDS)
@@ -26,12 +28,12 @@ fuzz-build: $(FUZZ_DIR)/fuzz_wire $(FUZZ_DIR)/corpus/.seeded \
             $(FUZZ_DIR)/fuzz_frame $(FUZZ_DIR)/corpus-frame/.seeded \
             $(FUZZ_DIR)/fuzz_members $(FUZZ_DIR)/corpus-members/.seeded
 
-$(FUZZ_DIR)/fuzz_wire: $(FUZZ_SRC) net/wire.h net/algo.h
+$(FUZZ_DIR)/fuzz_wire: $(FUZZ_SRC) net/wire.h net/algo.h gossip/mix.h
 	@$(call ensure_pkgs,clang libclang-rt-14-dev)
 	@mkdir -p $(FUZZ_DIR)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined -o $@ $(FUZZ_SRC) -lm
 
-$(FUZZ_DIR)/corpus/.seeded: $(FUZZ_SRC) net/wire.h net/algo.h
+$(FUZZ_DIR)/corpus/.seeded: $(FUZZ_SRC) net/wire.h net/algo.h gossip/mix.h
 	@mkdir -p $(FUZZ_DIR)/corpus
 	$(CC) $(FUZZ_CFLAGS) -DFUZZ_SEEDGEN -o $(FUZZ_DIR)/seedgen $(FUZZ_SRC) -lm
 	$(FUZZ_DIR)/seedgen $(FUZZ_DIR)/corpus && touch $@

@@ -11,8 +11,6 @@
 #ifndef MM_NET_ALGO_H
 #define MM_NET_ALGO_H
 
-#include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 
 #define MM_ALGOS(X)               \
@@ -40,31 +38,6 @@ typedef enum {
 /* "ring", "halving" for the all-reduce's; "" for variant 0 of any other
  * algorithm; NULL for a variant that is none of them. */
 const char *mm_algo_variant_name(mm_algo a, uint8_t variant);
-
-/* What the f64 weight of a VECTOR may be (docs/protocol.md 3.2): each
- * algorithm's rule, which the wire enforces on every vector and the mix
- * (gossip/mix.c) on what it mixes. The
- * algorithm decides it; a receiver refuses every other value, so that no
- * neighbour can make the mixing divide by zero, by a negative number, or by
- * a value whose reciprocal a float cannot hold. */
-typedef enum {
-    MM_WEIGHT_FINITE = 0, /* any finite value: the transport alone (tests,
-                           * benchmarks); murmur node always sets one below */
-    MM_WEIGHT_ONE,        /* dpsgd, async: exactly 1.0 */
-    MM_WEIGHT_PUSHSUM,    /* pushsum: MM_PUSHSUM_W_MIN <= w <= n_peers */
-} mm_weight_rule;
-
-/* The smallest push-sum weight on the wire: 2^-30. Its reciprocal (2^30)
- * and w*z for any normal float z of magnitude above 1e-29 stay normal
- * floats; an honest peer whose weight would decay below it is raised back
- * to it (gossip/mix.h). */
-#define MM_PUSHSUM_W_MIN 0x1p-30
-
-/* True when w obeys rule; n_peers is the largest push-sum weight (the mass
- * of the whole cluster: push-sum conserves or loses mass, never creates
- * it). On false, why (when not NULL) says what is wrong. */
-bool mm_wire_weight_ok(mm_weight_rule rule, double w, uint32_t n_peers,
-                       char *why, size_t whylen);
 
 /* "dpsgd", ...; NULL for a number that is none of them (a HELLO from
  * another build). */

@@ -359,7 +359,12 @@ static void send_hello(conn *c, uint32_t target)
     snprintf(hello.topo_name, sizeof hello.topo_name, "%s", cfg->topo_name ? cfg->topo_name : "");
     uint8_t buf[MM_WIRE_HELLO_LEN];
     mm_wire_put_hello(buf, &hello);
-    send_ctrl(c, MM_WIRE_HELLO, buf, sizeof buf);
+    /* the settings text follows the 128 fixed bytes (docs/protocol.md 3.1) */
+    mm_wire_header h = {.type = MM_WIRE_HELLO, .sender = cfg->self_id,
+                        .exchange = c->t->exchange,
+                        .payload_len = sizeof buf + c->t->settings_len};
+    mm__conn_send_frame(c, &h, buf, sizeof buf, (const uint8_t *)c->t->settings,
+                        c->t->settings_len, false, 0, NULL);
 }
 
 static void tls_write_cb(uv_write_t *req, int status)
@@ -467,9 +472,6 @@ static void tls_pump(conn *c)
 
 /* ---- reads ---------------------------------------------------------------- */
 
-/* "topology differs: peer 0 loaded complete-4.topo (digest 06aa4d95...),
- * peer 1 loaded ring-4.topo (digest ee96c8c6...)": the names say which
- * files, the digests that they say different things. */
 /* "pushsum", "allreduce (halving schedule)", "algorithm 77" */
 static void algo_words(uint8_t algo, uint8_t variant, char *out, size_t len)
 {
@@ -485,20 +487,40 @@ static void algo_words(uint8_t algo, uint8_t variant, char *out, size_t len)
         snprintf(out, len, "%s", name);
 }
 
+/* The n bytes of d in lower-case hex. */
+static void hex(const uint8_t *d, int n, char *out)
+{
+    for (int i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* "topology differs: peer 0 loaded complete-4.topo (digest 06aa4d95a316...
+ * [64 hex digits]), peer 1 loaded ring-4.topo (digest ee96c8c6...)": the
+ * names say which files, the whole digests that they say different things
+ * (a prefix could be the same for two digests). */
 static void refuse_topology(conn *c, uint32_t id, const mm_wire_hello *hello)
 {
     const mm_transport_config *cfg = &c->t->cfg;
-    char a[17], b[17];
-    for (int i = 0; i < 8; i++) {
-        snprintf(a + 2 * i, 3, "%02x", hello->topo_digest[i]);
-        snprintf(b + 2 * i, 3, "%02x", cfg->topo_digest[i]);
-    }
+    char a[65], b[65];
+    hex(hello->topo_digest, 32, a);
+    hex(cfg->topo_digest, 32, b);
     const char *mine = cfg->topo_name && cfg->topo_name[0] ? cfg->topo_name : "no topology";
     const char *theirs = hello->topo_name[0] ? hello->topo_name : "no topology";
     mm__conn_refuse(c, &c->t->st.bad_topology, "topology differs: peer %u loaded %s (digest "
-                    "%s...), peer %u loaded %s (digest %s...): every peer must load the same "
+                    "%s), peer %u loaded %s (digest %s): every peer must load the same "
                     "topology (peers, edges, weights, schedule, seed)", id, theirs, a,
                     cfg->self_id, mine, b);
+}
+
+/* The settings in which the HELLO's text differs from ours (docs/protocol.md
+ * 3.1), as "peer A runs --k v, peer B runs --k w"; 0 when they are equal. */
+static int settings_differ(const conn *c, const mm_wire_header *h, uint32_t id, char *out,
+                           size_t outlen)
+{
+    const mm_transport *t = c->t;
+    return mm_wire_settings_diff((const char *)c->rx.payload + MM_WIRE_HELLO_LEN,
+                                 (size_t)h->payload_len - MM_WIRE_HELLO_LEN, id, t->settings,
+                                 t->settings_len, t->cfg.self_id, out, outlen);
 }
 
 static void hello_received(conn *c, const mm_wire_header *h)
@@ -544,12 +566,16 @@ static void hello_received(conn *c, const mm_wire_header *h)
                            "connected here (from %s); a joiner needs an id of its own", id,
                            t->peers[id].conn->src);
     c->join |= join;
+    /* the settings that differ name the flags behind another model or
+     * codec: the fingerprint and the codec's numbers only say that */
+    char diff[MM_WIRE_REFUSE_MAX];
     if (memcmp(hello.fingerprint, cfg->fingerprint, 32) != 0) {
         char a[17], b[17];
-        for (int i = 0; i < 8; i++) {
-            snprintf(a + 2 * i, 3, "%02x", hello.fingerprint[i]);
-            snprintf(b + 2 * i, 3, "%02x", cfg->fingerprint[i]);
-        }
+        hex(hello.fingerprint, 8, a);
+        hex(cfg->fingerprint, 8, b);
+        if (settings_differ(c, h, id, diff, 300))
+            return mm__conn_refuse(c, &t->st.bad_fingerprint, "model fingerprint differs: %s "
+                                   "(fingerprints %s..., %s...)", diff, a, b);
         return mm__conn_refuse(c, &t->st.bad_fingerprint, "model fingerprint differs: "
                            "peer %u has %s..., peer %u has %s... (different model "
                            "config or size)", id, a, cfg->self_id, b);
@@ -568,13 +594,20 @@ static void hello_received(conn *c, const mm_wire_header *h)
     }
     /* (the fraction bit for bit: -0.0 is not 0) */
     if (hello.codec != cfg->codec || hello.codec_block != cfg->codec_block ||
-        memcmp(&hello.codec_frac, &cfg->codec_frac, sizeof hello.codec_frac) != 0)
+        memcmp(&hello.codec_frac, &cfg->codec_frac, sizeof hello.codec_frac) != 0) {
+        if (settings_differ(c, h, id, diff, 400))
+            return mm__conn_refuse(c, &t->st.bad_config, "codec differs: %s", diff);
         return mm__conn_refuse(c, &t->st.bad_config, "codec differs: peer %u sends codec %u "
                            "(block %u, fraction %.17g), peer %u codec %u (block %u, fraction "
                            "%.17g)", id, hello.codec, hello.codec_block, hello.codec_frac,
                            cfg->self_id, cfg->codec, cfg->codec_block, cfg->codec_frac);
+    }
     if (memcmp(hello.topo_digest, cfg->topo_digest, 32) != 0)
         return refuse_topology(c, id, &hello);
+    int n_diff = settings_differ(c, h, id, diff, sizeof diff - 40);
+    if (n_diff)
+        return mm__conn_refuse(c, &t->st.bad_config, "%s: %s",
+                               n_diff > 1 ? "settings differ" : "setting differs", diff);
     if (mm__tr_id_clash(t, c, id))
         return;
     if (!c->dialer)
@@ -981,8 +1014,8 @@ void mm__conn_start(conn *c)
     uv_tcp_nodelay(&c->tcp, 1);
     c->rx.body_dst = t->cb.vector_dst ? body_dst : NULL;
     c->rx.body_ud = c;
-    c->rx.weight_rule = t->cfg.weight_rule;
-    c->rx.n_peers = t->cfg.n_peers;
+    c->rx.weight_ok = t->cfg.weight_ok;
+    c->rx.weight_ud = t->cfg.weight_ud;
     c->rx.codec = t->cfg.codec;
     c->rx.max_body = t->cfg.max_body;
     c->rx.allow_chunks = t->cfg.allow_chunks;

@@ -67,7 +67,7 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
     X(pending_refused, MM_CTR_REFUSED, "over --max-pending unauthenticated connections, or " \
                                        "an accept() error libuv reported")                  \
     X(bad_codec, MM_CTR_REFUSED, "a body in another codec, or one its codec refuses")       \
-    X(bad_config, MM_CTR_REFUSED, "a HELLO naming another algorithm or codec")              \
+    X(bad_config, MM_CTR_REFUSED, "a HELLO naming another algorithm, codec or setting")     \
     X(bad_topology, MM_CTR_REFUSED, "a HELLO naming another topology digest (counted on "    \
                                     "both sides)")                                          \
     X(not_neighbour, MM_CTR_REFUSED, "a VECTOR from a cluster member that is not an "        \
@@ -90,7 +90,7 @@ enum { MM_CTR_NONE, MM_CTR_ROUND, MM_CTR_END, MM_CTR_REFUSED };
     X(ID_CLASH, "id_clash", 1, "two processes run with one --id")                           \
     X(FINGERPRINT, "bad_fingerprint", 1, "another model (--layers, --width, ...) or vector " \
                                          "length")                                          \
-    X(CONFIG, "bad_config", 1, "another --algo or codec")                                   \
+    X(CONFIG, "bad_config", 1, "another --algo, codec or setting (--gossip-steps, ...)")     \
     X(TOPOLOGY, "bad_topology", 1, "another topology file (or schedule, or seed)")          \
     X(VERSION, "bad_version", 1, "another protocol version (another murmur build)")         \
     X(NOT_MURMUR, "bad_magic", 1, "something that is not murmur")                           \

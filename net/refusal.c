@@ -41,6 +41,8 @@ mm_refusal_code mm_refusal_classify(const char *r)
         {"vector length differs", MM_REFUSAL_FINGERPRINT},
         {"algorithm differs", MM_REFUSAL_CONFIG},
         {"codec differs", MM_REFUSAL_CONFIG},
+        {"setting differs", MM_REFUSAL_CONFIG},
+        {"settings differ", MM_REFUSAL_CONFIG},
         {"topology differs", MM_REFUSAL_TOPOLOGY},
         {"HELLO claims", MM_REFUSAL_IDENTITY},
         {"HELLO from peer", MM_REFUSAL_IDENTITY},

@@ -769,6 +769,18 @@ mm_transport *mm_transport_new(uv_loop_t *loop, const mm_transport_config *cfg_i
         memcpy(t->senders, cfg.senders, cfg.n_peers * sizeof *t->senders);
     }
     cfg.senders = NULL; /* (kept in t->senders) */
+    t->settings_len = cfg.settings ? strlen(cfg.settings) : 0;
+    if (!(t->settings = malloc(t->settings_len + 1))) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    memcpy(t->settings, cfg.settings ? cfg.settings : "", t->settings_len + 1);
+    char why[160];
+    if (mm_wire_settings_check(t->settings, t->settings_len, why, sizeof why) != 0) {
+        snprintf(err, errlen, "the HELLO's settings text: %s", why);
+        goto fail;
+    }
+    cfg.settings = NULL; /* (kept in t->settings) */
     cfg.addrs = NULL; /* not kept: the caller's strings may go away */
     cfg.listen_addr = NULL;
     t->cfg = cfg;
@@ -799,6 +811,7 @@ fail:
             SSL_CTX_free(t->ctx);
         free(t->dialer_ips);
         free(t->senders);
+        free(t->settings);
         free(t->peers);
     }
     free(t);
@@ -1072,6 +1085,7 @@ void mm_transport_free(mm_transport *t)
     free(t->peers);
     free(t->dialer_ips);
     free(t->senders);
+    free(t->settings);
     if (t->ctx)
         SSL_CTX_free(t->ctx);
     free(t);

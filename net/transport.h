@@ -43,7 +43,7 @@ typedef enum {
 } mm_refusal_code;
 
 #define MM_PEER_UNKNOWN UINT32_MAX
-#define MM_REFUSAL_TEXT 256
+#define MM_REFUSAL_TEXT (MM_WIRE_REFUSE_MAX + 1) /* a whole REFUSE reason */
 
 /* One refused (or failed) connection. The peer is known when this peer
  * dialled it, or from the HELLO (the TLS certificate's id when there is
@@ -128,10 +128,13 @@ typedef struct {
     const char *listen_addr;        /* NULL: addrs[self_id] */
     uint8_t fingerprint[32];        /* of the model; must match the peer's */
     uint64_t vec_len;               /* floats per vector; must match */
-    /* What a received vector's weight may be (net/wire.h): the node sets
-     * it from its algorithm; a vector that breaks it is refused and counted
-     * (bad_weight). MM_WEIGHT_FINITE (0) checks only that it is finite. */
-    mm_weight_rule weight_rule;
+    /* What a received vector's weight may be: weight_ok(weight_ud, w, why)
+     * says true when w is allowed, else false with why; a vector that
+     * breaks it is refused and counted (bad_weight). The transport knows
+     * no algorithm's rule: its owner's (murmur node: gossip/mix.h's
+     * mm_mix_weight_ok, the rule of its --algo). NULL: any finite weight. */
+    bool (*weight_ok)(void *ud, double w, char *why, size_t whylen);
+    void *weight_ud;
     /* What both sides must agree on in the HELLO (docs/protocol.md 3.1): the
      * algorithm (0: dpsgd) and the codec of vector bodies (0: fp32, with
      * codec_block and codec_frac its parameters). A peer that disagrees is
@@ -145,6 +148,15 @@ typedef struct {
      * another digest is refused (bad_topology), both names in the reason. */
     uint8_t topo_digest[32];
     const char *topo_name;
+    /* The settings every peer must share that the fields above do not
+     * carry, as the HELLO's settings text (docs/protocol.md 3.1: "KEY=VALUE"
+     * lines, keys in order; mm_wire_settings_check), copied; NULL: none. A
+     * peer whose text differs is refused (bad_config), the reason naming
+     * each key that differs with both values ("setting differs: peer 3
+     * runs --gossip-steps 2, peer 0 runs --gossip-steps 1"). The
+     * transport knows no key: murmur node writes the text
+     * (mm_node_settings). */
+    const char *settings;
     /* A body in the negotiated codec other than fp32 is checked whole by
      * check_body(check_ud, meta, ...) before on_vector lends it (a chunk of
      * a stream: a body of meta->count floats) (lengths, scales,

@@ -165,6 +165,8 @@ struct mm_transport {
     uint64_t accept_err_logged;  /* when a failed accept() was last logged */
     /* [n_peers]: the peers whose vectors we take (cfg.senders); NULL: any */
     bool *senders;
+    char *settings;              /* cfg.settings, copied ("" for none) */
+    size_t settings_len;
 };
 
 uint64_t mm_now_ms(mm_transport *t);

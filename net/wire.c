@@ -121,6 +121,161 @@ void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v)
     v->count = get64(in + 32);
 }
 
+/* ---- the settings text of a HELLO (docs/protocol.md 3.1) ------------------ */
+
+typedef struct {
+    const char *key, *val; /* val NULL: a flag without value */
+    size_t klen, vlen;
+} setting;
+
+static bool key_char(char ch, bool first)
+{
+    return (ch >= 'a' && ch <= 'z') || (!first && ((ch >= '0' && ch <= '9') || ch == '-'));
+}
+
+/* The setting at *at (before end): 1 and *at past its line, 0 at end, -1
+ * with why for a line that breaks the rules. */
+static int next_setting(const char **at, const char *end, setting *s, char *why, size_t whylen)
+{
+    const char *p = *at;
+    if (p == end)
+        return 0;
+    s->key = p;
+    while (p < end && key_char(*p, p == s->key))
+        p++;
+    s->klen = (size_t)(p - s->key);
+    if (s->klen == 0 || s->klen > MM_WIRE_SETTING_KEY_MAX) {
+        char shown[17];
+        size_t k = 0;
+        for (; k < 16 && s->key + k < end; k++) /* what it has, printable */
+            shown[k] = s->key[k] > 0x20 && s->key[k] < 0x7f ? s->key[k] : '?';
+        shown[k] = 0;
+        snprintf(why, whylen, "'%s': a key is 1 to %d bytes of a-z 0-9 '-', from a letter",
+                 shown, MM_WIRE_SETTING_KEY_MAX);
+        return -1;
+    }
+    s->val = NULL;
+    s->vlen = 0;
+    if (p < end && *p == '=') {
+        s->val = ++p;
+        while (p < end && *p > 0x20 && *p < 0x7f)
+            p++;
+        s->vlen = (size_t)(p - s->val);
+        if (s->vlen == 0) {
+            snprintf(why, whylen, "'%.*s=' has no value", (int)s->klen, s->key);
+            return -1;
+        }
+    }
+    if (p == end || *p != '\n') {
+        snprintf(why, whylen, "'%.*s': a setting is KEY or KEY=VALUE (VALUE printable, no "
+                 "space) and ends with a line feed", (int)s->klen, s->key);
+        return -1;
+    }
+    *at = p + 1;
+    return 1;
+}
+
+static int key_cmp(const setting *a, const setting *b)
+{
+    size_t n = a->klen < b->klen ? a->klen : b->klen;
+    int c = memcmp(a->key, b->key, n);
+    return c ? c : a->klen < b->klen ? -1 : a->klen > b->klen;
+}
+
+int mm_wire_settings_check(const char *text, size_t len, char *why, size_t whylen)
+{
+    if (len > MM_WIRE_SETTINGS_MAX) {
+        snprintf(why, whylen, "%zu bytes, more than %d", len, MM_WIRE_SETTINGS_MAX);
+        return -1;
+    }
+    const char *at = text, *end = text + len;
+    setting s, prev = {0};
+    int r;
+    while ((r = next_setting(&at, end, &s, why, whylen)) > 0) {
+        if (prev.key && key_cmp(&prev, &s) >= 0) {
+            snprintf(why, whylen, "'%.*s' after '%.*s': keys must strictly increase",
+                     (int)s.klen, s.key, (int)prev.klen, prev.key);
+            return -1;
+        }
+        prev = s;
+    }
+    return r;
+}
+
+/* " --key value" (or " --key") onto out at *len, unless it would pass
+ * cap; then " ..." once. */
+static void put_setting(char *out, size_t *len, size_t cap, bool *cut, const setting *s)
+{
+    if (*cut)
+        return;
+    size_t need = 3 + s->klen + (s->val ? 1 + s->vlen : 0);
+    if (*len + need + 4 >= cap) {
+        *cut = true;
+        if (*len + 5 <= cap)
+            *len += (size_t)snprintf(out + *len, cap - *len, " ...");
+        return;
+    }
+    *len += (size_t)snprintf(out + *len, cap - *len, " --%.*s", (int)s->klen, s->key);
+    if (s->val)
+        *len += (size_t)snprintf(out + *len, cap - *len, " %.*s", (int)s->vlen, s->val);
+}
+
+/* One side of a difference: its own settings, or "without" the other's. */
+typedef struct {
+    char text[MM_WIRE_REFUSE_MAX];
+    size_t len, without_len;
+    char without[MM_WIRE_REFUSE_MAX];
+    bool cut, without_cut;
+} diff_side;
+
+int mm_wire_settings_diff(const char *a, size_t alen, uint32_t a_id, const char *b, size_t blen,
+                          uint32_t b_id, char *out, size_t outlen)
+{
+    diff_side sa = {0}, sb = {0};
+    size_t cap = outlen / 2 > 40 ? outlen / 2 - 20 : 20;
+    if (cap > sizeof sa.text)
+        cap = sizeof sa.text;
+    const char *pa = a, *pb = b, *ea = a + alen, *eb = b + blen;
+    setting x, y;
+    char why[8];
+    int ra = next_setting(&pa, ea, &x, why, sizeof why);
+    int rb = next_setting(&pb, eb, &y, why, sizeof why);
+    int differ = 0;
+    while (ra > 0 || rb > 0) {
+        int c = ra <= 0 ? 1 : rb <= 0 ? -1 : key_cmp(&x, &y);
+        bool same = c == 0 && x.vlen == y.vlen && (x.val == NULL) == (y.val == NULL) &&
+                    memcmp(x.val ? x.val : "", y.val ? y.val : "", x.vlen) == 0;
+        if (!same) {
+            differ++;
+            if (c <= 0) {
+                put_setting(sa.text, &sa.len, cap, &sa.cut, &x);
+                if (c < 0) /* a key b lacks */
+                    put_setting(sb.without, &sb.without_len, cap, &sb.without_cut,
+                                &(setting){.key = x.key, .klen = x.klen});
+            }
+            if (c >= 0) {
+                put_setting(sb.text, &sb.len, cap, &sb.cut, &y);
+                if (c > 0)
+                    put_setting(sa.without, &sa.without_len, cap, &sa.without_cut,
+                                &(setting){.key = y.key, .klen = y.klen});
+            }
+        }
+        if (c <= 0)
+            ra = next_setting(&pa, ea, &x, why, sizeof why);
+        if (c >= 0)
+            rb = next_setting(&pb, eb, &y, why, sizeof why);
+    }
+    if (!differ) {
+        if (outlen)
+            out[0] = 0;
+        return 0;
+    }
+    snprintf(out, outlen, "peer %u runs%s%s, peer %u runs%s%s", a_id, sa.len ? "" : " without",
+             sa.len ? sa.text : sa.without, b_id, sb.len ? "" : " without",
+             sb.len ? sb.text : sb.without);
+    return differ;
+}
+
 mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
                                uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen)
@@ -139,7 +294,8 @@ mm_wire_err mm_wire_get_header_ex(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_
     }
     h->version = get16(in + 4);
     if (h->version != MM_WIRE_VERSION) {
-        snprintf(why, whylen, "protocol version %u, this peer speaks %u",
+        snprintf(why, whylen, "protocol version %u, this peer speaks %u (another murmur "
+                 "build: every peer must speak the same version)",
                  (unsigned)h->version, (unsigned)MM_WIRE_VERSION);
         return MM_WIRE_E_VERSION;
     }
@@ -164,7 +320,7 @@ mm_wire_err mm_wire_get_header_ex(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_
     uint64_t min = 0, max = 0;
     bool elastic_type = false;
     switch (h->type) {
-    case MM_WIRE_HELLO: min = max = MM_WIRE_HELLO_LEN; break;
+    case MM_WIRE_HELLO: min = MM_WIRE_HELLO_LEN; max = MM_WIRE_HELLO_LEN + MM_WIRE_SETTINGS_MAX; break;
     case MM_WIRE_REFUSE: max = MM_WIRE_REFUSE_MAX; break;
     case MM_WIRE_VECTOR: min = MM_WIRE_VEC_HDR + 1; max = max_vector; break;
     case MM_WIRE_PING:
@@ -205,8 +361,8 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     mm_wire_rx keep = *rx;
     memset(rx, 0, sizeof *rx);
     rx->no_payload_crc = keep.no_payload_crc;
-    rx->weight_rule = keep.weight_rule;
-    rx->n_peers = keep.n_peers;
+    rx->weight_ok = keep.weight_ok;
+    rx->weight_ud = keep.weight_ud;
     rx->vec_len = keep.vec_len;
     rx->max_body = keep.max_body;
     rx->codec = keep.codec;
@@ -340,7 +496,7 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
         snprintf(rx->why, sizeof rx->why, "weight is not finite");
         return fail(rx, MM_WIRE_E_VALUES);
     }
-    if (!mm_wire_weight_ok(rx->weight_rule, v->weight, rx->n_peers, rx->why, sizeof rx->why))
+    if (rx->weight_ok && !rx->weight_ok(rx->weight_ud, v->weight, rx->why, sizeof rx->why))
         return fail(rx, MM_WIRE_E_WEIGHT);
     v->view = rx->hdr.view;
     if (v->flags & ~MM_VEC_FLAGS) {
@@ -418,6 +574,13 @@ static mm_rx_event finish_payload(mm_wire_rx *rx)
         if (q[51] & ~MM_HELLO_FLAGS) {
             snprintf(rx->why, sizeof rx->why, "unknown HELLO flags 0x%02x (byte 51)",
                      q[51] & ~MM_HELLO_FLAGS);
+            return fail(rx, MM_WIRE_E_TYPE);
+        }
+        char why[120];
+        if (mm_wire_settings_check((const char *)q + MM_WIRE_HELLO_LEN,
+                                   (size_t)h->payload_len - MM_WIRE_HELLO_LEN, why,
+                                   sizeof why) != 0) {
+            snprintf(rx->why, sizeof rx->why, "HELLO settings: %s", why);
             return fail(rx, MM_WIRE_E_TYPE);
         }
     }

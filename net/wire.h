@@ -14,7 +14,13 @@
 #define MM_WIRE_MAGIC 0x524D524DU /* bytes "MRMR" on the wire (little-endian) */
 #define MM_WIRE_VERSION 6
 #define MM_WIRE_HDR_LEN 40
+/* A HELLO's payload: 128 fixed bytes (mm_wire_hello), then the sender's
+ * settings text, 0 .. MM_WIRE_SETTINGS_MAX bytes (docs/protocol.md 3.1). */
 #define MM_WIRE_HELLO_LEN 128
+#define MM_WIRE_SETTINGS_MAX 2048
+/* A settings key (a murmur node flag's name without "--") is at most this
+ * many bytes. */
+#define MM_WIRE_SETTING_KEY_MAX 32
 /* The topology's name in a HELLO: at most this many bytes, 0-padded. */
 #define MM_WIRE_TOPO_NAME 32
 /* A VECTOR payload starts with this many bytes of vector header (weight,
@@ -85,6 +91,22 @@ typedef struct {
 #define MM_HELLO_JOIN 0x01u  /* a join session: the sender is not (yet) a member */
 #define MM_HELLO_FLAGS 0x01u
 
+/* The settings text of a HELLO (docs/protocol.md 3.1): lines "KEY=VALUE\n"
+ * or "KEY\n", KEY 1..MM_WIRE_SETTING_KEY_MAX bytes of a-z 0-9 '-' starting
+ * with a letter, VALUE 1 or more bytes of 0x21..0x7e, keys in strictly
+ * increasing byte order, at most MM_WIRE_SETTINGS_MAX bytes in all. 0, or
+ * -1 with what is wrong in why. The transport knows no key: two peers must
+ * send the same text byte for byte, and a difference is named by key. */
+int mm_wire_settings_check(const char *text, size_t len, char *why, size_t whylen);
+/* The settings in which two valid texts differ, for a refusal: writes
+ * "peer A runs --k v --f, peer B runs --k w" (a key the other lacks is
+ * left out of that side, "without --k" when a side has none of them; a
+ * flag without value as "--f"; each side cut at a setting and " ..." past
+ * half of outlen), and returns how many keys differ (0: the texts are
+ * equal, out ""). */
+int mm_wire_settings_diff(const char *a, size_t alen, uint32_t a_id, const char *b, size_t blen,
+                          uint32_t b_id, char *out, size_t outlen);
+
 /* VECTOR flags (docs/protocol.md 3.2). */
 #define MM_VEC_RESET 0x01u  /* the body is the sender's whole public copy, in fp32 */
 #define MM_VEC_MORE 0x02u   /* consensus control: the sender does another exchange */
@@ -97,7 +119,7 @@ typedef struct {
 
 /* The vector header: what travels with a vector's body. */
 typedef struct {
-    double weight;      /* push-sum weight (rules: mm_weight_rule) */
+    double weight;      /* push-sum weight (its rule: the owner's weight_ok) */
     uint8_t codec;      /* the body's encoding (the negotiated codec; fp32 with RESET) */
     uint8_t flags;      /* MM_VEC_* */
     uint16_t level;     /* consensus control skipping rounds: the sender's level
@@ -138,12 +160,13 @@ void mm_wire_get_vec(const uint8_t in[MM_WIRE_VEC_HDR], mm_wire_vec *v);
 
 /* Checks a received header against what this connection accepts: magic,
  * version, header CRC, reserved field 0, type (only HELLO/REFUSE before
- * the HELLO), and the payload length: exact for HELLO, PING and BYE, at
- * most 512 for REFUSE, and for VECTOR between MM_WIRE_VEC_HDR + 1 and
+ * the HELLO), and the payload length: exact for PING and BYE, 128 to
+ * 128 + MM_WIRE_SETTINGS_MAX for HELLO, at most 512 for REFUSE, and for VECTOR between MM_WIRE_VEC_HDR + 1 and
  * max_vector (the vector header then fixes the exact length, checked when
  * it arrives); so no length ever decides an allocation. The decoder below
- * also refuses HELLO reserved bytes that are not 0 (MM_WIRE_E_TYPE, as the
- * header's), and checks every VECTOR's vector header (mm_wire_rx). */
+ * also refuses HELLO reserved bytes that are not 0 and a settings text
+ * that breaks its rules (MM_WIRE_E_TYPE, as the header's reserved field),
+ * and checks every VECTOR's vector header (mm_wire_rx). */
 mm_wire_err mm_wire_get_header(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_done,
                                uint64_t max_vector, mm_wire_header *h,
                                char *why, size_t whylen);
@@ -163,7 +186,7 @@ mm_wire_err mm_wire_get_header_ex(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_
  * max_body bytes, owned by the caller and set once the HELLO is done).
  *
  * A VECTOR's vector header is checked the moment it has arrived, before its
- * body is read: the weight (finite, and the connection's rule:
+ * body is read: the weight (finite, and the owner's rule, weight_ok:
  * MM_WIRE_E_WEIGHT), the codec (the negotiated one; fp32, and only fp32,
  * with RESET: MM_WIRE_E_CODEC), the flags and reserved bits
  * (MM_WIRE_E_TYPE; RESET only where copies is set), aux
@@ -180,9 +203,12 @@ typedef struct {
     /* A TLS connection: the AEAD already authenticates every byte, so the
      * payload CRC is neither computed nor checked; its field must be 0. */
     bool no_payload_crc;
-    /* What a VECTOR may be (all kept by mm_wire_rx_init). */
-    mm_weight_rule weight_rule;
-    uint32_t n_peers;
+    /* What a VECTOR may be (all kept by mm_wire_rx_init). The weight's
+     * rule is the owner's (the algorithm's, which the mixing owns:
+     * gossip/mix.h), checked through weight_ok(weight_ud, w, why): true
+     * when w is allowed; NULL: any finite weight. */
+    bool (*weight_ok)(void *ud, double w, char *why, size_t whylen);
+    void *weight_ud;
     uint64_t vec_len;
     uint64_t max_body;     /* bytes; 0: 4 * vec_len (fp32) */
     uint8_t codec;         /* the negotiated codec; 0: fp32 */
@@ -212,7 +238,8 @@ typedef struct {
     void *body_ud;
 
     uint8_t hdr_raw[MM_WIRE_HDR_LEN];
-    uint8_t ctrl[MM_WIRE_REFUSE_MAX + 1];
+    /* a HELLO (with its settings) or a REFUSE */
+    uint8_t ctrl[MM_WIRE_HELLO_LEN + MM_WIRE_SETTINGS_MAX + 1];
     size_t got;            /* bytes of the current part (header or payload) */
     bool in_payload;
     uint32_t crc;

@@ -90,54 +90,47 @@ int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma,
     return 0;
 }
 
-int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
-                  const float *x, size_t P, mm__choco **out, char *err, size_t errlen)
+/* What the state of --compress on P parameters takes at peer id (spec,
+ * gamma: mm__choco_check's): the codec (made here), the chunks of a
+ * streamed q, the buffers and every byte of it, refused over
+ * --choco-memory-mb. The start and mm__choco_budget (the check before it,
+ * and --dry-run's) both size it here. 0, or the exit status with why. */
+static int choco_size(mm__choco *ch, const mm_node_config *c, const mm_codec_spec *spec,
+                      double gamma, const mm_topology *topo, uint32_t id, size_t P, char *err,
+                      size_t errlen)
 {
-    mm_codec_spec spec;
-    double gamma;
     char why[256];
-    *out = NULL;
-    int status = mm__choco_check(c, &spec, &gamma, err, errlen);
-    if (status != 0)
-        return status;
-    uint32_t n = (uint32_t)mm_topo_n(topo);
-    mm__choco *ch = calloc(1, sizeof *ch);
-    if (!ch) {
-        snprintf(err, errlen, "out of memory");
-        return MM_EXIT_ERROR;
-    }
-    status = MM_EXIT_USAGE;
     ch->id = id;
-    ch->n = n;
+    ch->n = (uint32_t)mm_topo_n(topo);
     ch->P = P;
-    ch->spec = spec;
-    mm_codec_format(&spec, ch->spec_text, sizeof ch->spec_text);
+    ch->spec = *spec;
+    mm_codec_format(spec, ch->spec_text, sizeof ch->spec_text);
     ch->gamma = gamma;
     ch->seed = c->train.seed;
-    ch->codec = mm_codec_new(&spec, P, why, sizeof why);
+    ch->codec = mm_codec_new(spec, P, why, sizeof why);
     if (!ch->codec) {
         snprintf(err, errlen, "--compress %s: %s", c->compress, why);
-        goto fail;
+        return MM_EXIT_USAGE;
     }
     /* A dense codec streams a vector longer than a chunk: chunk k's body
      * at the sum of the earlier ones, each 8-aligned. */
     ch->q_cap = mm_codec_max_bytes(ch->codec);
     ch->chunk = mm_choco_chunk(P);
-    if (mm_codec_splits(&spec) && P > MM_CHOCO_CHUNK) {
+    if (mm_codec_splits(spec) && P > MM_CHOCO_CHUNK) {
         ch->chunks = (int)((P + ch->chunk - 1) / ch->chunk);
-        ch->q_cap = (size_t)(ch->chunks - 1) * ALIGN8(mm_codec_part_len(&spec, ch->chunk)) +
-                    ALIGN8(mm_codec_part_len(&spec, P - (uint64_t)(ch->chunks - 1) * ch->chunk));
+        ch->q_cap = (size_t)(ch->chunks - 1) * ALIGN8(mm_codec_part_len(spec, ch->chunk)) +
+                    ALIGN8(mm_codec_part_len(spec, P - (uint64_t)(ch->chunks - 1) * ch->chunk));
     }
     ch->reset_off = ALIGN8(ch->q_cap);
     ch->buf_bytes = ch->reset_off + 4 * P;
-    ch->in_peers = count_in_peers(topo, id, n);
+    ch->in_peers = count_in_peers(topo, id, ch->n);
     /* One copy per in-neighbour and our own, the part of the mailbox's
      * three buffers beyond the plain vector, the codec's workspace, and
      * with a streamed q the inbox's staging copies. */
     ch->bytes = (uint64_t)(1 + ch->in_peers) * 4 * P + 3 * (uint64_t)ch->reset_off +
                 mm_codec_workspace_bytes(ch->codec);
     if (ch->chunks) /* the chunks each in-neighbour's inbox may hold as copies */
-        ch->bytes += (uint64_t)ch->in_peers * MM__MBOX_STAGE * mm_codec_part_len(&spec, ch->chunk);
+        ch->bytes += (uint64_t)ch->in_peers * MM__MBOX_STAGE * mm_codec_part_len(spec, ch->chunk);
     uint64_t budget = (uint64_t)c->choco_memory_mb << 20;
     if (ch->bytes > budget) {
         snprintf(err, errlen, "--compress %s needs %.1f MiB for its public copies (%d "
@@ -145,23 +138,64 @@ int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
                  "--choco-memory-mb %ld: raise it, or use a topology with fewer in-neighbours",
                  ch->spec_text, (double)ch->bytes / 1048576, ch->in_peers, P,
                  (long)c->choco_memory_mb);
-        goto fail;
+        return MM_EXIT_USAGE;
     }
+    return 0;
+}
+
+/* mm__choco_check, then a state sized by choco_size (no copies yet) into
+ * *out. 0, or the exit status with why (nothing left allocated). */
+static int choco_sized(const mm_node_config *c, const mm_topology *topo, uint32_t id, size_t P,
+                       mm__choco **out, char *err, size_t errlen)
+{
+    mm_codec_spec spec;
+    double gamma;
+    *out = NULL;
+    int status = mm__choco_check(c, &spec, &gamma, err, errlen);
+    if (status != 0)
+        return status;
+    mm__choco *ch = calloc(1, sizeof *ch);
+    if (!ch) {
+        snprintf(err, errlen, "out of memory");
+        return MM_EXIT_ERROR;
+    }
+    if ((status = choco_size(ch, c, &spec, gamma, topo, id, P, err, errlen)) != 0) {
+        mm__choco_free(ch);
+        return status;
+    }
+    *out = ch;
+    return 0;
+}
+
+int mm__choco_budget(const mm_node_config *c, const mm_topology *topo, uint32_t id, size_t P,
+                     char *err, size_t errlen)
+{
+    mm__choco *ch;
+    int status = choco_sized(c, topo, id, P, &ch, err, errlen);
+    mm__choco_free(ch);
+    return status;
+}
+
+int mm__choco_new(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                  const float *x, size_t P, mm__choco **out, char *err, size_t errlen)
+{
+    mm__choco *ch;
+    *out = NULL;
+    int status = choco_sized(c, topo, id, P, &ch, err, errlen);
+    if (status != 0)
+        return status;
     ch->self = malloc(4 * P);
-    ch->peer = calloc(n, sizeof *ch->peer);
+    ch->peer = calloc(ch->n, sizeof *ch->peer);
     if (!ch->self || !ch->peer) {
-        status = MM_EXIT_ERROR;
         snprintf(err, errlen, "out of memory for the public copies");
-        goto fail;
+        mm__choco_free(ch);
+        return MM_EXIT_ERROR;
     }
     /* x_hat_i starts at x, not 0: a peer that resumes mid-run must not
      * pull its neighbours towards 0 (its first RESET carries x_hat_i). */
     memcpy(ch->self, x, 4 * P);
     *out = ch;
     return 0;
-fail:
-    mm__choco_free(ch);
-    return status;
 }
 
 void mm__choco_free(mm__choco *ch)

@@ -48,6 +48,14 @@ typedef struct mm__choco mm__choco;
 int mm__choco_check(const mm_node_config *c, mm_codec_spec *spec, double *gamma, char *err,
                     size_t errlen);
 
+/* mm__choco_check, then what the state of peer id of topo on P parameters
+ * would take against --choco-memory-mb, allocating none of it (the codec
+ * only, for its workspace's size): the check before the start and
+ * --dry-run's, with mm__choco_new's own words. 0, or the exit status with
+ * why in err. */
+int mm__choco_budget(const mm_node_config *c, const mm_topology *topo, uint32_t id, size_t P,
+                     char *err, size_t errlen);
+
 /* For peer id of topo with P parameters x (x_hat_i starts as x), into
  * *out. 0; or, with the reason in err, MM_EXIT_USAGE for what
  * mm__choco_check refuses and a state over c->choco_memory_mb,

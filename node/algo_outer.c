@@ -18,19 +18,27 @@ struct mm__outer {
     float *o, *m, *d;
 };
 
+int mm__outer_budget(const mm_node_config *c, size_t P, char *err, size_t errlen)
+{
+    uint64_t bytes = 3 * (uint64_t)P * sizeof(float);
+    uint64_t budget = (uint64_t)c->outer_memory_mb << 20;
+    if (bytes <= budget)
+        return 0;
+    snprintf(err, errlen, "--outer-memory-mb %ld: the outer optimizer's state (3 vectors "
+             "of %zu floats: outer parameters, momentum, local progress) takes %.1f MB, "
+             "over the budget of %.1f MB", c->outer_memory_mb, P, (double)bytes / 1e6,
+             (double)budget / 1e6);
+    return MM_EXIT_USAGE;
+}
+
 int mm__outer_new(const mm_node_config *c, const float *x, size_t P, mm__outer **out,
                   char *err, size_t errlen)
 {
     *out = NULL;
     uint64_t bytes = 3 * (uint64_t)P * sizeof(float);
-    uint64_t budget = (uint64_t)c->outer_memory_mb << 20;
-    if (bytes > budget) {
-        snprintf(err, errlen, "--outer-memory-mb %ld: the outer optimizer's state (3 vectors "
-                 "of %zu floats: outer parameters, momentum, local progress) takes %.1f MB, "
-                 "over the budget of %.1f MB", c->outer_memory_mb, P, (double)bytes / 1e6,
-                 (double)budget / 1e6);
-        return MM_EXIT_USAGE;
-    }
+    int status = mm__outer_budget(c, P, err, errlen);
+    if (status != 0)
+        return status;
     mm__outer *o = calloc(1, sizeof *o);
     if (o) {
         o->o = malloc(P * sizeof(float));

@@ -31,6 +31,11 @@ typedef struct mm__outer mm__outer;
  * with steps_first, mix, round_end and fields set. Made once, at start. */
 const mm__algo *mm__algo_outer(const mm__algo *inner, const mm_node_config *c);
 
+/* 0 when the outer state of P parameters fits --outer-memory-mb; else
+ * MM_EXIT_USAGE with the figures in err (mm__outer_new's refusal, and the
+ * check before the start and --dry-run's). */
+int mm__outer_budget(const mm_node_config *c, size_t P, char *err, size_t errlen);
+
 /* The state for a run of c->rounds outer steps on P parameters, into
  * *out; o starts as x, m at 0. 0; or, with the reason in err,
  * MM_EXIT_USAGE for a state over --outer-memory-mb, MM_EXIT_ERROR when out

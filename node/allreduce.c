@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/text.h"
 
 #include "base/cpu.h"
 
@@ -53,8 +54,8 @@ typedef struct {
 typedef struct {
     uint32_t peer;
     bool ever_up;
-    bool lost;                    /* went down or left after having been up */
-    char lost_why[128];
+    bool lost;                    /* went down or left after having been up, or refused */
+    char lost_why[MM_WIRE_REFUSE_MAX + 64];
     int64_t last_send, last_recv; /* highest send / receive index with it; -1 */
     /* its oldest send not yet completed: piece index and chunk within it */
     size_t done_piece;
@@ -91,7 +92,7 @@ struct mm_allreduce {
     bool issuing;                 /* inside issue_sends */
     bool pumping;                 /* inside pump */
     uint64_t progress;
-    char err[768];
+    char err[MM_ALLREDUCE_ERR];
 };
 
 /* ---- the schedules -------------------------------------------------------- */
@@ -442,7 +443,7 @@ static void fail(mm_allreduce *a, const char *fmt, ...)
 {
     if (a->st != MM_AR_RUNNING)
         return;
-    char why[256], pos[240];
+    char why[MM_WIRE_REFUSE_MAX + 128], pos[240];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
@@ -604,11 +605,14 @@ static void pump(mm_allreduce *a)
             break;
         const mm_wire_vec *m = &p->held_meta;
         if (m->offset != off || m->count != cnt || m->aux != (double)r->step) {
-            char s[96];
+            char s[96], step[32];
             step_name(a, r->step, s, sizeof s);
-            fail(a, "peer %u sent floats %llu..+%llu of step %.0f where %s, floats %llu..+%llu, "
+            /* (the sender's number as it is, at most 17 digits: an aux of
+             * 1e300 is no 300-digit step) */
+            mm_text_double(step, sizeof step, m->aux);
+            fail(a, "peer %u sent floats %llu..+%llu of step %s where %s, floats %llu..+%llu, "
                     "was due: is it running with another --allreduce-chunk, or another round?",
-                 p->peer, (unsigned long long)m->offset, (unsigned long long)m->count, m->aux, s,
+                 p->peer, (unsigned long long)m->offset, (unsigned long long)m->count, step, s,
                  (unsigned long long)off, (unsigned long long)cnt);
             break;
         }
@@ -757,6 +761,22 @@ void mm_allreduce_on_sent(mm_allreduce *a, uint32_t peer, uint64_t round, bool o
     a->sends_completed++;
     a->progress++;
     pump(a);
+}
+
+void mm_allreduce_on_refused(mm_allreduce *a, uint32_t peer, const char *why)
+{
+    int s = a->cfg.n == 1 ? -1 : slot_of(a, peer, false);
+    if (s < 0)
+        return;
+    partner *p = &a->peers[s];
+    /* configured differently: it will not take part in this all-reduce or
+     * the next, whoever retries */
+    if (a->st == MM_AR_RUNNING) {
+        fail(a, "peer %u was refused: %s", peer, why);
+    } else if (!p->lost) {
+        p->lost = true;
+        snprintf(p->lost_why, sizeof p->lost_why, "was refused: %s", why);
+    }
 }
 
 void mm_allreduce_on_peer(mm_allreduce *a, uint32_t peer, mm_peer_state st)

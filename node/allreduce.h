@@ -38,6 +38,10 @@
 
 typedef struct mm_allreduce mm_allreduce;
 
+/* The longest failure message, NUL included (mm_allreduce_error: the
+ * cause, a partner's refusal text with it, and where the schedule stood). */
+#define MM_ALLREDUCE_ERR 1024
+
 /* Floats per chunk when the configuration gives 0: 256 KiB of fp32. */
 #define MM_ALLREDUCE_CHUNK_DEFAULT (64u * 1024)
 
@@ -117,6 +121,11 @@ float *mm_allreduce_vector_dst(mm_allreduce *a, uint32_t peer, uint64_t round,
                                const mm_wire_vec *meta);
 void mm_allreduce_on_sent(mm_allreduce *a, uint32_t peer, uint64_t round, bool ok);
 void mm_allreduce_on_peer(mm_allreduce *a, uint32_t peer, mm_peer_state st);
+/* A partner refused (by either side) for a configuration that differs
+ * (mm_refusal_is_config: another --allreduce-chunk, model, schedule, ...):
+ * the running all-reduce fails at once naming why, or the next one will.
+ * Not waited for until --start-timeout: it would never come. */
+void mm_allreduce_on_refused(mm_allreduce *a, uint32_t peer, const char *why);
 
 /* Fails the running all-reduce (the owner's timeout): the error is why,
  * followed by where it stood (step, awaited peer). */

@@ -27,11 +27,41 @@ bool mm__control_undirected(const mm_round_view *v)
 }
 
 /* The exchange numbering's stride, and with --consensus-target the
- * estimator's correction for this topology and a check that every round
+ * estimator's correction for this topology and mm__control_check: every round
  * (over a period, or MM_TOPO_SPECTRUM_ROUNDS rounds of a random schedule)
  * is undirected at this peer. 0, or the exit status: MM_EXIT_USAGE for a
  * topology the control cannot run on (a configuration refusal, like the
  * other flag checks), MM_EXIT_ERROR for out of memory. */
+int mm__control_check(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                      char *err, size_t errlen)
+{
+    if (!(c->consensus_target > 0))
+        return 0;
+    int deg = mm_topo_max_degree(topo);
+    mm_neighbour *in = calloc((size_t)(deg > 0 ? deg : 1), sizeof *in);
+    mm_neighbour *out = calloc((size_t)(deg > 0 ? deg : 1), sizeof *out);
+    if (!in || !out) {
+        free(in);
+        free(out);
+        snprintf(err, errlen, "out of memory");
+        return MM_EXIT_ERROR;
+    }
+    mm_round_view v = {.in = in, .out = out};
+    int period = mm_topo_period(topo);
+    int rounds = period > 0 ? period : MM_TOPO_SPECTRUM_ROUNDS, status = 0;
+    for (int r = 0; r < rounds && !status; r++) {
+        if (mm_topo_round(topo, id, (uint64_t)r, &v) != 0 || !mm__control_undirected(&v)) {
+            snprintf(err, errlen, "--consensus-target needs a topology whose every round is "
+                     "undirected (peer %u receives from other peers than it sends to in round "
+                     "%d): neighbours must agree on each exchange", id, r);
+            status = MM_EXIT_USAGE;
+        }
+    }
+    free(in);
+    free(out);
+    return status;
+}
+
 int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
 {
     const mm_node_config *c = tr->cfg;
@@ -41,17 +71,9 @@ int mm__control_start(mm__trainer *tr, char *err, size_t errlen)
                 : (uint64_t)(c->gossip_steps > 0 ? c->gossip_steps : 1);
     if (!tr->adaptive)
         return 0;
-    int period = mm_topo_period(tr->topo);
-    int rounds = period > 0 ? period : MM_TOPO_SPECTRUM_ROUNDS;
-    for (int r = 0; r < rounds; r++) {
-        if (mm_topo_round(tr->topo, tr->id, (uint64_t)r, &tr->v) != 0 ||
-            !mm__control_undirected(&tr->v)) {
-            snprintf(err, errlen, "--consensus-target needs a topology whose every round is "
-                     "undirected (peer %u receives from other peers than it sends to in round "
-                     "%d): neighbours must agree on each exchange", tr->id, r);
-            return MM_EXIT_USAGE;
-        }
-    }
+    int status = mm__control_check(c, tr->topo, tr->id, err, errlen);
+    if (status != 0)
+        return status;
     double *lam = malloc(tr->n * sizeof *lam);
     tr->cc_ratio = malloc((size_t)c->max_gossip_steps * sizeof *tr->cc_ratio);
     int rc = lam && tr->cc_ratio && mm_topo_spectrum(tr->topo, lam) == 0 &&

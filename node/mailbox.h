@@ -25,6 +25,7 @@
 #include <uv.h>
 
 #include "net/transport.h"
+#include "node/allreduce.h"
 
 /* Snapshots in flight: this round's, the last round's still going to a fast
  * neighbour, and one pinned by a send to a neighbour that stopped reading
@@ -95,7 +96,7 @@ typedef struct {
     mm__ar_state state;
     double last_progress;    /* mm_time_now() of the last chunk in or out (or the start) */
     double seconds;          /* the last all-reduce, start to end, on the loop thread */
-    char err[768];           /* FAILED: why, naming the peer and the step */
+    char err[MM_ALLREDUCE_ERR]; /* FAILED: why, naming the peer and the step */
 } mm__ar_view;
 
 /* One chunk of a streamed send (compressed gossip, docs/protocol.md 6.10):

@@ -21,6 +21,7 @@
 #include "net/tls.h"
 #include "gossip/codec.h"
 #include "gossip/consensus.h"
+#include "gossip/mix.h"
 #include "node/algo_choco.h"
 #include "node/exporter.h"
 #include "node/http.h"
@@ -59,8 +60,8 @@ void mm_node_config_defaults(mm_node_config *c)
     c->sketch_seed = 0x6d75726d7572ULL; /* "murmur" */
     c->log_every = 10;
     c->round_lines = 50;
-    c->max_peers = 256;
-    c->view_delay = 10;
+    c->max_peers = MM_MAX_PEERS_DEFAULT;
+    c->view_delay = MM_VIEW_DELAY_DEFAULT;
     c->suspect_ms = 2000;
 }
 
@@ -79,6 +80,8 @@ typedef struct {
     mm__mbox *mb;
     mm__trainer *trainer;
     mm_codec *body_codec;           /* --compress: checks bodies on this thread */
+    mm_weight_check weight;         /* what a vector's weight may be: its --algo's rule */
+    char settings[MM_WIRE_SETTINGS_MAX + 1]; /* the HELLO's (mm_node_settings) */
     mm_poison *poison;             /* --test-poison (test-only): the tamper hook's */
     mm__exporter *exporter;         /* --metrics-addr, or NULL */
     mm__elastic *el;                /* an elastic run's membership table, or NULL */
@@ -298,6 +301,10 @@ static void on_refused(void *ud, const mm_refusal *r)
 {
     node *nd = ud;
     mm__mbox_refused(nd->mb, r);
+    if (nd->ar && r->peer < nd->n && mm_refusal_is_config(r->code)) {
+        mm_allreduce_on_refused(nd->ar, r->peer, r->text);
+        mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
+    }
     if (nd->el)
         mm__elastic_on_refused(nd->el, r);
 }
@@ -418,6 +425,7 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     /* peers that loaded different topologies refuse each other at the
      * HELLO; the file's own name (not its directory) says which */
     memcpy(tc->topo_digest, mm_topo_digest(topo), sizeof tc->topo_digest);
+    tc->settings = nd->settings;
     const char *slash = strrchr(c->topology, '/');
     tc->topo_name = slash ? slash + 1 : c->topology;
     tc->self_id = nd->id;
@@ -428,7 +436,13 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     mm__trainer_fingerprint(nd->trainer, tc->fingerprint);
     tc->vec_len = mm__trainer_vec_len(nd->trainer);
     /* dpsgd and async average with weight 1; only push-sum carries mass */
-    tc->weight_rule = c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE;
+    /* a vector's weight is checked on its vector header, before its body
+     * is read, with the algorithm's rule, which the mixing owns: the
+     * transport knows no algorithm */
+    nd->weight = (mm_weight_check){c->algo == MM_ALGO_PUSHSUM ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE,
+                                   nd->n};
+    tc->weight_ok = mm_mix_weight_check;
+    tc->weight_ud = &nd->weight;
     tc->algo = (uint8_t)c->algo; /* the table's number is the HELLO's */
     /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
      * no more than a chunk in a receive buffer */
@@ -443,8 +457,15 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
         mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
                           &tc->max_body);
     tc->copies = c->compress != NULL;
-    size_t chunk_bytes;
-    tc->streams = mm__trainer_chunks(nd->trainer, &chunk_bytes) > 0;
+    /* A dense codec's q may come as a stream of chunks of any size that
+     * follows the rules (docs/protocol.md 3.2), whether or not this peer
+     * streams its own (it does above MM_CHOCO_CHUNK floats): the sender
+     * chooses. (Set only where this peer itself streamed, a conforming
+     * peer's 999-float chunks of a 5,000-float q were refused as
+     * bad_length every round.) */
+    mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
+                          .frac = tc->codec_frac};
+    tc->streams = tc->copies && mm_codec_splits(&spec);
     /* (elastic: any member may become a neighbour) */
     tc->senders = !nd->elastic && senders_of(nd, topo, senders) ? senders : NULL;
     /* async: a neighbour far ahead or behind is a straggler, and what it
@@ -480,8 +501,6 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     tc->max_pending_conns = (uint32_t)c->max_pending;
     tc->heartbeat_ms = (uint32_t)(c->peer_timeout_ms / 4 > 0 ? c->peer_timeout_ms / 4 : 1);
     if (c->test_poison) {
-        mm_codec_spec spec = {.kind = (mm_codec_kind)tc->codec, .block = tc->codec_block,
-                              .frac = tc->codec_frac};
         if (!(nd->poison = mm_poison_new(c->test_poison, tc->codec ? &spec : NULL,
                                           tc->vec_len, nd->n, err, errlen)))
             return -1;
@@ -509,87 +528,6 @@ static void warn_ephemeral(const mm_node_config *c, char **addrs, uint32_t n, ui
     char msg[600];
     if (first > 0 && mm_ports_in_ephemeral(first, last, msg, sizeof msg))
         mm_warn("%s", msg);
-}
-
-/* What an elastic run does not run (docs/node.md, "Elastic runs"): 0, or
- * MM_EXIT_USAGE with why. */
-static int elastic_check(const node *nd, char *err, size_t errlen)
-{
-    const mm_node_config *c = nd->cfg;
-    const char *why = NULL;
-    if (c->algo == MM_ALGO_ALLREDUCE)
-        why = "--algo allreduce is not elastic: every all-reduce step needs every member, and "
-              "one lost member ends it for all; use dpsgd, async or pushsum (with --outer "
-              "nesterov for DiLoCo's outer step over gossip)";
-    else if (c->compress)
-        why = "--compress is not elastic yet: CHOCO's public copies would need a RESET "
-              "protocol for every new link";
-    else if (c->consensus_target > 0)
-        why = "--consensus-target is not elastic: its estimator is built from the spectrum of "
-              "one fixed graph";
-    else if ((uint32_t)c->max_peers < nd->n_start)
-        why = "--max-peers is below the topology's starting members";
-    if (!why)
-        return 0;
-    snprintf(err, errlen, "%s (%s is a family file: an elastic run)", why, c->topology);
-    return MM_EXIT_USAGE;
-}
-
-/* Loads the topology and checks it against the command line: the number
- * of peers, the id, the algorithm for this W. 0, or MM_EXIT_USAGE after
- * printing why. */
-static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
-{
-    const mm_node_config *c = nd->cfg;
-    *topo = mm_topo_load(c->topology, err, errlen);
-    if (!*topo) {
-        fprintf(stderr, "murmur node: %s\n", err);
-        return MM_EXIT_USAGE;
-    }
-    nd->n = (uint32_t)mm_topo_n(*topo);
-    if (c->n_peers && (uint32_t)c->n_peers != nd->n) {
-        fprintf(stderr, "murmur node: %d peers given, but %s has %u\n", c->n_peers, c->topology,
-                nd->n);
-        return MM_EXIT_USAGE;
-    }
-    nd->elastic = mm_topo_family(*topo);
-    nd->n_start = nd->n;
-    if (nd->elastic) {
-        int rc = elastic_check(nd, err, errlen);
-        if (rc != 0) {
-            fprintf(stderr, "murmur node: %s\n", err);
-            return rc;
-        }
-        nd->n = (uint32_t)c->max_peers; /* ids below it: the tables' capacity */
-    } else if (c->join) {
-        fprintf(stderr, "murmur node: --join needs an elastic run: %s lists fixed peers and "
-                        "edges, which say nothing of a peer that joins; use a family file "
-                        "(`family ring`, murmur topo gen ring -n N --family; "
-                        "docs/membership.md)\n", c->topology);
-        return MM_EXIT_USAGE;
-    }
-    if (c->id < 0 || (uint32_t)c->id >= nd->n) {
-        fprintf(stderr, nd->elastic ? "murmur node: peer id %d is not below --max-peers %u\n"
-                                    : "murmur node: peer id %d is not in 0..%u\n",
-                c->id, nd->elastic ? nd->n : nd->n - 1);
-        return MM_EXIT_USAGE;
-    }
-    nd->id = (uint32_t)c->id;
-    if (nd->elastic && nd->id >= nd->n_start && !c->join) {
-        fprintf(stderr, "murmur node: peer %u is not one of the %u starting members of %s: a "
-                        "later member joins a running run with --join IP:PORT (any member's "
-                        "address)\n", nd->id, nd->n_start, c->topology);
-        return MM_EXIT_USAGE;
-    }
-    /* the launchers' rule and words (scripts/launch-lib.sh, check_topology) */
-    if (c->algo != MM_ALGO_PUSHSUM && mm_topo_needs_pushsum(*topo)) {
-        fprintf(stderr, "murmur node: %s is a directed graph whose W is column-stochastic only: "
-                        "only --algo pushsum averages correctly on it (--algo %s would drift to "
-                        "a weighted average); add --algo pushsum\n", c->topology,
-                mm_algo_name(c->algo));
-        return MM_EXIT_USAGE;
-    }
-    return 0;
 }
 
 /* An elastic run's addresses, n (--max-peers) of them: the starting
@@ -638,17 +576,29 @@ static char **elastic_addrs(node *nd, char *err, size_t errlen)
     return all;
 }
 
-/* Loads and checks the topology (load_topology), resolves where every
- * peer listens, then opens the run directory and the log. 0, or the exit
- * status after printing why: MM_EXIT_USAGE for a configuration refused,
- * MM_EXIT_ERROR otherwise. */
+/* Checks the configuration (mm__node_check: the topology loaded into
+ * *topo), resolves where every peer listens, then opens the run directory
+ * and the log. 0, or the exit status after printing why: MM_EXIT_USAGE
+ * for a configuration refused, MM_EXIT_ERROR otherwise. */
 static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, size_t dirlen,
                      FILE **logf, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
-    int rc = load_topology(nd, topo, err, errlen);
-    if (rc != 0)
+    int rc = mm__node_check(c, topo, err, errlen);
+    if (rc != 0) {
+        fprintf(stderr, "murmur node: %s\n", err);
         return rc;
+    }
+    nd->n = (uint32_t)mm_topo_n(*topo);
+    nd->elastic = mm_topo_family(*topo);
+    nd->n_start = nd->n;
+    if (nd->elastic)
+        nd->n = (uint32_t)c->max_peers; /* ids below it: the tables' capacity */
+    nd->id = (uint32_t)c->id;
+    if (mm_node_settings(c, nd->settings, sizeof nd->settings) < 0) { /* (checked) */
+        fprintf(stderr, "murmur node: the HELLO's settings do not fit\n");
+        return MM_EXIT_USAGE;
+    }
     *addrs = nd->elastic ? elastic_addrs(nd, err, errlen) : mm_peer_addrs(c, nd->n, err, errlen);
     if (!*addrs) {
         fprintf(stderr, "murmur node: %s\n", err);
@@ -688,8 +638,10 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     return 0;
 }
 
-/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h). */
-static int start_exporter(node *nd, char *err, size_t errlen)
+/* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h).
+ * one_host: every peer's address has one host part (they share a machine,
+ * and a port without '+' is one port for all of them). */
+static int start_exporter(node *nd, bool one_host, char *err, size_t errlen)
 {
     const mm_node_config *c = nd->cfg;
     char *token = NULL;
@@ -714,7 +666,13 @@ static int start_exporter(node *nd, char *err, size_t errlen)
     nd->exporter = mm__exporter_start(addr, token, nd->n, why, sizeof why);
     free(token);
     if (!nd->exporter) {
-        snprintf(err, errlen, "--metrics-addr: %s", why);
+        /* (the peers of one machine with one port: all but the first
+         * failed here, each with nothing but "address in use") */
+        bool shared = len > 0 && c->metrics_addr[len - 1] != '+' && one_host && nd->n > 1;
+        snprintf(err, errlen, "--metrics-addr: %s%s%s%s", why,
+                 shared ? " (the peers of this run share a host, and each needs a port of its "
+                          "own: give --metrics-addr " : "",
+                 shared ? c->metrics_addr : "", shared ? "+, which gives peer K port PORT+K)" : "");
         return -1;
     }
     mm__trainer_set_exporter(nd->trainer, nd->exporter);
@@ -723,22 +681,19 @@ static int start_exporter(node *nd, char *err, size_t errlen)
 
 int mm_node_check(const mm_node_config *c)
 {
-    char err[PATH_MAX + 512] = "";
-    node nd = {.cfg = c};
+    char err[PATH_MAX + 512] = "", text[MM_WIRE_SETTINGS_MAX + 1];
     mm_topology *topo = NULL;
-    int rc = load_topology(&nd, &topo, err, sizeof err);
-    mm_codec_spec spec;
-    double gamma;
-    if (rc == 0 && c->compress && (rc = mm__choco_check(c, &spec, &gamma, err, sizeof err)) != 0)
+    int rc = mm__node_check(c, &topo, err, sizeof err);
+    if (rc != 0) {
         fprintf(stderr, "murmur node: %s\n", err);
-    if (rc == 0 && c->algo == MM_ALGO_ALLREDUCE &&
-        mm_allreduce_schedule_check(c->allreduce_schedule, nd.n, err, sizeof err) != 0) {
-        fprintf(stderr, "murmur node: %s\n", err); /* (as the start refuses it) */
-        rc = MM_EXIT_USAGE;
-    }
-    if (rc == 0)
-        printf("murmur node: the flags are valid (peer %u of %u, %s)\n", nd.id, nd.n,
+    } else {
+        printf("murmur node: the flags are valid (peer %d of %d, %s)\n", c->id, mm_topo_n(topo),
                c->topology);
+        /* what the HELLO carries, one setting per line as on the wire
+         * (docs/protocol.md 3.1): every peer of the run must show the same */
+        if (mm_node_settings(c, text, sizeof text) >= 0)
+            printf("murmur node: settings every peer must share:\n%s", text);
+    }
     mm_topo_free(topo);
     return rc;
 }
@@ -783,7 +738,7 @@ int mm_node_run(const mm_node_config *c)
         goto out;
     }
 
-    if (c->metrics_addr && start_exporter(nd, err, sizeof err) != 0) {
+    if (c->metrics_addr && start_exporter(nd, one_host(addrs, nd->n), err, sizeof err) != 0) {
         mm_error("%s", err);
         goto out;
     }

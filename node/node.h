@@ -26,6 +26,15 @@ typedef enum {
     MM_EXIT_SIGNALLED = 130,  /* a second SIGINT/SIGTERM: exited at once */
 } mm_exit_status;
 
+/* Which of the flags that apply only with an algorithm or another flag the
+ * command line gave (values alone cannot tell a default given on
+ * purpose): mm_node_config_check refuses them where they do not apply. */
+typedef struct {
+    bool gossip_steps, max_gossip_steps, min_gossip_steps, staleness;
+    bool allreduce_chunk, allreduce_schedule, choco_memory_mb;
+    bool outer_lr, outer_momentum, outer_warmup, outer_decay, outer_memory_mb;
+} mm_node_given;
+
 typedef struct {
     /* who and where */
     int id, n_peers;               /* n_peers 0: from the topology */
@@ -103,7 +112,13 @@ typedef struct {
     int view_delay;                /* D: changes take effect D rounds ahead */
     int suspect_ms;                /* a neighbour down this long is suspected */
     bool join_moments;             /* a joiner takes its donors' optimizer moments */
+
+    mm_node_given given;           /* flags given on the command line */
 } mm_node_config;
+
+/* An elastic run's defaults: --max-peers, --view-delay. */
+#define MM_MAX_PEERS_DEFAULT 256
+#define MM_VIEW_DELAY_DEFAULT 10
 
 /* Round lines a peer writes at once before --round-lines' rate applies. */
 #define MM_ROUND_LINE_BURST 1000
@@ -114,11 +129,31 @@ void mm_node_config_defaults(mm_node_config *c);
  * (mm_exit_status). */
 int mm_node_run(const mm_node_config *cfg);
 
-/* murmur node --dry-run: the checks of mm_node_run's start that need no
- * model, socket or file (the topology, the number of peers, the id, the
- * algorithm for this W, --compress's configuration). 0 with one line on
- * stdout, or MM_EXIT_USAGE after printing why on stderr. */
+/* Every check of a configuration that needs no socket, file (but the
+ * topology's) or model: the flags' combinations and the flags given where
+ * they do not apply, the topology against the number of peers, the id and
+ * the algorithm, the all-reduce's schedule, consensus control on this
+ * graph, the memory budgets of --compress and --outer for this model, the
+ * HELLO's settings. mm_node_run makes it first and --dry-run makes
+ * nothing else, so that neither accepts what the other refuses; murmur
+ * plan makes it too (without a topology: cfg->topology NULL, then
+ * cfg->n_peers peers). 0, or the exit status (MM_EXIT_USAGE: refused;
+ * MM_EXIT_ERROR: out of memory) with why in err. */
+int mm_node_config_check(const mm_node_config *cfg, char *err, size_t errlen);
+
+/* murmur node --dry-run: mm_node_config_check, then "the flags are valid"
+ * and the HELLO's settings on stdout (0), or why on stderr (the exit
+ * status). */
 int mm_node_check(const mm_node_config *cfg);
+
+/* The settings every peer of the run must share that the HELLO's fixed
+ * fields do not carry (docs/protocol.md 3.1, "Settings": the gossip steps,
+ * the outer optimizer, the partition, ...), as the HELLO's settings text:
+ * "KEY=VALUE\n" or "KEY\n" lines, KEY a flag's name, in key order. cfg is
+ * the finished configuration (defaults resolved as at start). Returns the
+ * text's length, or -1 when it needs more than len bytes or more than
+ * MM_WIRE_SETTINGS_MAX (net/wire.h). */
+int mm_node_settings(const mm_node_config *cfg, char *out, size_t len);
 
 /* The HELLO fingerprint of a --vector-len run (no model): SHA-256 of the
  * ASCII text "murmur-vector:" followed by P in decimal (docs/protocol.md

@@ -15,6 +15,11 @@
 
 typedef struct mm__trainer mm__trainer;
 
+/* mm_node_config_check (node/check.c), keeping the topology it loaded
+ * (*topo, NULL without c->topology; the caller frees it, also on a
+ * refusal). 0, or the exit status with why in err. */
+int mm__node_check(const mm_node_config *c, mm_topology **topo, char *err, size_t errlen);
+
 /* Builds this peer's replica (the model and its shard, or a plain vector
  * with --vector-len), resumes it from run_dir/node-K/checkpoint.bin with
  * --resume, and opens its metrics file, into *out. The topology must

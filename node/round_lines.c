@@ -399,10 +399,18 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     long peak_kib = mm_peak_rss_kib();
     mm_metrics *m = &tr->metrics;
     double now = mm_time_now();
-    /* nonfinite and allreduce are errors of their own: no verdict over them */
+    /* nonfinite and allreduce are errors of their own: no verdict over
+     * them, but for a round that failed because a neighbour was refused
+     * for a configuration that differs (an all-reduce partner with another
+     * --allreduce-chunk): that is the run's verdict, refused (status 3) */
     bool judged = !strcmp(reason, "done") || !strcmp(reason, "signal") || !strcmp(reason, "left");
-    mm__isolation_verdict v = judged ? mm__isolation_verdict_at(tr->iso, tr->mb, now)
-                                     : MM__VERDICT_OK;
+    bool failed = tr->round_error[0] != 0;
+    mm__isolation_verdict v = judged || failed ? mm__isolation_verdict_at(tr->iso, tr->mb, now)
+                                               : MM__VERDICT_OK;
+    if (failed && v != MM__VERDICT_REFUSED)
+        v = MM__VERDICT_OK;
+    if (failed && v == MM__VERDICT_REFUSED)
+        tr->exit_status = MM_EXIT_REFUSED;
     metrics_head(tr, "end");
     if (v != MM__VERDICT_OK) {
         mm_metrics_str(m, "reason", v == MM__VERDICT_REFUSED ? "refused" : "isolated");

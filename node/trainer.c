@@ -91,7 +91,7 @@ static int resume(mm__trainer *tr, char *err, size_t errlen)
      * resumed with dpsgd starts from 1), within [2^-30, n] with it. */
     bool ps = tr->cfg->algo == MM_ALGO_PUSHSUM;
     tr->w = ps ? st.pushsum_weight : 1.0;
-    if (!mm_wire_weight_ok(ps ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE, tr->w, tr->n, NULL, 0)) {
+    if (!mm_mix_weight_ok(ps ? MM_WEIGHT_PUSHSUM : MM_WEIGHT_ONE, tr->w, tr->n, NULL, 0)) {
         snprintf(err, errlen, "%s: push-sum weight %.17g is outside [2^-30, %u]", path, tr->w,
                  tr->n);
         return -1;

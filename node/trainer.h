@@ -116,7 +116,7 @@ typedef struct mm__trainer {
     double t_compute, t_comm, t_wait;
     double t_jitter;                /* --compute-jitter: delay drawn so far (seconds) */
     mm_rng jitter_rng;
-    char round_error[768];          /* why an algorithm's round ended the run, "" if none did */
+    char round_error[MM_ALLREDUCE_ERR]; /* why an algorithm's round ended the run, "" if none did */
     uint64_t stale_dropped;
     uint64_t mix_refused;           /* neighbour vectors the mix refused for their weight */
     mm_clip clip;                   /* --clip-pull, --robust-clip (gossip/robust.h); both
@@ -188,6 +188,13 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
 
 /* consensus_control.c */
 int mm__control_start(mm__trainer *tr, char *err, size_t errlen);
+/* With --consensus-target: whether every round of topo (over a period, or
+ * MM_TOPO_SPECTRUM_ROUNDS rounds of a random schedule) is undirected at
+ * peer id, so that an edge's two ends can agree on each exchange. 0, or
+ * MM_EXIT_USAGE with why (mm__control_start's refusal, and the check
+ * before the start and --dry-run's); MM_EXIT_ERROR out of memory. */
+int mm__control_check(const mm_node_config *c, const mm_topology *topo, uint32_t id,
+                      char *err, size_t errlen);
 /* This round's number of exchanges G (and the edges on[] that take part);
  * 0 when every edge skips the round (--min-gossip-steps < 1). */
 int mm__control_round(mm__trainer *tr);

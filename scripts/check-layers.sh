@@ -5,8 +5,8 @@
 # "Must not include: <...> ..." (<dir/*> names every header under dir/).
 # This checks every #include of every .c and .h file in each room against
 # them, and of every header the room may include by name from another room
-# (gossip/ may include net/algo.h, so net/algo.h is held to gossip/'s rules
-# too and cannot bring in what gossip/ must not), and prints one line per
+# (cli/ may include net/algo.h, so net/algo.h is held to cli/'s rules too
+# and cannot bring in what cli/ must not), and prints one line per
 # violation. tests/e2e/check_layers.sh shows that it fails on a forbidden
 # include.
 #   scripts/check-layers.sh [ROOT]      exit 0 clean, 1 violations, 2 setup

@@ -101,6 +101,26 @@ check_topology() {
     return 0
 }
 
+# check_node_flags FILE N FLAGS...: 0 when murmur node takes these flags
+# with topology FILE (and N peers, when N is not empty), as peer 0 would:
+# `murmur node --dry-run`, the node's own check, the one its start makes
+# (docs/node.md); else says the node's reason once on stderr and returns 1
+# (every peer would print it and exit 2). Without --plaintext or --tls-dir
+# in FLAGS the dry run gets --plaintext: it reads no certificate.
+check_node_flags() {
+    cf_file=$1 cf_n=$2; shift 2
+    cf_tls=--plaintext
+    for cf_a in "$@"; do
+        case $cf_a in --plaintext|--tls-dir|--tls-dir=*) cf_tls='' ;; esac
+    done
+    # shellcheck disable=SC2086
+    cf_out=$("$MURMUR" node --dry-run --id 0 ${cf_n:+--n-peers "$cf_n"} --topology "$cf_file" \
+        $cf_tls "$@" 2>&1 >/dev/null) && return 0
+    echo "$PROG: murmur node refuses these node flags: $(printf '%s\n' "$cf_out" |
+        sed 's/^murmur node: //' | head -n 3)" >&2
+    return 1
+}
+
 # ephemeral_range: "LO HI" of this machine's kernel ephemeral port range
 # (outgoing connections take their local port from it), or nothing.
 ephemeral_range() { tr -s ' \t' '  ' < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null; }

@@ -82,6 +82,7 @@ case $name in /*|*..*|-*) echo "run-hosts: -r NAME: a name under runs/ (no leadi
 MURMUR=$murmur_local
 check_topology "$topo" "" "$@" || exit 2
 n=$topo_peers
+check_node_flags "$topo" "$n" "$@" || exit 2
 rmurmur=${rmurmur:-$murmur_local}
 SSH=${MURMUR_SSH:-ssh}
 SCP=${MURMUR_SCP:-scp}

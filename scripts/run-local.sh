@@ -16,7 +16,10 @@
 #
 # Before starting anything it refuses (exit 2, saying why) an -n that is not
 # the topology's number of peers, a topology whose W is column-stochastic
-# only without --algo pushsum in the node flags, ports that overlap the
+# only without --algo pushsum in the node flags, node flags the node itself
+# refuses (`murmur node --dry-run` as peer 0, its reason said once: e.g.
+# --allreduce-schedule halving on 6 peers), a --metrics-addr without '+'
+# (one port for every peer), ports that overlap the
 # kernel's ephemeral port range (it says which -p to use instead), and
 # ports on which something already listens (another run).
 #
@@ -99,6 +102,16 @@ is_uint "$interval" && [ "$interval" -ge 1 ] || bad "-i SEC: a whole number of s
 [ -f "$MAKE_CERTS" ] || die "$MAKE_CERTS not found: it makes the TLS certificates"
 command -v setsid >/dev/null 2>&1 || die "setsid (util-linux) not found: it keeps the peers away from the terminal's Ctrl-C"
 check_topology "$topo" "$n" "$@" || exit 2
+check_node_flags "$topo" "$n" "$@" || exit 2
+# --metrics-addr HOST:PORT without '+': every peer of this machine would
+# listen on that one port, and all but one would fail on it
+ma=$(node_flag metrics-addr "$@")
+case $ma in
+''|*+) ;;
+*) [ "$n" -gt 1 ] && { echo "run-local: --metrics-addr $ma: the $n peers of this machine would" \
+       "all listen on that one port (all but one would fail); give --metrics-addr $ma+ (peer K" \
+       "on port PORT+K)" >&2; exit 2; } ;;
+esac
 check_ports "$port" "$n" "-p $port: ports" || exit 2
 if ports_busy "$port" "$n" listen; then
     echo "run-local: ports $port..$((port + n - 1)) (-p $port): something listens on some of them" \

@@ -31,6 +31,7 @@
  * frame of issue 27). */
 #include "base/finite.h"
 #include "gossip/codec.h"
+#include "gossip/mix.h"
 #include "net/wire.h"
 
 #include <math.h>
@@ -161,8 +162,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
     rx.hello_done = true;
-    rx.weight_rule = MM_WEIGHT_ONE;
-    rx.n_peers = 2;
+    static mm_weight_check one = {MM_WEIGHT_ONE, 2}; /* dpsgd's, as murmur node installs it */
+    rx.weight_ok = mm_mix_weight_check;
+    rx.weight_ud = &one;
     rx.vec_len = n;
     rx.max_body = max_body;
     rx.codec = agreed;

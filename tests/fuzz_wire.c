@@ -9,11 +9,15 @@
  * allows chunks), as a transport that accepted it would. The decoder must
  * never read or write outside its buffers, never ask for 0 bytes, must stop
  * at the first error, and must never deliver a HELLO with non-zero reserved
- * bytes, nor a VECTOR whose vector header breaks a rule (weight, codec,
+ * bytes or a settings text that breaks its rules (checked here again with
+ * a reading of the rules of its own, docs/protocol.md 3.1, and diffed
+ * against a fixed text as a refusal would be), nor a VECTOR whose vector
+ * header breaks a rule (weight, codec,
  * flags, aux, offset and count, the fp32 body's length) or
  * whose fp32 body holds NaN/Inf. Built with -DFUZZ_SEEDGEN it writes a seed
  * corpus. */
 #include "base/finite.h"
+#include "gossip/mix.h"
 #include "net/algo.h"
 #include "net/wire.h"
 
@@ -49,13 +53,51 @@ static void repair(uint8_t *s, size_t len, bool tls)
     }
 }
 
+/* docs/protocol.md 3.1's settings rules, read apart from net/wire.c's
+ * reading: lines KEY[=VALUE], KEY 1..32 of a-z 0-9 '-' from a letter,
+ * VALUE 1 or more bytes 0x21..0x7e, keys strictly increasing. */
+static bool settings_ok(const uint8_t *t, size_t len)
+{
+    const uint8_t *prev = NULL;
+    size_t prev_len = 0, i = 0;
+    while (i < len) {
+        size_t k = i;
+        while (i < len && ((t[i] >= 'a' && t[i] <= 'z') ||
+                           (i > k && ((t[i] >= '0' && t[i] <= '9') || t[i] == '-'))))
+            i++;
+        size_t klen = i - k;
+        if (klen == 0 || klen > 32)
+            return false;
+        if (i < len && t[i] == '=') {
+            size_t v = ++i;
+            while (i < len && t[i] > 0x20 && t[i] < 0x7f)
+                i++;
+            if (i == v)
+                return false;
+        }
+        if (i == len || t[i] != '\n')
+            return false;
+        i++;
+        if (prev) {
+            size_t m = prev_len < klen ? prev_len : klen;
+            int c = memcmp(prev, t + k, m);
+            if (c > 0 || (c == 0 && prev_len >= klen))
+                return false;
+        }
+        prev = t + k;
+        prev_len = klen;
+    }
+    return true;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
     uint8_t opt = data[0];
-    mm_weight_rule rule = (mm_weight_rule)(data[1] % 3);
-    uint32_t n_peers = (uint32_t)(data[1] >> 2) + 1;
+    /* the weight rule as murmur node installs it (the mixing's, through
+     * the decoder's weight_ok) */
+    mm_weight_check rule = {(mm_weight_rule)(data[1] % 3), (uint32_t)(data[1] >> 2) + 1};
     size_t len = size - 2;
     uint8_t *s = malloc(len ? len : 1);
     memcpy(s, data + 2, len);
@@ -71,8 +113,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mm_wire_rx rx;
     memset(&rx, 0, sizeof rx);
     rx.no_payload_crc = tls;
-    rx.weight_rule = rule;
-    rx.n_peers = n_peers;
+    rx.weight_ok = mm_mix_weight_check;
+    rx.weight_ud = &rule;
     if (elastic) {
         rx.max_members = sizeof mbuf;
         rx.members_buf = mbuf;
@@ -100,6 +142,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const uint8_t *q = rx.payload;
             if (q[44] | q[45] | q[46] | q[47] | (q[51] & ~MM_HELLO_FLAGS))
                 abort(); /* reserved bytes must be 0 (50 is the algo variant, 51 flags) */
+            size_t slen = (size_t)rx.hdr.payload_len - MM_WIRE_HELLO_LEN;
+            if (slen > MM_WIRE_SETTINGS_MAX || !settings_ok(q + MM_WIRE_HELLO_LEN, slen))
+                abort(); /* a settings text that breaks the rules */
+            char diff[MM_WIRE_REFUSE_MAX];
+            static const char ours[] = "gossip-steps=1\nlocal-steps=2\nouter=none\n";
+            mm_wire_settings_diff((const char *)q + MM_WIRE_HELLO_LEN, slen, 1, ours,
+                                  sizeof ours - 1, 2, diff, sizeof diff);
+            if (strlen(diff) >= sizeof diff)
+                abort();
             /* what the transport does after a HELLO it accepts */
             mm_wire_hello h;
             mm_wire_get_hello(rx.payload, &h);
@@ -116,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const mm_wire_vec *v = &rx.vec;
             uint64_t body = rx.hdr.payload_len - MM_WIRE_VEC_HDR;
             bool reset = v->flags & MM_VEC_RESET;
-            if (!mm_wire_weight_ok(rule, v->weight, n_peers, NULL, 0) ||
+            if (!mm_mix_weight_ok(rule.rule, v->weight, rule.n_peers, NULL, 0) ||
                 (v->flags & ~MM_VEC_FLAGS) || !isfinite(v->aux))
                 abort(); /* a weight the rule forbids, unknown bits, aux not finite */
             bool state = v->flags & MM_VEC_STATE;
@@ -172,7 +223,7 @@ int main(int argc, char **argv)
 {
     if (argc != 2)
         return 2;
-    static uint8_t buf[2 + 4 * (MM_WIRE_HDR_LEN + MM_WIRE_VEC_HDR + 4 * 16) + 600];
+    static uint8_t buf[2 + 4 * (MM_WIRE_HDR_LEN + MM_WIRE_VEC_HDR + 4 * 16) + 600 + 200];
     for (int k = 0; k < 8; k++) {
         size_t n = 0;
         bool tls = k >= 4; /* seeds 4..7: the same streams on TLS */
@@ -182,12 +233,16 @@ int main(int argc, char **argv)
         mm_wire_hello h = {.vec_len = 16, .target = 2, .codec = MM_WIRE_CODEC_FP32,
                            .algo = k % 4 == 1 ? MM_ALGO_ALLREDUCE : MM_ALGO_DPSGD};
         memset(h.fingerprint, 7, 32);
-        uint8_t hp[MM_WIRE_HELLO_LEN];
+        /* with a settings text, as murmur node's (seeds 0, 2: none) */
+        static const char settings[] = "gossip-steps=2\nlocal-steps=1\nno-train\nouter=none\n";
+        size_t slen = k % 2 ? sizeof settings - 1 : 0;
+        uint8_t hp[MM_WIRE_HELLO_LEN + sizeof settings];
         mm_wire_put_hello(hp, &h);
+        memcpy(hp + MM_WIRE_HELLO_LEN, settings, slen);
         if (k % 4 == 3) {
             n += frame(buf + n, MM_WIRE_REFUSE, 0, "fingerprint differs", 19, tls);
         } else {
-            n += frame(buf + n, MM_WIRE_HELLO, 0, hp, sizeof hp, tls);
+            n += frame(buf + n, MM_WIRE_HELLO, 0, hp, MM_WIRE_HELLO_LEN + slen, tls);
             uint8_t v[MM_WIRE_VEC_HDR + 4 * 16] = {0};
             /* weight 1, what every rule allows; a chunk of floats 4..11 for all-reduce */
             mm_wire_vec m = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = 16};

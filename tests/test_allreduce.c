@@ -88,7 +88,8 @@ static void start_cluster(tn_cluster *cl, uint32_t n, uint64_t len, uint64_t chu
         mm_transport_config cfg = tn_config(cl, i, tls ? certdir : NULL);
         cfg.algo = MM_ALGO_ALLREDUCE;
         cfg.allow_chunks = true;
-        cfg.weight_rule = MM_WEIGHT_ONE;
+        static tn_weight_rule one = {.rule = MM_WEIGHT_ONE};
+        tn_set_weight_rule(&cfg, &one);
         nodes[i] = (ar_node){.cl = cl, .id = i};
         mm_transport_callbacks cb = {.on_vector = on_vector, .on_sent = on_sent, .on_peer = on_peer,
                                      .ud = &nodes[i], .vector_dst = copying ? NULL : vector_dst};
@@ -398,6 +399,35 @@ static void halving_partner_leaves(void **s)
     leave_end(cl, v, &closed);
 }
 
+/* A chunk whose step (aux) is not the one due fails the all-reduce with a
+ * message that names it as a number of at most 17 digits: an attacker's
+ * aux of 1e300 was printed as a 300-digit integer ("%.0f"). And a partner
+ * refused for a configuration fails it at once, naming the refusal. */
+static void foreign_chunk_named(void **s)
+{
+    (void)s;
+    tn_cluster *cl = calloc(1, sizeof *cl);
+    sched = MM_AR_RING;
+    start_cluster(cl, 2, 64, 16, false);
+    float in[64] = {0}, out[64], body[16] = {0};
+    assert_int_equal(mm_allreduce_start(nodes[0].ar, 0, in, out), 0);
+    mm_wire_vec m = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .aux = 1e300, .count = 16};
+    mm_allreduce_on_vector(nodes[0].ar, 1, 0, &m, body, sizeof body);
+    assert_int_equal(nodes[0].failed, 1);
+    assert_non_null(strstr(nodes[0].err, "of step 1e+300 where"));
+    assert_true(strlen(nodes[0].err) < 300);
+    /* the next all-reduce: its partner was refused meanwhile (another
+     * --allreduce-chunk), so it fails at its start, naming why */
+    mm_allreduce_on_refused(nodes[0].ar, 1, "setting differs: peer 1 runs --allreduce-chunk 8, "
+                                            "peer 0 runs --allreduce-chunk 16");
+    assert_int_equal(mm_allreduce_start(nodes[0].ar, 1, in, out), 0);
+    assert_int_equal(nodes[0].failed, 2);
+    assert_non_null(strstr(nodes[0].err, "all-reduce failed: peer 1 was refused: setting "
+                                         "differs: peer 1 runs --allreduce-chunk 8"));
+    stop_cluster(cl, 2);
+    free(cl);
+}
+
 /* Creation refuses a schedule that does not fit, with a message. */
 static void halving_needs_power_of_two(void **s)
 {
@@ -450,6 +480,7 @@ int main(void)
         cmocka_unit_test(n4_copying), cmocka_unit_test(ring_eager), cmocka_unit_test(halving),
         cmocka_unit_test(halving_eager), cmocka_unit_test(neighbour_leaves),
         cmocka_unit_test(halving_partner_leaves), cmocka_unit_test(halving_needs_power_of_two),
+        cmocka_unit_test(foreign_chunk_named),
     };
     return tn_done(cmocka_run_group_tests(tests, NULL, NULL), dir);
 }

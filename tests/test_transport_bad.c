@@ -32,7 +32,7 @@ typedef struct {
 
 /* The weight rule of the honest transports, and the weight their vectors
  * carry (0: the harness's tn_weight, which only MM_WEIGHT_FINITE allows). */
-static mm_weight_rule fixture_rule;
+static tn_weight_rule fixture_rule = {.n_peers = 3};
 static double fixture_weight;
 
 static fixture *setup_cluster(bool tls, void (*tweak)(mm_transport_config *))
@@ -45,7 +45,7 @@ static fixture *setup_cluster(bool tls, void (*tweak)(mm_transport_config *))
         c.frame_timeout_ms = 300;
         c.connect_timeout_ms = 1500;
         c.max_conns_per_addr = 8;
-        c.weight_rule = fixture_rule;
+        tn_set_weight_rule(&c, &fixture_rule);
         if (tweak)
             tweak(&c);
         assert_non_null(tn_start(&f->cl, i, &c));
@@ -240,6 +240,26 @@ static void wrong_version(void **s)
                         .payload_len = MM_WIRE_HELLO_LEN};
     mm_wire_put_header(hdr, &h);
     ATTACK(bad_version, att_write(fd, hdr, sizeof hdr));
+    /* a peer of the version before (5: a HELLO of exactly 128 bytes, no
+     * settings), as an older murmur sends it: refused, the REFUSE saying
+     * which versions and why */
+    mm_wire_hello hello = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
+                           .codec = MM_WIRE_CODEC_FP32};
+    memset(hello.fingerprint, 0xAB, 32);
+    uint8_t frame[MM_WIRE_HDR_LEN + MM_WIRE_HELLO_LEN];
+    mm_wire_put_hello(frame + MM_WIRE_HDR_LEN, &hello);
+    h = (mm_wire_header){.version = 5, .type = MM_WIRE_HELLO, .sender = ATT_ID,
+                         .payload_len = MM_WIRE_HELLO_LEN,
+                         .payload_crc = mm_crc32c(0, frame + MM_WIRE_HDR_LEN, MM_WIRE_HELLO_LEN)};
+    mm_wire_put_header(frame, &h);
+    fixture *f = setup_cluster(false, NULL);
+    uint64_t before = stat_at(f, OFF(bad_version));
+    int fd = att_connect(f);
+    att_write(fd, frame, sizeof frame);
+    expect_refused(f, fd, OFF(bad_version), before);
+    assert_true(refusal_says(f, "bad version: protocol version 5, this peer speaks 6 (another "
+                                "murmur build: every peer must speak the same version)"));
+    teardown_cluster(f);
 }
 
 static void unknown_type(void **s)
@@ -361,7 +381,7 @@ static void bad_weights(void **s)
     const mm_weight_rule rules[] = {MM_WEIGHT_ONE, MM_WEIGHT_PUSHSUM};
     uint8_t *v = att_vector(5.0f);
     for (int r = 0; r < 2; r++) {
-        fixture_rule = rules[r];
+        fixture_rule.rule = rules[r];
         fixture_weight = rules[r] == MM_WEIGHT_ONE ? 1.0 : 0.75;
         for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
             memcpy(v, &bad[b], 8);
@@ -391,7 +411,7 @@ static void bad_weights(void **s)
             teardown_cluster(f);
         }
     }
-    fixture_rule = MM_WEIGHT_FINITE;
+    fixture_rule.rule = MM_WEIGHT_FINITE;
     fixture_weight = 0;
     free(v);
 }
@@ -920,32 +940,59 @@ static bool both_refused(tn_cluster *cl, void *arg)
 }
 
 /* Two real peers configured differently (another model, vector length,
- * algorithm): both sides are told whose connection was refused and why,
- * the acceptor from the HELLO, the dialler from the REFUSE frame. */
+ * algorithm, topology, settings): both sides are told whose connection was
+ * refused and why, the acceptor from the HELLO, the dialler from the
+ * REFUSE frame; the settings texts (docs/protocol.md 3.1) name the flags
+ * that differ with both values, also where the fingerprint or the codec
+ * is what differs. Peer 1 (the acceptor) refuses, peer 0 is told. */
 static void config_refusals_named(void **s)
 {
-    static const struct { mm_refusal_code code; const char *text; } cases[] = {
-        {MM_REFUSAL_FINGERPRINT, "model fingerprint differs"},
-        {MM_REFUSAL_FINGERPRINT, "vector length differs"},
-        {MM_REFUSAL_CONFIG, "algorithm differs"},
-        /* another topology: both files named, counted on both sides */
+    static const struct {
+        mm_refusal_code code;
+        const char *text, *settings0, *settings1;
+    } cases[] = {
+        {MM_REFUSAL_FINGERPRINT, "model fingerprint differs", NULL, NULL},
+        {MM_REFUSAL_FINGERPRINT, "vector length differs", NULL, NULL},
+        {MM_REFUSAL_CONFIG, "algorithm differs", NULL, NULL},
+        /* another topology: both files named, the whole digests (their
+         * first 8 bytes are the same here), counted on both sides */
         {MM_REFUSAL_TOPOLOGY, "topology differs: peer 0 loaded complete-2.topo (digest "
-                              "0000000000000000...), peer 1 loaded ring-2.topo (digest "
-                              "0100000000000000...)"},
+                              "0000000000000000000000000000000000000000000000000000000000000000), "
+                              "peer 1 loaded ring-2.topo (digest "
+                              "0000000000000000000000000000000000000000000000000000000000000001)",
+         NULL, NULL},
+        {MM_REFUSAL_CONFIG, "setting differs: peer 0 runs --gossip-steps 1, peer 1 runs "
+                            "--gossip-steps 2", "gossip-steps=1\n", "gossip-steps=2\n"},
+        {MM_REFUSAL_CONFIG, "settings differ: peer 0 runs --gossip-steps 1, peer 1 runs "
+                            "--gossip-steps 2 --outer-overlap", "gossip-steps=1\nlayers=2\n",
+         "gossip-steps=2\nlayers=2\nouter-overlap\n"},
+        {MM_REFUSAL_CONFIG, "setting differs: peer 0 runs --no-train, peer 1 runs without "
+                            "--no-train", "no-train\n", ""},
+        /* another model (k == 0 flips the fingerprint): the flags named */
+        {MM_REFUSAL_FINGERPRINT, "model fingerprint differs: peer 0 runs --heads 2, peer 1 "
+                                 "runs --heads 4 (fingerprints ", "heads=2\n", "heads=4\n"},
+        /* another codec (k == 8 sets peer 1's): the flags named */
+        {MM_REFUSAL_CONFIG, "codec differs: peer 0 runs without --compress, peer 1 runs "
+                            "--compress int8:256", "", "compress=int8:256\n"},
     };
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
         FILE *log = log_capture();
         tn_cluster cl;
         tn_init(&cl, 2, VLEN);
         for (uint32_t i = 0; i < 2; i++) {
             mm_transport_config c = tn_config(&cl, i, NULL);
-            if (i == 1 && k == 0) c.fingerprint[3] ^= 1;
+            if (i == 1 && (k == 0 || k == 7)) c.fingerprint[3] ^= 1;
             if (i == 1 && k == 1) c.vec_len = VLEN + 1;
             if (i == 1 && k == 2) c.algo = MM_ALGO_ASYNC;
             if (k == 3) {
-                c.topo_digest[0] = (uint8_t)i;
+                c.topo_digest[31] = (uint8_t)i;
                 c.topo_name = i ? "ring-2.topo" : "complete-2.topo";
             }
+            if (i == 1 && k == 8) {
+                c.codec = 3; /* int8:256, as gossip/codec.h numbers it */
+                c.codec_block = 256;
+            }
+            c.settings = i ? cases[k].settings1 : cases[k].settings0;
             assert_non_null(tn_start(&cl, i, &c));
         }
         uint32_t one = 1, zero = 0;
@@ -965,6 +1012,8 @@ static void config_refusals_named(void **s)
             mm_transport_stats st;
             mm_transport_get_stats(cl.node[i].t, &st);
             assert_int_equal(st.bad_topology > 0, k == 3);
+            /* bad_config: counted by the side that refused */
+            assert_int_equal(st.bad_config > 0, i == 1 && cases[k].code == MM_REFUSAL_CONFIG);
         }
         mm_log_set_file(NULL);
         fclose(log);

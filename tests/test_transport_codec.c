@@ -68,7 +68,7 @@ static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
         v->addrs[i] = v->addr[i];
     }
     mm_transport_config c = {.self_id = VICTIM, .n_peers = 2, .addrs = v->addrs,
-                             .vec_len = VLEN, .plaintext = true, .weight_rule = MM_WEIGHT_ONE,
+                             .vec_len = VLEN, .plaintext = true,
                              .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                              .codec_frac = spec->frac, .frame_timeout_ms = 500,
                              .copies = copies, .streams = victim_streams};
@@ -76,6 +76,8 @@ static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
     char cerr[200];
     v->codec = mm_codec_new(spec, VLEN, cerr, sizeof cerr);
     assert_non_null(v->codec);
+    static tn_weight_rule one = {.rule = MM_WEIGHT_ONE, .n_peers = 2};
+    tn_set_weight_rule(&c, &one);
     c.check_body = check_body; /* as murmur node does: the codec's own rules */
     c.check_ud = v->codec;
     c.codec_name = mm_codec_kind_name(spec->kind);

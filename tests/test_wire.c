@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "base/finite.h"
+#include "base/text.h"
+#include "gossip/mix.h"
 #include "net/algo.h"
 #include "net/wire.h"
 
@@ -100,6 +102,19 @@ static void header_refusals(void **s)
     mm_wire_put_header(raw, &h);
     assert_int_equal(mm_wire_get_header(raw, false, 1, &g, why, sizeof why), MM_WIRE_OK);
     assert_int_equal(mm_wire_get_header(raw, true, 1, &g, why, sizeof why), MM_WIRE_E_TYPE);
+    /* a HELLO carries 0 .. MM_WIRE_SETTINGS_MAX bytes of settings after its 128 */
+    h = (mm_wire_header){.type = MM_WIRE_HELLO,
+                         .payload_len = MM_WIRE_HELLO_LEN + MM_WIRE_SETTINGS_MAX};
+    mm_wire_put_header(raw, &h);
+    assert_int_equal(mm_wire_get_header(raw, false, 1, &g, why, sizeof why), MM_WIRE_OK);
+    h.payload_len++;
+    mm_wire_put_header(raw, &h);
+    assert_int_equal(mm_wire_get_header(raw, false, 1, &g, why, sizeof why), MM_WIRE_E_LENGTH);
+    /* a peer of version 5 (the HELLO before the settings): refused by name */
+    h = (mm_wire_header){.version = 5, .type = MM_WIRE_HELLO, .payload_len = MM_WIRE_HELLO_LEN};
+    mm_wire_put_header(raw, &h);
+    assert_int_equal(mm_wire_get_header(raw, false, 1, &g, why, sizeof why), MM_WIRE_E_VERSION);
+    assert_non_null(strstr(why, "protocol version 5, this peer speaks 6"));
     h = (mm_wire_header){.type = MM_WIRE_REFUSE, .payload_len = MM_WIRE_REFUSE_MAX + 1};
     mm_wire_put_header(raw, &h);
     assert_int_equal(mm_wire_get_header(raw, false, 1, &g, why, sizeof why), MM_WIRE_E_LENGTH);
@@ -243,15 +258,16 @@ static void decode_stream(size_t step)
 
 /* Feeds one header (+ payload) to a fresh decoder in TLS mode; returns the
  * last event. */
-static mm_weight_rule feed_rule; /* the weight rule feed_tls's decoder enforces */
-static uint32_t feed_peers;
+/* the weight rule feed_tls's decoder enforces, installed as murmur node
+ * installs its algorithm's (the mixing's rule, through weight_ok) */
+static mm_weight_check feed_rule;
 
 static mm_rx_event feed_tls(const mm_wire_header *h, const uint8_t *payload, uint8_t *vbuf,
                             uint64_t vec_len, mm_wire_rx *rx)
 {
     memset(rx, 0, sizeof *rx);
-    rx->weight_rule = feed_rule;
-    rx->n_peers = feed_peers;
+    rx->weight_ok = mm_mix_weight_check;
+    rx->weight_ud = &feed_rule;
     rx->hello_done = true;
     rx->vec_len = vec_len;
     rx->vec_buf = vbuf;
@@ -338,9 +354,9 @@ static void weight_rules(void **s)
         {MM_WEIGHT_PUSHSUM, 4.000000000000001, 0}, {MM_WEIGHT_PUSHSUM, 1e300, 0},
         {MM_WEIGHT_FINITE, -2, 1}, {MM_WEIGHT_FINITE, 1e300, 1}, {MM_WEIGHT_FINITE, 4e-320, 1},
     };
-    feed_peers = 4;
+    feed_rule.n_peers = 4;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        feed_rule = cases[i].rule;
+        feed_rule.rule = cases[i].rule;
         memcpy(vp, &cases[i].w, 8);
         mm_rx_event ev = feed_tls(&h, vp, vbuf, N, &rx);
         assert_int_equal(ev, cases[i].ok ? MM_RX_FRAME : MM_RX_ERROR);
@@ -348,17 +364,17 @@ static void weight_rules(void **s)
             assert_int_equal(rx.err, MM_WIRE_E_WEIGHT);
             assert_non_null(strstr(rx.why, "weight"));
         }
-        assert_int_equal(mm_wire_weight_ok(cases[i].rule, cases[i].w, 4, NULL, 0), cases[i].ok);
+        assert_int_equal(mm_mix_weight_ok(cases[i].rule, cases[i].w, 4, NULL, 0), cases[i].ok);
     }
     /* not finite: a values error under every rule */
     for (int r = MM_WEIGHT_FINITE; r <= MM_WEIGHT_PUSHSUM; r++) {
-        feed_rule = (mm_weight_rule)r;
+        feed_rule.rule = (mm_weight_rule)r;
         double w = INFINITY;
         memcpy(vp, &w, 8);
         assert_int_equal(feed_tls(&h, vp, vbuf, N, &rx), MM_RX_ERROR);
         assert_int_equal(rx.err, MM_WIRE_E_VALUES);
     }
-    feed_rule = MM_WEIGHT_FINITE;
+    feed_rule.rule = MM_WEIGHT_FINITE;
 }
 
 /* A VECTOR's vector header (docs/protocol.md 3.2) is checked the moment it
@@ -710,6 +726,112 @@ static void stream_rules(void **s)
 }
 
 /* HELLO v3: every field round-trips; its reserved bytes must be 0. */
+/* A HELLO of 128 bytes and settings text through a fresh decoder: the
+ * event, and the error when there is one. */
+static mm_rx_event feed_hello(const uint8_t fixed[MM_WIRE_HELLO_LEN], const char *settings,
+                              size_t len, mm_wire_rx *rx)
+{
+    static uint8_t q[MM_WIRE_HELLO_LEN + MM_WIRE_SETTINGS_MAX];
+    memcpy(q, fixed, MM_WIRE_HELLO_LEN);
+    memcpy(q + MM_WIRE_HELLO_LEN, settings, len);
+    uint8_t ctrl[MM_WIRE_HDR_LEN];
+    memset(rx, 0, sizeof *rx);
+    mm_wire_rx_init(rx);
+    mm_wire_header hd = {.type = MM_WIRE_HELLO, .payload_len = MM_WIRE_HELLO_LEN + len,
+                         .payload_crc = mm_crc32c(0, q, MM_WIRE_HELLO_LEN + len)};
+    mm_wire_put_header(ctrl, &hd);
+    uint8_t *w;
+    size_t want;
+    mm_wire_rx_want(rx, &w, &want);
+    memcpy(w, ctrl, want);
+    assert_int_equal(mm_wire_rx_advance(rx, want), MM_RX_MORE);
+    mm_wire_rx_want(rx, &w, &want);
+    assert_int_equal(want, MM_WIRE_HELLO_LEN + len);
+    memcpy(w, q, want);
+    return mm_wire_rx_advance(rx, want);
+}
+
+/* The settings text of a HELLO (docs/protocol.md 3.1): its rules, a HELLO
+ * that breaks them refused (bad_type) and one that keeps them taken, and
+ * the difference of two texts named flag by flag with both values. */
+static void hello_settings(void **s)
+{
+    static const char *const good[] = {
+        "", "a\n", "gossip-steps=2\n", "allreduce-chunk=65536\nctx=64\nno-train\n",
+        "k=v=w\n", "outer-momentum-decay=cosine:0.5\nz9-=~!\n",
+        "abcdefghijklmnopqrstuvwxyz012345=1\n", /* a key of 32 bytes */
+    };
+    static const char *const bad[] = {
+        "a", "gossip-steps=2", "=2\n", "A=1\n", "9a=1\n", "-a=1\n", "a=\n", "a b=1\n",
+        "a=1 2\n", "a=1\n\n", "b=1\na=1\n", "a=1\na=2\n", "a\r\n", "a=\x7f\n",
+        "a=\xc3\xa9\n", "abcdefghijklmnopqrstuvwxyz0123456=1\n", /* 33 bytes */
+    };
+    char why[200];
+    uint8_t fixed[MM_WIRE_HELLO_LEN] = {0};
+    mm_wire_rx rx;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        assert_int_equal(mm_wire_settings_check(good[i], strlen(good[i]), why, sizeof why), 0);
+        assert_int_equal(feed_hello(fixed, good[i], strlen(good[i]), &rx), MM_RX_FRAME);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(mm_wire_settings_check(bad[i], strlen(bad[i]), why, sizeof why), -1);
+        assert_int_equal(feed_hello(fixed, bad[i], strlen(bad[i]), &rx), MM_RX_ERROR);
+        assert_int_equal(rx.err, MM_WIRE_E_TYPE);
+        assert_non_null(strstr(rx.why, "HELLO settings: "));
+    }
+    /* a NUL inside is no end of text */
+    assert_int_equal(mm_wire_settings_check("a=1\n\0b\n", 6, why, sizeof why), -1);
+    /* the longest text, to the byte */
+    static char big[MM_WIRE_SETTINGS_MAX + 1];
+    memset(big, 'x', sizeof big);
+    memcpy(big, "a=", 2);
+    big[MM_WIRE_SETTINGS_MAX - 1] = '\n';
+    assert_int_equal(mm_wire_settings_check(big, MM_WIRE_SETTINGS_MAX, why, sizeof why), 0);
+    assert_int_equal(feed_hello(fixed, big, MM_WIRE_SETTINGS_MAX, &rx), MM_RX_FRAME);
+    big[MM_WIRE_SETTINGS_MAX - 1] = 'x';
+    big[MM_WIRE_SETTINGS_MAX] = '\n';
+    assert_int_equal(mm_wire_settings_check(big, MM_WIRE_SETTINGS_MAX + 1, why, sizeof why), -1);
+
+    static const struct { const char *a, *b, *diff; int n; } diffs[] = {
+        {"gossip-steps=2\n", "gossip-steps=2\n", "", 0},
+        {"", "", "", 0},
+        {"gossip-steps=2\n", "gossip-steps=1\n",
+         "peer 3 runs --gossip-steps 2, peer 0 runs --gossip-steps 1", 1},
+        {"a=1\nb=2\nc=3\n", "a=1\nb=9\nc=3\n", "peer 3 runs --b 2, peer 0 runs --b 9", 1},
+        /* a key one side lacks: left out there, "without" when that side has none */
+        {"outer=nesterov\nouter-lr=0.3\n", "outer=none\n",
+         "peer 3 runs --outer nesterov --outer-lr 0.3, peer 0 runs --outer none", 2},
+        {"outer-overlap\n", "", "peer 3 runs --outer-overlap, peer 0 runs without --outer-overlap",
+         1},
+        {"", "a=1\nb\n", "peer 3 runs without --a --b, peer 0 runs --a 1 --b", 2},
+        {"a=1\n", "b=1\n", "peer 3 runs --a 1, peer 0 runs --b 1", 2},
+        /* a flag against a value of the same key */
+        {"a\n", "a=1\n", "peer 3 runs --a, peer 0 runs --a 1", 1},
+    };
+    for (size_t i = 0; i < sizeof diffs / sizeof diffs[0]; i++) {
+        char out[MM_WIRE_REFUSE_MAX];
+        int n = mm_wire_settings_diff(diffs[i].a, strlen(diffs[i].a), 3, diffs[i].b,
+                                      strlen(diffs[i].b), 0, out, sizeof out);
+        assert_int_equal(n, diffs[i].n);
+        assert_string_equal(out, diffs[i].diff);
+    }
+    /* many differences: each side cut at a setting, within the room given */
+    mm_text ta = {0}, tb = {0};
+    for (int i = 0; i < 100; i++) {
+        mm_text_put(&ta, "k%03d=%d\n", i, i);
+        mm_text_put(&tb, "k%03d=%d\n", i, i + 1);
+    }
+    char out[300];
+    int n = mm_wire_settings_diff(ta.p, ta.len, 1, tb.p, tb.len, 2, out, sizeof out);
+    assert_int_equal(n, 100);
+    assert_true(strlen(out) < sizeof out - 1);
+    assert_non_null(strstr(out, "peer 1 runs --k000 0 --k001 1"));
+    assert_non_null(strstr(out, " ..., peer 2 runs --k000 1"));
+    assert_non_null(strstr(out + strlen(out) - 4, " ..."));
+    mm_text_free(&ta);
+    mm_text_free(&tb);
+}
+
 static void hello_fields(void **s)
 {
     mm_wire_hello h = {.vec_len = 1234567, .target = 9, .algo = MM_ALGO_ALLREDUCE,
@@ -869,6 +991,7 @@ int main(void)
         cmocka_unit_test(stream_rules),
         cmocka_unit_test(body_to_dst),
         cmocka_unit_test(hello_fields),
+        cmocka_unit_test(hello_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #define MURMUR_TNET_H
 
 #include "base/log.h"
+#include "gossip/mix.h"
 #include "net/tls.h"
 #include "net/transport.h"
 #include "net/wire.h"
@@ -112,8 +113,19 @@ static inline double tn_weight(uint32_t sender, uint64_t round)
     return 1.0 / (double)(sender + 2) + (double)round;
 }
 
+/* A weight rule installed as murmur node installs its algorithm's: the
+ * mixing's rule (gossip/mix.h) through the transport's weight_ok. Static
+ * storage: a transport keeps the pointer. */
+typedef mm_weight_check tn_weight_rule;
+
+static inline void tn_set_weight_rule(mm_transport_config *c, const tn_weight_rule *r)
+{
+    c->weight_ok = mm_mix_weight_check;
+    c->weight_ud = (void *)r;
+}
+
 /* The weight the cluster's vectors carry: tn_weight, or a fixed one for
- * transports with a weight rule (cfg.weight_rule). */
+ * transports with a weight rule (tn_set_weight_rule). */
 static inline double tn_weight_of(const tn_cluster *cl, uint32_t sender, uint64_t round)
 {
     return cl->weight != 0 ? cl->weight : tn_weight(sender, round);

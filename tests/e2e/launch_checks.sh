@@ -35,6 +35,30 @@ refused "column-stochastic, default algo" "only --algo pushsum" rl -n 3 -t "$T/p
 refused "column-stochastic, --algo dpsgd" "--algo dpsgd would drift" rl -n 3 -t "$T/push3.topo" -r a -p "$port" -- $quick --algo dpsgd
 refused "column-stochastic, --algo=async" "--algo async would drift" rl -n 3 -t "$T/push3.topo" -r a -p "$port" -- $quick --algo=async
 refused "topology that does not load" "README.md:[0-9]*: " rl -n 3 -t "$ROOT/README.md" -r a -p "$port" -- $quick
+# flags the node refuses, said once by the launcher (the node's own check,
+# --dry-run), not once per peer with exit 1
+"$MURMUR" topo gen ring -n 6 > "$T/ring6.topo"
+refused "halving on 6 peers" "run-local: murmur node refuses these node flags: --allreduce-schedule halving needs a power of two of peers, not 6" \
+    rl -n 6 -t "$T/ring6.topo" -r a -p "$port" -- $quick --algo allreduce --allreduce-schedule halving
+[ "$(grep -c "power of two" "$T/out")" = 1 ] || { cat "$T/out" >&2; fail "halving on 6 peers: the refusal is not said once"; }
+refused "--staleness without async" "--staleness bounds the age of the copies async mixes" \
+    rl -n 4 -t "$T/ring4.topo" -r a -p "$port" -- $quick --staleness 3
+# --metrics-addr without '+': one port for every peer of the machine; the
+# launcher says so, and a peer started by hand that cannot bind it says how
+mp=$((port + 6))
+refused "--metrics-addr without +" "give --metrics-addr 127.0.0.1:$mp+ (peer K on port PORT+K)" \
+    rl -n 4 -t "$T/ring4.topo" -r a -p "$port" -- $quick --metrics-addr 127.0.0.1:$mp
+printf 'peers 2\n0 1\n' > "$T/ring2.topo"
+for k in 0 1; do
+    "$MURMUR" node --id $k --topology "$T/ring2.topo" --base-port "$port" --plaintext $quick \
+        --start-timeout 2000 --metrics-addr 127.0.0.1:$mp --run-dir "$T/ma" > "$T/ma.$k.out" 2>&1 &
+    eval "mpid$k=\$!"; E2E_PIDS="$E2E_PIDS $!"
+done
+st0=0; wait $mpid0 || st0=$?; st1=0; wait $mpid1 || st1=$?
+[ $((st0 + st1)) = 1 ] || fail "two peers, one --metrics-addr port: exit statuses $st0 and $st1, not 0 and 1"
+grep -h "cannot listen on 127.0.0.1:$mp" "$T"/ma.*.out | grep -q "give --metrics-addr 127.0.0.1:$mp+, which gives peer K port PORT+K" ||
+    { cat "$T"/ma.*.out >&2; fail "the peer that could not bind the metrics port gives no hint"; }
+note "by hand, one --metrics-addr port: $(grep -h 'cannot listen' "$T"/ma.*.out | sed 's/^.*ERROR: //' | cut -c1-150)..."
 refused "compare: second topology of another size" "has 3 peers: give -n 3" \
     cmp_ -n 4 -r c -p "$port" "$T/ring4.topo" "$T/ring3.topo" -- $quick
 

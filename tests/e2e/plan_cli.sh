@@ -72,6 +72,22 @@ refuse "not both" --topology "$T/ring.topo" --vector-len 10 --layers 2 --step-ti
 refuse "--peers 5" --topology "$T/ring.topo" --peers 5 --vector-len 10 --step-time 0
 # a profile of 3 peers for a 4-peer topology: a usage error, in the flags' words
 refuse "is 3 x 1 = 3 peers" --topology "$T/ring.topo" --vector-len 10 --step-time 0 --links 3x1:inter=1mbit
+# what murmur node refuses, plan refuses too (its own check, in its words)
+refuse "runs over --algo dpsgd or allreduce, not async" --topology "$T/ring.topo" --vector-len 10 \
+    --step-time 0 --algo async --outer
+refuse "runs over --algo dpsgd or allreduce, not pushsum" --topology "$T/ring.topo" --vector-len 10 \
+    --step-time 0 --algo pushsum --outer
+refuse "runs one exchange a round: drop --gossip-steps" --topology "$T/ring.topo" --vector-len 10 \
+    --step-time 0 --outer --gossip-steps 3
+refuse "--algo allreduce has none" --peers 4 --algo allreduce --vector-len 10 --step-time 0 \
+    --gossip-steps 2
+# G exchanges a round: the per-step line says so (it said "one exchange per round")
+"$MURMUR" plan --topology "$T/ring.topo" --vector-len 1000 --step-time 0.01 --gossip-steps 3 \
+    > "$T/g3.out" || fail "plan --gossip-steps 3 failed"
+grep -q "^per step .*; 3 exchanges per round)" "$T/g3.out" || { cat "$T/g3.out" >&2; fail "the per-step line with --gossip-steps 3"; }
+"$MURMUR" plan --peers 4 --algo allreduce --vector-len 1000 --step-time 0.01 > "$T/ar.out" ||
+    fail "plan --algo allreduce failed"
+grep -q "^per step .*; one all-reduce per round)" "$T/ar.out" || { cat "$T/ar.out" >&2; fail "the per-step line of the all-reduce"; }
 st=0; "$MURMUR" plan --topology "$T/nothere.topo" --vector-len 10 --step-time 0 2> "$T/bad.err" || st=$?
 [ $st = 1 ] || fail "a missing topology file: exit $st"
 echo "ok: murmur plan"

@@ -16,7 +16,8 @@ check() { # description, then a command that must succeed
 }
 
 # The stand-in: `node` writes FAKE_ROUNDS rounds (an eval every 2, with a
-# 4-float sketch that shrinks towards agreement), FAKE_FAIL=K makes peer K
+# 4-float sketch that shrinks towards agreement; `node --dry-run` says the
+# flags are valid and writes nothing), FAKE_FAIL=K makes peer K
 # exit 3 after one round, FAKE_KILL=K makes peer K kill itself with SIGKILL
 # after one round (no end line); SIGTERM ends it with reason "signal".
 cat >"$tmp/murmur" <<FAKE
@@ -28,15 +29,18 @@ node) ;;
 *) exit 2 ;;
 esac
 shift
-id='' rd='' topo=''
+id='' rd='' topo='' dry=0
 while [ \$# -gt 0 ]; do
     case \$1 in
     --id) id=\$2; shift 2 ;;
     --run-dir) rd=\$2; shift 2 ;;
     --topology) topo=\$2; shift 2 ;;
+    --dry-run) dry=1; shift ;;
     *) echo "flag \$1" >&2; shift ;;
     esac
 done
+# the launchers' check of the node flags (murmur node --dry-run): valid
+[ \$dry = 1 ] && { echo "murmur node: the flags are valid (fake)"; exit 0; }
 m=\$rd/node-\$id/metrics.jsonl
 mkdir -p "\$rd/node-\$id"
 exec 8>>"\$rd/node-\$id/node.log" # the node's lock: one process per peer
