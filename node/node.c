@@ -16,6 +16,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "node/allreduce.h"
+#include "net/hosts.h"
 #include "net/ports.h"
 #include "model/blas_env.h"
 #include "net/tls.h"
@@ -736,7 +737,7 @@ out:
     mm_codec_free(nd->body_codec);
     mm_poison_free(nd->poison);
     mm_topo_free(topo);
-    mm_peer_addrs_free(addrs, nd->n);
+    mm_hosts_free(addrs, nd->n);
     free(nd->want);
     free(nd->links);
     free(nd->streams);

@@ -20,7 +20,7 @@
 #include <fcntl.h>
 
 #include "base/text.h"
-#include "node/peers.h"
+#include "net/hosts.h"
 #include "node/watch.h"
 
 #define SCRAPE_MAX (4u << 20)       /* bytes of one answer */
@@ -556,12 +556,12 @@ mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, c
         return NULL;
     }
     unsigned n;
-    char **addrs = mm_peer_hosts_read(path, &n, err, errlen);
+    char **addrs = mm_hosts_read(path, 0, &n, err, errlen);
     if (!addrs)
         return NULL;
     if (plus && port + (long)n - 1 > 65535) {
         snprintf(err, errlen, "--metrics-port %s: no room for %u peers", metrics_port, n);
-        mm_peer_addrs_free(addrs, n);
+        mm_hosts_free(addrs, n);
         return NULL;
     }
     mm_watch_hosts *h = calloc(1, sizeof *h);
@@ -570,7 +570,7 @@ mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, c
     if (!h || !h->p || (token && !(h->token = strdup(token)))) {
         snprintf(err, errlen, "out of memory");
         mm_watch_hosts_free(h);
-        mm_peer_addrs_free(addrs, n);
+        mm_hosts_free(addrs, n);
         return NULL;
     }
     h->n = n;
@@ -591,7 +591,7 @@ mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, c
         p->rounds.width = 7;
         p->evals.width = 3;
     }
-    mm_peer_addrs_free(addrs, n);
+    mm_hosts_free(addrs, n);
     return h;
 }
 
