@@ -1,4 +1,4 @@
-/* murmur watch's JSON (node/watch.h; the fields in docs/metrics.md,
+/* murmur watch's JSON (watch/watch.h; the fields in docs/metrics.md,
  * "murmur watch"). A run: murmur report's rows and per-peer records, each
  * peer's state, and the topology's links with their states from the peers'
  * last round lines. A sweep: murmur report --sweep's settings and runs. */
@@ -14,7 +14,7 @@
 
 #include "base/text.h"
 #include "gossip/topology.h"
-#include "node/watch.h"
+#include "watch/watch.h"
 #include "report/jsonl.h"
 #include "report/report.h"
 #include "report/sweep.h"

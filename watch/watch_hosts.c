@@ -21,7 +21,7 @@
 
 #include "base/text.h"
 #include "net/hosts.h"
-#include "node/watch.h"
+#include "watch/watch.h"
 
 #define SCRAPE_MAX (4u << 20)       /* bytes of one answer */
 #define CONNECT_MS 1000
