@@ -536,6 +536,16 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
                         "run directory (is --id %u given twice?)\n", dir, nd->id, nd->id);
         return MM_EXIT_USAGE;
     }
+    /* A second run in the directory of a first would append to its metrics
+     * and murmur report would merge the two into one table. */
+    char held[256];
+    if (!c->resume && mm__trainer_dir_holds_run(dir, held, sizeof held)) {
+        fprintf(stderr, "murmur node: %s holds a run of peer %u already (%s): a new run there "
+                        "would be appended to it and murmur report would merge the two. Continue "
+                        "that run with --resume, or give this one another --run-dir (or remove "
+                        "%s first)\n", dir, nd->id, held, dir);
+        return MM_EXIT_USAGE;
+    }
     mm_log_set_peer((int)nd->id);
     mm_log_set_file(*logf);
     mm_blas_log_note(); /* the OpenBLAS re-exec, if any: in the peer's log only */

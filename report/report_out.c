@@ -180,6 +180,18 @@ void mm_report_print_table(const mm_report *r, FILE *out)
                 n_refused, n_refused == 1 ? "" : "s", codes[0] ? codes : "?",
                 words ? ": " : "", words ? words : "");
     }
+    int n_fresh = 0;
+    for (int i = 0; i < r->n_peers; i++)
+        n_fresh += r->peers[i].fresh_in_resumed;
+    if (n_fresh) {
+        fprintf(out, "\nRESTARTED FRESH: %d peer%s started again from round 0 in a resumed run "
+                     "(no checkpoint):", n_fresh, n_fresh == 1 ? "" : "s");
+        for (int i = 0; i < r->n_peers; i++)
+            if (r->peers[i].fresh_in_resumed)
+                fprintf(out, " node-%d", r->peers[i].id);
+        fprintf(out, "; the rows mix its rounds with the others' from another point of the "
+                     "run (consensus jumps where it rejoins)\n");
+    }
     if (n_isolated)
         fprintf(out, "%sISOLATED: %d peer%s mixed with none of %s neighbours for the whole run, "
                      "and none was refused: were they started, at the addresses given?\n",
