@@ -37,6 +37,35 @@ run_mismatch() {
     return 1
 }
 
+# holds_run DIR: 0 when DIR, a peer's node-K/, holds a run of it (a
+# metrics line, checkpoint.bin or a snapshot), as murmur node judges it
+# (docs/metrics.md, "One run per node-K/").
+holds_run() {
+    [ -s "$1/metrics.jsonl" ] || [ -f "$1/checkpoint.bin" ] && return 0
+    for hr_f in "$1"/snap/r*.bin; do [ -f "$hr_f" ] && return 0; done
+    return 1
+}
+# ran_before DIR N: 0 when a peer of the run in DIR (node-0 .. node-N-1)
+# holds a run.
+ran_before() {
+    rb_k=0
+    while [ "$rb_k" -lt "$2" ]; do
+        holds_run "$1/node-$rb_k" && return 0
+        rb_k=$((rb_k + 1))
+    done
+    return 1
+}
+# peers_without_checkpoint DIR N: the ids of the peers of the run in DIR
+# that have no node-K/checkpoint.bin, as "2, 5" (nothing when all have one).
+peers_without_checkpoint() {
+    pw_k=0 pw_list=''
+    while [ "$pw_k" -lt "$2" ]; do
+        [ -f "$1/node-$pw_k/checkpoint.bin" ] || pw_list="$pw_list${pw_list:+, }$pw_k"
+        pw_k=$((pw_k + 1))
+    done
+    printf '%s' "$pw_list"
+}
+
 # help_text FILE: the comment block at the top of FILE, from line 2 to the
 # first line that is not a comment, without the leading '# '.
 help_text() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$1"; }

@@ -2,7 +2,8 @@
 # Runs N murmur peers on this machine as one experiment in runs/NAME/.
 #
 #   scripts/run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p BASE_PORT] [-i SEC]
-#                        [--no-report] [--resume] [-- extra murmur node flags]
+#                        [--no-report] [--resume | --resume-fresh-missing]
+#                        [-- extra murmur node flags]
 #
 # Makes runs/NAME/ with manifest.json (this command, the node flags, the
 # topology file's name and SHA-256, the seed, `murmur --version`), a copy of
@@ -26,6 +27,11 @@
 # starts every peer again with the node flags and --resume, so each goes on
 # from its node-K/checkpoint.bin (docs/node.md). The manifest stays; each
 # resume is a line of launch/resumes.log; console.log files are appended to.
+# A peer without a checkpoint would start again from round 0 while the
+# others go on from theirs: such a resume is refused (exit 2, naming the
+# peers) unless no peer has a checkpoint or metrics yet (nothing ran), or
+# --resume-fresh-missing (a --resume that starts those peers fresh, saying
+# which; their start lines say so and `murmur report` flags them).
 #
 # A peer that failed and was restarted by hand (its command is
 # manifest.json's node_command, with --resume) while the run goes on is
@@ -56,7 +62,7 @@ set -u
 
 PROG=run-local
 die() { echo "run-local: $*" >&2; exit 1; }
-bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [--resume] [-- node flags]" >&2; exit 2; }
+bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [--resume | --resume-fresh-missing] [-- node flags]" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,7 +76,7 @@ RUNS=${RUNS:-runs}
 GRACE=${GRACE:-30}
 command_json=$(json_arr "$0" "$@")
 
-n='' topo='' name='' port=29500 interval=5 report=1 resume=0
+n='' topo='' name='' port=29500 interval=5 report=1 resume=0 fresh_missing=0
 while [ $# -gt 0 ]; do
     case $1 in
     -n|-t|-r|-p|-i) [ $# -ge 2 ] || bad "$1 needs a value" ;;
@@ -83,6 +89,7 @@ while [ $# -gt 0 ]; do
     -i) interval=$2; shift 2 ;;
     --no-report) report=0; shift ;;
     --resume) resume=1; shift ;;
+    --resume-fresh-missing) resume=1 fresh_missing=1; shift ;;
     -h|--help) help_text "$0"; exit 0 ;;
     --) shift; break ;;
     *) bad "unknown argument: $1" ;;
@@ -111,8 +118,10 @@ dir=$RUNS/$name
 sha=$(sha256sum "$topo" | cut -d' ' -f1)
 node_flags_json=$(json_arr "$@")
 # resume_run NODE_FLAGS...: checks that runs/NAME is this run (-n, the
-# topology's SHA-256, the node flags, as manifest.json records them) and
-# that none of its peers still runs; forgets the last launch's exit records.
+# topology's SHA-256, the node flags, as manifest.json records them), that
+# none of its peers still runs, and that every peer has a checkpoint (or
+# none ran yet, or --resume-fresh-missing); forgets the last launch's exit
+# records and says who starts from where.
 resume_run() {
     if why=$(run_mismatch "$dir" "$n" "$topo" "$@"); then
         echo "run-local: --resume: $why" >&2
@@ -123,11 +132,30 @@ resume_run() {
     while [ "$k" -lt "$n" ]; do
         [ ! -f "$dir/node-$k/node.log" ] || flock -n "$dir/node-$k/node.log" true ||
             die "--resume: peer $k of $dir still runs (it holds $dir/node-$k/node.log)"
+        k=$((k + 1))
+    done
+    fresh=$(peers_without_checkpoint "$dir" "$n")
+    if [ -n "$fresh" ] && [ "$fresh_missing" = 0 ] && ran_before "$dir" "$n"; then
+        echo "run-local: --resume: peer(s) $fresh of $dir have no checkpoint (node-K/checkpoint.bin):" \
+            "they would start again from round 0 while the others go on from theirs, one run mixed" \
+            "of two. Start them fresh anyway with --resume-fresh-missing instead of --resume (the" \
+            "report flags them), or run again under another -r NAME" >&2
+        exit 2
+    fi
+    k=0
+    while [ "$k" -lt "$n" ]; do
         rm -f "$dir/launch/node-$k.exit" "$dir/launch/node-$k.pid"
         k=$((k + 1))
     done
     printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" >>"$dir/launch/resumes.log"
-    echo "run-local: resuming $dir: every peer from its checkpoint (--resume)"
+    if [ -z "$fresh" ]; then
+        echo "run-local: resuming $dir: every peer from its checkpoint (--resume)"
+    elif ! ran_before "$dir" "$n"; then
+        echo "run-local: resuming $dir: no peer has run yet, every peer starts from round 0"
+    else
+        echo "run-local: resuming $dir: peer(s) $fresh start FRESH from round 0 (no checkpoint;" \
+            "--resume-fresh-missing), the others from their checkpoints"
+    fi
 }
 
 # new_run NODE_FLAGS...: runs/NAME with its manifest, topology copy and

@@ -45,7 +45,9 @@
 # marker (the sweep was killed) is continued from its peers' checkpoints
 # (run-local.sh --resume; one run, in one directory), unless it was run
 # with another peer count, topology or node flags than the spec gives it
-# now, or with --no-resume: then it is moved aside to sSEED.attempt-K/ and
+# now, or with --no-resume, or when a peer of it has no checkpoint (it
+# would start again from round 0 while the others go on; run-local.sh
+# refuses such a --resume): then it is moved aside to sSEED.attempt-K/ and
 # run again from round 0. A resumed run is not bit for bit the
 # uninterrupted one (the rounds around the cut are mixed with fewer
 # neighbours, docs/sweep.md); one rerun from round 0 is. A failed run (sweep.failed: a peer exited non-zero, or its report
@@ -487,8 +489,9 @@ kept_failed() {
 # the directory of a run that is planned again (not done, not a kept
 # failure). An interrupted or unfinished run of these very peers, topology
 # and flags is continued (sets resume=--resume and wall_before, the
-# seconds its earlier attempts took); any other, or with --no-resume, is
-# moved aside to DIR.attempt-K and run again from round 0. Said in the log.
+# seconds its earlier attempts took); any other, with --no-resume, or one
+# with a peer that has no checkpoint, is moved aside to DIR.attempt-K and
+# run again from round 0. Said in the log.
 resume_or_move_aside() {
     ra_d=$1 ra_run=$2 ra_tag=$3 ra_tp=$4 ra_tf=$5 ra_flags=$6
     why=unfinished
@@ -502,6 +505,13 @@ resume_or_move_aside() {
     elif [ "$no_resume" = 1 ]; then other='--no-resume'
     else other=$(run_mismatch "$ra_d" "$ra_tp" "$ra_tf" $ra_flags) || resume=--resume; fi
     set +f
+    # a peer without a checkpoint would start again from round 0 while the
+    # others go on: rerun the whole run from round 0 instead
+    ra_fresh=$(peers_without_checkpoint "$ra_d" "$ra_tp")
+    if [ -n "$resume" ] && [ -n "$ra_fresh" ] && ran_before "$ra_d" "$ra_tp"; then
+        resume=''
+        other="peer(s) $ra_fresh have no checkpoint: resumed, they would start again from round 0 while the others go on"
+    fi
     if [ -n "$resume" ]; then
         wall_before=$(sed -n 's/^wall //p' "$ra_d/sweep.interrupted" 2>/dev/null)
         wall_before=${wall_before:-0}

@@ -6,7 +6,9 @@
 # still goes on, a second sweep in the same directory is refused. A failed
 # run is marked, left out of the aggregate, kept on the next invocation and
 # rerun with --retry-failed, unless its flags changed: then it is a new
-# run. The peers are a stand-in for `murmur node` (a
+# run. An unfinished run with a peer that has no checkpoint is not resumed
+# (that peer would start again from round 0) but run again from round 0.
+# The peers are a stand-in for `murmur node` (a
 # shell script writing metrics in the documented format, slowly enough to
 # be killed mid-run); everything else is the real murmur.
 . "$(dirname "$0")/lib.sh"
@@ -38,6 +40,7 @@ while [ \$r -lt 6 ]; do
     echo "{\"ev\":\"round\",\"round\":\$r,\"step\":\$r,\"time\":\$r.5,\"loss\":3,\"lr\":0.1,\"bytes_sent\":\$((r * 100 + 100)),\"bytes_recv\":0,\"t_compute\":0.2,\"t_comm\":0.1,\"t_wait\":0.1,\"nbrs\":2,\"missing\":0,\"dist\":{}}" >>"\$m"
     if [ \$((r % 2)) = 1 ]; then
         echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2,\"val_bpb\":1,\"val_acc\":0.\$seed\$id,\"norm\":1,\"sketch\":[\$id,0]}" >>"\$m"
+        : >"\$rd/node-\$id/checkpoint.bin"
     fi
     [ "\${FAKE_FAIL_SEED:-x}" = "\$seed" ] && [ "\$id" = 1 ] && exit 3
     sleep \${FAKE_SLEEP:-0.2}
@@ -143,4 +146,12 @@ grep -q 'ring-3/s2: unfinished before (not resumed: --no-resume); that attempt k
     { cat "$T/out9" >&2; fail "--no-resume did not move the unfinished run aside"; }
 [ "$(grep -c '"ev":"start"' "$top/ring-3/s2/node-0/metrics.jsonl")" = 1 ] || fail "--no-resume: the run was continued, not run afresh"
 note "--no-resume: an unfinished run was moved aside and run from round 0"
+# 7. An unfinished run one of whose peers has no checkpoint: not resumed
+# (run-local.sh would refuse it), moved aside and run from round 0.
+rm "$top/ring-3/s2/sweep.done" "$top/ring-3/s2/node-1/checkpoint.bin"
+sweep > "$T/out10" 2>&1 || { cat "$T/out10" >&2; fail "the sweep with a run missing a checkpoint failed"; }
+grep -q 'ring-3/s2: unfinished before (not resumed: peer(s) 1 have no checkpoint: resumed, they would start again from round 0 while the others go on); that attempt kept as .*ring-3/s2.attempt-2, run again' "$T/out10" ||
+    { cat "$T/out10" >&2; fail "a run with a peer without a checkpoint was not moved aside"; }
+[ "$(grep -c '"ev":"start"' "$top/ring-3/s2/node-0/metrics.jsonl")" = 1 ] || fail "the run missing a checkpoint was continued"
+note "a run with a peer without a checkpoint was moved aside and run from round 0"
 echo "ok: the sweep resumes after a kill; failed runs are never averaged"
