@@ -355,9 +355,13 @@ while :; do
             k=$((k + 1))
         done
     fi
-    # Sleep in the background so a signal interrupts the wait at once.
+    # Sleep in the background so a signal interrupts the wait at once; the
+    # sleep dies with the wait, or it would outlive this script holding
+    # what it inherited (a sweep's lock, sweep.sh's fd 9) for up to -i SEC.
     sleep "$interval" &
-    wait $! 2>/dev/null
+    nap=$!
+    wait $nap 2>/dev/null
+    kill $nap 2>/dev/null
     [ "$stopping" != 0 ] && interval=1
 done
 trap - INT TERM HUP

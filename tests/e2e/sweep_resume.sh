@@ -8,6 +8,9 @@
 # rerun with --retry-failed, unless its flags changed: then it is a new
 # run. An unfinished run with a peer that has no checkpoint is not resumed
 # (that peer would start again from round 0) but run again from round 0.
+# The lock is free the moment an interrupted sweep has exited: the same
+# command can be run again at once (run-local.sh's progress sleep held it
+# for up to -i SEC after the sweep was gone).
 # The peers are a stand-in for `murmur node` (a
 # shell script writing metrics in the documented format, slowly enough to
 # be killed mid-run); everything else is the real murmur.
@@ -154,4 +157,26 @@ grep -q 'ring-3/s2: unfinished before (not resumed: peer(s) 1 have no checkpoint
     { cat "$T/out10" >&2; fail "a run with a peer without a checkpoint was not moved aside"; }
 [ "$(grep -c '"ev":"start"' "$top/ring-3/s2/node-0/metrics.jsonl")" = 1 ] || fail "the run missing a checkpoint was continued"
 note "a run with a peer without a checkpoint was moved aside and run from round 0"
+# 8. SIGTERM (as Ctrl-C) while run-local.sh sleeps between progress lines
+# (-i 60): once the sweep has exited, its lock is free.
+printf 'topology %s\nseeds 9\nflags --rounds 8\n' "$T/ring-3.topo" > "$T/l.sweep"
+FAKE_SLEEP=1 sh "$ROOT/scripts/sweep.sh" -i 60 -p "$port" "$T/l.sweep" > "$T/out11" 2>&1 &
+sp=$!
+E2E_PIDS="$E2E_PIDS $sp"
+i=0
+until grep -q 'peers [0-9]/3 running' "$T/out11"; do
+    i=$((i + 1)); [ $i -lt 300 ] || { cat "$T/out11" >&2; fail "no progress line from the run"; }
+    sleep 0.1
+done
+kill -TERM $sp
+i=0
+while kill -0 $sp 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 300 ] || fail "the sweep did not exit within 30 s of SIGTERM"
+    sleep 0.1
+done
+st=0; wait $sp || st=$?
+[ $st -eq 130 ] || { cat "$T/out11" >&2; fail "the interrupted sweep exited $st, not 130"; }
+flock -n "$RUNS/l/sweep.lock" true ||
+    fail "the sweep has exited but its lock is still held (by: $(fuser "$RUNS/l/sweep.lock" 2>&1 | tr -s ' '))"
+note "the lock was free as soon as the interrupted sweep had exited"
 echo "ok: the sweep resumes after a kill; failed runs are never averaged"
