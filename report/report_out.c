@@ -265,6 +265,7 @@ int mm_report_write_csv(const mm_report *r, const char *path)
 void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out)
 {
     int64_t hi = -1, lo = -1;
+    bool roundless = false; /* a peer with metrics but no round line yet */
     double loss = 0;
     int n_loss = 0, live = 0, n_ref = 0, n_iso = 0;
     char peers[256], top[24] = "";
@@ -279,6 +280,8 @@ void mm_report_print_progress(const mm_report *r, double now, double stale_s, FI
                 loss += last->loss;
                 n_loss++;
             }
+        } else if (p->has_metrics) {
+            roundless = true;
         }
         /* . live, x stale (no write for stale_s), E ended, R ended refused,
          * I isolated (ended so, or alone now), D dead (its process ended
@@ -310,8 +313,13 @@ void mm_report_print_progress(const mm_report *r, double now, double stale_s, FI
         if (!isnan(r->rows[i].xi))
             xi = &r->rows[i];
     }
-    fprintf(out, "round %lld (slowest %lld) | loss %s", (long long)hi, (long long)lo,
-            F("%.4f", n_loss ? loss / n_loss : NAN));
+    if (hi < 0)
+        fprintf(out, "round - (none done yet)");
+    else if (roundless)
+        fprintf(out, "round %lld (slowest: none done yet)", (long long)hi);
+    else
+        fprintf(out, "round %lld (slowest %lld)", (long long)hi, (long long)lo);
+    fprintf(out, " | loss %s", F("%.4f", n_loss ? loss / n_loss : NAN));
     if (acc)
         fprintf(out, " | acc %.4f @%lld (%d peers)", acc->acc_mean, (long long)acc->round,
                 acc->n_present);

@@ -442,12 +442,60 @@ static void test_refused_and_isolated(void **state)
     rm_run();
 }
 
+/* The progress line before any round, and while one peer has none yet:
+ * no "round -1". */
+static void test_progress_before_rounds(void **state)
+{
+    (void)state;
+    snprintf(run, sizeof run, "/tmp/mm-report-progress-XXXXXX");
+    assert_non_null(mkdtemp(run));
+    char path[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/node-%d", run, i);
+        mkdir(path, 0777);
+        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", run, i);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"ev\":\"start\",\"peer\":%d,\"n_peers\":2,\"params\":10,\"time\":0}\n", i);
+        fclose(f);
+    }
+    mm_report r;
+    char err[256] = "", *buf = NULL;
+    size_t len = 0;
+    FILE *warn = tmpfile();
+    mm_report_opts opt = {.warn = warn, .no_exact = true};
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    FILE *out = open_memstream(&buf, &len);
+    mm_report_print_progress(&r, 1, 30, out);
+    fclose(out);
+    assert_null(strstr(buf, "-1"));
+    assert_non_null(strstr(buf, "round - (none done yet) | loss -"));
+    free(buf);
+    mm_report_free(&r);
+    snprintf(path, sizeof path, "%s/node-1/metrics.jsonl", run);
+    FILE *f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "{\"ev\":\"round\",\"peer\":1,\"round\":0,\"time\":1,\"loss\":2.5}\n");
+    fclose(f);
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    mm_report_print_progress(&r, 1, 30, out);
+    fclose(out);
+    assert_non_null(strstr(buf, "round 0 (slowest: none done yet) | loss 2.5000"));
+    free(buf);
+    mm_report_free(&r);
+    fclose(warn);
+    rm_run();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_synthetic_run),
         cmocka_unit_test(test_empty_run_is_an_error),
         cmocka_unit_test(test_refused_and_isolated),
+        cmocka_unit_test(test_progress_before_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
