@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/fs.h"
@@ -499,6 +500,28 @@ static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
     return 0;
 }
 
+/* The least free space a peer starts with: its log, metrics and checkpoints
+ * would otherwise be lost from the first line (a full disk later is a
+ * fault the peer rides out: docs/node.md, "Faults"). */
+#define MIN_FREE_BYTES (1024 * 1024)
+
+/* 0, or -1 saying why when the file system of dir has less than
+ * MIN_FREE_BYTES free (statvfs: the space a non-root writer may use). */
+static int check_free_space(const char *dir)
+{
+    struct statvfs fs;
+    if (statvfs(dir, &fs) != 0)
+        return 0; /* cannot tell: the writes will say */
+    unsigned long long avail = (unsigned long long)fs.f_bavail * fs.f_frsize;
+    if (avail >= MIN_FREE_BYTES)
+        return 0;
+    fprintf(stderr, "murmur node: %s: No space left on device (%llu KiB free on its file "
+                    "system; a peer starts with at least %d KiB for its log, metrics and "
+                    "checkpoints): free some space, or give another --run-dir\n", dir,
+            avail / 1024, MIN_FREE_BYTES / 1024);
+    return -1;
+}
+
 /* Loads and checks the topology (load_topology), resolves where every
  * peer listens, then opens the run directory and the log. 0, or the exit
  * status after printing why: MM_EXIT_USAGE for a configuration refused,
@@ -523,6 +546,8 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
         fprintf(stderr, "murmur node: %s\n", err);
         return MM_EXIT_ERROR;
     }
+    if (check_free_space(dir) != 0)
+        return MM_EXIT_ERROR;
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/node.log", dir);
     *logf = fopen(path, "a");

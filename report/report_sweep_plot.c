@@ -7,6 +7,7 @@
 #include "report/sweep.h"
 #include "report/report_int.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <math.h>
@@ -279,7 +280,7 @@ static int paired_plot(const mm_sweep *s, const char *dir, const char **topo, in
     snprintf(path, sizeof path, "%s/sweep_paired.dat", dir);
     int n = write_paired_dat(s, path, topo, n_topo);
     if (n < 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
     if (n == 0) {
@@ -289,7 +290,7 @@ static int paired_plot(const mm_sweep *s, const char *dir, const char **topo, in
     }
     snprintf(path, sizeof path, "%s/sweep_paired_acc.gp", dir);
     if (write_paired_gp(s, path, topo, n_topo, s->n_axes > 0) != 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
     int g = mm__report_gnuplot(path);
@@ -313,7 +314,7 @@ int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
     int n_topo = topologies(s, topo), n_xi = 0, rc = 0;
     snprintf(path, sizeof path, "%s/sweep.dat", dir);
     if (write_dat(s, path, topo, n_topo, &n_xi) != 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", path, strerror(errno));
         free(topo);
         return -1;
     }
@@ -336,7 +337,8 @@ int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
             continue;
         }
         if (write_gp(s, dir, &plots[i], topo, n_topo, s->n_axes > 0) != 0) {
-            fprintf(stderr, "murmur report: cannot write %s/%s.gp\n", dir, plots[i].name);
+            fprintf(stderr, "murmur report: cannot write %s/%s.gp: %s\n", dir, plots[i].name,
+                    strerror(errno));
             rc = -1;
             break;
         }

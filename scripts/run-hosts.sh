@@ -42,8 +42,10 @@
 # Before starting anything it refuses, saying why: a hosts file that does
 # not list each of the topology's peers once (exit 2), a topology whose W is
 # column-stochastic only without --algo pushsum in the node flags (exit 2),
-# and a host where a peer's port lies in that host's ephemeral port range
-# (found while preparing the hosts; exit 1, nothing started).
+# a host where a peer's port lies in that host's ephemeral port range, and
+# a run directory, here or on a host, with less than 1 MiB free ("No space
+# left on device"; found while preparing the hosts; exit 1, nothing
+# started).
 # Ctrl-C (or SIGTERM, SIGHUP) stops every peer cleanly (one SIGTERM on its
 # host) and still collects what they wrote. A peer that exits non-zero is
 # named with its last error and the reason in its `end` metrics line; one
@@ -98,6 +100,7 @@ for a in "$@"; do [ "$a" = --plaintext ] && plaintext=1; [ "$a" = --no-train ] &
 
 
 runs=${RUNS:-$root/runs}
+no_space "$runs/$name" && exit 1
 mkdir -p "$runs"
 runs=$(cd "$runs" && pwd)   # the peers cd elsewhere: paths must be absolute
 run="$runs/$name"
@@ -223,7 +226,12 @@ prepare_peer() {
                 \"the peer could fail with 'address already in use'; give it a port below \$lo or above \$hi\"; \
             exit 3; fi; \
         mkdir -p $dirs && \
-        rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop")" || return 1
+        rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop") && \
+        free=\$(df -Pk $(quote "$rdir/node-$k") | awk 'NR == 2 { print \$4 }') && \
+        if [ -n \"\$free\" ] && [ \"\$free\" -lt $MIN_FREE_KIB ]; then \
+            echo \"$rdir/node-$k: No space left on device (\$free KiB free on its file system;\" \
+                \"a run needs at least $MIN_FREE_KIB KiB): free some space there\"; \
+            exit 4; fi" || return 1
     [ $resume -eq 0 ] || resume_peer "$k" || return 1
     in_place "$k" && return 0
     rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1

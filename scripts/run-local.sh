@@ -19,7 +19,10 @@
 # the topology's number of peers, a topology whose W is column-stochastic
 # only without --algo pushsum in the node flags, ports that overlap the
 # kernel's ephemeral port range (it says which -p to use instead), and
-# ports on which something already listens (another run).
+# ports on which something already listens (another run); and (exit 1) a
+# run directory whose file system has less than 1 MiB free ("No space left
+# on device", before anything is written and again before the peers
+# start).
 #
 # --resume continues the run in runs/NAME/ (or starts it, saying so, when
 # there is none yet): given the same -n, topology file and node flags as
@@ -57,7 +60,8 @@
 # peers ran (they are then stopped: SIGTERM, SIGKILL after GRACE seconds);
 # 2 usage or a refused configuration; 130 interrupted.
 # Environment: MURMUR (default ./murmur), MAKE_CERTS (default
-# scripts/make-certs.sh next to this script), RUNS (default runs), GRACE.
+# scripts/make-certs.sh next to this script), RUNS (default runs), GRACE,
+# MIN_FREE_KIB (default 1024).
 set -u
 
 PROG=run-local
@@ -147,7 +151,8 @@ resume_run() {
         rm -f "$dir/launch/node-$k.exit" "$dir/launch/node-$k.pid"
         k=$((k + 1))
     done
-    printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" >>"$dir/launch/resumes.log"
+    printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" \
+        2>/dev/null >>"$dir/launch/resumes.log" || wdie "cannot write $dir/launch/resumes.log"
     if [ -z "$fresh" ]; then
         echo "run-local: resuming $dir: every peer from its checkpoint (--resume)"
     elif ! ran_before "$dir" "$n"; then
@@ -162,8 +167,8 @@ resume_run() {
 # certificates.
 new_run() {
     [ -e "$dir" ] && die "$dir already exists: choose another -r NAME, remove it, or continue it with --resume"
-    mkdir -p "$dir/launch" || die "cannot create $dir"
-    cp "$topo" "$dir/topology.txt" || die "cannot copy $topo"
+    mkdir -p "$dir/launch" || wdie "cannot create $dir"
+    cp "$topo" "$dir/topology.txt" || wdie "cannot copy $topo"
 
     # The seed as the node flags give it (--seed S or --seed=S), else the node's default.
     seed=null prev=''
@@ -189,12 +194,20 @@ new_run() {
         printf '  "node_command": %s\n' "$(json_arr "$MURMUR" node --id K --topology "$topo" \
             --base-port "$port" --run-dir "$dir" --tls-dir "$dir/certs" "$@")"
         printf '}\n'
-    } >"$dir/manifest.json" || die "cannot write $dir/manifest.json"
+    } >"$dir/manifest.json" 2>/dev/null || wdie "cannot write $dir/manifest.json"
 
     sh "$MAKE_CERTS" "$dir/certs" "$n" >"$dir/launch/certs.log" 2>&1 ||
-        die "making certificates failed (see $dir/launch/certs.log)"
+        wdie "making certificates failed (see $dir/launch/certs.log)"
 }
 
+# wdie MESSAGE: a write into the run directory failed: why, when its disk is
+# full, then MESSAGE (exit 1).
+wdie() { no_space "$dir" || true; die "$@"; }
+
+# A full disk, said before anything is written (the peers' output, their
+# metrics and the launcher's records would all be lost); said again before
+# the peers start, for what the run's own files took.
+no_space "$dir" && exit 1
 if [ "$resume" = 1 ] && [ -e "$dir" ]; then
     resume_run "$@"
 else
@@ -202,10 +215,13 @@ else
     new_run "$@"
 fi
 [ "$resume" = 1 ] && set -- "$@" --resume
+no_space "$dir" && exit 1
 
 # Each peer runs under a small watcher subshell that records its exit status
-# in launch/node-K.exit: the launcher then knows who ended and how without
-# relying on the shell's job table. setsid puts the peer in a session of
+# in launch/node-K.exit (and first in this script's own directory, below,
+# which is what the launcher reads: a run directory on a full disk cannot
+# take it): the launcher then knows who ended and how without relying on
+# the shell's job table. setsid puts the peer in a session of
 # its own, so a terminal's Ctrl-C (SIGINT to the whole foreground process
 # group) reaches only this script, which forwards one SIGTERM: a peer that
 # got both would take the second for "exit now, no checkpoint". The peer
@@ -213,7 +229,7 @@ fi
 # to fork; setsid -w hands back its exit status.
 # Each pid is also written to a directory of this script's own, outside
 # the run directory, so the peers can be stopped even if the run directory
-# goes away (run_dir_gone below).
+# goes away (run_dir_gone below) or its disk is full.
 own_pids=$(mktemp -d "${TMPDIR:-/tmp}/run-local-pids.XXXXXX") || die "cannot make a temporary directory"
 trap 'rm -rf "$own_pids"' EXIT
 k=0
@@ -225,8 +241,10 @@ while [ "$k" -lt "$n" ]; do
             "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" --run-dir "$dir" \
             --tls-dir "$dir/certs" "$@" >>"$dir/node-$k/console.log" 2>&1 &
         wait $!
-        echo $? >"$dir/launch/node-$k.exit.tmp"
-        mv "$dir/launch/node-$k.exit.tmp" "$dir/launch/node-$k.exit"
+        st=$?
+        echo $st >"$own_pids/node-$k.exit.tmp" && mv "$own_pids/node-$k.exit.tmp" "$own_pids/node-$k.exit"
+        { echo $st >"$dir/launch/node-$k.exit.tmp" &&
+            mv "$dir/launch/node-$k.exit.tmp" "$dir/launch/node-$k.exit"; } 2>/dev/null
     ) &
     k=$((k + 1))
 done
@@ -236,7 +254,7 @@ stopping=0
 interrupted=0
 signalled=' '
 stop_peers() { # SIGTERM once to each running peer (a second one means "now")
-    for f in "$dir"/launch/node-*.pid; do
+    for f in "$own_pids"/node-*.pid; do
         [ -s "$f" ] || continue
         case $signalled in *" $f "*) continue ;; esac
         signalled="$signalled$f "
@@ -264,8 +282,15 @@ trap on_signal INT TERM HUP
 # launch/node-K.exit, is an end line with reason done).
 by_hand_running() { [ -f "$dir/node-$1/node.log" ] && ! flock -n "$dir/node-$1/node.log" true; }
 by_hand_done() {
-    [ "$dir/node-$1/metrics.jsonl" -nt "$dir/launch/node-$1.exit" ] &&
+    [ "$dir/node-$1/metrics.jsonl" -nt "$own_pids/node-$1.exit" ] &&
         tail -n 1 "$dir/node-$1/metrics.jsonl" | grep -q '"ev":"end".*"reason":"done"'
+}
+
+# exit_of K: peer K's exit status as its watcher recorded it ("unknown"
+# when even this script's own directory could not take it).
+exit_of() {
+    eo=$(cat "$own_pids/node-$1.exit" 2>/dev/null)
+    case $eo in ''|*[!0-9]*) echo unknown ;; *) echo "$eo" ;; esac
 }
 
 # The peers' pids, read (once the run directory is gone) from this
@@ -306,9 +331,9 @@ while :; do
     done_n=0
     k=0
     while [ "$k" -lt "$n" ]; do
-        if [ -f "$dir/launch/node-$k.exit" ]; then
+        if [ -f "$own_pids/node-$k.exit" ]; then
             done_n=$((done_n + 1))
-            st=$(cat "$dir/launch/node-$k.exit")
+            st=$(exit_of "$k")
             case " $reported_fail " in *" $k "*) ;; *)
                 if [ "$st" != 0 ]; then
                     echo "run-local: peer $k exited with status $st ($dir/node-$k/console.log):" >&2
@@ -330,7 +355,7 @@ while :; do
     [ "$stopping" != 0 ] && stop_peers # peers whose pid file came late
     if [ "$stopping" != 0 ] && [ $(($(date +%s) - stopping)) -ge "$GRACE" ]; then
         echo "run-local: peers still running after ${GRACE}s: SIGKILL" >&2
-        for f in "$dir"/launch/node-*.pid; do
+        for f in "$own_pids"/node-*.pid; do
             [ -f "${f%.pid}.exit" ] || kill -KILL "$(cat "$f")" 2>/dev/null
         done
         stopping=$(date +%s)
@@ -369,7 +394,7 @@ trap - INT TERM HUP
 failed=0 n_refused=0 n_isolated=0
 k=0
 while [ "$k" -lt "$n" ]; do
-    st=$(cat "$dir/launch/node-$k.exit")
+    st=$(exit_of "$k")
     if [ "$st" != 0 ] && by_hand_done "$k"; then
         echo "run-local: peer $k, restarted by hand after status $st, ended normally (end line: done)"
         st=0

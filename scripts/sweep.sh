@@ -74,6 +74,9 @@
 #
 # At the end: `murmur report --sweep runs/NAME` (table, runs/NAME/sweep.csv,
 # sweep-runs.csv and three plots in runs/NAME/plots/).
+# A disk with less than 1 MiB free on the sweep's directory ("No space
+# left on device") stops the sweep before its next run (exit 1): that run
+# and the rest are left, not failed, for the next invocation.
 # Exit status: 0 every planned run finished; 1 a run failed or is left
 # unfinished, or the aggregation failed; 2 usage or a refused spec; 130
 # interrupted. Environment: MURMUR, MAKE_CERTS, RUNS, GRACE (as run-local.sh).
@@ -439,6 +442,7 @@ if [ "$check_only" = 1 ]; then
 fi
 
 # --- the runs ------------------------------------------------------------
+no_space "$top" && exit 1
 mkdir -p "$top" || die "cannot create $top"
 # One sweep at a time per directory. The lock's descriptor is inherited by
 # run-local.sh and its peers: after the sweep is killed, the lock stays
@@ -547,7 +551,7 @@ on_signal() {
 }
 trap on_signal INT TERM HUP
 
-ran=0 ran_time=0 n_ok=0 n_failed=0 left=$todo
+ran=0 ran_time=0 n_ok=0 n_failed=0 left=$todo disk_full=0
 # run-local.sh's output: fd 4, the terminal or (-q) output.log.
 if [ "$quiet" = 1 ]; then exec 4>>"$top/output.log"; else exec 4>&1; fi
 while IFS='	' read -r idx setting seed run tf tp rest <&3; do
@@ -558,6 +562,12 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     tag="[$((idx + 1))/$n_runs]"
     [ -f "$d/sweep.done" ] && continue
     kept_failed "$d" "$flags" && continue
+    # a full disk: the run is left for the next invocation, not failed
+    if no_space "$top"; then
+        disk_full=1
+        echo "sweep: $tag $run not started: the disk is full; it and the runs after it are left for the next invocation" >&2
+        break
+    fi
     resume='' wall_before=0
     [ -e "$d" ] && resume_or_move_aside "$d" "$run" "$tag" "$tp" "$tf" "$flags"
     next_ports "$tp"
@@ -616,6 +626,7 @@ if [ "$interrupted" = 1 ]; then
     log "interrupted: $n_ok runs finished in this invocation, the rest are left for the next"
     exit 130
 fi
+[ "$disk_full" = 1 ] && exit 1
 rc=0
 unfinished=$(awk -F'\t' -v top="$top" '!/^#/ && h++ { print top "/" $4 }' "$top/sweep.plan" |
     while IFS= read -r d; do [ -f "$d/sweep.done" ] || echo x; done | wc -l)
