@@ -45,7 +45,8 @@
 # only this script, which sends every peer one SIGTERM (each finishes its
 # round, writes its checkpoint and exits 0) and waits for them (SIGKILL
 # after GRACE seconds, default 30). SIGTERM or SIGHUP to this script do the
-# same. A second Ctrl-C sends a second SIGTERM: the peers exit at once,
+# same, and so does a SIGPIPE (its output was piped into a reader that has
+# gone, e.g. `| head`: never taken for a second Ctrl-C). A second Ctrl-C sends a second SIGTERM: the peers exit at once,
 # without a checkpoint. A peer that exits non-zero is named with its last
 # error and the reason in its `end` metrics line; one that ended 3 (a
 # neighbour refused for a configuration that differs: TLS or --plaintext,
@@ -274,6 +275,18 @@ on_signal() {
     fi
 }
 trap on_signal INT TERM HUP
+# SIGPIPE: whoever read this script's output is gone (`... | head`). The
+# run is stopped as on a first interrupt (every peer one SIGTERM, its
+# checkpoint, exit 130, so a sweep marks it interrupted, not failed), never
+# as a second: output goes to /dev/null from then on (stdout; stderr too
+# if it was the same pipe and signals again).
+pipe_gone=0
+on_pipe() {
+    if [ "$pipe_gone" = 0 ]; then exec >/dev/null; else exec 2>/dev/null; fi
+    pipe_gone=$((pipe_gone + 1))
+    [ "$stopping" = 0 ] && on_signal
+}
+trap on_pipe PIPE
 
 # A peer whose launch failed may be started again by hand (manifest.json's
 # node_command with --resume). by_hand_running K: such a peer K runs now

@@ -56,7 +56,8 @@
 # Nothing unfinished is ever averaged: `murmur report --sweep` lists and
 # excludes it.
 #
-# Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops the current run cleanly (its
+# Ctrl-C (SIGINT, SIGTERM, SIGHUP; and SIGPIPE, when the output was piped
+# into a reader that has gone) stops the current run cleanly (its
 # peers get one SIGTERM each from run-local.sh, finish their round, write
 # their checkpoint and exit 0), marks it interrupted and starts no other.
 # run-local.sh runs in a session of its own, so a terminal's Ctrl-C reaches
@@ -550,6 +551,19 @@ on_signal() {
     [ -s "$child_pidf" ] && kill -TERM "$(cat "$child_pidf")" 2>/dev/null
 }
 trap on_signal INT TERM HUP
+# SIGPIPE (the sweep's output was piped into a reader that has gone, e.g.
+# `| head`): stopped as on Ctrl-C, once; output to /dev/null from then on
+# (sweep.log keeps the log).
+pipe_gone=0
+on_pipe() {
+    signals=$((signals + 1))
+    pipe_gone=$((pipe_gone + 1))
+    if [ "$pipe_gone" -gt 1 ]; then exec 2>/dev/null; return; fi
+    exec >/dev/null 4>/dev/null
+    interrupted=1
+    [ -s "$child_pidf" ] && kill -TERM "$(cat "$child_pidf")" 2>/dev/null
+}
+trap on_pipe PIPE
 
 ran=0 ran_time=0 n_ok=0 n_failed=0 left=$todo disk_full=0
 # run-local.sh's output: fd 4, the terminal or (-q) output.log.
@@ -586,6 +600,10 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     # has ended (scripts/launch-lib.sh).
     wait_pid $bgpid
     rc=$st
+    # run-local.sh exits 130 when it was interrupted (by us, or by a signal
+    # of its own: a SIGPIPE of its output); its peers stopped with their
+    # checkpoints: interrupted, not failed
+    [ $rc -eq 130 ] && interrupted=1
     rm -f "$child_pidf"
     dt=$(($(date +%s) - t0))
     wall=$((wall_before + dt)) # every attempt the sweep timed

@@ -10,7 +10,10 @@
 # (that peer would start again from round 0) but run again from round 0.
 # The lock is free the moment an interrupted sweep has exited: the same
 # command can be run again at once (run-local.sh's progress sleep held it
-# for up to -i SEC after the sweep was gone).
+# for up to -i SEC after the sweep was gone). A sweep whose output is
+# piped into a reader that quits (`| head`) stops as on Ctrl-C: its run is
+# interrupted (its peers stopped with their checkpoints), not failed, and
+# the same command resumes it.
 # The peers are a stand-in for `murmur node` (a
 # shell script writing metrics in the documented format, slowly enough to
 # be killed mid-run); everything else is the real murmur.
@@ -179,4 +182,23 @@ st=0; wait $sp || st=$?
 flock -n "$RUNS/l/sweep.lock" true ||
     fail "the sweep has exited but its lock is still held (by: $(fuser "$RUNS/l/sweep.lock" 2>&1 | tr -s ' '))"
 note "the lock was free as soon as the interrupted sweep had exited"
+# 9. SIGPIPE: `sweep.sh | head -n 4` (the 4th line is run-local.sh's first
+# progress line; its next one meets the closed pipe), then without the pipe.
+printf 'topology %s\nseeds 7 8\nflags --rounds 8\n' "$T/ring-3.topo" > "$T/p.sweep"
+{ st=0; FAKE_SLEEP=0.5 timeout 60 sh "$ROOT/scripts/sweep.sh" -i 1 -p "$port" "$T/p.sweep" || st=$?; echo $st > "$T/p.rc"; } |
+    head -n 4 > "$T/p.head"
+d=$RUNS/p/ring-3/s7
+[ "$(cat "$T/p.rc")" = 130 ] || { cat "$T/p.head" "$RUNS/p/sweep.log" >&2; fail "the sweep whose reader quit exited $(cat "$T/p.rc"), not 130"; }
+[ -f "$d/sweep.interrupted" ] && [ ! -f "$d/sweep.failed" ] ||
+    { cat "$RUNS/p/sweep.log" >&2; fail "the run whose output reader quit is not marked interrupted ($(cat "$d"/sweep.* 2>/dev/null | head -n 1))"; }
+[ -e "$RUNS/p/ring-3/s8" ] && fail "the sweep started the next run after its reader quit"
+for k in 0 1 2; do
+    [ "$(cat "$d/launch/node-$k.exit")" = 0 ] || fail "peer $k of the piped run exited $(cat "$d/launch/node-$k.exit"), not 0"
+    tail -n 1 "$d/node-$k/metrics.jsonl" | grep -q '"reason":"signal"' || fail "peer $k of the piped run did not stop on a signal"
+done
+sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/p.sweep" > "$T/out12" 2>&1 || { cat "$T/out12" >&2; fail "the sweep after the pipe failed"; }
+grep -q "ring-3/s7: interrupted before; resumed from its peers' checkpoints" "$T/out12" ||
+    { cat "$T/out12" >&2; fail "the run stopped by SIGPIPE was not resumed"; }
+[ -f "$d/sweep.done" ] && [ -f "$RUNS/p/ring-3/s8/sweep.done" ] || fail "not both runs done after the pipe"
+note "| head: the run was interrupted with its checkpoints, then resumed"
 echo "ok: the sweep resumes after a kill; failed runs are never averaged"
