@@ -1,7 +1,8 @@
 # murmur data-prepare --text: the README's example runs as written (prepare,
 # data-info, a short train); labels come from sub-directories and the
 # partitions work on them; bad input is refused with the file and, for
-# UTF-8, the byte offset; names are mapped to the index's rules.
+# UTF-8, the byte offset, every problem of a tree in one run; names are
+# mapped to the index's rules.
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 ln -s "$MURMUR" murmur
@@ -40,6 +41,21 @@ grep -q "3 of 5 files refused" all.out || fail "all: no count of the refused fil
 [ ! -f out-all/index.tsv ] || fail "all: an index was written"
 mk lonely/a/one.txt 'x\n'; mk lonely/a/two.txt 'y\n'; mk lonely/b/three.txt 'z\n'
 refuse lonely "label 'b' has only 1 file (b/three.txt)" lonely
+# every problem of a tree in one run (issue 34): an empty file, a file that
+# is not UTF-8, a NUL byte, a lone top-level file, a label left with one
+# usable file, a name clash, a FIFO; nothing written
+mk every/a/one.txt 'fine\n'; mk every/a/two.txt 'fine too\n'; : > every/a/empty.txt
+mk every/b/latin1.txt 'caf\351\n'; mk every/b/ok.txt 'ok\n'
+mk every/c/nul.txt 'a\000b\n'; mk every/c/ok.txt 'ok\n'; mk every/c/'x y.txt' '1\n'; mk every/c/x_y.txt '2\n'
+mk every/lone.txt 'alone\n'; mkfifo every/a/fifo
+refuse every "every/a/empty.txt: empty file" every
+for want in "every/b/latin1.txt: byte 3: not valid UTF-8" "every/c/nul.txt: byte 1: a NUL byte" \
+    "label 'text' has only 1 file (lone.txt)" "label 'b' has only 1 usable file (b/ok.txt; 1 other refused above)" \
+    "both become name 'c-x_y'" "every/a/fifo: neither a regular file nor a directory" \
+    "7 problems (each named above; 3 of 10 files refused)"; do
+    grep -q -- "$want" every.out || fail "every: '$want' not said in the one run: $(cat every.out)"
+done
+[ ! -e out-every ] || fail "every: the output directory was left behind"
 mk clash/a/'x y.txt' '1\n'; mk clash/a/x_y.txt '2\n'
 refuse clash "both become name 'a-x_y'" clash
 # two long names with the same first 31 bytes are mapped apart (a suffix
