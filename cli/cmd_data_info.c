@@ -74,6 +74,28 @@ static double mean_tv(const double *bytes, const double *corpus, int n, int G)
     return sum / n;
 }
 
+/* The table's widest line with every genre's column as wide as its name
+ * (at least 5): wider than this, the columns take 5 characters of each
+ * name and the cut ones are listed under the table. */
+#define TABLE_MAX_WIDTH 100
+
+/* Each genre's column width into width[]; true when a name was cut. */
+static bool column_widths(const mm_data_index *ix, int *width)
+{
+    int line = 4 + 1 + 5 + 1 + 7 + 2 + 4 + 1 + MM_DATA_NAME_MAX; /* peer files kB, top */
+    for (int g = 0; g < ix->n_genres; g++) {
+        int len = (int)strlen(ix->genres[g]);
+        width[g] = len > 5 ? len : 5;
+        line += 1 + width[g];
+    }
+    bool cut = false;
+    for (int g = 0; g < ix->n_genres && line > TABLE_MAX_WIDTH; g++) {
+        cut |= width[g] > 5;
+        width[g] = 5;
+    }
+    return cut;
+}
+
 int cmd_data_info(int argc, char **argv)
 {
     /* --partition, --seed and --data as murmur train and node take them */
@@ -120,7 +142,8 @@ int cmd_data_info(int argc, char **argv)
     double *bytes = malloc((size_t)n * G * sizeof *bytes), *iid = malloc((size_t)n * G * sizeof *iid);
     double *corpus = calloc((size_t)G, sizeof *corpus), total = 0, ub = 0, ub_iid = 0;
     int *files = malloc((size_t)n * sizeof *files);
-    if (!bytes || !iid || !corpus || !files) {
+    int *width = malloc((size_t)G * sizeof *width);
+    if (!bytes || !iid || !corpus || !files || !width) {
         fprintf(stderr, "murmur data-info: out of memory\n");
         goto out;
     }
@@ -143,9 +166,10 @@ int cmd_data_info(int argc, char **argv)
         printf(", seed %llu%s", (unsigned long long)part.seed,
                part.seed_given ? " (named in the partition)" : " (the run's --seed)");
     printf(", %ld peers; %% of each peer's bytes by genre:\n\n", n);
+    bool cut = column_widths(&ix, width);
     printf("%4s %5s %7s", "peer", "files", "kB");
     for (int g = 0; g < G; g++)
-        printf(" %5.5s", ix.genres[g]);
+        printf(" %*.*s", width[g], width[g], ix.genres[g]);
     printf("  top\n");
     int dominated = 0;
     for (int p = 0; p < n; p++) {
@@ -162,17 +186,25 @@ int cmd_data_info(int argc, char **argv)
         for (int g = 0; g < G; g++) {
             double pc = 100 * bytes[p * G + g] / mine;
             if (bytes[p * G + g] > 0)
-                printf(" %5.0f", pc);
+                printf(" %*.0f", width[g], pc);
             else
-                printf(" %5s", ".");
+                printf(" %*s", width[g], ".");
         }
         printf("  %.0f%% %s\n", 100 * top / mine, ix.genres[tg]);
         dominated += top > 0.8 * mine;
     }
     printf("%4s %5d %7.0f", "all", n_train, total / 1000);
     for (int g = 0; g < G; g++)
-        printf(" %5.0f", 100 * corpus[g] / total);
-    printf("  (the corpus's mix)\n\n");
+        printf(" %*.0f", width[g], 100 * corpus[g] / total);
+    printf("  (the corpus's mix)\n");
+    if (cut) { /* the names the columns cut short */
+        printf("columns   ");
+        for (int g = 0, listed = 0; g < G; g++)
+            if ((int)strlen(ix.genres[g]) > width[g])
+                printf("%s %.*s = %s", listed++ ? "," : "", width[g], ix.genres[g], ix.genres[g]);
+        printf("\n");
+    }
+    printf("\n");
     printf("unused     %d training files, %.0f kB (%.1f%% of the training bytes)%s\n", unused, ub / 1000,
            100 * ub / total, unused ? ": no peer's mix asked for them" : "");
     printf("dominated  %d of %ld peers have more than 80%% of their bytes in one genre\n", dominated, n);
@@ -184,6 +216,7 @@ out:
     free(iid);
     free(corpus);
     free(files);
+    free(width);
     mm_data_index_free(&ix);
     return rc;
 }

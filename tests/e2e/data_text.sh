@@ -12,6 +12,7 @@ awk '/^### 7. Your own text/ { f = 1 } f && /^```sh/ { b = 1; next } b && /^```/
 MURMUR_NO_BLAS_FIX=1 sh -e example.sh > example.out 2>&1 || { cat example.out; fail "the README example failed"; }
 grep -q "8 files, 2 labels" example.out || fail "data-prepare did not report 8 files in 2 labels"
 grep -q "^   0 .*100% poems" example.out || fail "data-info: peer 0 does not hold the poems"
+grep -q "^peer files *kB letters poems  top$" example.out || fail "data-info: the labels' columns are cut: $(grep '^peer' example.out)"
 grep -q '"ev":"end".*"reason":"done"' runs/mytext/metrics.jsonl || fail "train did not end normally"
 "$MURMUR" data-verify mytext-prepared > /dev/null || fail "the prepared text does not verify"
 "$MURMUR" data-info --data mytext-prepared --partition dirichlet:0.5 -n 3 --seed 2 > di.out ||
@@ -24,6 +25,15 @@ refuse() { # WHAT EXPECT DIR
     grep -q -- "$2" "$T/$1.out" || fail "$1: message '$(cat "$T/$1.out")' lacks '$2'"
 }
 mk() { mkdir -p "$(dirname "$1")"; printf "$2" > "$1"; }
+# many long labels: 5-character columns, and the names they cut said
+for l in 01 02 03 04 05 06 07 08 09 10; do
+    mk many/label_number_$l/a.txt 'one\n'; mk many/label_number_$l/b.txt 'two\n'
+done
+"$MURMUR" data-prepare --text many many-prep > /dev/null || fail "the many-label tree was refused"
+"$MURMUR" data-info --data many-prep --partition genre -n 2 > many.out || fail "data-info on many labels failed"
+[ "$(awk '/^peer/ { print length($0) }' many.out)" -le 100 ] || fail "data-info: the table is wider than 100 characters"
+grep -q "^columns .* label = label_number_01, .* label = label_number_10$" many.out ||
+    fail "data-info: the cut names are not listed: $(cat many.out)"
 mk bad/a/one.txt 'fine\n'; mk bad/a/two.txt 'caf\303\251 ok, then \303\050 bad\n'
 refuse utf8 "bad/a/two.txt: byte 15: not valid UTF-8 (0xc3)" bad
 mk nul/a/one.txt 'fine\n'; mk nul/a/two.txt 'a\000b\n'
