@@ -76,6 +76,14 @@ mk longn/a/"$long-1.txt" '1\n'; mk longn/a/"$long-2.txt" '2\n'
 [ "$(grep -c "is 'a-a-rather-long-file-n-[0-9a-f]\{8\}' in the index" longn.out)" -eq 2 ] ||
     fail "long names: not mapped to 22 bytes and a hash: $(cat longn.out)"
 [ "$(cut -f1 longn-prep/index.tsv | grep -c '^a-a-rather-long-file-n-')" -eq 2 ] || fail "long names: not both in the index"
+# a corpus that is not there: how to prepare that one (issue 34), not
+# `make data`, which prepares data/brown only
+if "$MURMUR" data-info --data mine -n 2 > nocorpus.out 2>&1; then fail "data-info without a corpus: accepted"; fi
+grep -q "mine/index.tsv: cannot open: No such file or directory (no prepared corpus there: prepare it with .murmur data-prepare --text YOUR_TEXT_DIR mine." nocorpus.out ||
+    fail "a missing corpus of one's own: $(cat nocorpus.out)"
+mkdir -p sub/data
+if "$MURMUR" data-info --data sub/data/brown -n 2 > nobrown.out 2>&1; then fail "data-info without data/brown: accepted"; fi
+grep -q "(no prepared corpus there: .make data. prepares it)" nobrown.out || fail "a missing data/brown: $(cat nobrown.out)"
 mk inside/a/one.txt '1\n'; mk inside/a/two.txt '2\n'
 if "$MURMUR" data-prepare --text inside inside/prep > inside.out 2>&1; then fail "DST inside DIR accepted"; fi
 grep -q "is inside" inside.out || fail "DST inside DIR: $(cat inside.out)"
