@@ -22,6 +22,7 @@
 #include "base/text.h"
 #include "net/hosts.h"
 #include "watch/watch.h"
+#include "watch/watch_int.h"
 
 #define SCRAPE_MAX (4u << 20)       /* bytes of one answer */
 #define CONNECT_MS 1000
@@ -410,7 +411,7 @@ static const char *peer_state(const peer *p, double t, double stale_s)
 static const char *link_state(const mm_watch_hosts *h, const char *const *states, int i,
                               const nbr *b)
 {
-    if (!strcmp(states[i], "silent") || (b->id < h->n && !strcmp(states[b->id], "silent")))
+    if (mm__watch_gone(states[i]) || (b->id < h->n && mm__watch_gone(states[b->id])))
         return "missing";
     if (b->refused)
         return "refused";
@@ -615,13 +616,17 @@ char *mm_watch_hosts_json(mm_watch_hosts *h, const mm_watch_opts *o, double now,
     for (unsigned i = 0; i < h->n; i++)
         scrape_peer(h, &h->p[i], t);
     const char **states = calloc(h->n, sizeof *states);
-    if (!states) {
+    bool *ended = calloc(h->n, sizeof *ended);
+    if (!states || !ended) {
+        free(states);
+        free(ended);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     const scrape *info = NULL;
     for (unsigned i = 0; i < h->n; i++) {
         states[i] = peer_state(&h->p[i], t, o->stale_s);
+        ended[i] = !strcmp(states[i], "done");
         if (!info && h->p[i].ever)
             info = &h->p[i].s;
     }
@@ -639,6 +644,12 @@ char *mm_watch_hosts_json(mm_watch_hosts *h, const mm_watch_opts *o, double now,
         mm_text_put(&txt, "null");
     mm_text_put(&txt, ",\"stale_s\":");
     mm_text_json_num(&txt, o->stale_s);
+    /* (an endpoint that stops answering cannot say how its peer ended:
+     * silent; the run ends "stopped" then, or "finished" when all said
+     * murmur_ended) */
+    mm_text_put(&txt, ",\"status\":");
+    mm_text_json_str(&txt, mm__watch_run_status(states, ended, (int)h->n, (int)h->n));
+    mm_text_put(&txt, ",\"ended_ago\":null");
     mm_text_put(&txt, ",\"peers\":[");
     for (unsigned i = 0; i < h->n; i++) {
         if (i)
@@ -650,6 +661,7 @@ char *mm_watch_hosts_json(mm_watch_hosts *h, const mm_watch_opts *o, double now,
     put_rows(&txt, h);
     mm_text_put(&txt, "}");
     free(states);
+    free(ended);
     if (txt.oom) {
         mm_text_free(&txt);
         snprintf(err, errlen, "out of memory");
