@@ -503,7 +503,8 @@ static void finish(loader *L)
     for (size_t i = 0; i < p->n_rounds; i++)
         p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges;
     p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
-    qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
+    if (L->n_pend) /* (qsort wants an array, even of none: UBSan) */
+        qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
     for (size_t i = 0; i < L->n_pend; i++) {
         if (i + 1 < L->n_pend && L->pend[i + 1].round == L->pend[i].round)
             continue;
@@ -641,7 +642,8 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
         r->peers[r->n_peers++].id = id;
     }
     closedir(d);
-    qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
+    if (r->n_peers)
+        qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
 
     size_t records = 0;
     const mm_rep_peer *first = NULL; /* the first peer with a start line */
