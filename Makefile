@@ -5,7 +5,7 @@
 #   make data       fetch and prepare the Brown corpus into data/
 #   make demo       the README's main job
 #
-# Sources are found by folder. Each room (base/ model/ gossip/ member/ net/ report/ plan/ node/)
+# Sources are found by folder. Each room (base/ model/ gossip/ member/ net/ report/ plan/ node/ watch/)
 # becomes one object in libmurmur.a, linked with `ld -r`, in which its
 # internal names (mm__*) are made local: they cannot be reached from another
 # room or a test, and `nm -g` of the library shows the public API only.
@@ -34,7 +34,7 @@ CMOCKA_LIBS = $(shell pkg-config --libs cmocka 2>/dev/null || echo -lcmocka)
 
 ALL_CFLAGS = $(CPPFLAGS) $(ASSERTS) $(PKG_CFLAGS) $(WARN) $(CFLAGS) $(SANITIZE) -pthread
 
-ROOMS    = base model gossip member net report plan node
+ROOMS    = base model gossip member net report plan node watch
 PROG_SRC = $(wildcard cli/*.c)
 PROG_OBJ = $(PROG_SRC:%.c=$(BUILD)/%.o)
 room_src = $(filter-out $(PROG_SRC),$(wildcard $(1)/*.c))

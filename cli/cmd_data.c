@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/fs.h"
 #include "model/brown.h"
@@ -130,17 +131,18 @@ static bool inside(const char *dir, const char *dst)
 }
 
 /* Whether a text file can be a text of the corpus; if not, says why. */
-static bool text_ok(const char *path, const char *text, size_t len)
+static bool text_ok(const char *path, const char *text, size_t len, mm_text_say *say)
 {
     size_t bad;
     if (len == 0) {
-        fprintf(stderr, "murmur data-prepare: %s: empty file (every text needs at least one "
-                        "byte; remove it)\n", path);
+        mm_text_problem(say, "%s: empty file (every text needs at least one byte; remove it)",
+                        path);
         return false;
     }
     if (!mm_utf8_valid((const uint8_t *)text, len, &bad)) {
-        fprintf(stderr, "murmur data-prepare: %s: byte %zu: %s (0x%02x)\n", path, bad,
-                text[bad] ? "not valid UTF-8" : "a NUL byte, not text", (unsigned char)text[bad]);
+        mm_text_problem(say, "%s: byte %zu: %s (0x%02x)", path, bad,
+                        text[bad] ? "not valid UTF-8" : "a NUL byte, not text",
+                        (unsigned char)text[bad]);
         return false;
     }
     return true;
@@ -151,18 +153,23 @@ static int prepare_text(const char *dir, const char *dst, const char *label, con
     char err[1024], note_buf[600];
     mm_text_file *tf;
     int n;
-    if (mm_text_scan(dir, label, &tf, &n, err, sizeof err) != 0) {
+    /* Every problem is said and the checks go on, so that one run names
+     * all there are to fix; the index is then not written. */
+    mm_text_say say = {.out = stderr, .prefix = "murmur data-prepare: "};
+    if (mm_text_scan(dir, label, &say, &tf, &n, err, sizeof err) != 0) {
         fprintf(stderr, "murmur data-prepare: %s\n", err);
         return 1;
     }
     mm_data_file *files = calloc((size_t)n, sizeof *files);
+    bool *usable = calloc((size_t)n, sizeof *usable);
     int rc = 1, labels = 0;
     size_t total = 0;
-    if (!files) {
+    if (!files || !usable) {
         fprintf(stderr, "murmur data-prepare: out of memory\n");
         goto out;
     }
-    if (mkdir(dst, 0755) != 0 && errno != EEXIST) {
+    bool made_dst = mkdir(dst, 0755) == 0;
+    if (!made_dst && errno != EEXIST) {
         fprintf(stderr, "murmur data-prepare: %s: cannot create: %s\n", dst, strerror(errno));
         goto out;
     }
@@ -171,22 +178,21 @@ static int prepare_text(const char *dir, const char *dst, const char *label, con
                         "put it elsewhere\n", dst, dir);
         goto out;
     }
-    /* A bad file is said and the others still read, so that one run names
-     * every file to fix; the index is then not written. */
     int refused = 0;
     for (int i = 0; i < n; i++) {
         char in_path[4200], out_path[4200];
         snprintf(in_path, sizeof in_path, "%s/%s", dir, tf[i].rel);
         size_t len;
         char *text = read_all(in_path, &len, MAX_TEXT_BYTES, err, sizeof err);
-        if (!text || !text_ok(in_path, text, len)) {
-            if (!text)
-                fprintf(stderr, "murmur data-prepare: %s\n", err);
+        if (!text)
+            mm_text_problem(&say, "%s", err);
+        if (!text || !text_ok(in_path, text, len, &say)) {
             free(text);
             refused++;
             continue;
         }
-        if (refused) { /* no index will be written: only check the rest */
+        usable[i] = true;
+        if (say.n) { /* no index will be written: only check the rest */
             free(text);
             continue;
         }
@@ -210,9 +216,13 @@ static int prepare_text(const char *dir, const char *dst, const char *label, con
         labels += i == 0 || strcmp(tf[i].label, tf[i - 1].label);
         total += len;
     }
-    if (refused) {
-        fprintf(stderr, "murmur data-prepare: %d of %d files refused (each named above): fix or "
-                        "remove them (no index written to %s)\n", refused, n, dst);
+    mm_text_label_sizes(tf, n, usable, &say);
+    if (say.n) {
+        fprintf(stderr, "murmur data-prepare: %d problem%s (each named above; %d of %d files "
+                        "refused): fix them, then run again (no index written to %s)\n", say.n,
+                say.n == 1 ? "" : "s", refused, n, dst);
+        if (made_dst)
+            rmdir(dst); /* (only when nothing was written into it) */
         goto out;
     }
     if (!note) {
@@ -232,6 +242,7 @@ static int prepare_text(const char *dir, const char *dst, const char *label, con
     rc = 0;
 out:
     free(files);
+    free(usable);
     mm_text_files_free(tf, n);
     return rc;
 }

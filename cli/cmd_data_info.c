@@ -84,7 +84,7 @@ static bool dominated_by_one(const double *b, int G)
 /* One row of the table: label (the peer, or the member asked about) and
  * peer p's files, kB, genre shares and its largest genre. */
 static void print_row(long label, int p, const double *bytes, const int *files,
-                      const mm_data_index *ix)
+                      const mm_data_index *ix, const int *width)
 {
     int G = ix->n_genres;
     double mine, top;
@@ -92,9 +92,9 @@ static void print_row(long label, int p, const double *bytes, const int *files,
     printf("%4ld %5d %7.0f", label, files[p], mine / 1000);
     for (int g = 0; g < G; g++) {
         if (bytes[p * G + g] > 0)
-            printf(" %5.0f", 100 * bytes[p * G + g] / mine);
+            printf(" %*.0f", width[g], 100 * bytes[p * G + g] / mine);
         else
-            printf(" %5s", ".");
+            printf(" %*s", width[g], ".");
     }
     printf("  %.0f%% %s\n", 100 * top / mine, ix->genres[tg]);
 }
@@ -116,6 +116,28 @@ static double mean_tv(const double *bytes, const double *corpus, int n, int G)
         sum += tv / 2;
     }
     return sum / n;
+}
+
+/* The table's widest line with every genre's column as wide as its name
+ * (at least 5): wider than this, the columns take 5 characters of each
+ * name and the cut ones are listed under the table. */
+#define TABLE_MAX_WIDTH 100
+
+/* Each genre's column width into width[]; true when a name was cut. */
+static bool column_widths(const mm_data_index *ix, int *width)
+{
+    int line = 4 + 1 + 5 + 1 + 7 + 2 + 4 + 1 + MM_DATA_NAME_MAX; /* peer files kB, top */
+    for (int g = 0; g < ix->n_genres; g++) {
+        int len = (int)strlen(ix->genres[g]);
+        width[g] = len > 5 ? len : 5;
+        line += 1 + width[g];
+    }
+    bool cut = false;
+    for (int g = 0; g < ix->n_genres && line > TABLE_MAX_WIDTH; g++) {
+        cut |= width[g] > 5;
+        width[g] = 5;
+    }
+    return cut;
 }
 
 int cmd_data_info(int argc, char **argv)
@@ -167,7 +189,8 @@ int cmd_data_info(int argc, char **argv)
     double *bytes = malloc((size_t)n * G * sizeof *bytes), *iid = malloc((size_t)n * G * sizeof *iid);
     double *corpus = calloc((size_t)G, sizeof *corpus), total = 0, ub = 0, ub_iid = 0;
     int *files = malloc((size_t)n * sizeof *files);
-    if (!bytes || !iid || !corpus || !files) {
+    int *width = malloc((size_t)G * sizeof *width);
+    if (!bytes || !iid || !corpus || !files || !width) {
         fprintf(stderr, "murmur data-info: out of memory\n");
         goto out;
     }
@@ -193,22 +216,31 @@ int cmd_data_info(int argc, char **argv)
     if (member >= n)
         printf("member     %ld is not a starting peer (0..%ld): it trains on the shard of peer "
                "%ld mod %ld = %d\n", member, n - 1, member, n, mm_shard_of_id((uint32_t)member, (int)n));
+    bool cut = column_widths(&ix, width);
     printf("\n%4s %5s %7s", "peer", "files", "kB");
     for (int g = 0; g < G; g++)
-        printf(" %5.5s", ix.genres[g]);
+        printf(" %*.*s", width[g], width[g], ix.genres[g]);
     printf("  top\n");
     int dominated = 0;
     for (int p = 0; p < n; p++) {
         if (member < 0)
-            print_row(p, p, bytes, files, &ix);
+            print_row(p, p, bytes, files, &ix, width);
         else if (p == mm_shard_of_id((uint32_t)member, (int)n))
-            print_row(member, p, bytes, files, &ix);
+            print_row(member, p, bytes, files, &ix, width);
         dominated += dominated_by_one(&bytes[p * G], G);
     }
     printf("%4s %5d %7.0f", "all", n_train, total / 1000);
     for (int g = 0; g < G; g++)
-        printf(" %5.0f", 100 * corpus[g] / total);
-    printf("  (the corpus's mix)\n\n");
+        printf(" %*.0f", width[g], 100 * corpus[g] / total);
+    printf("  (the corpus's mix)\n");
+    if (cut) { /* the names the columns cut short */
+        printf("columns   ");
+        for (int g = 0, listed = 0; g < G; g++)
+            if ((int)strlen(ix.genres[g]) > width[g])
+                printf("%s %.*s = %s", listed++ ? "," : "", width[g], ix.genres[g], ix.genres[g]);
+        printf("\n");
+    }
+    printf("\n");
     printf("unused     %d training files, %.0f kB (%.1f%% of the training bytes)%s\n", unused, ub / 1000,
            100 * ub / total, unused ? ": no peer's mix asked for them" : "");
     printf("dominated  %d of %ld peers have more than 80%% of their bytes in one genre\n", dominated, n);
@@ -220,6 +252,7 @@ out:
     free(iid);
     free(corpus);
     free(files);
+    free(width);
     mm_data_index_free(&ix);
     return rc;
 }

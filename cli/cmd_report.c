@@ -1,6 +1,7 @@
 /* murmur report: a run directory's metrics -> table, CSV and plots; also
  * the one-line progress view the launcher polls, and the comparison of
  * several runs, and the aggregation of a sweep. The work is in report/. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,7 +118,7 @@ static int compare(char **dirs, int n, const char *csv, const char *png, bool pl
         target = mm_report_common_target(runs, loaded);
     mm_report_compare_table(runs, loaded, target, stdout);
     if (mm_report_compare_csv(runs, loaded, target, csv) != 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", csv);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", csv, strerror(errno));
         rc = 1;
     } else {
         printf("csv: %s\n", csv);
@@ -182,7 +183,8 @@ static int sweep(char *const *dirs, int n_dirs, const char *baseline, const char
         beside(runs_csv, sizeof runs_csv, dir, csv, "sweep-runs.csv");
     }
     if (mm_sweep_write_csv(&s, csv) != 0 || mm_sweep_write_runs_csv(&s, runs_csv) != 0) {
-        fprintf(stderr, "murmur report: cannot write %s or %s\n", csv, runs_csv);
+        fprintf(stderr, "murmur report: cannot write %s or %s: %s\n", csv, runs_csv,
+                strerror(errno));
         rc = 1;
     } else {
         printf("csv: %s (settings), %s (runs)\n", csv, runs_csv);
@@ -311,7 +313,7 @@ int cmd_report(int argc, char **argv)
     snprintf(path, sizeof path, "%s/labels.csv", dirs[0]);
     int labels = mm_report_labels(&r, stdout, path);
     if (labels < 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", path, strerror(errno));
         rc = 1;
     } else if (labels > 0) {
         printf("labels: %s\n\n", path);
@@ -321,7 +323,7 @@ int cmd_report(int argc, char **argv)
         csv = path;
     }
     if (mm_report_write_csv(&r, csv) != 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", csv);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", csv, strerror(errno));
         rc = 1;
     } else {
         printf("csv: %s\n", csv);

@@ -1,6 +1,6 @@
 /* murmur watch DIR: a live page of a run or a sweep (docs/metrics.md,
  * "murmur watch"). A refresher re-reads DIR every --interval seconds into
- * one JSON document (node/watch.c); the page (node/web/) gets it pushed as
+ * one JSON document (watch/watch.c); the page (watch/web/) gets it pushed as
  * Server-Sent Events on /events. Every asset is served from memory, read at
  * start: the page's three files and Debian's Chart.js. Nothing a client
  * sends can reach the run: the server only reads, and only the names of its
@@ -21,7 +21,7 @@
 #include "base/opt.h"
 #include "cli/commands.h"
 #include "node/http.h"
-#include "node/watch.h"
+#include "watch/watch.h"
 
 #define CHART_JS "/usr/share/javascript/chart.js/chart.min.js"
 
@@ -225,7 +225,7 @@ static void route(void *ud, const char *path, mm_http_reply *r)
 
 /* ---- set-up ------------------------------------------------------------------- */
 
-/* The page's files: --assets DIR, else node/web beside the murmur program. */
+/* The page's files: --assets DIR, else watch/web beside the murmur program. */
 static int load_assets(const char *dir, char *err, size_t errlen)
 {
     char base[PATH_MAX] = "";
@@ -240,7 +240,7 @@ static int load_assets(const char *dir, char *err, size_t errlen)
         base[n] = '\0';
         char *slash = strrchr(base, '/');
         snprintf(slash ? slash : base, sizeof base - (size_t)(slash ? slash - base : 0),
-                 "/node/web");
+                 "/watch/web");
     }
     for (size_t i = 0; i < N_ASSETS; i++) {
         char path[PATH_MAX + 64];
@@ -318,7 +318,7 @@ int cmd_watch(int argc, char **argv)
                "ask for 'Authorization: Bearer TOKEN', TOKEN the file's first line",
                .hide_default = true),
         MM_OPT(MM_OPT_STR, "assets", "DIR", &assets_dir, 0, 0,
-               "the page's files (default: node/web beside the murmur program)",
+               "the page's files (default: watch/web beside the murmur program)",
                .hide_default = true),
         MM_OPT(MM_OPT_STR, "hosts", "FILE", &hosts_file, 0, 0,
                "watch the peers of a hosts file through their metrics endpoints, not DIR",

@@ -120,6 +120,30 @@ static int fields(char *s, char **f, size_t *fl, int max)
     }
 }
 
+/* Whether path is, or ends in, /suffix (or is suffix). */
+static bool ends_in(const char *path, const char *suffix)
+{
+    size_t n = strlen(path), k = strlen(suffix);
+    while (n > 1 && path[n - 1] == '/')
+        n--; /* "data/brown/" */
+    return n >= k && !strncmp(path + n - k, suffix, k) && (n == k || path[n - k - 1] == '/');
+}
+
+/* How to (re)make the prepared corpus in dir, for an error message: the
+ * make target of the two the Makefile prepares, data-prepare for any
+ * other (the user's own text, or Brown's files prepared elsewhere). */
+static const char *remedy(const char *dir, char *buf, size_t len)
+{
+    if (ends_in(dir, "data/brown"))
+        return "`make data` prepares it";
+    if (ends_in(dir, "data/lang"))
+        return "`make data-lang` prepares it";
+    snprintf(buf, len, "prepare it with `murmur data-prepare --text YOUR_TEXT_DIR %s` (your own "
+             "text, docs/formats.md) or `murmur data-prepare BROWN_DIR %s`; `make data` "
+             "prepares data/brown", dir, dir);
+    return buf;
+}
+
 int mm_data_index_load(mm_data_index *ix, const char *dir, char *err, size_t errlen)
 {
     memset(ix, 0, sizeof *ix);
@@ -128,9 +152,10 @@ int mm_data_index_load(mm_data_index *ix, const char *dir, char *err, size_t err
     char *text;
     size_t len;
     if (mm_read_file(path, &text, &len, 64u << 20, err, errlen) != 0) {
+        char how[2 * 4096 + 200];
         if (errno == ENOENT)
-            snprintf(err + strlen(err), errlen - strlen(err),
-                     " (prepare the data with `make data`)");
+            snprintf(err + strlen(err), errlen - strlen(err), " (no prepared corpus there: %s)",
+                     remedy(dir, how, sizeof how));
         return -1;
     }
     if (strncmp(text, INDEX_MAGIC "\n", strlen(INDEX_MAGIC) + 1) != 0) {
@@ -380,12 +405,12 @@ out:
 int mm_data_read_file(const char *dir, const mm_data_file *d, uint8_t *dst, char *err,
                       size_t errlen)
 {
-    char path[4096];
+    char path[4096], how[2 * 4096 + 200];
     snprintf(path, sizeof path, "%s/%s.txt", dir, d->name);
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s (run `make data` again)", path,
-                 strerror(errno));
+        snprintf(err, errlen, "%s: cannot open: %s (%s again)", path, strerror(errno),
+                 remedy(dir, how, sizeof how));
         return -1;
     }
     size_t got = fread(dst, 1, d->bytes, f);
@@ -397,15 +422,16 @@ int mm_data_read_file(const char *dir, const mm_data_file *d, uint8_t *dst, char
         return -1;
     }
     if (got != d->bytes || extra != EOF) {
-        snprintf(err, errlen, "%s: %s: the index says %zu bytes (run `make data` again)", path,
-                 got < d->bytes ? "truncated" : "longer than expected", d->bytes);
+        snprintf(err, errlen, "%s: %s: the index says %zu bytes (%s again)", path,
+                 got < d->bytes ? "truncated" : "longer than expected", d->bytes,
+                 remedy(dir, how, sizeof how));
         return -1;
     }
     uint8_t h[32];
     mm_sha256(dst, d->bytes, h);
     if (memcmp(h, d->sha256, 32) != 0) {
-        snprintf(err, errlen, "%s: corrupted: its SHA-256 differs from the index "
-                 "(run `make data` again)", path);
+        snprintf(err, errlen, "%s: corrupted: its SHA-256 differs from the index (%s again)",
+                 path, remedy(dir, how, sizeof how));
         return -1;
     }
     return 0;

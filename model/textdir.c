@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,19 @@ static bool map_name(const char *in, size_t len, char out[MM_DATA_NAME_MAX])
 typedef struct {
     mm_text_file *v;
     int n, cap;
+    mm_text_say *say; /* where a problem of one entry is said */
 } list;
+
+void mm_text_problem(mm_text_say *say, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(say->prefix, say->out);
+    vfprintf(say->out, fmt, ap);
+    fputc('\n', say->out);
+    va_end(ap);
+    say->n++;
+}
 
 static int add(list *l, const char *rel, char *err, size_t errlen)
 {
@@ -124,19 +137,27 @@ static int add(list *l, const char *rel, char *err, size_t errlen)
     return 0;
 }
 
+/* Every regular file under root/rel into l. An entry that cannot be used
+ * (unreadable, neither a file nor a directory, nested too deep, a path too
+ * long) is said and the walk goes on; -1 with err only when the walk
+ * cannot go on at all (out of memory, too many files). */
 static int walk(const char *root, const char *rel, int depth, list *l, char *err, size_t errlen)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
     if (depth > MAX_DEPTH) {
-        snprintf(err, errlen, "%s: directories nested more than %d deep (a symbolic link loop?)", path,
-                 MAX_DEPTH);
-        return -1;
+        mm_text_problem(l->say, "%s: directories nested more than %d deep (a symbolic link "
+                        "loop?)", path, MAX_DEPTH);
+        return 0;
     }
     DIR *d = opendir(path);
     if (!d) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return -1;
+        if (depth == 0) { /* the tree itself */
+            snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+            return -1;
+        }
+        mm_text_problem(l->say, "%s: cannot open: %s", path, strerror(errno));
+        return 0;
     }
     int rc = 0;
     struct dirent *e;
@@ -144,26 +165,18 @@ static int walk(const char *root, const char *rel, int depth, list *l, char *err
         if (e->d_name[0] == '.')
             continue; /* ., .., and hidden files */
         char sub[4096], full[4096];
-        if ((size_t)snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= sizeof sub) {
-            snprintf(err, errlen, "%s/%s: path too long", path, e->d_name);
-            rc = -1;
-            break;
-        }
         struct stat st;
-        if ((size_t)snprintf(full, sizeof full, "%s/%s", root, sub) >= sizeof full) {
-            snprintf(err, errlen, "%s/%s: path too long", path, e->d_name);
-            rc = -1;
-        } else if (stat(full, &st) != 0) {
-            snprintf(err, errlen, "%s: %s", full, strerror(errno));
-            rc = -1;
-        } else if (S_ISDIR(st.st_mode)) {
+        if ((size_t)snprintf(sub, sizeof sub, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >= sizeof sub ||
+            (size_t)snprintf(full, sizeof full, "%s/%s", root, sub) >= sizeof full)
+            mm_text_problem(l->say, "%s/%s: path too long", path, e->d_name);
+        else if (stat(full, &st) != 0)
+            mm_text_problem(l->say, "%s: %s", full, strerror(errno));
+        else if (S_ISDIR(st.st_mode))
             rc = walk(root, sub, depth + 1, l, err, errlen);
-        } else if (S_ISREG(st.st_mode)) {
+        else if (S_ISREG(st.st_mode))
             rc = add(l, sub, err, errlen);
-        } else {
-            snprintf(err, errlen, "%s: neither a regular file nor a directory", full);
-            rc = -1;
-        }
+        else
+            mm_text_problem(l->say, "%s: neither a regular file nor a directory", full);
     }
     closedir(d);
     return rc;
@@ -190,10 +203,42 @@ static size_t label_len(const char *rel)
     return slash ? (size_t)(slash - rel) : 0;
 }
 
-int mm_text_scan(const char *dir, const char *default_label, mm_text_file **files, int *n,
-                 char *err, size_t errlen)
+/* Two directories may not map to one label: each such pair said. */
+static void label_clashes(const list *l, const char *default_label)
 {
-    list l = {0};
+    for (int i = 1; i < l->n; i++) {
+        const mm_text_file *a = &l->v[i - 1], *b = &l->v[i];
+        size_t la = label_len(a->rel), lb = label_len(b->rel);
+        if (!strcmp(a->label, b->label) && (la != lb || strncmp(a->rel, b->rel, la)))
+            mm_text_problem(l->say, "'%.*s' and '%.*s' both become label '%s'; rename one",
+                            la ? (int)la : (int)strlen(default_label), la ? a->rel : default_label,
+                            lb ? (int)lb : (int)strlen(default_label), lb ? b->rel : default_label,
+                            a->label);
+    }
+}
+
+/* Nor two files to one name: each such pair said. -1 out of memory. */
+static int name_clashes(const list *l)
+{
+    mm_text_file **by_name = malloc((size_t)l->n * sizeof *by_name);
+    if (!by_name)
+        return -1;
+    for (int i = 0; i < l->n; i++)
+        by_name[i] = &l->v[i];
+    qsort(by_name, (size_t)l->n, sizeof *by_name, cmp_name);
+    for (int i = 1; i < l->n; i++)
+        if (!strcmp(by_name[i - 1]->name, by_name[i]->name))
+            mm_text_problem(l->say, "'%s' and '%s' both become name '%s' in the index (at most "
+                            "%d bytes of [A-Za-z0-9_.-]); rename one", by_name[i - 1]->rel,
+                            by_name[i]->rel, by_name[i]->name, MM_DATA_NAME_MAX - 1);
+    free(by_name);
+    return 0;
+}
+
+int mm_text_scan(const char *dir, const char *default_label, mm_text_say *say,
+                 mm_text_file **files, int *n, char *err, size_t errlen)
+{
+    list l = {.say = say};
     *files = NULL;
     *n = 0;
     if (walk(dir, "", 0, &l, err, errlen) != 0)
@@ -215,44 +260,10 @@ int mm_text_scan(const char *dir, const char *default_label, mm_text_file **file
         f->name_mapped = map_name(f->rel, len, f->name);
     }
     qsort(l.v, (size_t)l.n, sizeof *l.v, cmp_file);
-    /* Two directories may not map to one label. */
-    for (int i = 1; i < l.n; i++) {
-        const mm_text_file *a = &l.v[i - 1], *b = &l.v[i];
-        size_t la = label_len(a->rel), lb = label_len(b->rel);
-        if (!strcmp(a->label, b->label) && (la != lb || strncmp(a->rel, b->rel, la))) {
-            snprintf(err, errlen, "'%.*s' and '%.*s' both become label '%s'; rename one",
-                     la ? (int)la : (int)strlen(default_label), la ? a->rel : default_label,
-                     lb ? (int)lb : (int)strlen(default_label), lb ? b->rel : default_label, a->label);
-            goto fail;
-        }
-    }
-    /* Nor two files to one name. */
-    mm_text_file **by_name = malloc((size_t)l.n * sizeof *by_name);
-    if (!by_name) {
+    label_clashes(&l, default_label);
+    if (name_clashes(&l) != 0) {
         snprintf(err, errlen, "out of memory");
         goto fail;
-    }
-    for (int i = 0; i < l.n; i++)
-        by_name[i] = &l.v[i];
-    qsort(by_name, (size_t)l.n, sizeof *by_name, cmp_name);
-    for (int i = 1; i < l.n; i++)
-        if (!strcmp(by_name[i - 1]->name, by_name[i]->name)) {
-            snprintf(err, errlen, "'%s' and '%s' both become name '%s' in the index (at most %d "
-                     "bytes of [A-Za-z0-9_.-]); rename one", by_name[i - 1]->rel, by_name[i]->rel,
-                     by_name[i]->name, MM_DATA_NAME_MAX - 1);
-            free(by_name);
-            goto fail;
-        }
-    free(by_name);
-    /* Every label needs a validation file and a training file. */
-    for (int i = 0, j; i < l.n; i = j) {
-        for (j = i; j < l.n && !strcmp(l.v[j].label, l.v[i].label); j++)
-            ;
-        if (j - i < 2) {
-            snprintf(err, errlen, "label '%s' has only 1 file (%s): every label needs at least 2, "
-                     "its 1st, 11th, 21st... validate and the others train", l.v[i].label, l.v[i].rel);
-            goto fail;
-        }
     }
     *files = l.v;
     *n = l.n;
@@ -260,6 +271,32 @@ int mm_text_scan(const char *dir, const char *default_label, mm_text_file **file
 fail:
     mm_text_files_free(l.v, l.n);
     return -1;
+}
+
+void mm_text_label_sizes(const mm_text_file *f, int n, const bool *usable, mm_text_say *say)
+{
+    for (int i = 0, j; i < n; i = j) {
+        int ok = 0, first_ok = -1;
+        for (j = i; j < n && !strcmp(f[j].label, f[i].label); j++)
+            if (!usable || usable[j]) {
+                ok++;
+                if (first_ok < 0)
+                    first_ok = j;
+            }
+        if (ok >= 2)
+            continue;
+        if (j - i < 2)
+            mm_text_problem(say, "label '%s' has only 1 file (%s): every label needs at least 2, "
+                            "its 1st, 11th, 21st... validate and the others train", f[i].label,
+                            f[i].rel);
+        else if (ok == 1)
+            mm_text_problem(say, "label '%s' has only 1 usable file (%s; %d other%s refused "
+                            "above): every label needs at least 2", f[i].label, f[first_ok].rel,
+                            j - i - 1, j - i - 1 == 1 ? "" : "s");
+        else
+            mm_text_problem(say, "label '%s' has no usable file (all %d refused above): every "
+                            "label needs at least 2", f[i].label, j - i);
+    }
 }
 
 void mm_text_files_free(mm_text_file *files, int n)

@@ -10,12 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/fs.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "node/allreduce.h"
+#include "net/hosts.h"
 #include "net/ports.h"
 #include "model/blas_env.h"
 #include "net/tls.h"
@@ -542,14 +544,14 @@ static char **elastic_addrs(node *nd, char *err, size_t errlen)
     if (!all) {
         if (start)
             snprintf(err, errlen, "out of memory");
-        mm_peer_addrs_free(start, nd->n_start);
+        mm_hosts_free(start, nd->n_start);
         return NULL;
     }
     for (uint32_t i = 0; i < nd->n_start; i++) {
         all[i] = start[i];
         start[i] = NULL;
     }
-    mm_peer_addrs_free(start, nd->n_start);
+    mm_hosts_free(start, nd->n_start);
     char own[96] = "";
     if (c->advertise)
         snprintf(own, sizeof own, "%s", c->advertise);
@@ -564,16 +566,38 @@ static char **elastic_addrs(node *nd, char *err, size_t errlen)
         else
             snprintf(err, errlen, "peer %u is not in --hosts: give --advertise IP:PORT, where "
                      "the others reach it", nd->id);
-        mm_peer_addrs_free(all, nd->n);
+        mm_hosts_free(all, nd->n);
         return NULL;
     }
     free(all[nd->id]);
     if (!(all[nd->id] = strdup(own))) {
         snprintf(err, errlen, "out of memory");
-        mm_peer_addrs_free(all, nd->n);
+        mm_hosts_free(all, nd->n);
         return NULL;
     }
     return all;
+}
+
+/* The least free space a peer starts with: its log, metrics and checkpoints
+ * would otherwise be lost from the first line (a full disk later is a
+ * fault the peer rides out: docs/node.md, "Faults"). */
+#define MIN_FREE_BYTES (1024 * 1024)
+
+/* 0, or -1 saying why when the file system of dir has less than
+ * MIN_FREE_BYTES free (statvfs: the space a non-root writer may use). */
+static int check_free_space(const char *dir)
+{
+    struct statvfs fs;
+    if (statvfs(dir, &fs) != 0)
+        return 0; /* cannot tell: the writes will say */
+    unsigned long long avail = (unsigned long long)fs.f_bavail * fs.f_frsize;
+    if (avail >= MIN_FREE_BYTES)
+        return 0;
+    fprintf(stderr, "murmur node: %s: No space left on device (%llu KiB free on its file "
+                    "system; a peer starts with at least %d KiB for its log, metrics and "
+                    "checkpoints): free some space, or give another --run-dir\n", dir,
+            avail / 1024, MIN_FREE_BYTES / 1024);
+    return -1;
 }
 
 /* Checks the configuration (mm__node_check: the topology loaded into
@@ -612,6 +636,8 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
         fprintf(stderr, "murmur node: %s\n", err);
         return MM_EXIT_ERROR;
     }
+    if (check_free_space(dir) != 0)
+        return MM_EXIT_ERROR;
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/node.log", dir);
     *logf = fopen(path, "a");
@@ -623,6 +649,18 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
         *logf = NULL;
         fprintf(stderr, "murmur node: %s is in use by another process running peer %u in this "
                         "run directory (is --id %u given twice?)\n", dir, nd->id, nd->id);
+        return MM_EXIT_USAGE;
+    }
+    /* A second run in the directory of a first would append to its metrics
+     * and murmur report would merge the two into one table. (A joiner may:
+     * a member removed after a crash rejoins in its own node-K/ of the
+     * same run, its rounds after its old ones: docs/membership.md.) */
+    char held[256];
+    if (!c->resume && !c->join && mm__trainer_dir_holds_run(dir, held, sizeof held)) {
+        fprintf(stderr, "murmur node: %s holds a run of peer %u already (%s): a new run there "
+                        "would be appended to it and murmur report would merge the two. Continue "
+                        "that run with --resume, or give this one another --run-dir (or remove "
+                        "%s first)\n", dir, nd->id, held, dir);
         return MM_EXIT_USAGE;
     }
     mm_log_set_peer((int)nd->id);
@@ -855,7 +893,7 @@ out:
     mm_codec_free(nd->body_codec);
     mm_poison_free(nd->poison);
     mm_topo_free(topo);
-    mm_peer_addrs_free(addrs, nd->n);
+    mm_hosts_free(addrs, nd->n);
     free(nd->want);
     free(nd->links);
     free(nd->streams);

@@ -30,6 +30,13 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
                     const char *dir, mm__trainer **out, char *err, size_t errlen);
 void mm__trainer_free(mm__trainer *tr);
 
+/* Whether dir, a peer's node-K/, holds a run of that peer already: a
+ * metrics line, a checkpoint or a snapshot (docs/metrics.md, "Run
+ * directories"); what it holds is said in what. A directory a launcher
+ * made (console.log, pid, stop) or that a start which failed before its
+ * first metrics line left (node.log, an empty metrics.jsonl) holds none. */
+bool mm__trainer_dir_holds_run(const char *dir, char *what, size_t len);
+
 /* What the transport needs to know: the vector's length and fingerprint
  * (docs/protocol.md, HELLO). */
 size_t mm__trainer_vec_len(const mm__trainer *tr);

@@ -380,8 +380,9 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
              * ends the run for everyone). x holds an unaveraged round: no
              * checkpoint of it (the last one is kept), and an exit status
              * that says so, unless this peer was being stopped anyway. */
-            mm_error("round %ld: %s; stopping, the last checkpoint is kept", tr->round,
-                     tr->round_error);
+            char kept[128];
+            mm_error("round %ld: %s; stopping, %s", tr->round, tr->round_error,
+                     mm__trainer_kept(tr, kept, sizeof kept));
             if (!mm__trainer_stopping(tr))
                 tr->exit_status = MM_EXIT_ERROR;
             break;
@@ -398,9 +399,10 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
          * good one and before our vectors are refused by every neighbour. */
         uint64_t bad_at;
         if (!mm_all_finite(tr->x, tr->P, &bad_at)) {
+            char kept[128];
             mm_error("round %ld: parameter %" PRIu64 " of %zu is NaN or Inf after mixing and the "
                      "update (a neighbour's vector of absurd norm? see --clip-pull); stopping, "
-                     "the last checkpoint is kept", tr->round, bad_at, tr->P);
+                     "%s", tr->round, bad_at, tr->P, mm__trainer_kept(tr, kept, sizeof kept));
             tr->exit_status = MM_EXIT_ERROR;
             params_lost = true;
             break;

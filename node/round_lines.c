@@ -322,6 +322,8 @@ void mm__lines_start(mm__trainer *tr)
     mm_metrics_int(m, "sketch_dim", c->sketch_dim);
     mm_metrics_int(m, "sketch_seed", (long long)c->sketch_seed);
     mm_metrics_int(m, "resumed_round", tr->round);
+    if (c->resume) /* a peer that started fresh in a resumed run: murmur report flags it */
+        mm_metrics_str(m, "resume", tr->resumed_fresh ? "fresh" : "checkpoint");
     mm_metrics_int(m, "local_steps", c->local_steps);
     if (c->train.adamw.accum_steps > 1) /* --adam-accum: Decent-DP's AccumAdamW */
         mm_metrics_int(m, "adam_accum", c->train.adamw.accum_steps);

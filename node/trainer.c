@@ -2,11 +2,13 @@
  * (the model and its shard, or a plain vector with --vector-len), --resume,
  * the round's records, the algorithm chosen once (node/algo.h), the metrics
  * file; and what persists of a run: evaluations, snapshots, checkpoints. */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/log.h"
@@ -62,12 +64,57 @@ static int load_replica(mm__trainer *tr, char *err, size_t errlen)
     return 0;
 }
 
+/* The snapshots in dir/snap/ (rNNNNNNNN.bin, report/snapshot.h). */
+static int count_snapshots(const char *dir)
+{
+    char path[PATH_MAX + 32];
+    snprintf(path, sizeof path, "%s/snap", dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        n += de->d_name[0] == 'r' && strlen(de->d_name) == 13 && !strcmp(de->d_name + 9, ".bin");
+    closedir(d);
+    return n;
+}
+
+bool mm__trainer_dir_holds_run(const char *dir, char *what, size_t len)
+{
+    char path[PATH_MAX + 32];
+    struct stat st;
+    size_t at = 0;
+    what[0] = '\0';
+    snprintf(path, sizeof path, "%s/metrics.jsonl", dir);
+    if (stat(path, &st) == 0 && st.st_size >= 1000000)
+        at += (size_t)snprintf(what, len, "metrics.jsonl of %.1f MB", (double)st.st_size / 1e6);
+    else if (stat(path, &st) == 0 && st.st_size > 0)
+        at += (size_t)snprintf(what, len, "metrics.jsonl of %lld bytes", (long long)st.st_size);
+    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    if (at < len && stat(path, &st) == 0)
+        at += (size_t)snprintf(what + at, len - at, "%scheckpoint.bin", at ? ", " : "");
+    int snaps = count_snapshots(dir);
+    if (at < len && snaps > 0)
+        at += (size_t)snprintf(what + at, len - at, "%s%d snapshot%s in snap/", at ? ", " : "",
+                               snaps, snaps == 1 ? "" : "s");
+    return at > 0;
+}
+
 static int resume(mm__trainer *tr, char *err, size_t errlen)
 {
     char path[PATH_MAX + 32];
     snprintf(path, sizeof path, "%s/checkpoint.bin", tr->dir);
     if (access(path, F_OK) != 0 && errno == ENOENT) { /* the rule of murmur train --resume too */
-        mm_info("--resume: no checkpoint at %s, starting fresh", path);
+        char held[256];
+        if (mm__trainer_dir_holds_run(tr->dir, held, sizeof held))
+            mm_warn("--resume: no checkpoint at %s, but %s holds an earlier run of this peer "
+                    "(%s): starting fresh from round 0 while the neighbours may go on from "
+                    "theirs; its start line says \"resume\":\"fresh\" and murmur report flags it",
+                    path, tr->dir, held);
+        else
+            mm_info("--resume: no checkpoint at %s, starting fresh", path);
+        tr->resumed_fresh = true;
         return 0;
     }
     if (!tr->have_model) {
@@ -86,6 +133,7 @@ static int resume(mm__trainer *tr, char *err, size_t errlen)
     }
     tr->step = st.step;
     tr->round = st.round;
+    tr->ckpt_round = st.round;
     /* The weight obeys the wire's rule (net/wire.h) or the neighbours
      * would refuse every vector: 1 outside push-sum (a push-sum checkpoint
      * resumed with dpsgd starts from 1), within [2^-30, n] with it. */
@@ -154,6 +202,7 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
     tr->leave_end = UINT64_MAX;
     tr->joined_round = -1;
     tr->w = 1.0;
+    tr->ckpt_round = -1;
     tr->metrics.fd = -1;
     /* --compute-jitter draws from its own stream per peer: the same delays
      * for the same seed, whatever the timing */
@@ -320,5 +369,17 @@ int mm__trainer_checkpoint(mm__trainer *tr)
         mm_error("checkpoint not written (the previous one is intact): %s", err);
         return -1;
     }
+    tr->ckpt_round = tr->round;
     return 0;
+}
+
+const char *mm__trainer_kept(const mm__trainer *tr, char *buf, size_t len)
+{
+    if (!tr->have_model)
+        snprintf(buf, len, "no checkpoint (a --vector-len run writes none)");
+    else if (tr->ckpt_round < 0)
+        snprintf(buf, len, "no checkpoint was written yet (--resume would start it from round 0)");
+    else
+        snprintf(buf, len, "the last checkpoint (round %ld) is kept", tr->ckpt_round);
+    return buf;
 }

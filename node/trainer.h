@@ -76,6 +76,12 @@ typedef struct mm__trainer {
     size_t P;
     double w;                       /* push-sum weight (1 for the others) */
     long step, round;
+    /* the round of the checkpoint on disk that this process wrote or
+     * resumed from; -1 while there is none (what a failure says is kept) */
+    long ckpt_round;
+    /* --resume found no checkpoint: this peer started from round 0 (the
+     * start line says so, docs/metrics.md) */
+    bool resumed_fresh;
     mm_metrics metrics;
 
     /* this round */
@@ -149,6 +155,9 @@ bool mm__trainer_stopping(const mm__trainer *tr);
 void mm__trainer_evaluate(mm__trainer *tr);
 void mm__trainer_snapshot(mm__trainer *tr);
 int mm__trainer_checkpoint(mm__trainer *tr);
+/* What a peer that stops on an error leaves to --resume, for its error
+ * line: "the checkpoint of round R is kept", or that it has none yet. */
+const char *mm__trainer_kept(const mm__trainer *tr, char *buf, size_t len);
 
 /* view.c: the neighbours of round r (the topology's, or in an elastic run
  * the family's over view(r)'s members); *tag the view's tag (0 static).

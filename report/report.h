@@ -61,6 +61,16 @@ typedef struct {
     int id; /* K of node-K */
     bool has_metrics;
     int n_starts, n_ends;
+    /* Started again from round 0 with rounds of an earlier start in its
+     * metrics: the round it had reached then (-1: never); a start line
+     * saying "resume":"fresh" (--resume found no checkpoint); the largest
+     * resumed_round of its start lines. */
+    int64_t fresh_after;
+    bool resumed_fresh;
+    int64_t resumed_max;
+    /* fresh_after >= 0, or resumed_fresh in a run where another peer
+     * resumed from a checkpoint: its rounds do not follow the others' */
+    bool fresh_in_resumed;
     bool ended;          /* the last start was followed by an end line */
     char end_reason[16];
     int64_t params;      /* from the last start line, -1 unknown */

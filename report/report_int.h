@@ -3,6 +3,9 @@
 #ifndef MURMUR_REPORT_INT_H
 #define MURMUR_REPORT_INT_H
 
+#include <math.h>
+#include <stdbool.h>
+
 #include "report/report.h"
 
 /* Parses one peer's metrics file into p (p->id set by the caller). */
@@ -48,6 +51,19 @@ void mm__report_csv_str(FILE *f, const char *s);
 void mm__report_csv_num(FILE *f, const char *fm, double v);
 /* A number for a gnuplot data file: NaN when not finite. */
 void mm__report_dat_num(FILE *f, double v);
+/* The values a plot's axis shows, for the one case gnuplot's autoscale
+ * cannot take: all of them equal (it then warns "empty y range" on the
+ * terminal and widens the range itself). MM__GP_AXIS(log): none yet, on a
+ * linear or a log axis (which shows positive values only). */
+typedef struct {
+    double lo, hi;
+    bool log;
+} mm__gp_axis;
+#define MM__GP_AXIS(log_) ((mm__gp_axis){INFINITY, -INFINITY, (log_)})
+void mm__gp_axis_add(mm__gp_axis *a, double v);
+/* "set NAMErange [v - 1%:v + 1%]" ([-1:1] around 0), what gnuplot would
+ * pick, when every value added was one value v; nothing otherwise. */
+void mm__gp_axis_fix(FILE *f, const char *name, const mm__gp_axis *a);
 
 /* A run's final figures (report_compare.c): the last evaluation round
  * (round, its mean accuracy and validation loss and the peers present),

@@ -303,6 +303,19 @@ static void on_start(loader *L, const mm_json_obj *o)
     p->first_refused = -1;
     double v;
     uint64_t u;
+    if (mm_json_num(o, "resumed_round", &v) && v >= 0) {
+        int64_t reached = -1; /* the rounds its earlier starts ran */
+        for (size_t i = 0; i < p->n_rounds; i++)
+            if (p->rounds[i].round + 1 > reached)
+                reached = p->rounds[i].round + 1;
+        if (v == 0 && reached > 0 && reached > p->fresh_after)
+            p->fresh_after = reached;
+        if ((int64_t)v > p->resumed_max)
+            p->resumed_max = (int64_t)v;
+    }
+    const char *how = mm_json_str(o, "resume");
+    if (how && !strcmp(how, "fresh"))
+        p->resumed_fresh = true;
     if (mm_json_num(o, "peer", &v) && v != p->id)
         mm__report_warn(L->r, L->opt, "%s:%zu: start line says peer %g but the directory is node-%d",
                         L->path, L->lineno, v, p->id);
@@ -540,7 +553,8 @@ static void finish(loader *L)
     for (size_t i = 0; i < p->n_rounds; i++)
         p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges_line;
     p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
-    qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
+    if (L->n_pend) /* (qsort wants an array, even of none: UBSan) */
+        qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
     for (size_t i = 0; i < L->n_pend; i++) {
         if (i + 1 < L->n_pend && L->pend[i + 1].round == L->pend[i].round)
             continue;
@@ -563,6 +577,7 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
     p->has_metrics = true;
     p->params = -1;
     p->rounds_alone = p->rounds_with_nbrs = p->longest_alone_s = p->alone_limit_s = NAN;
+    p->fresh_after = -1;
     p->first_refused = -1;
     p->label_round = -1;
 
@@ -602,6 +617,34 @@ int mm__report_load_peer(mm_report *r, mm_rep_peer *p, const char *path, const m
     fclose(f);
     finish(&L);
     return 0;
+}
+
+/* Peers that started again from round 0 in a resumed run (no checkpoint):
+ * their rounds are not the others' (consensus jumps where they rejoin), and
+ * the report must say so rather than merge them silently. A peer whose own
+ * metrics go back to round 0, or whose --resume found no checkpoint while
+ * another peer resumed from one. A run started with --resume from the
+ * first (a launcher's, no checkpoint anywhere) is none of these. */
+static void flag_fresh_starts(mm_report *r, const mm_report_opts *opt)
+{
+    int64_t resumed = 0; /* the latest round any peer resumed from */
+    for (int i = 0; i < r->n_peers; i++)
+        if (r->peers[i].resumed_max > resumed)
+            resumed = r->peers[i].resumed_max;
+    for (int i = 0; i < r->n_peers; i++) {
+        mm_rep_peer *p = &r->peers[i];
+        if (p->fresh_after > 0) {
+            p->fresh_in_resumed = true;
+            mm__report_warn(r, opt, "node-%d started again from round 0 (no checkpoint) after "
+                            "its rounds 0..%lld: its metrics hold two runs, the later one's "
+                            "rounds replace the earlier's", p->id, (long long)p->fresh_after - 1);
+        } else if (p->resumed_fresh && resumed > 0) {
+            p->fresh_in_resumed = true;
+            mm__report_warn(r, opt, "node-%d started fresh from round 0 (--resume found no "
+                            "checkpoint) while another peer resumed from round %lld: its rounds "
+                            "do not follow the others'", p->id, (long long)resumed);
+        }
+    }
 }
 
 static int cmp_peer(const void *a, const void *b)
@@ -652,7 +695,8 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
         r->peers[r->n_peers++].id = id;
     }
     closedir(d);
-    qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
+    if (r->n_peers)
+        qsort(r->peers, (size_t)r->n_peers, sizeof *r->peers, cmp_peer);
 
     size_t records = 0;
     const mm_rep_peer *first = NULL; /* the first peer with a start line */
@@ -701,6 +745,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
     }
     if (r->n_peers > r->n_expected)
         r->n_expected = r->n_peers;
+    flag_fresh_starts(r, opt);
     mm__report_build_rows(r, opt);
     return 0;
 }

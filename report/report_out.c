@@ -192,6 +192,18 @@ void mm_report_print_table(const mm_report *r, FILE *out)
                 n_refused, n_refused == 1 ? "" : "s", codes[0] ? codes : "?",
                 words ? ": " : "", words ? words : "");
     }
+    int n_fresh = 0;
+    for (int i = 0; i < r->n_peers; i++)
+        n_fresh += r->peers[i].fresh_in_resumed;
+    if (n_fresh) {
+        fprintf(out, "\nRESTARTED FRESH: %d peer%s started again from round 0 in a resumed run "
+                     "(no checkpoint):", n_fresh, n_fresh == 1 ? "" : "s");
+        for (int i = 0; i < r->n_peers; i++)
+            if (r->peers[i].fresh_in_resumed)
+                fprintf(out, " node-%d", r->peers[i].id);
+        fprintf(out, "; the rows mix its rounds with the others' from another point of the "
+                     "run (consensus jumps where it rejoins)\n");
+    }
     if (n_isolated)
         fprintf(out, "%sISOLATED: %d peer%s mixed with none of %s neighbours for the whole run, "
                      "and none was refused: were they started, at the addresses given?\n",
@@ -272,6 +284,7 @@ int mm_report_write_csv(const mm_report *r, const char *path)
 void mm_report_print_progress(const mm_report *r, double now, double stale_s, FILE *out)
 {
     int64_t hi = -1, lo = -1;
+    bool roundless = false; /* a peer with metrics but no round line yet */
     double loss = 0;
     int n_loss = 0, live = 0, n_ref = 0, n_iso = 0;
     char peers[256], top[24] = "";
@@ -286,6 +299,8 @@ void mm_report_print_progress(const mm_report *r, double now, double stale_s, FI
                 loss += last->loss;
                 n_loss++;
             }
+        } else if (p->has_metrics) {
+            roundless = true;
         }
         /* . live, x stale (no write for stale_s), E ended, R ended refused,
          * I isolated (ended so, or alone now), D dead (its process ended
@@ -317,8 +332,13 @@ void mm_report_print_progress(const mm_report *r, double now, double stale_s, FI
         if (!isnan(r->rows[i].xi))
             xi = &r->rows[i];
     }
-    fprintf(out, "round %lld (slowest %lld) | loss %s", (long long)hi, (long long)lo,
-            F("%.4f", n_loss ? loss / n_loss : NAN));
+    if (hi < 0)
+        fprintf(out, "round - (none done yet)");
+    else if (roundless)
+        fprintf(out, "round %lld (slowest: none done yet)", (long long)hi);
+    else
+        fprintf(out, "round %lld (slowest %lld)", (long long)hi, (long long)lo);
+    fprintf(out, " | loss %s", F("%.4f", n_loss ? loss / n_loss : NAN));
     if (acc)
         fprintf(out, " | acc %.4f @%lld (%d peers)", acc->acc_mean, (long long)acc->round,
                 acc->n_present);

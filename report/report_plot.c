@@ -77,6 +77,22 @@ void mm__report_dat_num(FILE *f, double v)
         fprintf(f, " %.9g", v);
 }
 
+void mm__gp_axis_add(mm__gp_axis *a, double v)
+{
+    if (!isfinite(v) || (a->log && !(v > 0)))
+        return;
+    a->lo = v < a->lo ? v : a->lo;
+    a->hi = v > a->hi ? v : a->hi;
+}
+
+void mm__gp_axis_fix(FILE *f, const char *name, const mm__gp_axis *a)
+{
+    if (a->lo != a->hi)
+        return; /* none (the caller says so), or a range gnuplot can take */
+    double v = a->lo, pad = v != 0 ? 0.01 * fabs(v) : 1;
+    fprintf(f, "set %srange [%.9g:%.9g]\n", name, v - pad, v + pad);
+}
+
 static FILE *open_in(const char *dir, const char *name, char *path, size_t len)
 {
     snprintf(path, len, "%s/%s", dir, name);
@@ -162,6 +178,12 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         return -1;
     fprintf(f, "# round xi xi_exact xi_sketch acc_mean acc_min acc_max val_loss train_loss\n");
     int n_xi = 0, n_ex = 0, n_sk = 0, n_acc = 0, n_both = 0;
+    /* what each plot's axes show: rounds (of Xi, of accuracy), Xi (exact
+     * and sketch; of the accuracy points), accuracy, validation loss */
+    mm__gp_axis r_xi = MM__GP_AXIS(false), r_acc = MM__GP_AXIS(false);
+    mm__gp_axis xi = MM__GP_AXIS(true), xi_acc = MM__GP_AXIS(true);
+    mm__gp_axis acc = MM__GP_AXIS(false), acc_xi = MM__GP_AXIS(false);
+    mm__gp_axis vloss = MM__GP_AXIS(false);
     for (size_t i = 0; i < r->n_rows; i++) {
         const mm_rep_row *w = &r->rows[i];
         fprintf(f, "%lld", (long long)w->round);
@@ -179,6 +201,21 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         n_sk += w->xi_sketch > 0;
         n_acc += !isnan(w->acc_mean);
         n_both += w->xi > 0 && !isnan(w->acc_mean);
+        if (w->xi_exact > 0 || w->xi_sketch > 0)
+            mm__gp_axis_add(&r_xi, (double)w->round);
+        mm__gp_axis_add(&xi, w->xi_exact);
+        mm__gp_axis_add(&xi, w->xi_sketch);
+        if (!isnan(w->acc_mean)) {
+            mm__gp_axis_add(&r_acc, (double)w->round);
+            mm__gp_axis_add(&acc, w->acc_min);
+            mm__gp_axis_add(&acc, w->acc_max);
+            mm__gp_axis_add(&acc, w->acc_mean);
+        }
+        mm__gp_axis_add(&vloss, w->vloss_mean);
+        if (w->xi > 0 && !isnan(w->acc_mean)) {
+            mm__gp_axis_add(&xi_acc, w->xi);
+            mm__gp_axis_add(&acc_xi, w->acc_mean);
+        }
     }
     fclose(f);
     char run[400];
@@ -193,7 +230,10 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         fprintf(f, "set output 'consensus.png'\nset title ");
         mm__report_gp_title(f, run);
         fprintf(f, "\nset logscale y\nset format y '10^{%%L}'\nset grid\nset key top right\n"
-                   "set xlabel 'round'\nset ylabel 'consensus distance {/Symbol X}'\nplot ");
+                   "set xlabel 'round'\nset ylabel 'consensus distance {/Symbol X}'\n");
+        mm__gp_axis_fix(f, "x", &r_xi);
+        mm__gp_axis_fix(f, "y", &xi);
+        fprintf(f, "plot ");
         const char *sep = "";
         if (n_ex) {
             fprintf(f, "'plot.dat' using 1:($3>0?$3:NaN) with linespoints pt 7 ps 0.6 lw 2 "
@@ -218,8 +258,11 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         mm__report_gp_title(f, run);
         /* the key above the plot: below it, gnuplot set it over the x label */
         fprintf(f, "\nset grid\nset key outside top center horizontal\nset xlabel 'round'\n"
-                   "set ylabel 'validation accuracy'\nset y2label 'loss'\nset y2tics\nset ytics nomirror\n"
-                   "plot 'plot.dat' using 1:6:7 with filledcurves fs transparent solid 0.25 "
+                   "set ylabel 'validation accuracy'\nset y2label 'loss'\nset y2tics\nset ytics nomirror\n");
+        mm__gp_axis_fix(f, "x", &r_acc);
+        mm__gp_axis_fix(f, "y", &acc);
+        mm__gp_axis_fix(f, "y2", &vloss);
+        fprintf(f, "plot 'plot.dat' using 1:6:7 with filledcurves fs transparent solid 0.25 "
                    "lc rgb '#4060c0' title 'accuracy min..max over peers', \\\n"
                    "     '' using 1:5 with linespoints pt 7 ps 0.6 lw 2 lc rgb '#2040a0' "
                    "title 'accuracy (mean)', \\\n"
@@ -237,8 +280,11 @@ int mm_report_plots(const mm_report *r, const char *dir, FILE *out)
         mm__report_gp_title(f, run);
         fprintf(f, "\nset logscale x\nset format x '10^{%%L}'\nset grid\n"
                    "set xlabel 'consensus distance {/Symbol X}'\nset ylabel 'validation accuracy (mean)'\n"
-                   "set cblabel 'round'\nunset key\n"
-                   "plot 'plot.dat' using ($2>0?$2:NaN):5:1 with linespoints pt 7 ps 0.8 "
+                   "set cblabel 'round'\nunset key\n");
+        mm__gp_axis_fix(f, "x", &xi_acc);
+        mm__gp_axis_fix(f, "y", &acc_xi);
+        mm__gp_axis_fix(f, "cb", &r_acc);
+        fprintf(f, "plot 'plot.dat' using ($2>0?$2:NaN):5:1 with linespoints pt 7 ps 0.8 "
                    "lc palette\n");
         fclose(f);
         failed += plot(dir, "acc_vs_consensus", out, &made) < 0;
@@ -305,6 +351,7 @@ static int compare_bytes_plot(mm_report *const *runs, int n, const char *stem, F
     if (!f)
         return -1;
     int points = 0;
+    mm__gp_axis mb = MM__GP_AXIS(true), acc = MM__GP_AXIS(false);
     for (int k = 0; k < n; k++) {
         fprintf(f, "# run %d: %s\n# MB_sent_per_peer acc_mean round\n", k, runs[k]->dir);
         for (size_t i = 0; i < runs[k]->n_rows; i++) {
@@ -314,6 +361,8 @@ static int compare_bytes_plot(mm_report *const *runs, int n, const char *stem, F
             mm__report_dat_num(f, w->sent_peer / 1e6);
             mm__report_dat_num(f, w->acc_mean);
             fprintf(f, " %lld\n", (long long)w->round);
+            mm__gp_axis_add(&mb, w->sent_peer / 1e6);
+            mm__gp_axis_add(&acc, w->acc_mean);
             points++;
         }
         fputs("\n\n", f);
@@ -329,6 +378,8 @@ static int compare_bytes_plot(mm_report *const *runs, int n, const char *stem, F
     fprintf(f, "set title 'accuracy against bytes sent (one colour per setting)'\n"
                "set grid\nset key outside right\nset logscale x\nset format x '%%g'\n"
                "set xlabel 'MB sent per peer (cumulative)'\nset ylabel 'validation accuracy (mean)'\n");
+    mm__gp_axis_fix(f, "x", &mb);
+    mm__gp_axis_fix(f, "y", &acc);
     fprintf(f, "plot ");
     char (*names)[256] = calloc((size_t)n, sizeof *names);
     if (!names) {
@@ -369,6 +420,9 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
     if (!f)
         return -1;
     int n_xi = 0, n_acc = 0;
+    /* each panel's axes: rounds and Xi, rounds and accuracy */
+    mm__gp_axis r_xi = MM__GP_AXIS(false), xi = MM__GP_AXIS(true);
+    mm__gp_axis r_acc = MM__GP_AXIS(false), acc = MM__GP_AXIS(false);
     for (int k = 0; k < n; k++) {
         fprintf(f, "# run %d: %s\n# round xi acc_mean\n", k, runs[k]->dir);
         for (size_t i = 0; i < runs[k]->n_rows; i++) {
@@ -379,6 +433,14 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
             fputc('\n', f);
             n_xi += w->xi > 0;
             n_acc += !isnan(w->acc_mean);
+            if (w->xi > 0) {
+                mm__gp_axis_add(&r_xi, (double)w->round);
+                mm__gp_axis_add(&xi, w->xi);
+            }
+            if (!isnan(w->acc_mean)) {
+                mm__gp_axis_add(&r_acc, (double)w->round);
+                mm__gp_axis_add(&acc, w->acc_mean);
+            }
         }
         fputs("\n\n", f); /* gnuplot data blocks: 'index k' */
     }
@@ -397,11 +459,15 @@ int mm_report_compare_plot(mm_report *const *runs, int n, const char *png, FILE 
             if (!n_xi) {
                 fprintf(f, "set yrange [1e-3:1]\nset label 1 'no consensus distance' at graph 0.4,0.5\n");
             }
+            mm__gp_axis_fix(f, "x", &r_xi);
+            mm__gp_axis_fix(f, "y", &xi);
         } else {
-            fprintf(f, "unset logscale y\nunset label 1\nset autoscale y\nset format y '%%g'\n"
+            fprintf(f, "unset logscale y\nunset label 1\nset autoscale xy\nset format y '%%g'\n"
                        "set ylabel 'validation accuracy (mean)'\n");
             if (!n_acc)
                 fprintf(f, "set yrange [0:1]\nset label 1 'no accuracy' at graph 0.4,0.5\n");
+            mm__gp_axis_fix(f, "x", &r_acc);
+            mm__gp_axis_fix(f, "y", &acc);
         }
         fprintf(f, "plot ");
         for (int k = 0; k < n; k++) {

@@ -7,6 +7,7 @@
 #include "report/sweep.h"
 #include "report/report_int.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <math.h>
@@ -49,59 +50,93 @@ static int topologies(const mm_sweep *s, const char **names)
  * topology's), after the sweep's name when the name carries one
  * (SWEEP:TOPOLOGY,..., report --sweep A B ...): "lang-16-late" or
  * "lang-16-late:consensus-target=1". */
-static void dat_label(FILE *f, const char *name)
+static void label_of(const char *name, char *label, size_t len)
 {
     const char *axes = strchr(name, ','), *sweep_end = strchr(name, ':');
     if (sweep_end && axes && sweep_end > axes)
         sweep_end = NULL; /* a ':' in an axis value, not a sweep's name */
-    char label[512];
     if (sweep_end)
-        snprintf(label, sizeof label, "%.*s%s%s", (int)(sweep_end - name), name,
-                 axes ? ":" : "", axes ? axes + 1 : "");
+        snprintf(label, len, "%.*s%s%s", (int)(sweep_end - name), name, axes ? ":" : "",
+                 axes ? axes + 1 : "");
     else
-        snprintf(label, sizeof label, "%s", axes ? axes + 1 : "");
+        snprintf(label, len, "%s", axes ? axes + 1 : "");
+}
+
+static void dat_label(FILE *f, const char *name)
+{
+    char label[512];
+    label_of(name, label, sizeof label);
     dat_str(f, label);
 }
 
-static int write_dat(const mm_sweep *s, const char *path, const char **topo, int n_topo,
-                     int *n_xi)
+/* Where the labels go. Each is written beside its point (one character to
+ * the right), at the first height, from 0.8 line above the point, then as
+ * far below, then a line further each way, whose box meets no label placed
+ * before it, the points taken from the top of the plot down: two settings
+ * at one point (or close) had their labels printed over each other
+ * ("outer=none" over "outer=nesterov" read "outer=outer=none"). The plot
+ * area in characters of the labels' 8-point font, at 960x620 pixels with
+ * the key outside, is an estimate on the large side. */
+#define AREA_COLS 110.0
+#define AREA_ROWS 38.0
+
+typedef struct {
+    double col, row; /* the point, in characters from the plot area's bottom left */
+    double len;      /* its label's length */
+    double dy;       /* where its label goes: lines above the point (below: negative) */
+} spot;
+
+static bool clashes(const spot *a, double dy, const spot *b)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "# murmur report --sweep %s: one line per setting with a finished run,\n"
-               "# one block per topology (gnuplot 'index K'); sd 0 with one seed\n", s->dir);
-    *n_xi = 0;
-    for (int t = 0; t < n_topo; t++) {
-        fprintf(f, "# topology %s\n# label acc acc_sd consensus_avg consensus_avg_sd "
-                   "MB_per_peer MB_sd wall_s wall_sd consensus_final consensus_final_sd seeds\n",
-                topo[t]);
-        for (int i = 0; i < s->n_settings; i++) {
-            const mm_sweep_setting *g = &s->settings[i];
-            if (strcmp(g->topology, topo[t]) || g->n_done == 0)
-                continue;
-            dat_label(f, g->name);
-            mm__report_dat_num(f, g->acc.mean);
-            mm__report_dat_num(f, bar(&g->acc));
-            mm__report_dat_num(f, g->xi_avg.mean > 0 ? g->xi_avg.mean : NAN);
-            mm__report_dat_num(f, bar(&g->xi_avg));
-            mm__report_dat_num(f, g->bytes_peer.mean / 1e6);
-            mm__report_dat_num(f, bar(&g->bytes_peer) / 1e6);
-            mm__report_dat_num(f, g->wall.mean);
-            mm__report_dat_num(f, bar(&g->wall));
-            mm__report_dat_num(f, g->xi_final.mean > 0 ? g->xi_final.mean : NAN);
-            mm__report_dat_num(f, bar(&g->xi_final));
-            fprintf(f, " %d\n", g->n_done);
-            *n_xi += g->xi_avg.mean > 0 && isfinite(g->acc.mean);
-        }
-        fputs("\n\n", f);
+    return a->col + 1 < b->col + 1 + b->len && b->col + 1 < a->col + 1 + a->len &&
+           fabs(a->row + dy - (b->row + b->dy)) < 1;
+}
+
+static void place_labels(spot *sp, int n)
+{
+    int *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    if (!order) {
+        for (int i = 0; i < n; i++)
+            sp[i].dy = 0.8;
+        return;
     }
-    return fclose(f) == 0 ? 0 : -1;
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = 1; i < n; i++) /* by height, the highest first (n is small) */
+        for (int j = i; j > 0 && sp[order[j]].row > sp[order[j - 1]].row; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++) {
+        spot *a = &sp[order[i]];
+        a->dy = 0.8;
+        for (int k = 0; k < 16; k++) {
+            double dy = (k % 2 ? -1 : 1) * (0.8 + k / 2);
+            bool free_ = true;
+            for (int j = 0; j < i && free_; j++)
+                free_ = !clashes(a, dy, &sp[order[j]]);
+            if (free_) {
+                a->dy = dy;
+                break;
+            }
+        }
+    }
+    free(order);
+}
+
+/* Where x (a setting's value on an axis [lo, hi], log or not) lies, in
+ * characters of size cols. */
+static double to_chars(double x, double lo, double hi, bool logx, double cols)
+{
+    if (logx)
+        return cols * (log(x) - log(lo)) / (log(hi) - log(lo));
+    return cols * (x - lo) / (hi - lo);
 }
 
 typedef struct {
     const char *name, *xlabel;
-    int xcol, xerr; /* columns of sweep.dat */
+    int xcol, xerr, labelcol; /* columns of sweep.dat */
     bool logx;
     size_t xoff;    /* the x statistic in mm_sweep_setting */
     double xscale;
@@ -144,6 +179,90 @@ static bool range(const mm_sweep *s, size_t off, double scale, bool logx, double
             *lo = -pad / 2;
     }
     return true;
+}
+
+/* The three plots of sweep.dat: consensus, bytes, wall time. */
+#define N_PLOTS 3
+
+/* Where each setting's label goes on plot p (of plots[]), in accuracy:
+ * label_y[g * N_PLOTS + p], NaN for a setting not on that plot. */
+static void label_heights(const mm_sweep *s, const plot_spec *plots, double *label_y)
+{
+    spot *sp = malloc((size_t)(s->n_settings ? s->n_settings : 1) * sizeof *sp);
+    int *of = malloc((size_t)(s->n_settings ? s->n_settings : 1) * sizeof *of);
+    for (int i = 0; i < s->n_settings * N_PLOTS; i++)
+        label_y[i] = NAN;
+    double ylo, yhi;
+    if (!sp || !of || !range(s, offsetof(mm_sweep_setting, acc), 1, false, &ylo, &yhi)) {
+        free(sp);
+        free(of);
+        return;
+    }
+    for (int p = 0; p < N_PLOTS; p++) {
+        double xlo, xhi;
+        if (!range(s, plots[p].xoff, plots[p].xscale, plots[p].logx, &xlo, &xhi))
+            continue;
+        int n = 0;
+        for (int i = 0; i < s->n_settings; i++) {
+            const mm_sweep_setting *g = &s->settings[i];
+            const mm_sweep_stat *st = (const mm_sweep_stat *)((const char *)g + plots[p].xoff);
+            double x = st->mean * plots[p].xscale;
+            if (g->n_done == 0 || !isfinite(x) || !isfinite(g->acc.mean) ||
+                (plots[p].logx && !(x > 0)))
+                continue;
+            char label[512];
+            label_of(g->name, label, sizeof label);
+            sp[n] = (spot){to_chars(x, xlo, xhi, plots[p].logx, AREA_COLS),
+                           to_chars(g->acc.mean, ylo, yhi, false, AREA_ROWS), (double)strlen(label),
+                           0};
+            of[n++] = i;
+        }
+        place_labels(sp, n);
+        for (int k = 0; k < n; k++)
+            label_y[of[k] * N_PLOTS + p] =
+                s->settings[of[k]].acc.mean + sp[k].dy * (yhi - ylo) / AREA_ROWS;
+    }
+    free(sp);
+    free(of);
+}
+
+static int write_dat(const mm_sweep *s, const char *path, const char **topo, int n_topo,
+                     const double *label_y, int *n_xi)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# murmur report --sweep %s: one line per setting with a finished run,\n"
+               "# one block per topology (gnuplot 'index K'); sd 0 with one seed\n", s->dir);
+    *n_xi = 0;
+    for (int t = 0; t < n_topo; t++) {
+        fprintf(f, "# topology %s\n# label acc acc_sd consensus_avg consensus_avg_sd "
+                   "MB_per_peer MB_sd wall_s wall_sd consensus_final consensus_final_sd seeds "
+                   "label_y_consensus label_y_bytes label_y_wall\n", topo[t]);
+        for (int i = 0; i < s->n_settings; i++) {
+            const mm_sweep_setting *g = &s->settings[i];
+            if (strcmp(g->topology, topo[t]) || g->n_done == 0)
+                continue;
+            dat_label(f, g->name);
+            mm__report_dat_num(f, g->acc.mean);
+            mm__report_dat_num(f, bar(&g->acc));
+            mm__report_dat_num(f, g->xi_avg.mean > 0 ? g->xi_avg.mean : NAN);
+            mm__report_dat_num(f, bar(&g->xi_avg));
+            mm__report_dat_num(f, g->bytes_peer.mean / 1e6);
+            mm__report_dat_num(f, bar(&g->bytes_peer) / 1e6);
+            mm__report_dat_num(f, g->wall.mean);
+            mm__report_dat_num(f, bar(&g->wall));
+            mm__report_dat_num(f, g->xi_final.mean > 0 ? g->xi_final.mean : NAN);
+            mm__report_dat_num(f, bar(&g->xi_final));
+            fprintf(f, " %d", g->n_done);
+            for (int k = 0; k < N_PLOTS; k++)
+                mm__report_dat_num(f, label_y[i * N_PLOTS + k]);
+            fputc('\n', f);
+            *n_xi += g->xi_avg.mean > 0 && isfinite(g->acc.mean);
+        }
+        fputs("\n\n", f);
+    }
+    return fclose(f) == 0 ? 0 : -1;
 }
 
 static int write_gp(const mm_sweep *s, const char *dir, const plot_spec *p, const char **topo,
@@ -203,41 +322,111 @@ static int write_gp(const mm_sweep *s, const char *dir, const plot_spec *p, cons
     }
     if (labels)
         for (int t = 0; t < n_topo; t++)
-            fprintf(f, ", \\\n     'sweep.dat' index %d using %d:2:1 with labels offset 1,0.8 "
-                       "left font ',8' tc lt %d notitle", t, p->xcol, t + 1);
+            fprintf(f, ", \\\n     'sweep.dat' index %d using %d:%d:1 with labels offset 1,0 "
+                       "left font ',8' tc lt %d notitle", t, p->xcol, p->labelcol, t + 1);
     fputc('\n', f);
     return fclose(f) == 0 ? 0 : -1;
 }
 
+/* Whether setting g is a point of the paired plot. */
+static bool paired_point(const mm_sweep_setting *g)
+{
+    return g->d_acc.n > 0 && g->xi_avg.mean > 0 && isfinite(g->d_acc.mean);
+}
+
+/* The paired plot's ranges (x: the averaged consensus distance, log; y:
+ * the intervals and 0), set in its script: gnuplot's autoscale warned
+ * "empty x range" / "empty y range" on one value (one setting, or every
+ * difference 0). False when there is no point. */
+static bool paired_ranges(const mm_sweep *s, double *xlo, double *xhi, double *ylo, double *yhi)
+{
+    *xlo = *ylo = 0; /* (0: the line at 0 is in the plot) */
+    *xhi = -INFINITY;
+    *yhi = 0;
+    double x_min = INFINITY;
+    for (int i = 0; i < s->n_settings; i++) {
+        const mm_sweep_setting *g = &s->settings[i];
+        if (!paired_point(g))
+            continue;
+        const mm_sweep_paired *d = &g->d_acc;
+        double lo = d->n >= 2 ? d->lo : d->mean, hi = d->n >= 2 ? d->hi : d->mean;
+        x_min = g->xi_avg.mean < x_min ? g->xi_avg.mean : x_min;
+        *xhi = g->xi_avg.mean > *xhi ? g->xi_avg.mean : *xhi;
+        *ylo = lo < *ylo ? lo : *ylo;
+        *yhi = hi > *yhi ? hi : *yhi;
+    }
+    if (!(x_min <= *xhi))
+        return false;
+    *xlo = x_min / 1.6;
+    *xhi *= 1.6;
+    double pad = 0.08 * (*yhi - *ylo);
+    if (!(pad > 0))
+        pad = 0.01; /* every difference 0: one accuracy point either side */
+    *ylo -= pad;
+    *yhi += pad;
+    return true;
+}
+
 /* sweep_paired.dat: per topology, the settings with a pair: label,
  * averaged consensus distance, d_acc and its 95 % interval (the mean
- * itself at both ends with one pair), pairs. Returns the points written. */
+ * itself at both ends with one pair), pairs, and where its label goes.
+ * Returns the points written. */
 static int write_paired_dat(const mm_sweep *s, const char *path, const char **topo, int n_topo)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
+    size_t cap = (size_t)(s->n_settings ? s->n_settings : 1);
+    double *label_y = malloc(cap * sizeof *label_y), xlo, xhi, ylo, yhi;
+    spot *sp = malloc(cap * sizeof *sp);
+    int *of = malloc(cap * sizeof *of), n_pts = 0;
+    FILE *f = label_y && sp && of ? fopen(path, "w") : NULL;
+    if (!f) {
+        free(label_y);
+        free(sp);
+        free(of);
         return -1;
+    }
+    bool any = paired_ranges(s, &xlo, &xhi, &ylo, &yhi);
+    for (int i = 0; i < s->n_settings; i++) {
+        const mm_sweep_setting *g = &s->settings[i];
+        label_y[i] = NAN;
+        if (!any || !paired_point(g))
+            continue;
+        char label[512];
+        label_of(g->name, label, sizeof label);
+        sp[n_pts] = (spot){to_chars(g->xi_avg.mean, xlo, xhi, true, AREA_COLS),
+                           to_chars(g->d_acc.mean, ylo, yhi, false, AREA_ROWS),
+                           (double)strlen(label), 0};
+        of[n_pts++] = i;
+    }
+    place_labels(sp, n_pts);
+    for (int k = 0; k < n_pts; k++)
+        label_y[of[k]] = s->settings[of[k]].d_acc.mean + sp[k].dy * (yhi - ylo) / AREA_ROWS;
+    free(sp);
+    free(of);
     fprintf(f, "# murmur report --sweep %s: accuracy paired by seed against %s,\n"
                "# one block per topology; lo = hi = d with one pair\n", s->dir,
             s->settings[s->baseline].name);
     int n = 0;
     for (int t = 0; t < n_topo; t++) {
-        fprintf(f, "# topology %s\n# label consensus_avg d_acc d_acc_lo d_acc_hi pairs\n", topo[t]);
+        fprintf(f, "# topology %s\n# label consensus_avg d_acc d_acc_lo d_acc_hi pairs label_y\n",
+                topo[t]);
         for (int i = 0; i < s->n_settings; i++) {
             const mm_sweep_setting *g = &s->settings[i];
             const mm_sweep_paired *d = &g->d_acc;
-            if (strcmp(g->topology, topo[t]) || d->n == 0 || !(g->xi_avg.mean > 0))
+            if (strcmp(g->topology, topo[t]) || !paired_point(g))
                 continue;
             dat_label(f, g->name);
             mm__report_dat_num(f, g->xi_avg.mean);
             mm__report_dat_num(f, d->mean);
             mm__report_dat_num(f, d->n >= 2 ? d->lo : d->mean);
             mm__report_dat_num(f, d->n >= 2 ? d->hi : d->mean);
-            fprintf(f, " %d\n", d->n);
+            fprintf(f, " %d", d->n);
+            mm__report_dat_num(f, label_y[i]);
+            fputc('\n', f);
             n++;
         }
         fputs("\n\n", f);
     }
+    free(label_y);
     return fclose(f) == 0 ? n : -1;
 }
 
@@ -256,8 +445,11 @@ static int write_paired_gp(const mm_sweep *s, const char *path, const char **top
     fprintf(f, "\nset grid\nset key outside right top title 'topology'\n"
                "set xlabel 'consensus distance {/Symbol X}, mean over the evaluation rounds (log)'\n"
                "set ylabel 'accuracy - baseline accuracy (same seed)'\n"
-               "set logscale x\nset format x '10^{%%L}'\nset offsets graph 0.05, graph 0.05, "
-               "graph 0.05, graph 0.05\nset xzeroaxis lt -1\nset bars small\nplot ");
+               "set logscale x\nset format x '10^{%%L}'\nset xzeroaxis lt -1\nset bars small\n");
+    double xlo, xhi, ylo, yhi;
+    if (paired_ranges(s, &xlo, &xhi, &ylo, &yhi))
+        fprintf(f, "set xrange [%.9g:%.9g]\nset yrange [%.9g:%.9g]\n", xlo, xhi, ylo, yhi);
+    fprintf(f, "plot ");
     for (int t = 0; t < n_topo; t++) {
         static const int pt[] = {7, 5, 9, 13, 11, 15};
         fprintf(f, "%s'sweep_paired.dat' index %d using 2:3:4:5 with yerrorbars pt %d ps 1.3 "
@@ -266,7 +458,7 @@ static int write_paired_gp(const mm_sweep *s, const char *path, const char **top
     }
     if (labels)
         for (int t = 0; t < n_topo; t++)
-            fprintf(f, ", \\\n     'sweep_paired.dat' index %d using 2:3:1 with labels offset 1,0.8 "
+            fprintf(f, ", \\\n     'sweep_paired.dat' index %d using 2:7:1 with labels offset 1,0 "
                        "left font ',8' tc lt %d notitle", t, t + 1);
     fputc('\n', f);
     return fclose(f) == 0 ? 0 : -1;
@@ -279,7 +471,7 @@ static int paired_plot(const mm_sweep *s, const char *dir, const char **topo, in
     snprintf(path, sizeof path, "%s/sweep_paired.dat", dir);
     int n = write_paired_dat(s, path, topo, n_topo);
     if (n < 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
     if (n == 0) {
@@ -289,7 +481,7 @@ static int paired_plot(const mm_sweep *s, const char *dir, const char **topo, in
     }
     snprintf(path, sizeof path, "%s/sweep_paired_acc.gp", dir);
     if (write_paired_gp(s, path, topo, n_topo, s->n_axes > 0) != 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", path);
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", path, strerror(errno));
         return -1;
     }
     int g = mm__report_gnuplot(path);
@@ -311,22 +503,30 @@ int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
     if (!topo)
         return -1;
     int n_topo = topologies(s, topo), n_xi = 0, rc = 0;
-    snprintf(path, sizeof path, "%s/sweep.dat", dir);
-    if (write_dat(s, path, topo, n_topo, &n_xi) != 0) {
-        fprintf(stderr, "murmur report: cannot write %s\n", path);
+    const plot_spec plots[N_PLOTS] = {
+        {"sweep_acc_consensus",
+         "consensus distance {/Symbol X}, mean over the evaluation rounds (log)", 4, 5, 13, true,
+         offsetof(mm_sweep_setting, xi_avg), 1},
+        {"sweep_acc_bytes", "MB sent per peer (0: no communication)", 6, 7, 14, false,
+         offsetof(mm_sweep_setting, bytes_peer), 1e-6},
+        {"sweep_acc_wall", "wall time of the run, s (it depends on the load of the machine)", 8, 9,
+         15, false, offsetof(mm_sweep_setting, wall), 1},
+    };
+    double *label_y = malloc((size_t)(s->n_settings ? s->n_settings : 1) * N_PLOTS * sizeof *label_y);
+    if (!label_y) {
         free(topo);
         return -1;
     }
-    const plot_spec plots[] = {
-        {"sweep_acc_consensus",
-         "consensus distance {/Symbol X}, mean over the evaluation rounds (log)", 4, 5, true,
-         offsetof(mm_sweep_setting, xi_avg), 1},
-        {"sweep_acc_bytes", "MB sent per peer (0: no communication)", 6, 7, false,
-         offsetof(mm_sweep_setting, bytes_peer), 1e-6},
-        {"sweep_acc_wall", "wall time of the run, s (it depends on the load of the machine)", 8, 9, false,
-         offsetof(mm_sweep_setting, wall), 1},
-    };
-    for (size_t i = 0; i < sizeof plots / sizeof plots[0] && rc >= 0; i++) {
+    label_heights(s, plots, label_y);
+    snprintf(path, sizeof path, "%s/sweep.dat", dir);
+    int wrote = write_dat(s, path, topo, n_topo, label_y, &n_xi);
+    free(label_y);
+    if (wrote != 0) {
+        fprintf(stderr, "murmur report: cannot write %s: %s\n", path, strerror(errno));
+        free(topo);
+        return -1;
+    }
+    for (size_t i = 0; i < N_PLOTS && rc >= 0; i++) {
         double lo, hi;
         if ((i == 0 && n_xi == 0) ||
             !range(s, plots[i].xoff, plots[i].xscale, plots[i].logx, &lo, &hi)) {
@@ -336,7 +536,8 @@ int mm_sweep_plots(const mm_sweep *s, const char *dir, FILE *out)
             continue;
         }
         if (write_gp(s, dir, &plots[i], topo, n_topo, s->n_axes > 0) != 0) {
-            fprintf(stderr, "murmur report: cannot write %s/%s.gp\n", dir, plots[i].name);
+            fprintf(stderr, "murmur report: cannot write %s/%s.gp: %s\n", dir, plots[i].name,
+                    strerror(errno));
             rc = -1;
             break;
         }

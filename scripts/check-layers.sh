@@ -14,7 +14,7 @@ set -u
 case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root" || exit 2
-rooms="base model gossip member net report plan node cli"
+rooms="base model gossip member net report plan node watch cli"
 bad=0
 # check FILE ROOM: FILE's includes against ROOM's $may and $mustnot
 check() {

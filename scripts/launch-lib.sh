@@ -37,6 +37,58 @@ run_mismatch() {
     return 1
 }
 
+# free_kib PATH: the KiB free (to a non-root user) on the file system that
+# holds PATH, or the nearest directory above it that exists; nothing when
+# df cannot tell.
+free_kib() {
+    fk_p=$1
+    while [ ! -e "$fk_p" ] && [ "$fk_p" != "$(dirname "$fk_p")" ]; do fk_p=$(dirname "$fk_p"); done
+    df -Pk "$fk_p" 2>/dev/null | awk 'NR == 2 && $4 ~ /^[0-9]+$/ { print $4 }'
+}
+# MIN_FREE_KIB: the least free space a run directory starts with (1 MiB):
+# below it the peers could not write their logs and metrics, nor the
+# launcher their exit statuses.
+MIN_FREE_KIB=${MIN_FREE_KIB:-1024}
+# no_space PATH: 0, saying so on stderr with "No space left on device",
+# when the file system of PATH has less than MIN_FREE_KIB free; else 1.
+no_space() {
+    ns_free=$(free_kib "$1")
+    [ -n "$ns_free" ] && [ "$ns_free" -lt "$MIN_FREE_KIB" ] || return 1
+    echo "$PROG: $1: No space left on device ($ns_free KiB free on its file system, df -h" \
+        "shows it; a run needs at least $MIN_FREE_KIB KiB): free some space, or put the run" \
+        "elsewhere (RUNS=DIR)" >&2
+    return 0
+}
+
+# holds_run DIR: 0 when DIR, a peer's node-K/, holds a run of it (a
+# metrics line, checkpoint.bin or a snapshot), as murmur node judges it
+# (docs/metrics.md, "One run per node-K/").
+holds_run() {
+    [ -s "$1/metrics.jsonl" ] || [ -f "$1/checkpoint.bin" ] && return 0
+    for hr_f in "$1"/snap/r*.bin; do [ -f "$hr_f" ] && return 0; done
+    return 1
+}
+# ran_before DIR N: 0 when a peer of the run in DIR (node-0 .. node-N-1)
+# holds a run.
+ran_before() {
+    rb_k=0
+    while [ "$rb_k" -lt "$2" ]; do
+        holds_run "$1/node-$rb_k" && return 0
+        rb_k=$((rb_k + 1))
+    done
+    return 1
+}
+# peers_without_checkpoint DIR N: the ids of the peers of the run in DIR
+# that have no node-K/checkpoint.bin, as "2, 5" (nothing when all have one).
+peers_without_checkpoint() {
+    pw_k=0 pw_list=''
+    while [ "$pw_k" -lt "$2" ]; do
+        [ -f "$1/node-$pw_k/checkpoint.bin" ] || pw_list="$pw_list${pw_list:+, }$pw_k"
+        pw_k=$((pw_k + 1))
+    done
+    printf '%s' "$pw_list"
+}
+
 # help_text FILE: the comment block at the top of FILE, from line 2 to the
 # first line that is not a comment, without the leading '# '.
 help_text() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$1"; }
@@ -190,9 +242,18 @@ free_base() {
 # mixed) the peer's verdict, one line per neighbour and why (its `ERROR:
 # refused:` / `ERROR: isolated:` lines, docs/node.md); otherwise its last
 # ERROR line (console.log). Then the reason of its `end` metrics line, or
-# that it has none.
+# that it has none. First, when DIR's file system has less than
+# MIN_FREE_KIB free, that ("No space left on device"). STATUS may be
+# "unknown" (not recorded).
 peer_failure() {
     pf_dir=$1 pf_st=$2
+    case $pf_st in ''|*[!0-9]*) pf_st=-1 ;; esac # not recorded
+    pf_free=$(free_kib "$pf_dir") pf_full=0
+    if [ -n "$pf_free" ] && [ "$pf_free" -lt "$MIN_FREE_KIB" ]; then
+        pf_full=1
+        echo "    No space left on device: $pf_free KiB free on the file system of $pf_dir" \
+            "(what the peer said may be lost with its console.log)"
+    fi
     if [ "$pf_st" -gt 128 ] && [ "$pf_st" -lt 160 ]; then
         echo "    killed by signal $((pf_st - 128)) (SIG$(kill -l $((pf_st - 128)) 2>/dev/null || echo '?'))"
     fi
@@ -210,6 +271,8 @@ peer_failure() {
         echo "    end line: reason $pf_end"
     elif [ -s "$pf_dir/metrics.jsonl" ]; then
         echo "    no end line in metrics.jsonl: it did not stop by itself (killed or crashed)"
+    elif [ $pf_full = 1 ]; then
+        echo "    no metrics: none could be written (the disk is full)"
     else
         echo "    no metrics: it stopped before it started to train"
     fi

@@ -24,7 +24,14 @@
 #             gets the copy collected in runs/NAME/node-K. The manifest
 #             stays; each resume is a line of launch/resumes.log;
 #             console.log files are appended to. A peer that still runs
-#             (it holds its node.log) is refused (exit 1, nothing started).
+#             (it holds its node.log) is refused (exit 1, nothing started),
+#             and so is a peer with no checkpoint on its host nor here
+#             (exit 2, naming the peers: it would start again from round 0
+#             while the others go on), unless no peer has run yet
+#   --resume-fresh-missing
+#             --resume that starts the peers without a checkpoint fresh
+#             from round 0, saying which (their start lines say so and
+#             `murmur report` flags them)
 #   --plaintext in the node flags skips the certificates.
 #
 # ssh and scp are taken from $MURMUR_SSH and $MURMUR_SCP (default 'ssh' and
@@ -35,8 +42,10 @@
 # Before starting anything it refuses, saying why: a hosts file that does
 # not list each of the topology's peers once (exit 2), a topology whose W is
 # column-stochastic only without --algo pushsum in the node flags (exit 2),
-# and a host where a peer's port lies in that host's ephemeral port range
-# (found while preparing the hosts; exit 1, nothing started).
+# a host where a peer's port lies in that host's ephemeral port range, and
+# a run directory, here or on a host, with less than 1 MiB free ("No space
+# left on device"; found while preparing the hosts; exit 1, nothing
+# started).
 # Ctrl-C (or SIGTERM, SIGHUP) stops every peer cleanly (one SIGTERM on its
 # host) and still collects what they wrote. A peer that exits non-zero is
 # named with its last error and the reason in its `end` metrics line; one
@@ -52,9 +61,9 @@ PROG=run-hosts
 . "$here/launch-lib.sh"
 root=$(dirname "$here")
 murmur_local="$root/murmur"
-hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"; data_given=0; resume=0
+hosts=""; topo=""; name=""; rmurmur=""; data="$root/data/brown"; data_given=0; resume=0; fresh_missing=0
 usage() {
-    echo "usage: run-hosts.sh -H HOSTS -t TOPOLOGY -r NAME [-m PATH] [-D DIR] [--resume] [-- murmur node flags]" >&2
+    echo "usage: run-hosts.sh -H HOSTS -t TOPOLOGY -r NAME [-m PATH] [-D DIR] [--resume | --resume-fresh-missing] [-- murmur node flags]" >&2
     echo "       run-hosts.sh --help" >&2
     exit 2
 }
@@ -69,6 +78,7 @@ while [ $# -gt 0 ]; do
     -m) rmurmur=$2; shift 2 ;;
     -D) data=$2; data_given=1; shift 2 ;;
     --resume) resume=1; shift ;;
+    --resume-fresh-missing) resume=1; fresh_missing=1; shift ;;
     --) shift; break ;;
     -h|--help) help_text "$0"; exit 0 ;;
     *) echo "run-hosts: unknown option '$1'" >&2; usage ;;
@@ -91,6 +101,7 @@ for a in "$@"; do [ "$a" = --plaintext ] && plaintext=1; [ "$a" = --no-train ] &
 
 
 runs=${RUNS:-$root/runs}
+no_space "$runs/$name" && exit 1
 mkdir -p "$runs"
 runs=$(cd "$runs" && pwd)   # the peers cd elsewhere: paths must be absolute
 run="$runs/$name"
@@ -151,7 +162,7 @@ if [ $plaintext -eq 0 ] && [ ! -f "$run/certs/ca.pem" ]; then
     sh "$here/make-certs.sh" "$run/certs" "$n" >/dev/null
 fi
 if [ $resume -eq 1 ]; then
-    echo "run-hosts: resuming $run: every peer from its checkpoint (--resume)"
+    echo "run-hosts: resuming $run (--resume)"
 else
     {
         printf '{"launcher":"run-hosts","name":%s,"peers":%s,' "$(json_str "$name")" "$n"
@@ -216,7 +227,12 @@ prepare_peer() {
                 \"the peer could fail with 'address already in use'; give it a port below \$lo or above \$hi\"; \
             exit 3; fi; \
         mkdir -p $dirs && \
-        rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop")" || return 1
+        rm -f $(quote "$rdir/node-$k/pid") $(quote "$rdir/node-$k/stop") && \
+        free=\$(df -Pk $(quote "$rdir/node-$k") | awk 'NR == 2 { print \$4 }') && \
+        if [ -n \"\$free\" ] && [ \"\$free\" -lt $MIN_FREE_KIB ]; then \
+            echo \"$rdir/node-$k: No space left on device (\$free KiB free on its file system;\" \
+                \"a run needs at least $MIN_FREE_KIB KiB): free some space there\"; \
+            exit 4; fi" || return 1
     [ $resume -eq 0 ] || resume_peer "$k" || return 1
     in_place "$k" && return 0
     rscp -p "$run/topology.txt" "$run/hosts.txt" "$dest:$rdir/" || return 1
@@ -224,13 +240,21 @@ prepare_peer() {
     rscp -p "$run/certs/ca.pem" "$run/certs/node-$k.pem" "$run/certs/node-$k.key" "$dest:$rdir/certs/"
 }
 # resume_peer K: peer K of a resumed run may start on its host: it does
-# not run there still, and it has its checkpoint there (or none here either).
+# not run there still, and it has its checkpoint there (a host without one
+# first gets the copy collected here). With none either place, it would
+# start fresh: $run/.fresh-K says so (the caller refuses or says it).
 resume_peer() {
     k=$1; dest=$(dest_of "$k"); rdir=$(rdir_of "$k")
     log=$(quote "$rdir/node-$k/node.log") ckpt=$(quote "$rdir/node-$k/checkpoint.bin")
+    rm -f "$run/.fresh-$k"
     rssh "$dest" "[ ! -f $log ] || flock -n $log true" ||
         { echo "--resume: peer $k of $run still runs (it holds $rdir/node-$k/node.log on $dest)"; return 1; }
-    in_place "$k" || [ ! -f "$run/node-$k/checkpoint.bin" ] || rssh "$dest" "[ -f $ckpt ]" || {
+    if in_place "$k" || [ ! -f "$run/node-$k/checkpoint.bin" ]; then
+        # the host's is the only one there can be
+        rssh "$dest" "[ -f $ckpt ]" || : >"$run/.fresh-$k"
+        return 0
+    fi
+    rssh "$dest" "[ -f $ckpt ]" || {
         echo "--resume: $dest has no $rdir/node-$k/checkpoint.bin: copying the one collected in $run/node-$k there"
         # without the last attempt's markers (node-K/stop would stop it)
         rscp -rp "$run/node-$k" "$dest:$rdir/" &&
@@ -279,6 +303,25 @@ for p in $ppids; do
     rm -f "$run/.prepare-$k.log"
     k=$((k + 1))
 done
+# Peers that would start fresh in the resumed run (no checkpoint anywhere).
+# mixed_fresh: some peers would, while others resume or ran before.
+fresh='' n_fresh=0 k=0
+while [ $k -lt "$n" ]; do
+    [ ! -f "$run/.fresh-$k" ] || { fresh="$fresh${fresh:+, }$k"; n_fresh=$((n_fresh + 1)); }
+    rm -f "$run/.fresh-$k"
+    k=$((k + 1))
+done
+mixed_fresh=0
+[ $n_fresh -gt 0 ] && { [ $n_fresh -lt "$n" ] || ran_before "$run" "$n"; } && mixed_fresh=1
+if [ $resume -eq 1 ] && [ $failed -eq 0 ] && [ $mixed_fresh -eq 1 ]; then
+    if [ $fresh_missing -eq 0 ]; then
+        echo "run-hosts: --resume: peer(s) $fresh of $run have no checkpoint (node-K/checkpoint.bin, on" \
+            "their host or collected here): they would start again from round 0 while the others go" \
+            "on from theirs, one run mixed of two. Start them fresh anyway with --resume-fresh-missing" \
+            "instead of --resume (the report flags them), or run again under another -r NAME" >&2
+        exit 2
+    fi
+fi
 if [ $resume -eq 1 ] && [ $failed -eq 0 ] && [ $interrupted -eq 0 ]; then
     mkdir -p "$run/launch"
     printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" >>"$run/launch/resumes.log"
@@ -288,6 +331,16 @@ while [ $k -lt "$n" ] && [ $failed -eq 0 ] && [ $interrupted -eq 0 ]; do
     start_peer $k
     k=$((k + 1))
 done
+if [ $failed -eq 0 ] && [ $interrupted -eq 0 ] && [ $resume -eq 1 ]; then
+    if [ -z "$fresh" ]; then
+        echo "run-hosts: resuming $run: every peer from its checkpoint (--resume)"
+    elif [ $mixed_fresh -eq 1 ]; then
+        echo "run-hosts: resuming $run: peer(s) $fresh start FRESH from round 0 (no checkpoint;" \
+            "--resume-fresh-missing), the others from their checkpoints"
+    else
+        echo "run-hosts: resuming $run: no peer has run yet, every peer starts from round 0"
+    fi
+fi
 [ $failed -eq 0 ] && [ $interrupted -eq 0 ] && echo "run-hosts: started $n peers; run directory $run"
 
 k=0

@@ -2,7 +2,8 @@
 # Runs N murmur peers on this machine as one experiment in runs/NAME/.
 #
 #   scripts/run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p BASE_PORT] [-i SEC]
-#                        [--no-report] [--resume] [-- extra murmur node flags]
+#                        [--no-report] [--resume | --resume-fresh-missing]
+#                        [-- extra murmur node flags]
 #
 # Makes runs/NAME/ with manifest.json (this command, the node flags, the
 # topology file's name and SHA-256, the seed, `murmur --version`), a copy of
@@ -21,7 +22,10 @@
 # --allreduce-schedule halving on 6 peers), a --metrics-addr without '+'
 # (one port for every peer), ports that overlap the
 # kernel's ephemeral port range (it says which -p to use instead), and
-# ports on which something already listens (another run).
+# ports on which something already listens (another run); and (exit 1) a
+# run directory whose file system has less than 1 MiB free ("No space left
+# on device", before anything is written and again before the peers
+# start).
 #
 # --resume continues the run in runs/NAME/ (or starts it, saying so, when
 # there is none yet): given the same -n, topology file and node flags as
@@ -29,6 +33,11 @@
 # starts every peer again with the node flags and --resume, so each goes on
 # from its node-K/checkpoint.bin (docs/node.md). The manifest stays; each
 # resume is a line of launch/resumes.log; console.log files are appended to.
+# A peer without a checkpoint would start again from round 0 while the
+# others go on from theirs: such a resume is refused (exit 2, naming the
+# peers) unless no peer has a checkpoint or metrics yet (nothing ran), or
+# --resume-fresh-missing (a --resume that starts those peers fresh, saying
+# which; their start lines say so and `murmur report` flags them).
 #
 # A peer that failed and was restarted by hand (its command is
 # manifest.json's node_command, with --resume) while the run goes on is
@@ -39,7 +48,8 @@
 # only this script, which sends every peer one SIGTERM (each finishes its
 # round, writes its checkpoint and exits 0) and waits for them (SIGKILL
 # after GRACE seconds, default 30). SIGTERM or SIGHUP to this script do the
-# same. A second Ctrl-C sends a second SIGTERM: the peers exit at once,
+# same, and so does a SIGPIPE (its output was piped into a reader that has
+# gone, e.g. `| head`: never taken for a second Ctrl-C). A second Ctrl-C sends a second SIGTERM: the peers exit at once,
 # without a checkpoint. A peer that exits non-zero is named with its last
 # error and the reason in its `end` metrics line; one that ended 3 (a
 # neighbour refused for a configuration that differs: TLS or --plaintext,
@@ -54,12 +64,13 @@
 # peers ran (they are then stopped: SIGTERM, SIGKILL after GRACE seconds);
 # 2 usage or a refused configuration; 130 interrupted.
 # Environment: MURMUR (default ./murmur), MAKE_CERTS (default
-# scripts/make-certs.sh next to this script), RUNS (default runs), GRACE.
+# scripts/make-certs.sh next to this script), RUNS (default runs), GRACE,
+# MIN_FREE_KIB (default 1024).
 set -u
 
 PROG=run-local
 die() { echo "run-local: $*" >&2; exit 1; }
-bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [--resume] [-- node flags]" >&2; exit 2; }
+bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [--resume | --resume-fresh-missing] [-- node flags]" >&2; exit 2; }
 is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -73,7 +84,7 @@ RUNS=${RUNS:-runs}
 GRACE=${GRACE:-30}
 command_json=$(json_arr "$0" "$@")
 
-n='' topo='' name='' port=29500 interval=5 report=1 resume=0
+n='' topo='' name='' port=29500 interval=5 report=1 resume=0 fresh_missing=0
 while [ $# -gt 0 ]; do
     case $1 in
     -n|-t|-r|-p|-i) [ $# -ge 2 ] || bad "$1 needs a value" ;;
@@ -86,6 +97,7 @@ while [ $# -gt 0 ]; do
     -i) interval=$2; shift 2 ;;
     --no-report) report=0; shift ;;
     --resume) resume=1; shift ;;
+    --resume-fresh-missing) resume=1 fresh_missing=1; shift ;;
     -h|--help) help_text "$0"; exit 0 ;;
     --) shift; break ;;
     *) bad "unknown argument: $1" ;;
@@ -124,8 +136,10 @@ dir=$RUNS/$name
 sha=$(sha256sum "$topo" | cut -d' ' -f1)
 node_flags_json=$(json_arr "$@")
 # resume_run NODE_FLAGS...: checks that runs/NAME is this run (-n, the
-# topology's SHA-256, the node flags, as manifest.json records them) and
-# that none of its peers still runs; forgets the last launch's exit records.
+# topology's SHA-256, the node flags, as manifest.json records them), that
+# none of its peers still runs, and that every peer has a checkpoint (or
+# none ran yet, or --resume-fresh-missing); forgets the last launch's exit
+# records and says who starts from where.
 resume_run() {
     if why=$(run_mismatch "$dir" "$n" "$topo" "$@"); then
         echo "run-local: --resume: $why" >&2
@@ -136,19 +150,39 @@ resume_run() {
     while [ "$k" -lt "$n" ]; do
         [ ! -f "$dir/node-$k/node.log" ] || flock -n "$dir/node-$k/node.log" true ||
             die "--resume: peer $k of $dir still runs (it holds $dir/node-$k/node.log)"
+        k=$((k + 1))
+    done
+    fresh=$(peers_without_checkpoint "$dir" "$n")
+    if [ -n "$fresh" ] && [ "$fresh_missing" = 0 ] && ran_before "$dir" "$n"; then
+        echo "run-local: --resume: peer(s) $fresh of $dir have no checkpoint (node-K/checkpoint.bin):" \
+            "they would start again from round 0 while the others go on from theirs, one run mixed" \
+            "of two. Start them fresh anyway with --resume-fresh-missing instead of --resume (the" \
+            "report flags them), or run again under another -r NAME" >&2
+        exit 2
+    fi
+    k=0
+    while [ "$k" -lt "$n" ]; do
         rm -f "$dir/launch/node-$k.exit" "$dir/launch/node-$k.pid"
         k=$((k + 1))
     done
-    printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" >>"$dir/launch/resumes.log"
-    echo "run-local: resuming $dir: every peer from its checkpoint (--resume)"
+    printf '%s resumed: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$command_json" \
+        2>/dev/null >>"$dir/launch/resumes.log" || wdie "cannot write $dir/launch/resumes.log"
+    if [ -z "$fresh" ]; then
+        echo "run-local: resuming $dir: every peer from its checkpoint (--resume)"
+    elif ! ran_before "$dir" "$n"; then
+        echo "run-local: resuming $dir: no peer has run yet, every peer starts from round 0"
+    else
+        echo "run-local: resuming $dir: peer(s) $fresh start FRESH from round 0 (no checkpoint;" \
+            "--resume-fresh-missing), the others from their checkpoints"
+    fi
 }
 
 # new_run NODE_FLAGS...: runs/NAME with its manifest, topology copy and
 # certificates.
 new_run() {
     [ -e "$dir" ] && die "$dir already exists: choose another -r NAME, remove it, or continue it with --resume"
-    mkdir -p "$dir/launch" || die "cannot create $dir"
-    cp "$topo" "$dir/topology.txt" || die "cannot copy $topo"
+    mkdir -p "$dir/launch" || wdie "cannot create $dir"
+    cp "$topo" "$dir/topology.txt" || wdie "cannot copy $topo"
 
     # The seed as the node flags give it (--seed S or --seed=S), else the node's default.
     seed=null prev=''
@@ -174,12 +208,20 @@ new_run() {
         printf '  "node_command": %s\n' "$(json_arr "$MURMUR" node --id K --topology "$topo" \
             --base-port "$port" --run-dir "$dir" --tls-dir "$dir/certs" "$@")"
         printf '}\n'
-    } >"$dir/manifest.json" || die "cannot write $dir/manifest.json"
+    } >"$dir/manifest.json" 2>/dev/null || wdie "cannot write $dir/manifest.json"
 
     sh "$MAKE_CERTS" "$dir/certs" "$n" >"$dir/launch/certs.log" 2>&1 ||
-        die "making certificates failed (see $dir/launch/certs.log)"
+        wdie "making certificates failed (see $dir/launch/certs.log)"
 }
 
+# wdie MESSAGE: a write into the run directory failed: why, when its disk is
+# full, then MESSAGE (exit 1).
+wdie() { no_space "$dir" || true; die "$@"; }
+
+# A full disk, said before anything is written (the peers' output, their
+# metrics and the launcher's records would all be lost); said again before
+# the peers start, for what the run's own files took.
+no_space "$dir" && exit 1
 if [ "$resume" = 1 ] && [ -e "$dir" ]; then
     resume_run "$@"
 else
@@ -187,10 +229,13 @@ else
     new_run "$@"
 fi
 [ "$resume" = 1 ] && set -- "$@" --resume
+no_space "$dir" && exit 1
 
 # Each peer runs under a small watcher subshell that records its exit status
-# in launch/node-K.exit: the launcher then knows who ended and how without
-# relying on the shell's job table. setsid puts the peer in a session of
+# in launch/node-K.exit (and first in this script's own directory, below,
+# which is what the launcher reads: a run directory on a full disk cannot
+# take it): the launcher then knows who ended and how without relying on
+# the shell's job table. setsid puts the peer in a session of
 # its own, so a terminal's Ctrl-C (SIGINT to the whole foreground process
 # group) reaches only this script, which forwards one SIGTERM: a peer that
 # got both would take the second for "exit now, no checkpoint". The peer
@@ -198,7 +243,7 @@ fi
 # to fork; setsid -w hands back its exit status.
 # Each pid is also written to a directory of this script's own, outside
 # the run directory, so the peers can be stopped even if the run directory
-# goes away (run_dir_gone below).
+# goes away (run_dir_gone below) or its disk is full.
 own_pids=$(mktemp -d "${TMPDIR:-/tmp}/run-local-pids.XXXXXX") || die "cannot make a temporary directory"
 trap 'rm -rf "$own_pids"' EXIT
 k=0
@@ -210,8 +255,10 @@ while [ "$k" -lt "$n" ]; do
             "$MURMUR" node --id "$k" --topology "$topo" --base-port "$port" --run-dir "$dir" \
             --tls-dir "$dir/certs" "$@" >>"$dir/node-$k/console.log" 2>&1 &
         wait $!
-        echo $? >"$dir/launch/node-$k.exit.tmp"
-        mv "$dir/launch/node-$k.exit.tmp" "$dir/launch/node-$k.exit"
+        st=$?
+        echo $st >"$own_pids/node-$k.exit.tmp" && mv "$own_pids/node-$k.exit.tmp" "$own_pids/node-$k.exit"
+        { echo $st >"$dir/launch/node-$k.exit.tmp" &&
+            mv "$dir/launch/node-$k.exit.tmp" "$dir/launch/node-$k.exit"; } 2>/dev/null
     ) &
     k=$((k + 1))
 done
@@ -221,7 +268,7 @@ stopping=0
 interrupted=0
 signalled=' '
 stop_peers() { # SIGTERM once to each running peer (a second one means "now")
-    for f in "$dir"/launch/node-*.pid; do
+    for f in "$own_pids"/node-*.pid; do
         [ -s "$f" ] || continue
         case $signalled in *" $f "*) continue ;; esac
         signalled="$signalled$f "
@@ -241,6 +288,18 @@ on_signal() {
     fi
 }
 trap on_signal INT TERM HUP
+# SIGPIPE: whoever read this script's output is gone (`... | head`). The
+# run is stopped as on a first interrupt (every peer one SIGTERM, its
+# checkpoint, exit 130, so a sweep marks it interrupted, not failed), never
+# as a second: output goes to /dev/null from then on (stdout; stderr too
+# if it was the same pipe and signals again).
+pipe_gone=0
+on_pipe() {
+    if [ "$pipe_gone" = 0 ]; then exec >/dev/null; else exec 2>/dev/null; fi
+    pipe_gone=$((pipe_gone + 1))
+    [ "$stopping" = 0 ] && on_signal
+}
+trap on_pipe PIPE
 
 # A peer whose launch failed may be started again by hand (manifest.json's
 # node_command with --resume). by_hand_running K: such a peer K runs now
@@ -249,8 +308,15 @@ trap on_signal INT TERM HUP
 # launch/node-K.exit, is an end line with reason done).
 by_hand_running() { [ -f "$dir/node-$1/node.log" ] && ! flock -n "$dir/node-$1/node.log" true; }
 by_hand_done() {
-    [ "$dir/node-$1/metrics.jsonl" -nt "$dir/launch/node-$1.exit" ] &&
+    [ "$dir/node-$1/metrics.jsonl" -nt "$own_pids/node-$1.exit" ] &&
         tail -n 1 "$dir/node-$1/metrics.jsonl" | grep -q '"ev":"end".*"reason":"done"'
+}
+
+# exit_of K: peer K's exit status as its watcher recorded it ("unknown"
+# when even this script's own directory could not take it).
+exit_of() {
+    eo=$(cat "$own_pids/node-$1.exit" 2>/dev/null)
+    case $eo in ''|*[!0-9]*) echo unknown ;; *) echo "$eo" ;; esac
 }
 
 # The peers' pids, read (once the run directory is gone) from this
@@ -291,9 +357,9 @@ while :; do
     done_n=0
     k=0
     while [ "$k" -lt "$n" ]; do
-        if [ -f "$dir/launch/node-$k.exit" ]; then
+        if [ -f "$own_pids/node-$k.exit" ]; then
             done_n=$((done_n + 1))
-            st=$(cat "$dir/launch/node-$k.exit")
+            st=$(exit_of "$k")
             case " $reported_fail " in *" $k "*) ;; *)
                 if [ "$st" != 0 ]; then
                     echo "run-local: peer $k exited with status $st ($dir/node-$k/console.log):" >&2
@@ -315,7 +381,7 @@ while :; do
     [ "$stopping" != 0 ] && stop_peers # peers whose pid file came late
     if [ "$stopping" != 0 ] && [ $(($(date +%s) - stopping)) -ge "$GRACE" ]; then
         echo "run-local: peers still running after ${GRACE}s: SIGKILL" >&2
-        for f in "$dir"/launch/node-*.pid; do
+        for f in "$own_pids"/node-*.pid; do
             [ -f "${f%.pid}.exit" ] || kill -KILL "$(cat "$f")" 2>/dev/null
         done
         stopping=$(date +%s)
@@ -340,9 +406,13 @@ while :; do
             k=$((k + 1))
         done
     fi
-    # Sleep in the background so a signal interrupts the wait at once.
+    # Sleep in the background so a signal interrupts the wait at once; the
+    # sleep dies with the wait, or it would outlive this script holding
+    # what it inherited (a sweep's lock, sweep.sh's fd 9) for up to -i SEC.
     sleep "$interval" &
-    wait $! 2>/dev/null
+    nap=$!
+    wait $nap 2>/dev/null
+    kill $nap 2>/dev/null
     [ "$stopping" != 0 ] && interval=1
 done
 trap - INT TERM HUP
@@ -350,7 +420,7 @@ trap - INT TERM HUP
 failed=0 n_refused=0 n_isolated=0
 k=0
 while [ "$k" -lt "$n" ]; do
-    st=$(cat "$dir/launch/node-$k.exit")
+    st=$(exit_of "$k")
     if [ "$st" != 0 ] && by_hand_done "$k"; then
         echo "run-local: peer $k, restarted by hand after status $st, ended normally (end line: done)"
         st=0

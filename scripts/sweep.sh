@@ -45,7 +45,9 @@
 # marker (the sweep was killed) is continued from its peers' checkpoints
 # (run-local.sh --resume; one run, in one directory), unless it was run
 # with another peer count, topology or node flags than the spec gives it
-# now, or with --no-resume: then it is moved aside to sSEED.attempt-K/ and
+# now, or with --no-resume, or when a peer of it has no checkpoint (it
+# would start again from round 0 while the others go on; run-local.sh
+# refuses such a --resume): then it is moved aside to sSEED.attempt-K/ and
 # run again from round 0. A resumed run is not bit for bit the
 # uninterrupted one (the rounds around the cut are mixed with fewer
 # neighbours, docs/sweep.md); one rerun from round 0 is. A failed run (sweep.failed: a peer exited non-zero, or its report
@@ -54,7 +56,8 @@
 # Nothing unfinished is ever averaged: `murmur report --sweep` lists and
 # excludes it.
 #
-# Ctrl-C (SIGINT, SIGTERM, SIGHUP) stops the current run cleanly (its
+# Ctrl-C (SIGINT, SIGTERM, SIGHUP; and SIGPIPE, when the output was piped
+# into a reader that has gone) stops the current run cleanly (its
 # peers get one SIGTERM each from run-local.sh, finish their round, write
 # their checkpoint and exit 0), marks it interrupted and starts no other.
 # run-local.sh runs in a session of its own, so a terminal's Ctrl-C reaches
@@ -72,6 +75,9 @@
 #
 # At the end: `murmur report --sweep runs/NAME` (table, runs/NAME/sweep.csv,
 # sweep-runs.csv and three plots in runs/NAME/plots/).
+# A disk with less than 1 MiB free on the sweep's directory ("No space
+# left on device") stops the sweep before its next run (exit 1): that run
+# and the rest are left, not failed, for the next invocation.
 # Exit status: 0 every planned run finished; 1 a run failed or is left
 # unfinished, or the aggregation failed; 2 usage or a refused spec; 130
 # interrupted. Environment: MURMUR, MAKE_CERTS, RUNS, GRACE (as run-local.sh).
@@ -437,6 +443,7 @@ if [ "$check_only" = 1 ]; then
 fi
 
 # --- the runs ------------------------------------------------------------
+no_space "$top" && exit 1
 mkdir -p "$top" || die "cannot create $top"
 # One sweep at a time per directory. The lock's descriptor is inherited by
 # run-local.sh and its peers: after the sweep is killed, the lock stays
@@ -487,8 +494,9 @@ kept_failed() {
 # the directory of a run that is planned again (not done, not a kept
 # failure). An interrupted or unfinished run of these very peers, topology
 # and flags is continued (sets resume=--resume and wall_before, the
-# seconds its earlier attempts took); any other, or with --no-resume, is
-# moved aside to DIR.attempt-K and run again from round 0. Said in the log.
+# seconds its earlier attempts took); any other, with --no-resume, or one
+# with a peer that has no checkpoint, is moved aside to DIR.attempt-K and
+# run again from round 0. Said in the log.
 resume_or_move_aside() {
     ra_d=$1 ra_run=$2 ra_tag=$3 ra_tp=$4 ra_tf=$5 ra_flags=$6
     why=unfinished
@@ -502,6 +510,13 @@ resume_or_move_aside() {
     elif [ "$no_resume" = 1 ]; then other='--no-resume'
     else other=$(run_mismatch "$ra_d" "$ra_tp" "$ra_tf" $ra_flags) || resume=--resume; fi
     set +f
+    # a peer without a checkpoint would start again from round 0 while the
+    # others go on: rerun the whole run from round 0 instead
+    ra_fresh=$(peers_without_checkpoint "$ra_d" "$ra_tp")
+    if [ -n "$resume" ] && [ -n "$ra_fresh" ] && ran_before "$ra_d" "$ra_tp"; then
+        resume=''
+        other="peer(s) $ra_fresh have no checkpoint: resumed, they would start again from round 0 while the others go on"
+    fi
     if [ -n "$resume" ]; then
         wall_before=$(sed -n 's/^wall //p' "$ra_d/sweep.interrupted" 2>/dev/null)
         wall_before=${wall_before:-0}
@@ -536,8 +551,21 @@ on_signal() {
     [ -s "$child_pidf" ] && kill -TERM "$(cat "$child_pidf")" 2>/dev/null
 }
 trap on_signal INT TERM HUP
+# SIGPIPE (the sweep's output was piped into a reader that has gone, e.g.
+# `| head`): stopped as on Ctrl-C, once; output to /dev/null from then on
+# (sweep.log keeps the log).
+pipe_gone=0
+on_pipe() {
+    signals=$((signals + 1))
+    pipe_gone=$((pipe_gone + 1))
+    if [ "$pipe_gone" -gt 1 ]; then exec 2>/dev/null; return; fi
+    exec >/dev/null 4>/dev/null
+    interrupted=1
+    [ -s "$child_pidf" ] && kill -TERM "$(cat "$child_pidf")" 2>/dev/null
+}
+trap on_pipe PIPE
 
-ran=0 ran_time=0 n_ok=0 n_failed=0 left=$todo
+ran=0 ran_time=0 n_ok=0 n_failed=0 left=$todo disk_full=0
 # run-local.sh's output: fd 4, the terminal or (-q) output.log.
 if [ "$quiet" = 1 ]; then exec 4>>"$top/output.log"; else exec 4>&1; fi
 while IFS='	' read -r idx setting seed run tf tp rest <&3; do
@@ -548,6 +576,12 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     tag="[$((idx + 1))/$n_runs]"
     [ -f "$d/sweep.done" ] && continue
     kept_failed "$d" "$flags" && continue
+    # a full disk: the run is left for the next invocation, not failed
+    if no_space "$top"; then
+        disk_full=1
+        echo "sweep: $tag $run not started: the disk is full; it and the runs after it are left for the next invocation" >&2
+        break
+    fi
     resume='' wall_before=0
     [ -e "$d" ] && resume_or_move_aside "$d" "$run" "$tag" "$tp" "$tf" "$flags"
     next_ports "$tp"
@@ -566,6 +600,10 @@ while IFS='	' read -r idx setting seed run tf tp rest <&3; do
     # has ended (scripts/launch-lib.sh).
     wait_pid $bgpid
     rc=$st
+    # run-local.sh exits 130 when it was interrupted (by us, or by a signal
+    # of its own: a SIGPIPE of its output); its peers stopped with their
+    # checkpoints: interrupted, not failed
+    [ $rc -eq 130 ] && interrupted=1
     rm -f "$child_pidf"
     dt=$(($(date +%s) - t0))
     wall=$((wall_before + dt)) # every attempt the sweep timed
@@ -606,6 +644,7 @@ if [ "$interrupted" = 1 ]; then
     log "interrupted: $n_ok runs finished in this invocation, the rest are left for the next"
     exit 130
 fi
+[ "$disk_full" = 1 ] && exit 1
 rc=0
 unfinished=$(awk -F'\t' -v top="$top" '!/^#/ && h++ { print top "/" $4 }' "$top/sweep.plan" |
     while IFS= read -r d; do [ -f "$d/sweep.done" ] || echo x; done | wc -l)

@@ -404,7 +404,9 @@ static void test_text_scan(void **state)
     }
     mm_text_file *f;
     int n;
-    assert_int_equal(mm_text_scan(root, "misc", &f, &n, err, sizeof err), 0);
+    mm_text_say say = {.out = stderr, .prefix = "test_text_scan: "};
+    assert_int_equal(mm_text_scan(root, "misc", &say, &f, &n, err, sizeof err), 0);
+    assert_int_equal(say.n, 0);
     static const char *const want[][3] = {
         {"a/deep/x.txt", "a", "a-deep-x"}, {"a/z", "a", "a-z"}, {"b/one.txt", "b", "b-one"},
         {"b/two.txt", "b", "b-two"}, {"other.md", "misc", "other.md"}, {"top.txt", "misc", "top"},

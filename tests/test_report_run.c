@@ -359,6 +359,18 @@ static void test_empty_run_is_an_error(void **state)
     rm_run();
 }
 
+/* run/node-i/metrics.jsonl, its directory made, opened with mode. */
+static FILE *peer_metrics(int i, const char *mode)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/node-%d", run, i);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", run, i);
+    FILE *f = fopen(path, mode);
+    assert_non_null(f);
+    return f;
+}
+
 /* A misconfigured run as docs/metrics.md writes it: peer 0 fine, peers 1
  * and 2 refused each other (TLS mismatch), peer 3 isolated; and a running
  * peer that said it was isolated and has not mixed since. The table names
@@ -379,12 +391,7 @@ static void test_refused_and_isolated(void **state)
         "\"why\":{\"2\":\"never connected\"}",
     };
     for (int i = 0; i < 5; i++) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/node-%d", run, i);
-        mkdir(path, 0777);
-        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", run, i);
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
+        FILE *f = peer_metrics(i, "w");
         fprintf(f, "{\"ev\":\"start\",\"peer\":%d,\"n_peers\":5,\"params\":10,\"time\":0}\n", i);
         fprintf(f, "{\"ev\":\"round\",\"peer\":%d,\"round\":0,\"time\":1,\"nbrs\":[]}\n", i);
         if (i == 4) { /* still running: said it is isolated, then a round with nobody */
@@ -442,12 +449,53 @@ static void test_refused_and_isolated(void **state)
     rm_run();
 }
 
+/* The progress line before any round, and while one peer has none yet:
+ * no "round -1". */
+static void test_progress_before_rounds(void **state)
+{
+    (void)state;
+    snprintf(run, sizeof run, "/tmp/mm-report-progress-XXXXXX");
+    assert_non_null(mkdtemp(run));
+    for (int i = 0; i < 2; i++) {
+        FILE *f = peer_metrics(i, "w");
+        fprintf(f, "{\"ev\":\"start\",\"peer\":%d,\"n_peers\":2,\"params\":10,\"time\":0}\n", i);
+        fclose(f);
+    }
+    mm_report r;
+    char err[256] = "", *buf = NULL;
+    size_t len = 0;
+    FILE *warn = tmpfile();
+    mm_report_opts opt = {.warn = warn, .no_exact = true};
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    FILE *out = open_memstream(&buf, &len);
+    mm_report_print_progress(&r, 1, 30, out);
+    fclose(out);
+    assert_null(strstr(buf, "-1"));
+    assert_non_null(strstr(buf, "round - (none done yet) | loss -"));
+    free(buf);
+    mm_report_free(&r);
+    FILE *f = peer_metrics(1, "a");
+    fprintf(f, "{\"ev\":\"round\",\"peer\":1,\"round\":0,\"time\":1,\"loss\":2.5}\n");
+    fclose(f);
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    mm_report_print_progress(&r, 1, 30, out);
+    fclose(out);
+    assert_non_null(strstr(buf, "round 0 (slowest: none done yet) | loss 2.5000"));
+    free(buf);
+    mm_report_free(&r);
+    fclose(warn);
+    rm_run();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_synthetic_run),
         cmocka_unit_test(test_empty_run_is_an_error),
         cmocka_unit_test(test_refused_and_isolated),
+        cmocka_unit_test(test_progress_before_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

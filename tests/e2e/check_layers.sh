@@ -7,7 +7,8 @@
 # mixing or BLAS include is added to net/, when the
 # peer's internals or a loop are added to the command line (cli/), the
 # command line or the runtime model to the peer, and the network or the
-# peer to the runtime model (plan/). An
+# peer to the runtime model (plan/), the peer to the watch (watch/) and the
+# watch to the peer. An
 # include a room is allowed is added too, and passes: the failures are the
 # rules', not any edit's.
 . "$(dirname "$0")/lib.sh"
@@ -77,6 +78,13 @@ refused node/node.c '#include "plan/plan.h"'
 refused node/node.c '#include <getopt.h>'
 refused plan/plan_probe.c '#include <uv.h>'
 refused plan/plan.c '#include "node/node.h"'
+# murmur watch reads run directories: the peer, its loop and HTTP server
+# are not its business (cli/ runs the server), nor the peer's its
+refused watch/watch.c '#include "node/node.h"'
+refused watch/watch_hosts.c '#include "node/peers.h"'
+refused watch/watch.c '#include <uv.h>'
+refused watch/watch_hosts.c '#include <microhttpd.h>'
+refused node/node.c '#include "watch/watch.h"'
 # what the rooms may include
 allowed gossip/mix.c '#include "gossip/robust.h"'
 allowed gossip/mix.c '#include <math.h>'
@@ -84,4 +92,7 @@ allowed net/transport.c '#include "base/log.h"'
 allowed net/transport.c '#include <uv.h>'
 allowed cli/cmd_node.c '#include "node/node.h"'
 allowed cli/cmd_plan.c '#include "plan/plan.h"'
+allowed watch/watch.c '#include "report/report.h"'
+allowed watch/watch_hosts.c '#include "net/hosts.h"'
+allowed cli/cmd_watch.c '#include "watch/watch.h"'
 echo "ok: check-layers passes on the tree and refuses $n forbidden includes, each by file and line"

@@ -5,8 +5,11 @@
 # been cleaned meanwhile (it gets the collected copy), and ends at the
 # planned round; the run is collected whole. Refused: other node flags or
 # another topology (exit 2, then and now), a peer that still runs (exit 1,
-# nothing started), an existing run without --resume; --resume of a run
-# not there yet starts it, saying so.
+# nothing started), a peer with no checkpoint on its host nor collected
+# (exit 2, naming it, nothing started), an existing run without --resume;
+# --resume of a run not there yet starts it, saying so; a run whose peers
+# wrote no checkpoint is resumed only with --resume-fresh-missing, which
+# says that they start fresh.
 . "$(dirname "$0")/lib.sh"
 . "$ROOT/tests/e2e/lib/sshd.sh"
 start_test_sshd || exit 0
@@ -66,8 +69,16 @@ kill $lockp; wait $lockp 2>/dev/null || true
 [ $st = 1 ] && grep -q "peer 1 of $run still runs (it holds $T/host-1/res/node-1/node.log" "$T/running.out" ||
     { cat "$T/running.out" >&2; fail "--resume while a peer still runs: exit $st, not 1"; }
 [ "$(grep -c '"ev":"start"' "$T/host-0/res/node-0/metrics.jsonl")" = 1 ] || fail "a refused --resume started peer 0"
+mv "$T/host-3/res/node-3/checkpoint.bin" "$T/ck3.host"
+mv "$run/node-3/checkpoint.bin" "$T/ck3.here"
+st=0; rh -H "$T/hosts" -t "$T/ring.topo" -r res -D "$T/data" --resume -- $flags > "$T/nockpt.out" 2>&1 || st=$?
+[ $st = 2 ] && grep -q "run-hosts: --resume: peer(s) 3 of $run have no checkpoint .*--resume-fresh-missing" "$T/nockpt.out" ||
+    { cat "$T/nockpt.out" >&2; fail "--resume with peer 3 without a checkpoint: exit $st, not 2 naming it"; }
+mv "$T/ck3.host" "$T/host-3/res/node-3/checkpoint.bin"
+mv "$T/ck3.here" "$run/node-3/checkpoint.bin"
+[ "$(grep -c '"ev":"start"' "$T/host-0/res/node-0/metrics.jsonl")" = 1 ] || fail "a refused --resume started peer 0"
 [ -f "$run/launch/resumes.log" ] && fail "a refused --resume was recorded in launch/resumes.log"
-note "refused: other flags (2), another topology (2), a run that exists (1), a peer still running (1)"
+note "refused: other flags (2), another topology (2), a run that exists (1), a peer still running (1), a peer without a checkpoint (2)"
 
 # 3. Host 2 lost its directory: the collected copy goes back there.
 rm -rf "$T/host-2/res/node-2"
@@ -102,4 +113,16 @@ rh -H "$T/hosts-inplace" -t "$T/ring.topo" -r fresh --resume -- --plaintext --no
     --rounds 3 --log-every 0 --eval-every 0 > "$T/fresh.out" 2>&1 || { cat "$T/fresh.out" >&2; fail "--resume of no run failed"; }
 grep -q "run-hosts: --resume: no run at $T/runs/fresh yet, starting it" "$T/fresh.out" || fail "--resume of no run: not said"
 [ "$(jfield "$T/runs/fresh/node-0/metrics.jsonl" end round)" = 3 ] || fail "--resume of no run did not run it"
+# 5. Its peers (--vector-len) wrote no checkpoint: resuming it would start
+# every one of them again from round 0 after a run: refused; said with
+# --resume-fresh-missing.
+st=0; rh -H "$T/hosts-inplace" -t "$T/ring.topo" -r fresh --resume -- --plaintext --no-train --vector-len 10 \
+    --rounds 3 --log-every 0 --eval-every 0 > "$T/fresh2.out" 2>&1 || st=$?
+[ $st = 2 ] && grep -q "peer(s) 0, 1, 2, 3 of $T/runs/fresh have no checkpoint" "$T/fresh2.out" ||
+    { cat "$T/fresh2.out" >&2; fail "--resume of a run without checkpoints: exit $st, not 2 naming the peers"; }
+rh -H "$T/hosts-inplace" -t "$T/ring.topo" -r fresh --resume-fresh-missing -- --plaintext --no-train --vector-len 10 \
+    --rounds 3 --log-every 0 --eval-every 0 > "$T/fresh3.out" 2>&1 || { cat "$T/fresh3.out" >&2; fail "--resume-fresh-missing failed"; }
+grep -q "run-hosts: resuming $T/runs/fresh: peer(s) 0, 1, 2, 3 start FRESH from round 0" "$T/fresh3.out" ||
+    { cat "$T/fresh3.out" >&2; fail "--resume-fresh-missing does not say which peers start fresh"; }
+[ "$(grep -c '"ev":"start".*"resume":"fresh"' "$T/runs/fresh/node-2/metrics.jsonl")" = 1 ] || fail "peer 2's start line does not say fresh"
 echo "ok: run-hosts.sh --resume over ssh (refusals, a cleaned host, one run to the end)"

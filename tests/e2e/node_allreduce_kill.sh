@@ -6,20 +6,24 @@
 # S of 6" on the ring, "of 4" on halving-doubling; the first to fail, one
 # of peer 2's partners, names peer 2), end its metrics with reason
 # "allreduce" and that error, and keep its last periodic checkpoint whole:
-# murmur generate loads it, and no temp file is left beside it. Once with
-# each schedule: the ring (peer 2's partners 1 and 3) and halving (0 and 3).
+# murmur generate loads it, and no temp file is left beside it; its error
+# line names that checkpoint's round. Once with each schedule: the ring
+# (peer 2's partners 1 and 3) and halving (0 and 3); then the ring again
+# without periodic checkpoints, where every peer must say that none was
+# written yet (not that "the last checkpoint is kept") and leave none.
 . "$(dirname "$0")/lib.sh"
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
-for spec in ring:6:1:3 halving:4:0:3; do
-sched=${spec%%:*}; rest=${spec#*:}; steps=${rest%%:*}; rest=${rest#*:}; pa=${rest%%:*}; pb=${rest#*:}
+for spec in ring:6:1:3:5 halving:4:0:3:5 ring:6:1:3:0; do
+sched=${spec%%:*}; rest=${spec#*:}; steps=${rest%%:*}; rest=${rest#*:}; pa=${rest%%:*}; rest=${rest#*:}
+pb=${rest%%:*}; every=${rest#*:}
 port=$(free_ports 4)
-run="$T/run-$sched"
+run="$T/run-$sched-$every"
 for k in 0 1 2 3; do
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$T/ring.topo" --base-port "$port" \
         --plaintext --algo allreduce --allreduce-schedule $sched \
         --data "$T/data" --run-dir "$run" --layers 2 --width 32 \
-        --heads 2 --ctx 32 --batch 8 --rounds 1000000 --eval-every 0 --checkpoint-every 5 \
+        --heads 2 --ctx 32 --batch 8 --rounds 1000000 --eval-every 0 --checkpoint-every $every \
         --round-timeout 3000 --peer-timeout 3000 --log-every 0 > "$T/peer$k.out" 2>&1 &
     eval "p$k=\$!"; E2E_PIDS="$E2E_PIDS $!"
 done
@@ -47,6 +51,14 @@ for k in 0 1 3; do
     tail -1 "$run/node-$k/metrics.jsonl" | grep -q '"ev":"end".*"reason":"allreduce".*"error":"all-reduce failed' ||
         fail "peer $k: the metrics do not end with reason allreduce and the error"
     ck="$run/node-$k/checkpoint.bin"
+    if [ "$every" = 0 ]; then
+        echo "$line" | grep -q "stopping, no checkpoint was written yet (--resume would start it from round 0)" ||
+            fail "peer $k, without checkpoints: the error line does not say none was written"
+        [ -f "$ck" ] && fail "peer $k: a checkpoint without --checkpoint-every"
+        continue
+    fi
+    echo "$line" | grep -Eq "stopping, the last checkpoint \(round [1-9][05]\) is kept" ||
+        fail "peer $k: the error line does not name the round of the checkpoint it keeps"
     [ -f "$ck" ] || fail "peer $k: no checkpoint"
     ls "$run/node-$k" | grep -q 'tmp' && fail "peer $k: a temporary checkpoint file was left"
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" generate --checkpoint "$ck" --length 8 > "$T/gen$k" 2>&1 ||
@@ -57,5 +69,5 @@ done
 # failure goes round), and name that one.
 cat "$T/peer$pa.out" "$T/peer$pb.out" | grep -q "all-reduce failed: peer 2 " ||
     fail "neither partner of peer 2 ($sched: $pa, $pb) names it"
-echo "ok: $sched: a peer killed mid all-reduce ends the run cleanly, checkpoints kept"
+echo "ok: $sched (checkpoints every $every rounds): a peer killed mid all-reduce ends the run cleanly; each says which checkpoint it keeps"
 done

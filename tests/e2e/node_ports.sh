@@ -9,10 +9,11 @@
 range=$(cat /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null) || { echo "skipped: no ip_local_port_range"; exit 0; }
 lo=$(echo $range | cut -d' ' -f1); hi=$(echo $range | cut -d' ' -f2)
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
-one() { # BASE_PORT OUT [flags]
+one() { # BASE_PORT OUT [flags]: a run of its own in run-OUT's name (one run per node-K/)
     bp=$1; out=$2; shift 2
     MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 0 --topology "$T/ring.topo" --base-port "$bp" --plaintext \
-        --no-train --vector-len 10 --rounds 0 --eval-every 0 --run-dir "$T/run-$bp" "$@" > "$out" 2>&1
+        --no-train --vector-len 10 --rounds 0 --eval-every 0 --run-dir "$T/run-$(basename "$out" .out)" \
+        "$@" > "$out" 2>&1
 }
 # a base port inside the range, with its 4 ports free
 for _ in 1 2 3 4 5 6 7 8 9 10; do
@@ -24,7 +25,7 @@ one "$p" "$T/in.out" || fail "a node on ports inside the ephemeral range did not
 grep -q "listen ports $p..$((p + 3)) are inside this machine's ephemeral port range $lo..$hi" "$T/in.out" ||
     fail "no warning for ports $p..$((p + 3)) inside $lo..$hi: $(grep -v PLAINTEXT "$T/in.out" | head -3)"
 grep -q "choose listen ports below $lo" "$T/in.out" || fail "the warning does not say which ports to choose"
-grep -q "ephemeral port range" "$T/run-$p/node-0/node.log" || fail "the warning is not in node.log"
+grep -q "ephemeral port range" "$T/run-in/node-0/node.log" || fail "the warning is not in node.log"
 # the launcher's kind of port: below the range, no warning
 q=$(free_ports 4)
 one "$q" "$T/below.out" || fail "a node on ports below the range did not run"

@@ -86,6 +86,39 @@ if command -v gnuplot >/dev/null 2>&1; then
     check "compare with an empty run exits 1" [ $? -eq 1 ]
     check "compare still written" [ -s "$tmp/compare.png" -a -s "$tmp/compare.csv" ]
     check "compare csv: 2 runs" [ "$(wc -l <"$tmp/compare.csv")" -eq 3 ]
+    # Constant series (the validation loss, one accuracy per peer) and two
+    # settings with the same figures: gnuplot's "empty range" warnings do
+    # not reach the terminal (issue 34), and the two settings' labels are
+    # not printed over each other.
+    "$m" report "$r" --plots "$tmp/p2" >"$tmp/out" 2>"$tmp/err"
+    check "run plots: no gnuplot warning" sh -c "! grep -q 'Warning:' '$tmp/err'"
+    (cd "$tmp" && "$m" report --compare run "$tmp/run2" >"$tmp/out" 2>"$tmp/err")
+    check "compare plots: no gnuplot warning" sh -c "! grep -q 'Warning:' '$tmp/err'"
+    sw=$tmp/outer-sweep
+    printf '# murmur sweep plan 1\n# baseline pair,outer=none\nindex\tsetting\tseed\trun\ttopology\tpeers\touter\tflags\n' >"$sw.plan"
+    i=0
+    for o in none nesterov; do
+        mkdir -p "$sw/pair,outer=$o" && cp -r "$r" "$sw/pair,outer=$o/s1"
+        sed -i '$d' "$sw/pair,outer=$o/s1/node-1/metrics.jsonl" # (no torn line)
+        for k in 0 1; do
+            echo '{"ev":"end","round":4,"step":4,"time":4,"reason":"done"}' >>"$sw/pair,outer=$o/s1/node-$k/metrics.jsonl"
+        done
+        printf 'finished 2026-01-01T00:00:00Z wall 4\nflags --outer %s --seed 1\n' $o >"$sw/pair,outer=$o/s1/sweep.done"
+        printf '%d\tpair,outer=%s\t1\tpair,outer=%s/s1\tpair.topo\t2\t%s\t--outer %s --seed 1\n' $i $o $o $o $o >>"$sw.plan"
+        i=$((i + 1))
+    done
+    mv "$sw.plan" "$sw/sweep.plan"
+    "$m" report --sweep "$sw" >"$tmp/out" 2>"$tmp/err"
+    check "sweep report exits 0" [ $? -eq 0 ]
+    check "sweep plots: no gnuplot warning" sh -c "! grep -q 'Warning:' '$tmp/err'"
+    check "sweep paired plot made" [ -s "$sw/plots/sweep_paired_acc.png" ]
+    # the label heights (last 3 columns, last one of the paired file): one
+    # above, one below the shared point
+    check "sweep.dat: two labels at one point apart" \
+        [ "$(awk '/^"outer=/ { print $13, $14, $15 }' "$sw/plots/sweep.dat" | sort -u | wc -l)" -eq 2 ]
+    check "sweep_paired.dat: two labels at one point apart" \
+        [ "$(awk '/^"outer=/ { print $7 }' "$sw/plots/sweep_paired.dat" | sort -u | wc -l)" -eq 2 ]
+    check "sweep plots draw the labels at their heights" grep -q "using 6:14:1 with labels" "$sw/plots/sweep_acc_bytes.gp"
 fi
 
 # A long topology path and run name keep the comparison's columns in line:

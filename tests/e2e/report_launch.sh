@@ -16,8 +16,9 @@ check() { # description, then a command that must succeed
 }
 
 # The stand-in: `node` writes FAKE_ROUNDS rounds (an eval every 2, with a
-# 4-float sketch that shrinks towards agreement; `node --dry-run` says the
-# flags are valid and writes nothing), FAKE_FAIL=K makes peer K
+# 4-float sketch that shrinks towards agreement, and an empty checkpoint.bin
+# as its checkpoint; `node --dry-run` says the flags are valid and writes
+# nothing), FAKE_FAIL=K makes peer K
 # exit 3 after one round, FAKE_KILL=K makes peer K kill itself with SIGKILL
 # after one round (no end line); SIGTERM ends it with reason "signal".
 cat >"$tmp/murmur" <<FAKE
@@ -52,6 +53,7 @@ while [ \$r -lt \${FAKE_ROUNDS:-4} ]; do
     echo "{\"ev\":\"round\",\"round\":\$r,\"step\":\$r,\"time\":\$r.5,\"loss\":3.\$r,\"lr\":0.1,\"bytes_sent\":\$((r * 100 + 100)),\"bytes_recv\":0,\"t_compute\":0.2,\"t_comm\":0.1,\"t_wait\":0.1,\"nbrs\":2,\"missing\":0,\"dist\":{}}" >>"\$m"
     if [ \$((r % 2)) = 1 ]; then
         echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2.\$r,\"val_bpb\":1,\"val_acc\":0.\$((id + 1))\$r,\"norm\":1,\"sketch\":[\$id,0,1,\$((id * 2))e-\$r]}" >>"\$m"
+        : >"\$rd/node-\$id/checkpoint.bin"
     fi
     [ "\${FAKE_FAIL:-x}" = "\$id" ] && exit 3
     [ "\${FAKE_KILL:-x}" = "\$id" ] && kill -KILL \$\$
@@ -163,12 +165,22 @@ check "report of a node directory: points at the run" grep -q "one peer's direct
 
 # 8. --resume (issue 21, friction 9): the failed run of case 2 continues,
 # every peer started again with --resume; flags, topology or -n other than
-# the manifest's are refused; a run not there yet is started, said.
+# the manifest's are refused; a run not there yet is started, said. Its
+# peer 1 failed before its first checkpoint (issue 34, 2.3): a plain
+# --resume is refused, naming it, with nothing started;
+# --resume-fresh-missing starts it fresh, saying so.
 cp "$tmp/runs/failing/manifest.json" "$tmp/manifest.before"
-rl -n 3 -t "$tmp/ring-3.topo" -r failing -p 31060 -i 1 --no-report --resume >"$tmp/resume.out" 2>&1
+lines_before=$(cat "$tmp"/runs/failing/node-*/metrics.jsonl | wc -l)
+rl -n 3 -t "$tmp/ring-3.topo" -r failing -p 31060 -i 1 --no-report --resume >"$tmp/resume0.out" 2>&1
+rc=$?
+check "--resume with peer 1 without a checkpoint: refused, exit 2 (got $rc)" [ $rc -eq 2 ]
+check "--resume without a checkpoint: names the peer and the fix" grep -q 'peer(s) 1 of .*failing have no checkpoint.*--resume-fresh-missing' "$tmp/resume0.out"
+check "--resume without a checkpoint: nothing started" [ "$(cat "$tmp"/runs/failing/node-*/metrics.jsonl | wc -l)" -eq "$lines_before" ]
+check "--resume without a checkpoint: no resume recorded" [ ! -f "$tmp/runs/failing/launch/resumes.log" ]
+rl -n 3 -t "$tmp/ring-3.topo" -r failing -p 31060 -i 1 --no-report --resume-fresh-missing >"$tmp/resume.out" 2>&1
 rc=$?
 check "--resume of the failed run exits 0 (got $rc)" [ $rc -eq 0 ]
-check "--resume: said" grep -q 'resuming .*failing: every peer from its checkpoint' "$tmp/resume.out"
+check "--resume-fresh-missing: says which peers start fresh" grep -q 'resuming .*failing: peer(s) 1 start FRESH from round 0 (no checkpoint; --resume-fresh-missing), the others from their checkpoints' "$tmp/resume.out"
 check "--resume: every peer got --resume" [ "$(grep -l 'flag --resume' "$tmp"/runs/failing/node-*/console.log | wc -l)" -eq 3 ]
 check "--resume: console.log appended" grep -q 'flag' "$tmp/runs/failing/node-1/console.log"
 check "--resume: 0 failed" grep -q 'all peers stopped after .*; 0 failed' "$tmp/resume.out"

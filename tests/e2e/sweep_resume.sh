@@ -6,7 +6,15 @@
 # still goes on, a second sweep in the same directory is refused. A failed
 # run is marked, left out of the aggregate, kept on the next invocation and
 # rerun with --retry-failed, unless its flags changed: then it is a new
-# run. The peers are a stand-in for `murmur node` (a
+# run. An unfinished run with a peer that has no checkpoint is not resumed
+# (that peer would start again from round 0) but run again from round 0.
+# The lock is free the moment an interrupted sweep has exited: the same
+# command can be run again at once (run-local.sh's progress sleep held it
+# for up to -i SEC after the sweep was gone). A sweep whose output is
+# piped into a reader that quits (`| head`) stops as on Ctrl-C: its run is
+# interrupted (its peers stopped with their checkpoints), not failed, and
+# the same command resumes it.
+# The peers are a stand-in for `murmur node` (a
 # shell script writing metrics in the documented format, slowly enough to
 # be killed mid-run); everything else is the real murmur.
 . "$(dirname "$0")/lib.sh"
@@ -38,6 +46,7 @@ while [ \$r -lt 6 ]; do
     echo "{\"ev\":\"round\",\"round\":\$r,\"step\":\$r,\"time\":\$r.5,\"loss\":3,\"lr\":0.1,\"bytes_sent\":\$((r * 100 + 100)),\"bytes_recv\":0,\"t_compute\":0.2,\"t_comm\":0.1,\"t_wait\":0.1,\"nbrs\":2,\"missing\":0,\"dist\":{}}" >>"\$m"
     if [ \$((r % 2)) = 1 ]; then
         echo "{\"ev\":\"eval\",\"round\":\$r,\"step\":\$r,\"time\":\$r.6,\"val_loss\":2,\"val_bpb\":1,\"val_acc\":0.\$seed\$id,\"norm\":1,\"sketch\":[\$id,0]}" >>"\$m"
+        : >"\$rd/node-\$id/checkpoint.bin"
     fi
     [ "\${FAKE_FAIL_SEED:-x}" = "\$seed" ] && [ "\$id" = 1 ] && exit 3
     sleep \${FAKE_SLEEP:-0.2}
@@ -143,4 +152,53 @@ grep -q 'ring-3/s2: unfinished before (not resumed: --no-resume); that attempt k
     { cat "$T/out9" >&2; fail "--no-resume did not move the unfinished run aside"; }
 [ "$(grep -c '"ev":"start"' "$top/ring-3/s2/node-0/metrics.jsonl")" = 1 ] || fail "--no-resume: the run was continued, not run afresh"
 note "--no-resume: an unfinished run was moved aside and run from round 0"
+# 7. An unfinished run one of whose peers has no checkpoint: not resumed
+# (run-local.sh would refuse it), moved aside and run from round 0.
+rm "$top/ring-3/s2/sweep.done" "$top/ring-3/s2/node-1/checkpoint.bin"
+sweep > "$T/out10" 2>&1 || { cat "$T/out10" >&2; fail "the sweep with a run missing a checkpoint failed"; }
+grep -q 'ring-3/s2: unfinished before (not resumed: peer(s) 1 have no checkpoint: resumed, they would start again from round 0 while the others go on); that attempt kept as .*ring-3/s2.attempt-2, run again' "$T/out10" ||
+    { cat "$T/out10" >&2; fail "a run with a peer without a checkpoint was not moved aside"; }
+[ "$(grep -c '"ev":"start"' "$top/ring-3/s2/node-0/metrics.jsonl")" = 1 ] || fail "the run missing a checkpoint was continued"
+note "a run with a peer without a checkpoint was moved aside and run from round 0"
+# 8. SIGTERM (as Ctrl-C) while run-local.sh sleeps between progress lines
+# (-i 60): once the sweep has exited, its lock is free.
+printf 'topology %s\nseeds 9\nflags --rounds 8\n' "$T/ring-3.topo" > "$T/l.sweep"
+FAKE_SLEEP=1 sh "$ROOT/scripts/sweep.sh" -i 60 -p "$port" "$T/l.sweep" > "$T/out11" 2>&1 &
+sp=$!
+E2E_PIDS="$E2E_PIDS $sp"
+i=0
+until grep -q 'peers [0-9]/3 running' "$T/out11"; do
+    i=$((i + 1)); [ $i -lt 300 ] || { cat "$T/out11" >&2; fail "no progress line from the run"; }
+    sleep 0.1
+done
+kill -TERM $sp
+i=0
+while kill -0 $sp 2>/dev/null; do
+    i=$((i + 1)); [ $i -lt 300 ] || fail "the sweep did not exit within 30 s of SIGTERM"
+    sleep 0.1
+done
+st=0; wait $sp || st=$?
+[ $st -eq 130 ] || { cat "$T/out11" >&2; fail "the interrupted sweep exited $st, not 130"; }
+flock -n "$RUNS/l/sweep.lock" true ||
+    fail "the sweep has exited but its lock is still held (by: $(fuser "$RUNS/l/sweep.lock" 2>&1 | tr -s ' '))"
+note "the lock was free as soon as the interrupted sweep had exited"
+# 9. SIGPIPE: `sweep.sh | head -n 4` (the 4th line is run-local.sh's first
+# progress line; its next one meets the closed pipe), then without the pipe.
+printf 'topology %s\nseeds 7 8\nflags --rounds 8\n' "$T/ring-3.topo" > "$T/p.sweep"
+{ st=0; FAKE_SLEEP=0.5 timeout 60 sh "$ROOT/scripts/sweep.sh" -i 1 -p "$port" "$T/p.sweep" || st=$?; echo $st > "$T/p.rc"; } |
+    head -n 4 > "$T/p.head"
+d=$RUNS/p/ring-3/s7
+[ "$(cat "$T/p.rc")" = 130 ] || { cat "$T/p.head" "$RUNS/p/sweep.log" >&2; fail "the sweep whose reader quit exited $(cat "$T/p.rc"), not 130"; }
+[ -f "$d/sweep.interrupted" ] && [ ! -f "$d/sweep.failed" ] ||
+    { cat "$RUNS/p/sweep.log" >&2; fail "the run whose output reader quit is not marked interrupted ($(cat "$d"/sweep.* 2>/dev/null | head -n 1))"; }
+[ -e "$RUNS/p/ring-3/s8" ] && fail "the sweep started the next run after its reader quit"
+for k in 0 1 2; do
+    [ "$(cat "$d/launch/node-$k.exit")" = 0 ] || fail "peer $k of the piped run exited $(cat "$d/launch/node-$k.exit"), not 0"
+    tail -n 1 "$d/node-$k/metrics.jsonl" | grep -q '"reason":"signal"' || fail "peer $k of the piped run did not stop on a signal"
+done
+sh "$ROOT/scripts/sweep.sh" -q -i 1 -p "$port" "$T/p.sweep" > "$T/out12" 2>&1 || { cat "$T/out12" >&2; fail "the sweep after the pipe failed"; }
+grep -q "ring-3/s7: interrupted before; resumed from its peers' checkpoints" "$T/out12" ||
+    { cat "$T/out12" >&2; fail "the run stopped by SIGPIPE was not resumed"; }
+[ -f "$d/sweep.done" ] && [ -f "$RUNS/p/ring-3/s8/sweep.done" ] || fail "not both runs done after the pipe"
+note "| head: the run was interrupted with its checkpoints, then resumed"
 echo "ok: the sweep resumes after a kill; failed runs are never averaged"

@@ -4,11 +4,13 @@
 #     has points, the topology shows 4 peers and 4 links, each link a
 #     rate of bytes per second above 0 and the per-link chart points for
 #     its 8 directions; a screenshot; then
-#     one peer is killed (SIGKILL) and its node turns "silent" and both its
+#     one peer is killed (SIGKILL) and its node turns "killed" and both its
 #     links "missing" within the documented time (--interval after its
-#     launcher saw it exit; here 0.5 s, allowed 10 s under load);
+#     launcher saw it exit; here 0.5 s, allowed 10 s under load), the badge
+#     still "live" (the others run);
 #  2. a finished sweep (2 topologies x 2 seeds): the accuracy-against-
-#     consensus chart has a point per setting and the grid shows 4 of 4 done.
+#     consensus chart has a point per setting, the grid shows 4 of 4 done
+#     and the badge says "finished", not "live".
 # Screenshots: $WATCH_SHOTS (default: the test's temp dir, removed), so
 # `WATCH_SHOTS=DIR make test` keeps them.
 . "$(dirname "$0")/lib.sh"
@@ -61,10 +63,11 @@ r=$(q '#round' round)
     "print:'states ' + [...document.querySelectorAll('#topology .peer')].map(p => p.dataset.state).join(',')" \
     "shot:$shots/watch-run.png" \
     "run:kill -9 \$(cat '$RUNS/ring/launch/node-2.pid'); date +%s.%N > '$T/killed'" \
-    "wait:10:$(q '#topology .peer[data-id=\"2\"]' state) == 'silent'" \
+    "wait:10:$(q '#topology .peer[data-id=\"2\"]' state) == 'killed'" \
     "wait:5:[...document.querySelectorAll('#topology .link')].filter(l => l.dataset.state == 'missing').length == 2" \
     "run:date +%s.%N > '$T/seen'" \
     "print:'after the kill ' + [...document.querySelectorAll('#topology .link')].map(l => l.dataset.from + '-' + l.dataset.to + ':' + l.dataset.state).join(' ')" \
+    "print:'badge ' + document.getElementById('live').textContent" \
     "shot:$shots/watch-run-killed.png" > "$T/cdp1.out" 2> "$T/cdp1.err" ||
     { cat "$T/cdp1.out" "$T/cdp1.err" "$T/watch.out" >&2; fail "the live page did not show what it should"; }
 cat "$T/cdp1.out" | sed 's/^/  /'
@@ -76,7 +79,8 @@ grep -q '^states [a-z,]*running' "$T/cdp1.out" || fail "no peer shown running"
 # every link of the live ring carries bytes: 4 links, each rate > 0
 [ "$(sed -n 's/^link rates //p' "$T/cdp1.out" | tr ' ' '\n' | awk -F: '$2 > 0' | wc -l)" -eq 4 ] ||
     fail "not every link shows its bytes per second"
-note "peer 2 shown silent $(awk -v a="$(cat "$T/killed")" -v b="$(cat "$T/seen")" 'BEGIN { printf "%.1f", b - a }') s after SIGKILL"
+grep -q '^badge live$' "$T/cdp1.out" || fail "the running ring's badge is not live: $(grep '^badge' "$T/cdp1.out")"
+note "peer 2 shown killed $(awk -v a="$(cat "$T/killed")" -v b="$(cat "$T/seen")" 'BEGIN { printf "%.1f", b - a }') s after SIGKILL"
 [ -s "$shots/watch-run.png" ] && [ -s "$shots/watch-run-killed.png" ] || fail "no screenshot"
 kill -TERM "$ring" 2>/dev/null || true # run-local.sh stops its peers
 wait "$ring" 2>/dev/null || true
@@ -102,10 +106,13 @@ done
     "wait:10:$(q '#grid' done) == 4" \
     "print:'grid ' + $(q '#grid' done) + '/' + $(q '#grid' planned)" \
     "print:'sweep points ' + $(q '#chart-sweep' points)" \
+    "wait:10:document.getElementById('live').dataset.status == 'finished'" \
+    "print:'badge ' + document.getElementById('live').textContent" \
     "shot:$shots/watch-sweep.png" > "$T/cdp2.out" 2> "$T/cdp2.err" ||
     { cat "$T/cdp2.out" "$T/cdp2.err" "$T/watch2.out" >&2; fail "the sweep page did not show what it should"; }
 cat "$T/cdp2.out" | sed 's/^/  /'
 grep -q '^grid 4/4$' "$T/cdp2.out" || fail "the grid does not show 4 of 4 runs done"
 grep -q '^sweep points 2$' "$T/cdp2.out" || fail "the sweep chart has not one point per setting"
+grep -q '^badge finished [0-9]* \(s\|min\) ago$' "$T/cdp2.out" || fail "the finished sweep's badge: $(grep '^badge' "$T/cdp2.out")"
 [ -s "$shots/watch-sweep.png" ] || fail "no sweep screenshot"
-echo "ok: murmur watch in Chromium: a live ring (round advances, consensus points, 4 peers, 4 links, a killed peer shown silent) and a finished sweep"
+echo "ok: murmur watch in Chromium: a live ring (round advances, consensus points, 4 peers, 4 links, a killed peer shown killed) and a finished sweep shown finished"

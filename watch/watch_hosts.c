@@ -20,8 +20,9 @@
 #include <fcntl.h>
 
 #include "base/text.h"
-#include "node/peers.h"
-#include "node/watch.h"
+#include "net/hosts.h"
+#include "watch/watch.h"
+#include "watch/watch_int.h"
 
 #define SCRAPE_MAX (4u << 20)       /* bytes of one answer */
 #define CONNECT_MS 1000
@@ -410,7 +411,7 @@ static const char *peer_state(const peer *p, double t, double stale_s)
 static const char *link_state(const mm_watch_hosts *h, const char *const *states, int i,
                               const nbr *b)
 {
-    if (!strcmp(states[i], "silent") || (b->id < h->n && !strcmp(states[b->id], "silent")))
+    if (mm__watch_gone(states[i]) || (b->id < h->n && mm__watch_gone(states[b->id])))
         return "missing";
     if (b->refused)
         return "refused";
@@ -556,12 +557,12 @@ mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, c
         return NULL;
     }
     unsigned n;
-    char **addrs = mm_peer_hosts_read(path, &n, err, errlen);
+    char **addrs = mm_hosts_read(path, 0, &n, err, errlen);
     if (!addrs)
         return NULL;
     if (plus && port + (long)n - 1 > 65535) {
         snprintf(err, errlen, "--metrics-port %s: no room for %u peers", metrics_port, n);
-        mm_peer_addrs_free(addrs, n);
+        mm_hosts_free(addrs, n);
         return NULL;
     }
     mm_watch_hosts *h = calloc(1, sizeof *h);
@@ -570,7 +571,7 @@ mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, c
     if (!h || !h->p || (token && !(h->token = strdup(token)))) {
         snprintf(err, errlen, "out of memory");
         mm_watch_hosts_free(h);
-        mm_peer_addrs_free(addrs, n);
+        mm_hosts_free(addrs, n);
         return NULL;
     }
     h->n = n;
@@ -591,7 +592,7 @@ mm_watch_hosts *mm_watch_hosts_new(const char *path, const char *metrics_port, c
         p->rounds.width = 7;
         p->evals.width = 3;
     }
-    mm_peer_addrs_free(addrs, n);
+    mm_hosts_free(addrs, n);
     return h;
 }
 
@@ -615,13 +616,17 @@ char *mm_watch_hosts_json(mm_watch_hosts *h, const mm_watch_opts *o, double now,
     for (unsigned i = 0; i < h->n; i++)
         scrape_peer(h, &h->p[i], t);
     const char **states = calloc(h->n, sizeof *states);
-    if (!states) {
+    bool *ended = calloc(h->n, sizeof *ended);
+    if (!states || !ended) {
+        free(states);
+        free(ended);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     const scrape *info = NULL;
     for (unsigned i = 0; i < h->n; i++) {
         states[i] = peer_state(&h->p[i], t, o->stale_s);
+        ended[i] = !strcmp(states[i], "done");
         if (!info && h->p[i].ever)
             info = &h->p[i].s;
     }
@@ -639,6 +644,12 @@ char *mm_watch_hosts_json(mm_watch_hosts *h, const mm_watch_opts *o, double now,
         mm_text_put(&txt, "null");
     mm_text_put(&txt, ",\"stale_s\":");
     mm_text_json_num(&txt, o->stale_s);
+    /* (an endpoint that stops answering cannot say how its peer ended:
+     * silent; the run ends "stopped" then, or "finished" when all said
+     * murmur_ended) */
+    mm_text_put(&txt, ",\"status\":");
+    mm_text_json_str(&txt, mm__watch_run_status(states, ended, (int)h->n, (int)h->n));
+    mm_text_put(&txt, ",\"ended_ago\":null");
     mm_text_put(&txt, ",\"peers\":[");
     for (unsigned i = 0; i < h->n; i++) {
         if (i)
@@ -650,6 +661,7 @@ char *mm_watch_hosts_json(mm_watch_hosts *h, const mm_watch_opts *o, double now,
     put_rows(&txt, h);
     mm_text_put(&txt, "}");
     free(states);
+    free(ended);
     if (txt.oom) {
         mm_text_free(&txt);
         snprintf(err, errlen, "out of memory");

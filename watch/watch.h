@@ -1,6 +1,6 @@
 /* `murmur watch`'s view of a run directory or a sweep directory: one JSON
  * document (docs/metrics.md, "murmur watch", has its fields) that the page
- * (node/web/) draws. Built from murmur report's own reading of the run
+ * (watch/web/) draws. Built from murmur report's own reading of the run
  * (report/report.h, report/sweep.h) plus each peer's last round line (its
  * neighbours, those missing, the distances) for the links. */
 #ifndef MURMUR_WATCH_H

@@ -9,6 +9,8 @@
 const PALETTE = ["#58a6ff", "#3fb950", "#d29922", "#db61a2", "#a371f7", "#39c5cf",
   "#f0883e", "#8b949e", "#ff7b72", "#7ee787", "#e3b341", "#79c0ff"];
 const colour = (i) => PALETTE[i % PALETTE.length];
+// a peer whose process is gone (killed, dead) or cannot be told from one (silent)
+const GONE = ["killed", "dead", "silent"];
 const $ = (id) => document.getElementById(id);
 const num = (v) => (v === null || v === undefined || !isFinite(v)) ? 0 : v;
 const fmt = (v, d = 3) => (v === null || v === undefined || !isFinite(v)) ? "–" : Number(v).toPrecision(d);
@@ -128,19 +130,19 @@ function drawTopology(doc) {
   for (const p of doc.peers) {
     const [x, y] = pos(p.id);
     const g = el("g", { class: "peer " + p.state, "data-id": p.id, "data-state": p.state }, svg);
-    if (p.state === "silent") el("circle", { cx: x, cy: y, r: r * 1.45, class: "ring" }, g);
+    if (GONE.includes(p.state)) el("circle", { cx: x, cy: y, r: r * 1.45, class: "ring" }, g);
     el("circle", { cx: x, cy: y, r }, g);
     if (n <= 32) {
       el("text", { x, y }, g).textContent = p.id;
       el("text", { x: x * 1.0, y: y + r + 0.08, class: "tag" }, g).textContent = p.state + " · r" + p.round;
     }
-    el("title", {}, g).textContent = `peer ${p.id}: ${p.state}, round ${p.round}`;
+    el("title", {}, g).textContent = `peer ${p.id}: ${p.state}, round ${p.round}` + (p.end && p.end !== "done" ? ` (${p.end})` : "");
   }
   svg.dataset.peers = doc.peers.length;
   svg.dataset.links = links;
   $("topo-legend").innerHTML =
     ["up", "slow", "refused", "missing"].map((s) => `<span><i style="background:var(--${s})"></i>${s}</span>`).join("") +
-    ["running", "waiting", "isolated", "done", "silent"].map((s) => `<span><i class="dot" style="background:var(--${s})"></i>${s}</span>`).join("");
+    ["running", "waiting", "isolated", "done", "killed", "dead", "silent"].map((s) => `<span><i class="dot" style="background:var(--${s})"></i>${s}</span>`).join("");
 }
 
 function drawRun(doc) {
@@ -297,12 +299,25 @@ function draw(doc) {
   else $("wait-msg").textContent = doc.error || "";
   document.body.dataset.updates = Number(document.body.dataset.updates) + 1;
   $("updated").textContent = "updated " + new Date().toLocaleTimeString();
+  status = doc.status || "running";
+  endedAgo = doc.ended_ago;
+  live(connected);
 }
 
+// The badge says whether the page is connected and what the run or sweep
+// is: live while it runs, "finished" (every peer ended) or "stopped" (some
+// without an end line; a sweep interrupted) with how long ago, from what
+// the directory shows; "reconnecting" while murmur watch is away.
+let connected = false, status = "running", endedAgo = null;
+const ago = (s) => s === null || s === undefined || !isFinite(s) ? "" :
+  s < 90 ? ` ${Math.round(s)} s ago` : s < 5400 ? ` ${Math.round(s / 60)} min ago` : ` ${(s / 3600).toFixed(1)} h ago`;
 function live(on) {
+  connected = on;
   const l = $("live");
-  l.className = "live " + (on ? "on" : "off");
-  l.textContent = on ? "live" : "reconnecting";
+  const running = status === "running";
+  l.className = "live " + (!on ? "off" : running ? "on" : "ended");
+  l.dataset.status = status;
+  l.textContent = !on ? "reconnecting" : running ? "live" : status + ago(endedAgo);
 }
 
 // The document at once, then pushes.

@@ -1,4 +1,4 @@
-/* murmur watch's JSON (node/watch.h; the fields in docs/metrics.md,
+/* murmur watch's JSON (watch/watch.h; the fields in docs/metrics.md,
  * "murmur watch"). A run: murmur report's rows and per-peer records, each
  * peer's state, and the topology's links with their states from the peers'
  * last round lines. A sweep: murmur report --sweep's settings and runs. */
@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/text.h"
 #include "gossip/topology.h"
-#include "node/watch.h"
+#include "watch/watch.h"
+#include "watch/watch_int.h"
 #include "report/jsonl.h"
 #include "report/report.h"
 #include "report/sweep.h"
@@ -161,31 +163,83 @@ static double obj_value(const mm_json_obj *o, const char *field, uint32_t id)
 
 /* ---- peer and link states ---------------------------------------------------- */
 
-/* Whether run-local.sh's launch/node-K.pid names a process gone (1), alive
- * (0), or there is none to ask (-1: another launcher, another host). */
-static int peer_gone(const char *dir, int id)
+bool mm__watch_at_work(const char *state)
+{
+    return !strcmp(state, "starting") || !strcmp(state, "running") ||
+           !strcmp(state, "waiting") || !strcmp(state, "isolated");
+}
+
+bool mm__watch_gone(const char *state)
+{
+    return !strcmp(state, "killed") || !strcmp(state, "dead") || !strcmp(state, "silent");
+}
+
+const char *mm__watch_run_status(const char *const *states, const bool *ended, int n,
+                                 int expected)
+{
+    bool all_ended = n >= expected;
+    for (int i = 0; i < n; i++) {
+        if (!ended[i] && mm__watch_at_work(states[i]))
+            return "running";
+        all_ended &= ended[i];
+    }
+    return all_ended ? "finished" : n < expected ? "running" : "stopped";
+}
+
+/* What run-local.sh's launch/ says of a peer's process: alive, gone
+ * without a recorded status, exited (its status in *status, from
+ * launch/node-K.exit, when it is no older than the peer's metrics, whose
+ * mtime is given: a peer restarted by hand writes after it), or nothing
+ * to ask (another launcher, another host). */
+typedef enum { FATE_UNKNOWN, FATE_ALIVE, FATE_GONE, FATE_EXITED } fate;
+
+static fate peer_fate(const char *dir, int id, double metrics_mtime, int *status)
 {
     char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/launch/node-%d.exit", dir, id);
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if ((double)st.st_mtime + 1 < metrics_mtime)
+            return FATE_UNKNOWN; /* the process writing now is not the launcher's */
+        FILE *f = fopen(path, "r");
+        int got = f ? fscanf(f, "%d", status) : 0;
+        if (f)
+            fclose(f);
+        if (got == 1)
+            return FATE_EXITED;
+    }
+    FILE *f;
     snprintf(path, sizeof path, "%s/launch/node-%d.pid", dir, id);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
+    if (!(f = fopen(path, "r")))
+        return FATE_UNKNOWN;
     long pid = 0;
     int got = fscanf(f, "%ld", &pid);
     fclose(f);
     if (got != 1 || pid <= 1)
-        return -1;
-    snprintf(path, sizeof path, "%s/launch/node-%d.exit", dir, id);
-    if (access(path, F_OK) == 0)
-        return 1;
-    return kill((pid_t)pid, 0) != 0 && errno == ESRCH ? 1 : 0;
+        return FATE_UNKNOWN;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH ? FATE_GONE : FATE_ALIVE;
 }
 
-/* docs/metrics.md, "murmur watch": done, refused, isolated, silent (its
- * process is gone without an end line, or, with no pid to ask, no line for
- * stale_s: killed or hung), waiting (the last round missed a neighbour,
- * or its recent rounds waited more than they computed), running. */
-static const char *peer_state(const mm_rep_peer *p, const last_round *lr, int gone,
+/* Why a peer without an end line is no more, for its "end" field: the
+ * signal or status its launcher recorded, or that its process is gone. */
+static void gone_why(fate fa, int status, char *buf, size_t len)
+{
+    if (fa == FATE_EXITED && status > 128 && status < 160)
+        snprintf(buf, len, "killed by signal %d%s", status - 128,
+                 status == 128 + SIGKILL ? " (SIGKILL)" : status == 128 + SIGTERM ? " (SIGTERM)" : "");
+    else if (fa == FATE_EXITED)
+        snprintf(buf, len, "exited with status %d, no end line", status);
+    else
+        snprintf(buf, len, "its process is gone, no end line");
+}
+
+/* docs/metrics.md, "murmur watch": done, refused, isolated; killed (no end
+ * line, and its launcher recorded a signal) or dead (no end line, its
+ * process gone otherwise); silent (with no launcher to ask, no line for
+ * stale_s: killed or hung, which cannot be told apart); waiting (the last
+ * round missed a neighbour, or its recent rounds waited more than they
+ * computed, or a live process wrote nothing for stale_s); running. */
+static const char *peer_state(const mm_rep_peer *p, const last_round *lr, fate fa, int status,
                               double now, double stale_s)
 {
     if (!p->has_metrics)
@@ -194,9 +248,11 @@ static const char *peer_state(const mm_rep_peer *p, const last_round *lr, int go
         return !strcmp(p->end_reason, "refused")    ? "refused"
                : !strcmp(p->end_reason, "isolated") ? "isolated"
                                                      : "done";
-    /* a live process that writes nothing waits (for its neighbours, at
-     * start); a dead one, or one silent with no pid to ask, failed */
-    if (gone == 1 || (gone < 0 && now - p->mtime > stale_s))
+    if (fa == FATE_EXITED)
+        return status > 128 && status < 160 ? "killed" : "dead";
+    if (fa == FATE_GONE)
+        return "dead";
+    if (fa == FATE_UNKNOWN && now - p->mtime > stale_s)
         return "silent";
     if (now - p->mtime > stale_s)
         return "waiting";
@@ -221,7 +277,7 @@ static const char *link_state(const mm_report *r, const char *const *states, con
                               int i, uint32_t j)
 {
     const mm_rep_peer *pi = &r->peers[i];
-    if (!strcmp(states[i], "silent") || ((int)j < r->n_peers && !strcmp(states[j], "silent")))
+    if (mm__watch_gone(states[i]) || ((int)j < r->n_peers && mm__watch_gone(states[j])))
         return "missing";
     if (pi->first_refused == (int)j || ((int)j < r->n_peers && r->peers[j].first_refused == i))
         return "refused";
@@ -269,8 +325,8 @@ static void put_series(mm_text *t, const mm_rep_peer *p, int max_points)
     mm_text_put(t, "]");
 }
 
-static void put_peer(mm_text *t, const mm_rep_peer *p, const char *state, double now,
-                     const mm_watch_opts *o)
+static void put_peer(mm_text *t, const mm_rep_peer *p, const char *state, const char *why,
+                     double now, const mm_watch_opts *o)
 {
     const mm_rep_round *last = p->n_rounds ? &p->rounds[p->n_rounds - 1] : NULL;
     const mm_rep_eval *ev = p->n_evals ? &p->evals[p->n_evals - 1] : NULL;
@@ -285,6 +341,8 @@ static void put_peer(mm_text *t, const mm_rep_peer *p, const char *state, double
     mm_text_put(t, ",\"end\":");
     if (p->ended)
         mm_text_json_str(t, p->end_reason);
+    else if (why[0])
+        mm_text_json_str(t, why);
     else
         mm_text_put(t, "null");
     put_series(t, p, o->max_points);
@@ -381,17 +439,28 @@ char *mm_watch_run_json(const char *dir, const mm_watch_opts *o, double now, siz
         topo = mm_topo_load(r.topology, terr, sizeof terr);
     last_round *lr = calloc((size_t)r.n_peers + 1, sizeof *lr);
     const char **states = calloc((size_t)r.n_peers + 1, sizeof *states);
+    char (*why)[96] = calloc((size_t)r.n_peers + 1, sizeof *why);
+    bool *ended = calloc((size_t)r.n_peers + 1, sizeof *ended);
     mm_text t = {0};
-    if (!lr || !states) {
+    if (!lr || !states || !why || !ended) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
+    double last_write = 0; /* the newest metrics line of the run */
     for (int i = 0; i < r.n_peers; i++) {
-        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", dir, r.peers[i].id);
+        const mm_rep_peer *p = &r.peers[i];
+        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", dir, p->id);
         read_last_round(path, &lr[i]);
-        states[i] = peer_state(&r.peers[i], &lr[i], peer_gone(dir, r.peers[i].id), now,
-                               o->stale_s);
+        int status = 0;
+        fate fa = peer_fate(dir, p->id, p->has_metrics ? p->mtime : 0, &status);
+        states[i] = peer_state(p, &lr[i], fa, status, now, o->stale_s);
+        ended[i] = p->ended;
+        if (!p->ended && mm__watch_gone(states[i]) && strcmp(states[i], "silent"))
+            gone_why(fa, status, why[i], sizeof why[i]);
+        if (p->has_metrics && p->mtime > last_write)
+            last_write = p->mtime;
     }
+    const char *status = mm__watch_run_status(states, ended, r.n_peers, r.n_expected);
     const char *slash = strrchr(dir, '/');
     mm_text_put(&t, "{\"kind\":\"run\",\"name\":");
     mm_text_json_str(&t, slash && slash[1] ? slash + 1 : dir);
@@ -403,11 +472,15 @@ char *mm_watch_run_json(const char *dir, const mm_watch_opts *o, double now, siz
     mm_text_json_str(&t, r.compress);
     mm_text_put(&t, ",\"stale_s\":");
     mm_text_json_num(&t, o->stale_s);
+    mm_text_put(&t, ",\"status\":");
+    mm_text_json_str(&t, status);
+    mm_text_put(&t, ",\"ended_ago\":");
+    mm_text_json_num(&t, strcmp(status, "running") && last_write > 0 ? now - last_write : NAN);
     mm_text_put(&t, ",\"peers\":[");
     for (int i = 0; i < r.n_peers; i++) {
         if (i)
             mm_text_put(&t, ",");
-        put_peer(&t, &r.peers[i], states[i], now, o);
+        put_peer(&t, &r.peers[i], states[i], why[i], now, o);
     }
     mm_text_put(&t, "]");
     if (topo)
@@ -421,6 +494,8 @@ out:
         free_last_round(&lr[i]);
     free(lr);
     free(states);
+    free(why);
+    free(ended);
     mm_topo_free(topo);
     mm_report_free(&r);
     if (t.oom || !t.p) {
@@ -434,6 +509,47 @@ out:
 }
 
 /* ---- the sweep's JSON ---------------------------------------------------------- */
+
+/* Whether a process holds a flock(2) lock on path, as /proc/locks lists
+ * it ("N: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE ..."): read, never
+ * tried, so that a sweep starting at that moment never finds its lock
+ * taken by the watch. false when it cannot tell. */
+static bool lock_held(const char *path)
+{
+    struct stat st;
+    FILE *f = stat(path, &st) == 0 ? fopen("/proc/locks", "r") : NULL;
+    if (!f)
+        return false;
+    char line[256], want[64];
+    snprintf(want, sizeof want, " %02x:%02x:%llu ", major(st.st_dev), minor(st.st_dev),
+             (unsigned long long)st.st_ino);
+    bool held = false;
+    while (!held && fgets(line, sizeof line, f))
+        held = strstr(line, " FLOCK ") && strstr(line, want);
+    fclose(f);
+    return held;
+}
+
+/* A sweep's status: "running" while its sweep.lock is held (scripts/
+ * sweep.sh, or the runs of a sweep that was killed), "finished" when every
+ * planned run is done, else "stopped"; how long ago its log last changed
+ * when it is not running. */
+static const char *sweep_status(const char *dir, const mm_sweep *s, double now, double *ago)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/sweep.lock", dir);
+    *ago = NAN;
+    if (lock_held(path))
+        return "running";
+    struct stat st;
+    snprintf(path, sizeof path, "%s/sweep.log", dir);
+    if (stat(path, &st) == 0)
+        *ago = now - ((double)st.st_mtim.tv_sec + 1e-9 * (double)st.st_mtim.tv_nsec);
+    for (int k = 0; k < s->n_runs; k++)
+        if (s->runs[k].status != MM_SWEEP_DONE)
+            return "stopped";
+    return "finished";
+}
 
 static void put_stat(mm_text *t, const char *name, const mm_sweep_stat *s)
 {
@@ -454,6 +570,11 @@ char *mm_watch_sweep_json(const char *dir, const mm_watch_opts *o, double now, s
     const char *slash = strrchr(dir, '/');
     mm_text_put(&t, "{\"kind\":\"sweep\",\"name\":");
     mm_text_json_str(&t, slash && slash[1] ? slash + 1 : dir);
+    double ago;
+    mm_text_put(&t, ",\"status\":");
+    mm_text_json_str(&t, sweep_status(dir, &s, now, &ago));
+    mm_text_put(&t, ",\"ended_ago\":");
+    mm_text_json_num(&t, ago);
     mm_text_put(&t, ",\"axes\":[");
     for (int a = 0; a < s.n_axes; a++) {
         if (a)
@@ -495,7 +616,6 @@ char *mm_watch_sweep_json(const char *dir, const mm_watch_opts *o, double now, s
     mm_text_put(&t, "]}");
     mm_sweep_free(&s);
     (void)o;
-    (void)now;
     if (t.oom || !t.p) {
         snprintf(err, errlen, "out of memory");
         mm_text_free(&t);
