@@ -100,6 +100,42 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
     return 0;
 }
 
+static int parse_deadline(const char *arg, void *dst, char *err, size_t errlen)
+{
+    if (strcmp(arg, "fixed") && strcmp(arg, "learn")) {
+        snprintf(err, errlen, "is fixed or learn, not '%s'", arg);
+        return -1;
+    }
+    *(bool *)dst = !strcmp(arg, "learn");
+    return 0;
+}
+
+static const char *show_deadline(const void *dst) { return *(const bool *)dst ? "learn" : "fixed"; }
+
+static int parse_fit_work(const char *arg, void *dst, char *err, size_t errlen)
+{
+    static const struct {
+        const char *word;
+        int bits;
+    } words[] = {{"none", 0}, {"batch", MM_FIT_BATCH}, {"steps", MM_FIT_STEPS},
+                 {"batch,steps", MM_FIT_BATCH | MM_FIT_STEPS},
+                 {"steps,batch", MM_FIT_BATCH | MM_FIT_STEPS}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(arg, words[i].word)) {
+            *(int *)dst = words[i].bits;
+            return 0;
+        }
+    snprintf(err, errlen, "is none, batch, steps or batch,steps, not '%s'", arg);
+    return -1;
+}
+
+static const char *show_fit_work(const void *dst)
+{
+    int bits = *(const int *)dst;
+    return bits == (MM_FIT_BATCH | MM_FIT_STEPS) ? "batch,steps" : bits == MM_FIT_BATCH ? "batch"
+           : bits == MM_FIT_STEPS ? "steps" : "none";
+}
+
 /* --different-init and --verbose set something other than a bool field. */
 typedef struct {
     bool different_init, verbose;
@@ -191,6 +227,27 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "robust mixing: clip each neighbour's pull to F times the lower median of "
                "this peer's last 16 neighbour distances (docs/node.md; 0 off)",
                .hide_default = true),
+        MM_OPT_HEAD("Uneven peers (docs/node.md, \"Uneven peers\"):"),
+        MM_OPT(MM_OPT_CUSTOM, "deadline", "D", &c->deadline_learn, 0, 0,
+               "fixed: wait --round-timeout for a neighbour's vector; learn: as long as its "
+               "past arrivals say (--deadline-quantile, x1.25), at most --deadline-cap times "
+               "this peer's compute per round (a peer's own choice: may differ per peer)",
+               .parse = parse_deadline, .show = show_deadline),
+        MM_OPT(MM_OPT_DOUBLE, "deadline-cap", "K", &c->deadline_cap, 0, 1000,
+               "--deadline learn: wait at most K times this peer's compute per round (0: only "
+               "--round-timeout)"),
+        MM_OPT(MM_OPT_DOUBLE, "deadline-quantile", "Q", &c->deadline_quantile, 0.01, 1,
+               "--deadline learn: wait for this quantile of a neighbour's last 24 arrivals"),
+        MM_OPT(MM_OPT_CUSTOM, "fit-work", "W", &c->fit_work, 0, 0,
+               "none | batch (left behind: smaller batches, down to --fit-min-batch; waiting: "
+               "back up) | steps (dpsgd: more local steps while the neighbours' vectors are "
+               "expected later, up to --fit-max-steps, the progress scaled by H/steps) | "
+               "batch,steps", .parse = parse_fit_work, .show = show_fit_work),
+        MM_OPT(MM_OPT_INT, "fit-min-batch", "B", &c->fit_min_batch, 1, 1 << 20,
+               "--fit-work batch: the smallest batch (default batch/4)", .hide_default = true),
+        MM_OPT(MM_OPT_INT, "fit-max-steps", "N", &c->fit_max_steps, 1, 1000000,
+               "--fit-work steps: the most local steps a round (default 4 x --local-steps)",
+               .hide_default = true),
         MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
         MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
                "send CHOCO's compressed differences: fp32 | bf16 | int8[:B] | sign[:B] | "
@@ -261,6 +318,14 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_U64, "jitter-seed", "S", &c->jitter_seed, 0, 9007199254740992.0,
                "seed of the --compute-jitter delays (default: from --seed), each peer its own "
                "stream", .given = &c->jitter_seed_given, .hide_default = true),
+        MM_OPT(MM_OPT_CUSTOM, "lab-slow", "PEER:F[,...]", &c->lab, 0, 0,
+               "peer PEER's every local step takes F times as long (it sleeps F-1 times the "
+               "step's time after it: a slower machine); ignored by the other peers, so every "
+               "peer may be given the same flag; as murmur plan --slow",
+               .parse = mm_cli_parse_slow, .hide_default = true),
+        MM_OPT(MM_OPT_CUSTOM, "lab-stretch", "PEER:F:FROM:ROUNDS[,...]", &c->lab, 0, 0,
+               "the same for ROUNDS rounds from round FROM only (a transient straggler); as "
+               "murmur plan --stretch", .parse = mm_cli_parse_stretch, .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
                "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
                "push-sum weight X), scale=X (every float times X), or with --compress "
@@ -343,6 +408,33 @@ static int check_outer(const mm_node_config *c, const node_flags *f)
     return why[0] ? -1 : 0;
 }
 
+/* --deadline learn and --fit-work: the algorithms they serve (docs/node.md,
+ * "Uneven peers"). */
+static int check_uneven(const mm_node_config *c)
+{
+    const char *why = NULL;
+    bool waits = c->algo == MM_ALGO_DPSGD || c->algo == MM_ALGO_PUSHSUM;
+    if (c->deadline_learn && !waits)
+        why = "--deadline learn bounds the wait of --algo dpsgd or pushsum (async never waits; "
+              "an all-reduce cannot go on without a peer)";
+    else if (c->fit_work && !waits)
+        why = "--fit-work needs --algo dpsgd or pushsum (it acts on being left behind, which "
+              "only a synchronous round sees)";
+    else if (c->fit_work && c->no_train)
+        why = "--fit-work fits training to the time: drop --no-train";
+    else if ((c->fit_work & MM_FIT_STEPS) &&
+             (c->algo != MM_ALGO_DPSGD || c->compress || c->outer || c->consensus_target > 0))
+        why = "--fit-work steps needs plain --algo dpsgd (no --compress, --outer or "
+              "--consensus-target: its local progress is scaled before the mix)";
+    else if (c->fit_min_batch > c->train.batch)
+        why = "--fit-min-batch is above --batch";
+    else if (c->fit_max_steps && c->fit_max_steps < c->local_steps)
+        why = "--fit-max-steps is below --local-steps";
+    if (why)
+        fprintf(stderr, "murmur node: %s\n", why);
+    return why ? -1 : 0;
+}
+
 static const mm_opt *help_table;
 
 static void usage(FILE *out)
@@ -413,7 +505,7 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
-    if (check_consensus(&c, &f) != 0 || check_outer(&c, &f) != 0)
+    if (check_consensus(&c, &f) != 0 || check_outer(&c, &f) != 0 || check_uneven(&c) != 0)
         return MM_EXIT_USAGE;
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */

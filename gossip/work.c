@@ -14,14 +14,14 @@ void mm_work_init(mm_work *w, int batch, int batch_min, int steps, int steps_max
                    .steps_max = steps_max};
 }
 
-int mm_work_next_batch(mm_work *w, bool behind, double waited_s, double compute_s)
+int mm_work_next_batch(mm_work *w, double lead_s, double compute_s)
 {
-    if (behind) {
+    if (compute_s > 0 && lead_s > MM_WORK_PACE_LEAD * compute_s) { /* it sets the pace */
         int b = w->batch * 3 / 4;
         if (b > w->batch - 1)
             b = w->batch - 1;
         w->batch = b < w->batch_min ? w->batch_min : b;
-    } else if (compute_s > 0 && waited_s > MM_WORK_GROW_WAIT * compute_s) {
+    } else if (!(lead_s >= 0)) { /* a neighbour is not done: it does not */
         int step = w->batch_max / 16 > 1 ? w->batch_max / 16 : 1;
         w->batch = w->batch + step > w->batch_max ? w->batch_max : w->batch + step;
     }
@@ -30,7 +30,7 @@ int mm_work_next_batch(mm_work *w, bool behind, double waited_s, double compute_
 
 bool mm_work_more_steps(const mm_work *w, int done, double remaining_s, double step_s)
 {
-    return done < w->steps_max && step_s > 0 && remaining_s > step_s;
+    return done < w->steps_max && step_s > 0 && remaining_s > 0.5 * step_s;
 }
 
 double mm_work_delta_scale(const mm_work *w, int tau)

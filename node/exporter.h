@@ -54,6 +54,12 @@ typedef struct {
     bool clip;               /* --clip-pull or --robust-clip (gossip/robust.h) */
     double clip_radius;      /* the last round line's clip_radius (+Inf: none measured) */
     uint64_t pulls_clipped;  /* pulls beyond their radius so far */
+    bool pace;               /* --deadline learn or --fit-work (node/pace.h): */
+    double deadline_s;       /* ... the last round's wait bound after its compute */
+    double waited_s;         /* ... what it waited after its compute */
+    int64_t paced_by;        /* ... whose vector ended that wait (own id: its compute did) */
+    int batch, steps_done;   /* ... its batch and local steps */
+    uint64_t cut_total, behind_total, extra_steps_total;
     bool ended;
 } mm__live;
 

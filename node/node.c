@@ -25,6 +25,7 @@
 #include "node/exporter.h"
 #include "node/http.h"
 #include "node/node_int.h"
+#include "node/pace.h"
 #include "node/peers.h"
 #include "node/poison.h"
 
@@ -48,6 +49,8 @@ void mm_node_config_defaults(mm_node_config *c)
     c->peer_timeout_ms = 10000;
     c->start_timeout_ms = 30000;
     c->staleness = 8;
+    c->deadline_cap = 0.5;
+    c->deadline_quantile = 0.9;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
     c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
     c->outer_memory_mb = 2048;
@@ -487,6 +490,11 @@ static int load_topology(node *nd, mm_topology **topo, char *err, size_t errlen)
         return MM_EXIT_USAGE;
     }
     nd->id = (uint32_t)c->id;
+    if (mm_slowdown_max_peer(&c->lab) >= (long)nd->n) {
+        fprintf(stderr, "murmur node: --lab-slow or --lab-stretch names peer %ld, but %s has "
+                        "peers 0..%u\n", mm_slowdown_max_peer(&c->lab), c->topology, nd->n - 1);
+        return MM_EXIT_USAGE;
+    }
     /* the launchers' rule and words (scripts/launch-lib.sh, check_topology) */
     if (c->algo != MM_ALGO_PUSHSUM && mm_topo_needs_pushsum(*topo)) {
         fprintf(stderr, "murmur node: %s is a directed graph whose W is column-stochastic only: "
@@ -655,6 +663,11 @@ int mm_node_run(const mm_node_config *c)
     nd->wake.data = nd;
     size_t chunk_bytes;
     int chunks = mm__trainer_chunks(nd->trainer, &chunk_bytes);
+    /* --deadline learn, --fit-work (node/pace.h): whole vectors are staged
+     * too, so that the transport reads on while one is in use and the round
+     * sees when each came and whether a neighbour is rounds ahead */
+    if (mm__pace_wanted(c) && mm__trainer_buf_bytes(nd->trainer) > chunk_bytes)
+        chunk_bytes = mm__trainer_buf_bytes(nd->trainer);
     nd->mb = mm__mbox_new(nd->n, mm__trainer_buf_bytes(nd->trainer), chunks, chunk_bytes,
                           &nd->wake);
     if (!nd->mb) {

@@ -37,6 +37,14 @@ static void clip_fields(mm__trainer *tr, mm__line where)
     mm_metrics_int(&tr->metrics, "pulls_clipped", (long long)c->clipped);
 }
 
+/* --deadline learn, --fit-work (node/pace.h): their keys, last in the
+ * start, round and end lines; nothing without them. */
+static void pace_fields(mm__trainer *tr, mm__line where)
+{
+    if (tr->pace)
+        mm__pace_fields(tr, &tr->metrics, where);
+}
+
 /* Every metrics line begins alike: what it is, whose, when. */
 static void metrics_head(mm__trainer *tr, const char *ev)
 {
@@ -103,6 +111,7 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->clip = mm_clip_on(&tr->clip);
     l->pulls_clipped = tr->clip.clipped; /* (l->clip_radius: clip_fields) */
     l->ended = ended;
+    mm__pace_live(tr, l);
     mm__exporter_publish(tr->exporter, l, links);
 }
 
@@ -200,6 +209,7 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
     mm__control_fields(tr, m, MM__LINE_ROUND);
     algo_fields(tr, MM__LINE_ROUND);
     clip_fields(tr, MM__LINE_ROUND);
+    pace_fields(tr, MM__LINE_ROUND);
     mm_metrics_end(m);
     publish_live(tr, loss, lr, &st, tr->links, false);
 
@@ -259,6 +269,7 @@ void mm__lines_start(mm__trainer *tr)
     mm_metrics_int(m, "exchange_stride", (long long)tr->stride);
     mm__control_fields(tr, m, MM__LINE_START);
     algo_fields(tr, MM__LINE_START);
+    pace_fields(tr, MM__LINE_START);
     if (tr->have_model) {
         /* what it takes to evaluate a snapshot offline (murmur report) */
         mm_metrics_int(m, "layers", c->train.model.n_layer);
@@ -318,6 +329,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     mm_metrics_int(m, "mix_refused", (long long)tr->mix_refused);
     algo_fields(tr, MM__LINE_END);
     clip_fields(tr, MM__LINE_END);
+    pace_fields(tr, MM__LINE_END);
     write_refusals(tr, m);
     mm__isolation_fields(tr->iso, tr->mb, m, v, -1);
     mm_metrics_end(m);

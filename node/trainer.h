@@ -28,6 +28,7 @@
 #include "node/isolation.h"
 #include "node/mailbox.h"
 #include "node/node_int.h"
+#include "node/pace.h"
 #include "node/replica.h"
 
 /* What became of in-neighbour k's vector in an exchange. IN_REFUSED: it
@@ -114,6 +115,7 @@ typedef struct mm__trainer {
     mm_clip clip;                   /* --clip-pull, --robust-clip (gossip/robust.h); both
                                      * 0: off, the mix untouched */
     mm__isolation *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
+    struct mm__pace *pace;          /* --deadline learn, --fit-work (node/pace.h); NULL: off */
     mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
     mm__live live;                  /* ... built by round_lines.c */
     int exit_status;

@@ -3,7 +3,8 @@
  * keeps decentralized SGD on the peers' mean objective when peers take
  * different numbers of steps, where the raw progress drifts to the
  * step-weighted one (FedNova's objective inconsistency); the batch rule
- * shrinks a peer left behind and grows it back when it waits. */
+ * shrinks a peer that sets its neighbours' pace by more than a quarter of
+ * its compute, and grows it back when it does not. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,24 +142,29 @@ static void batch_rule(void **state)
     (void)state;
     mm_work w;
     mm_work_init(&w, 16, 4, 1, 4);
-    /* left behind: 16 12 9 6 4 4 */
+    /* sets the pace (every next vector here half its compute before):
+     * 16 12 9 6 4 4 */
     const int want[] = {12, 9, 6, 4, 4};
     for (int i = 0; i < 5; i++)
-        assert_int_equal(mm_work_next_batch(&w, true, 0, 1.0), want[i]);
-    /* neither behind nor waiting: unchanged */
-    assert_int_equal(mm_work_next_batch(&w, false, 0.01, 1.0), 4);
-    /* waiting: + B/16 a round, up to B */
+        assert_int_equal(mm_work_next_batch(&w, 0.5, 1.0), want[i]);
+    /* ahead of its neighbours by less than a quarter of its compute:
+     * unchanged */
+    assert_int_equal(mm_work_next_batch(&w, 0.2, 1.0), 4);
+    assert_int_equal(mm_work_next_batch(&w, 0.0, 1.0), 4);
+    /* a neighbour's next vector not here (NaN or negative): + B/16 a
+     * round, up to B */
     for (int i = 0; i < 11; i++)
-        assert_int_equal(mm_work_next_batch(&w, false, 0.2, 1.0), 5 + i < 16 ? 5 + i : 16);
-    assert_int_equal(mm_work_next_batch(&w, false, 0.2, 1.0), 16);
+        assert_int_equal(mm_work_next_batch(&w, i % 2 ? NAN : -1, 1.0), 5 + i < 16 ? 5 + i : 16);
+    assert_int_equal(mm_work_next_batch(&w, NAN, 1.0), 16);
     /* a batch of 2 still shrinks by one */
     mm_work_init(&w, 2, 1, 1, 1);
-    assert_int_equal(mm_work_next_batch(&w, true, 0, 1.0), 1);
-    assert_int_equal(mm_work_next_batch(&w, true, 0, 1.0), 1);
+    assert_int_equal(mm_work_next_batch(&w, 1.0, 1.0), 1);
+    assert_int_equal(mm_work_next_batch(&w, 1.0, 1.0), 1);
     /* more steps: only while one fits and below the bound */
     mm_work_init(&w, 16, 4, 2, 5);
     assert_true(mm_work_more_steps(&w, 2, 0.3, 0.1));
-    assert_false(mm_work_more_steps(&w, 2, 0.05, 0.1));
+    assert_true(mm_work_more_steps(&w, 2, 0.06, 0.1));
+    assert_false(mm_work_more_steps(&w, 2, 0.04, 0.1));
     assert_false(mm_work_more_steps(&w, 5, 0.3, 0.1));
     assert_false(mm_work_more_steps(&w, 2, -1, 0.1));
     assert_true(mm_work_delta_scale(&w, 4) == 0.5);
