@@ -14,6 +14,7 @@
 
 #include "base/text.h"
 #include "gossip/topology.h"
+#include "node/pace.h"
 #include "node/watch.h"
 #include "report/jsonl.h"
 #include "report/report.h"
@@ -287,6 +288,9 @@ static void put_peer(mm_text *t, const mm_rep_peer *p, const char *state, double
         mm_text_json_str(t, p->end_reason);
     else
         mm_text_put(t, "null");
+    mm__pace_json(t, last ? last->deadline : NAN, last ? last->waited : NAN,
+                  last ? last->batch : NAN, last ? last->steps_done : NAN,
+                  last ? (long long)last->paced_by : -1);
     put_series(t, p, o->max_points);
     mm_text_put(t, "}");
 }

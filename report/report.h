@@ -27,6 +27,11 @@ typedef struct {
      * peer's estimate of the consensus distance (NaN without
      * --consensus-target). */
     double exchanges, exchanges_cum, xi_est;
+    /* Uneven peers (--deadline learn, --fit-work; docs/node.md): the round's
+     * deadline and wait after its compute, its batch and local steps (NaN
+     * when the line has none), and who set its pace (-1: not said). */
+    double deadline, waited, batch, steps_done;
+    int64_t paced_by;
 } mm_rep_round;
 
 typedef struct {

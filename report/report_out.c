@@ -190,6 +190,7 @@ void mm_report_print_table(const mm_report *r, FILE *out)
                      "%s node.log says why\n", n_refused || n_isolated ? "" : "\n", n_alone,
                 n_alone == 1 ? "" : "s", n_alone == 1 ? "es" : "", n_alone == 1 ? "its" : "their",
                 n_alone == 1 ? "its" : "their");
+    mm__report_print_pace(r, out);
     if (r->warnings)
         fprintf(out, "\n%zu warning%s (above, on stderr)\n", r->warnings,
                 r->warnings == 1 ? "" : "s");
