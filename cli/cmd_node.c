@@ -39,14 +39,21 @@ static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
     return mm_steps_schedule_parse(arg, 1000, dst, err, errlen);
 }
 
-static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
+/* A flag of two words: *dst is whether arg is `yes` (the other is `no`). */
+static int parse_two(const char *arg, bool *dst, const char *yes, const char *no, char *err,
+                     size_t errlen)
 {
-    if (strcmp(arg, "nesterov") && strcmp(arg, "none")) {
-        snprintf(err, errlen, "is nesterov or none, not '%s'", arg);
+    if (strcmp(arg, yes) && strcmp(arg, no)) {
+        snprintf(err, errlen, "is %s or %s, not '%s'", yes, no, arg);
         return -1;
     }
-    *(bool *)dst = !strcmp(arg, "nesterov");
+    *dst = !strcmp(arg, yes);
     return 0;
+}
+
+static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return parse_two(arg, dst, "nesterov", "none", err, errlen);
 }
 
 static const char *show_outer(const void *dst) { return *(const bool *)dst ? "nesterov" : "none"; }
@@ -102,12 +109,7 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 
 static int parse_deadline(const char *arg, void *dst, char *err, size_t errlen)
 {
-    if (strcmp(arg, "fixed") && strcmp(arg, "learn")) {
-        snprintf(err, errlen, "is fixed or learn, not '%s'", arg);
-        return -1;
-    }
-    *(bool *)dst = !strcmp(arg, "learn");
-    return 0;
+    return parse_two(arg, dst, "learn", "fixed", err, errlen);
 }
 
 static const char *show_deadline(const void *dst) { return *(const bool *)dst ? "learn" : "fixed"; }
@@ -239,9 +241,10 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_DOUBLE, "deadline-quantile", "Q", &c->deadline_quantile, 0.01, 1,
                "--deadline learn: wait for this quantile of a neighbour's last 24 arrivals"),
         MM_OPT(MM_OPT_CUSTOM, "fit-work", "W", &c->fit_work, 0, 0,
-               "none | batch (left behind: smaller batches, down to --fit-min-batch; waiting: "
-               "back up) | steps (dpsgd: more local steps while the neighbours' vectors are "
-               "expected later, up to --fit-max-steps, the progress scaled by H/steps) | "
+               "none | batch (setting its neighbours' pace: smaller batches, down to "
+               "--fit-min-batch; else back up) | steps (dpsgd: more local steps while the "
+               "neighbours' vectors are expected later, up to --fit-max-steps, the progress "
+               "scaled by H/steps) | "
                "batch,steps", .parse = parse_fit_work, .show = show_fit_work),
         MM_OPT(MM_OPT_INT, "fit-min-batch", "B", &c->fit_min_batch, 1, 1 << 20,
                "--fit-work batch: the smallest batch (default batch/4)", .hide_default = true),

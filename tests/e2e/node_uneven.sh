@@ -17,6 +17,32 @@
 . "$(dirname "$0")/lib.sh"
 tiny_data "$T/data"
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
+
+# What the options refuse, at start (--dry-run: exit 2 and why)
+refuse() {
+    want=$1; shift
+    # shellcheck disable=SC2086
+    if "$MURMUR" node --topology "$T/ring.topo" --id 0 --plaintext --dry-run "$@" > "$T/dry.out" 2>&1; then
+        fail "$* was accepted"
+    else
+        rc=$?
+    fi
+    [ $rc -eq 2 ] || fail "$*: exit $rc, not 2"
+    grep -q -- "$want" "$T/dry.out" || { cat "$T/dry.out" >&2; fail "$*: not '$want'"; }
+}
+refuse "async never waits" --deadline learn --algo async
+refuse "an all-reduce cannot go on" --deadline learn --algo allreduce
+refuse "needs plain --algo dpsgd" --fit-work steps --compress int8
+refuse "needs --algo dpsgd or pushsum" --fit-work batch --algo async
+refuse "drop --no-train" --fit-work batch --no-train
+refuse "above --batch" --fit-work batch --fit-min-batch 20 --batch 16
+refuse "below --local-steps" --fit-work steps --fit-max-steps 1 --local-steps 2
+refuse "names peer 4" --lab-slow 4:2
+refuse "FACTOR in \[1, 1000\]" --lab-slow 2:0.5
+refuse "ROUNDS >= 1" --lab-stretch 2:2:5:0
+"$MURMUR" node --topology "$T/ring.topo" --id 0 --plaintext --dry-run --deadline learn \
+    --fit-work batch,steps --lab-slow 2:2 --lab-stretch 2:3:5:5 > /dev/null ||
+    fail "the options together were refused"
 ROUNDS=40
 # run NAME FLAGS...: 4 peers, ROUNDS rounds; fails naming the peers that
 # did not end within 120 s
