@@ -451,6 +451,12 @@ int cmd_plan(int argc, char **argv)
     mm_plan_in *in = &a.in;
     in->topo = t;
     in->n = t ? mm_topo_n(t) : a.peers;
+    if (mm_slowdown_max_peer(&in->slow) >= in->n) {
+        fprintf(stderr, "murmur plan: --slow or --stretch names peer %ld, but there are peers "
+                        "0..%d\n", mm_slowdown_max_peer(&in->slow), in->n - 1);
+        mm_topo_free(t);
+        return 2;
+    }
     int *place = NULL;
     if (a.placement) {
         int g = -1;
