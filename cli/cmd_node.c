@@ -39,14 +39,21 @@ static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
     return mm_steps_schedule_parse(arg, 1000, dst, err, errlen);
 }
 
-static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
+/* A flag of two words: *dst is whether arg is `yes` (the other is `no`). */
+static int parse_two(const char *arg, bool *dst, const char *yes, const char *no, char *err,
+                     size_t errlen)
 {
-    if (strcmp(arg, "nesterov") && strcmp(arg, "none")) {
-        snprintf(err, errlen, "is nesterov or none, not '%s'", arg);
+    if (strcmp(arg, yes) && strcmp(arg, no)) {
+        snprintf(err, errlen, "is %s or %s, not '%s'", yes, no, arg);
         return -1;
     }
-    *(bool *)dst = !strcmp(arg, "nesterov");
+    *dst = !strcmp(arg, yes);
     return 0;
+}
+
+static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return parse_two(arg, dst, "nesterov", "none", err, errlen);
 }
 
 static const char *show_outer(const void *dst) { return *(const bool *)dst ? "nesterov" : "none"; }
@@ -98,6 +105,37 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
     }
     *(const char **)dst = arg;
     return 0;
+}
+
+static int parse_deadline(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return parse_two(arg, dst, "learn", "fixed", err, errlen);
+}
+
+static const char *show_deadline(const void *dst) { return *(const bool *)dst ? "learn" : "fixed"; }
+
+static int parse_fit_work(const char *arg, void *dst, char *err, size_t errlen)
+{
+    static const struct {
+        const char *word;
+        int bits;
+    } words[] = {{"none", 0}, {"batch", MM_FIT_BATCH}, {"steps", MM_FIT_STEPS},
+                 {"batch,steps", MM_FIT_BATCH | MM_FIT_STEPS},
+                 {"steps,batch", MM_FIT_BATCH | MM_FIT_STEPS}};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (!strcmp(arg, words[i].word)) {
+            *(int *)dst = words[i].bits;
+            return 0;
+        }
+    snprintf(err, errlen, "is none, batch, steps or batch,steps, not '%s'", arg);
+    return -1;
+}
+
+static const char *show_fit_work(const void *dst)
+{
+    int bits = *(const int *)dst;
+    return bits == (MM_FIT_BATCH | MM_FIT_STEPS) ? "batch,steps" : bits == MM_FIT_BATCH ? "batch"
+           : bits == MM_FIT_STEPS ? "steps" : "none";
 }
 
 /* --different-init and --verbose set something other than a bool field
@@ -212,6 +250,28 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "robust mixing: clip each neighbour's pull to F times the lower median of "
                "this peer's last 16 neighbour distances (docs/node.md; 0 off)",
                .hide_default = true),
+        MM_OPT_HEAD("Uneven peers (docs/node.md, \"Uneven peers\"):"),
+        MM_OPT(MM_OPT_CUSTOM, "deadline", "D", &c->deadline_learn, 0, 0,
+               "fixed: wait --round-timeout for a neighbour's vector; learn: as long as its "
+               "past arrivals say (--deadline-quantile, x1.25), at most --deadline-cap times "
+               "this peer's compute per round (a peer's own choice: may differ per peer)",
+               .parse = parse_deadline, .show = show_deadline),
+        MM_OPT(MM_OPT_DOUBLE, "deadline-cap", "K", &c->deadline_cap, 0, 1000,
+               "--deadline learn: wait at most K times this peer's compute per round (0: only "
+               "--round-timeout)"),
+        MM_OPT(MM_OPT_DOUBLE, "deadline-quantile", "Q", &c->deadline_quantile, 0.01, 1,
+               "--deadline learn: wait for this quantile of a neighbour's last 24 arrivals"),
+        MM_OPT(MM_OPT_CUSTOM, "fit-work", "W", &c->fit_work, 0, 0,
+               "none | batch (setting its neighbours' pace: smaller batches, down to "
+               "--fit-min-batch; else back up) | steps (dpsgd: more local steps while the "
+               "neighbours' vectors are expected later, up to --fit-max-steps, the progress "
+               "scaled by H/steps) | "
+               "batch,steps", .parse = parse_fit_work, .show = show_fit_work),
+        MM_OPT(MM_OPT_INT, "fit-min-batch", "B", &c->fit_min_batch, 1, 1 << 20,
+               "--fit-work batch: the smallest batch (default batch/4)", .hide_default = true),
+        MM_OPT(MM_OPT_INT, "fit-max-steps", "N", &c->fit_max_steps, 1, 1000000,
+               "--fit-work steps: the most local steps a round (default 4 x --local-steps)",
+               .hide_default = true),
         MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
         MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
                "send CHOCO's compressed differences: fp32 | bf16 | int8[:B] | sign[:B] | "
@@ -286,6 +346,14 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_U64, "jitter-seed", "S", &c->jitter_seed, 0, 9007199254740992.0,
                "seed of the --compute-jitter delays (default: from --seed), each peer its own "
                "stream", .given = &c->jitter_seed_given, .hide_default = true),
+        MM_OPT(MM_OPT_CUSTOM, "lab-slow", "PEER:F[,...]", &c->lab, 0, 0,
+               "peer PEER's every local step takes F times as long (it sleeps F-1 times the "
+               "step's time after it: a slower machine); ignored by the other peers, so every "
+               "peer may be given the same flag; as murmur plan --slow",
+               .parse = mm_cli_parse_slow, .hide_default = true),
+        MM_OPT(MM_OPT_CUSTOM, "lab-stretch", "PEER:F:FROM:ROUNDS[,...]", &c->lab, 0, 0,
+               "the same for ROUNDS rounds from round FROM only (a transient straggler); as "
+               "murmur plan --stretch", .parse = mm_cli_parse_stretch, .hide_default = true),
         MM_OPT(MM_OPT_CUSTOM, "test-poison", "KIND", &c->test_poison, 0, 0,
                "send corrupted vectors: nan | inf | huge, or weight=X (the true vector with "
                "push-sum weight X), scale=X (every float times X), or with --compress "

@@ -15,6 +15,7 @@
 #include "model/blas_env.h"
 #include "cli/commands.h"
 #include "node/node.h"
+#include "cli/options.h"
 #include "plan/plan.h"
 #include "plan/plan_probe.h"
 
@@ -122,6 +123,13 @@ static int parse(int argc, char **argv, plan_args *a)
         MM_OPT(MM_OPT_STR, "jitter", "J", &a->jitter, 0, 0,
                "added delay: none, uniform:A (U(0,A) s), longtail:P:S (S seconds with "
                "probability P)", .hide_default = true),
+        MM_OPT(MM_OPT_CUSTOM, "slow", "PEER:F[,...]", &a->in.slow, 0, 0,
+               "peer PEER's steps take F times as long (F >= 1: a slower machine; the node's "
+               "--lab-slow)", .parse = mm_cli_parse_slow, .hide_default = true),
+        MM_OPT(MM_OPT_CUSTOM, "stretch", "PEER:F:FROM:ROUNDS[,...]", &a->in.slow, 0, 0,
+               "the same for ROUNDS simulated rounds from round FROM (warm-up included: a "
+               "transient straggler; the node's --lab-stretch)", .parse = mm_cli_parse_stretch,
+               .hide_default = true),
         MM_OPT(MM_OPT_INT, "batch", "B", &a->batch, 1, 4096,
                "calibration batch (as murmur node)"),
         MM_OPT(MM_OPT_INT, "threads", "N", &a->threads, 1, 256,
@@ -271,6 +279,13 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
     printf("compute      step %.3f ms (sd %.3f ms)%s, jitter %s\n", in->step_s * 1e3,
            in->step_sd * 1e3, a->cores && in->n > a->cores ? " sharing the cores" : "",
            a->jitter ? a->jitter : "none");
+    if (in->slow.n) {
+        char slow[512], stretch[512];
+        mm_slowdown_format(&in->slow, false, slow, sizeof slow);
+        mm_slowdown_format(&in->slow, true, stretch, sizeof stretch);
+        printf("stragglers   slow %s, stretch %s (PEER:F[:FROM:ROUNDS])\n", slow[0] ? slow : "none",
+               stretch[0] ? stretch : "none");
+    }
     if (in->algo == MM_PLAN_ALLREDUCE)
         printf("all-reduce   %.4f s per all-reduce (2(n-1) steps), bound by %s%s\n",
                o->allreduce_s, o->bottleneck ? "the " : "",
@@ -330,6 +345,12 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            in->outer ? "true" : "false", o->round_s / in->local_steps);
     if (a->placement)
         printf(",\"placement\":\"%s\"", a->placement);
+    if (in->slow.n) {
+        char slow[512], stretch[512];
+        mm_slowdown_format(&in->slow, false, slow, sizeof slow);
+        mm_slowdown_format(&in->slow, true, stretch, sizeof stretch);
+        printf(",\"slow\":\"%s\",\"stretch\":\"%s\"", slow, stretch);
+    }
     printf(",\"payload_share\":%.6g,\"tcp_share\":%.6g", in->links.groups ? in->payload_share : 1,
            in->tcp_share > 0 ? in->tcp_share : 1);
     if (k->done)
@@ -475,6 +496,12 @@ int cmd_plan(int argc, char **argv)
     mm_plan_in *in = &a.in;
     in->topo = t;
     in->n = t ? mm_topo_n(t) : a.peers;
+    if (mm_slowdown_max_peer(&in->slow) >= in->n) {
+        fprintf(stderr, "murmur plan: --slow or --stretch names peer %ld, but there are peers "
+                        "0..%d\n", mm_slowdown_max_peer(&in->slow), in->n - 1);
+        mm_topo_free(t);
+        return 2;
+    }
     int *place = NULL;
     if (a.placement) {
         int g = -1;

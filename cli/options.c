@@ -102,3 +102,13 @@ int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, lo
     }
     return 0;
 }
+
+int mm_cli_parse_slow(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return mm_slowdown_parse(arg, false, dst, err, errlen);
+}
+
+int mm_cli_parse_stretch(const char *arg, void *dst, char *err, size_t errlen)
+{
+    return mm_slowdown_parse(arg, true, dst, err, errlen);
+}

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "base/jitter.h"
 #include "base/opt.h"
 #include "node/replica.h"
 
@@ -29,5 +30,11 @@ int mm_replica_opts(mm_replica_config *c, mm_replica_given *g, mm_opt *out);
  * 0, or -1 with the reason in err. */
 int mm_replica_config_finish(mm_replica_config *c, const mm_replica_given *g, long total_steps,
                              char *err, size_t errlen);
+
+/* --lab-slow / --slow and --lab-stretch / --stretch (base/jitter.h):
+ * CUSTOM parsers appending to the mm_slowdown at dst (the two flags share
+ * it, and each may be given more than once). */
+int mm_cli_parse_slow(const char *arg, void *dst, char *err, size_t errlen);
+int mm_cli_parse_stretch(const char *arg, void *dst, char *err, size_t errlen);
 
 #endif

@@ -57,6 +57,15 @@ void mm_mix_scale_copy(float *restrict dst, float a, const float *restrict x, si
         dst[k] = a * x[k];
 }
 
+void mm_mix_scale_delta(float *restrict x, const float *restrict s, double c, size_t n)
+{
+    if (c == 1.0)
+        return; /* equal work: the mix is today's, bit for bit */
+    float cf = (float)c;
+    for (size_t k = 0; k < n; k++)
+        x[k] = s[k] + cf * (x[k] - s[k]);
+}
+
 double mm_mix_norm2(const float *x, size_t n)
 {
     double total = 0.0;

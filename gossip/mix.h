@@ -58,6 +58,12 @@ void mm_mix_axpy(float *dst, float a, const float *x, size_t n);
 /* dst = a * x */
 void mm_mix_scale_copy(float *dst, float a, const float *x, size_t n);
 
+/* x = s + c (x - s): the local progress since s was taken, scaled by c
+ * (--fit-work steps: c = H / steps done, FedNova's normalisation; docs/node.md,
+ * "Uneven peers"). c == 1 leaves x untouched, so equal work mixes exactly
+ * as before. */
+void mm_mix_scale_delta(float *x, const float *s, double c, size_t n);
+
 /* sum_k x[k]^2, in double. */
 double mm_mix_norm2(const float *x, size_t n);
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/jitter.h"
 #include "model/model.h"
 #include "node/algo_choco.h"
 #include "node/algo_outer.h"
@@ -102,6 +103,31 @@ static int check_outer(const mm_node_config *c, char *err, size_t errlen)
     return 0;
 }
 
+/* --deadline learn and --fit-work: the algorithms they serve (docs/node.md,
+ * "Uneven peers"). */
+static int check_uneven(const mm_node_config *c, char *err, size_t errlen)
+{
+    const char *why = NULL;
+    bool waits = c->algo == MM_ALGO_DPSGD || c->algo == MM_ALGO_PUSHSUM;
+    if (c->deadline_learn && !waits)
+        why = "--deadline learn bounds the wait of --algo dpsgd or pushsum (async never waits; "
+              "an all-reduce cannot go on without a peer)";
+    else if (c->fit_work && !waits)
+        why = "--fit-work needs --algo dpsgd or pushsum (it acts on being left behind, which "
+              "only a synchronous round sees)";
+    else if (c->fit_work && c->no_train)
+        why = "--fit-work fits training to the time: drop --no-train";
+    else if ((c->fit_work & MM_FIT_STEPS) &&
+             (c->algo != MM_ALGO_DPSGD || c->compress || c->outer || c->consensus_target > 0))
+        why = "--fit-work steps needs plain --algo dpsgd (no --compress, --outer or "
+              "--consensus-target: its local progress is scaled before the mix)";
+    else if (c->fit_min_batch > c->train.batch)
+        why = "--fit-min-batch is above --batch";
+    else if (c->fit_max_steps && c->fit_max_steps < c->local_steps)
+        why = "--fit-max-steps is below --local-steps";
+    return why ? FAIL("%s", why) : 0;
+}
+
 /* What an elastic run does not run (docs/node.md, "Elastic runs"). */
 static int check_elastic(const mm_node_config *c, uint32_t n_start, char *err, size_t errlen)
 {
@@ -152,6 +178,10 @@ static int check_topology(const mm_node_config *c, const mm_topology *t, char *e
     } else if (c->id < 0 || (uint32_t)c->id >= n) {
         return FAIL("peer id %d is not in 0..%u", c->id, n - 1);
     }
+    uint32_t ids = mm_topo_family(t) ? (uint32_t)c->max_peers : n;
+    if (mm_slowdown_max_peer(&c->lab) >= (long)ids)
+        return FAIL("--lab-slow or --lab-stretch names peer %ld, but %s has peers 0..%u",
+                    mm_slowdown_max_peer(&c->lab), c->topology, ids - 1);
     /* the launchers' rule and words (scripts/launch-lib.sh, check_topology) */
     if (c->algo != MM_ALGO_PUSHSUM && mm_topo_needs_pushsum(t))
         return FAIL("%s is a directed graph whose W is column-stochastic only: only --algo "
@@ -193,7 +223,7 @@ int mm__node_check(const mm_node_config *c, mm_topology **topo, char *err, size_
 {
     *topo = NULL;
     if (check_applies(c, err, errlen) != 0 || check_consensus(c, err, errlen) != 0 ||
-        check_outer(c, err, errlen) != 0)
+        check_outer(c, err, errlen) != 0 || check_uneven(c, err, errlen) != 0)
         return MM_EXIT_USAGE;
     uint32_t n = (uint32_t)(c->n_peers > 0 ? c->n_peers : 1);
     if (c->topology) {

@@ -25,6 +25,7 @@ struct mm__exporter {
     uint32_t n_peers;
     int64_t last_round;      /* the round of the last publish counted */
     uint64_t *mixed, *missing; /* [n_peers]: rounds a neighbour was / was not mixed */
+    uint64_t *paced;         /* [n_peers]: rounds whose pace each peer set (node/pace.h) */
     mm_link_stats *links;    /* [n_peers]: the transport's counters per peer */
 };
 
@@ -277,6 +278,40 @@ static void put_clip(mm_text *t, const mm__live *l)
         (double)l->pulls_clipped);
 }
 
+/* --deadline learn, --fit-work (node/pace.h): the last round's wait, work
+ * and who set its pace, and the rounds each peer set so far. */
+static void put_pace(const mm__exporter *e, mm_text *t, const mm__live *l)
+{
+    if (!l->pace)
+        return;
+    one(t, "murmur_deadline_seconds", "gauge",
+        "The last round's bound on the wait for neighbours' vectors after this peer's compute "
+        "(--deadline learn: learnt from arrivals; fixed: --round-timeout).", l->deadline_s);
+    one(t, "murmur_round_waited_seconds", "gauge",
+        "What the last round waited for neighbours' vectors after this peer's compute.",
+        l->waited_s);
+    one(t, "murmur_batch", "gauge", "The last round's batch (--fit-work batch).",
+        (double)l->batch);
+    one(t, "murmur_round_local_steps", "gauge",
+        "Local optimizer steps of the last round (--fit-work steps).", (double)l->steps_done);
+    family(t, "murmur_paced_by", "gauge", "Who set the last round's pace: 1 for the "
+           "in-neighbour whose vector ended the wait (this peer's own id: its compute did).");
+    mm_text_put(t, "murmur_paced_by{peer=\"%lld\"} 1\n", (long long)l->paced_by);
+    family(t, "murmur_paced_rounds_total", "counter",
+           "Rounds whose pace each peer set (this peer's own id: its compute ended last).");
+    for (uint32_t j = 0; j < e->n_peers; j++)
+        if (e->paced[j])
+            mm_text_put(t, "murmur_paced_rounds_total{peer=\"%u\"} %llu\n", j,
+                        (unsigned long long)e->paced[j]);
+    one(t, "murmur_deadline_cut_total", "counter",
+        "Neighbour vectors that missed their round's deadline.", (double)l->cut_total);
+    one(t, "murmur_rounds_behind_total", "counter",
+        "Rounds in which this peer was left behind (a neighbour had moved on, or rounds were "
+        "skipped to catch up).", (double)l->behind_total);
+    one(t, "murmur_extra_steps_total", "counter",
+        "Local steps beyond --local-steps (--fit-work steps).", (double)l->extra_steps_total);
+}
+
 static void put_http(mm_text *t, const mm_http_counts *counts)
 {
     mm_http_counts c = *counts;
@@ -304,6 +339,7 @@ static void route(void *ud, const char *path, mm_http_reply *r)
     if (have) {
         put_neighbours(e, &nb, &l);
         put_links(e, &nb);
+        put_pace(e, &nb, &l);
     }
     pthread_mutex_unlock(&e->mu);
     if (have) {
@@ -336,6 +372,7 @@ static void exporter_free(mm__exporter *e)
         return;
     free(e->mixed);
     free(e->missing);
+    free(e->paced);
     free(e->links);
     free(e);
 }
@@ -347,9 +384,10 @@ mm__exporter *mm__exporter_start(const char *addr, const char *token, uint32_t n
     if (e) {
         e->mixed = calloc(n_peers ? n_peers : 1, sizeof *e->mixed);
         e->missing = calloc(n_peers ? n_peers : 1, sizeof *e->missing);
+        e->paced = calloc(n_peers ? n_peers : 1, sizeof *e->paced);
         e->links = calloc(n_peers ? n_peers : 1, sizeof *e->links);
     }
-    if (!e || !e->mixed || !e->missing || !e->links) {
+    if (!e || !e->mixed || !e->missing || !e->paced || !e->links) {
         snprintf(err, errlen, "out of memory");
         exporter_free(e);
         return NULL;
@@ -398,6 +436,8 @@ void mm__exporter_publish(mm__exporter *e, const mm__live *l, const mm_link_stat
         for (int k = 0; k < l->n_nbrs; k++)
             if (l->nbr[k].id < e->n_peers)
                 (l->nbr[k].present ? e->mixed : e->missing)[l->nbr[k].id]++;
+        if (l->pace && l->paced_by >= 0 && (uint64_t)l->paced_by < e->n_peers)
+            e->paced[l->paced_by]++;
     }
     pthread_mutex_unlock(&e->mu);
 }

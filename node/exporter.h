@@ -57,6 +57,12 @@ typedef struct {
     bool elastic;            /* an elastic run (docs/membership.md): */
     uint32_t view_n;         /* ... members in the view of the last round */
     uint64_t view_changes;   /* ... views that differed from the round before */
+    bool pace;               /* --deadline learn or --fit-work (node/pace.h): */
+    double deadline_s;       /* ... the last round's wait bound after its compute */
+    double waited_s;         /* ... what it waited after its compute */
+    int64_t paced_by;        /* ... whose vector ended that wait (own id: its compute did) */
+    int batch, steps_done;   /* ... its batch and local steps */
+    uint64_t cut_total, behind_total, extra_steps_total;
     bool ended;
 } mm__live;
 

@@ -22,6 +22,7 @@ typedef struct {
     const void *body;
     size_t body_len;
     uint64_t ups;        /* the peer's ups when it was delivered */
+    double at;           /* when it was delivered (mm_time_now) */
     bool staged;         /* body is a staging copy: the transport has its buffer back */
 } inbox_slot;
 
@@ -336,6 +337,7 @@ void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
     pthread_mutex_lock(&mb->mu);
     const mbox_peer *q = &mb->peer[peer];
     const inbox_slot *s = &q->inbox[q->in_head]; /* the first to come */
+    const inbox_slot *last = &q->inbox[(q->in_head + (q->in_n ? q->in_n - 1 : 0)) % INBOX];
     *v = (mm__peer_view){
         .state = q->state,
         .ever_up = q->ever_up,
@@ -349,6 +351,10 @@ void mm__mbox_peer(mm__mbox *mb, uint32_t peer, mm__peer_view *v)
         .ups = q->ups,
         .lost = q->lost,
         .vector_ups = s->ups,
+        .delivered_at = s->at,
+        .queued = q->in_n,
+        .newest_exchange = q->in_n ? last->exchange : 0,
+        .newest_at = q->in_n ? last->at : 0,
         .written_exchange = q->written_exchange,
         .written_ups = q->written_ups,
     };
@@ -555,7 +561,8 @@ bool mm__mbox_deliver(mm__mbox *mb, uint32_t peer, uint64_t exchange, const mm_w
     }
     q->inbox[(q->in_head + q->in_n++) % INBOX] =
         (inbox_slot){.present = true, .exchange = exchange, .meta = *meta, .body = body,
-                     .body_len = body_len, .ups = q->ups, .staged = copy != NULL};
+                     .body_len = body_len, .ups = q->ups, .at = mm_time_now(),
+                     .staged = copy != NULL};
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
     return copy != NULL;

@@ -49,6 +49,10 @@ typedef struct {
     mm_wire_vec meta;        /* ... its vector header (weight, codec, flags, ...) */
     const void *body;        /* ... its body, body_len bytes (valid until mm__mbox_release) */
     size_t body_len;
+    double delivered_at;     /* ... when the transport handed it over (mm_time_now) */
+    int queued;              /* vectors in its inbox (more than one: staged copies) */
+    uint64_t newest_exchange; /* ... the exchange of the last of them, */
+    double newest_at;        /* ... and when it was handed over */
     bool send_pending;       /* our send to it waits for it to come up */
     uint64_t pending_exchange;
     /* For compressed gossip (node/algo_choco.c), which must know whether

@@ -29,6 +29,7 @@
 #include "node/http.h"
 #include "node/node_int.h"
 #include "node/elastic.h"
+#include "node/pace.h"
 #include "node/peers.h"
 #include "node/poison.h"
 
@@ -52,6 +53,8 @@ void mm_node_config_defaults(mm_node_config *c)
     c->peer_timeout_ms = 10000;
     c->start_timeout_ms = 30000;
     c->staleness = 8;
+    c->deadline_cap = 0.5;
+    c->deadline_quantile = 0.9;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
     c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
     c->outer_memory_mb = 2048;
@@ -788,6 +791,11 @@ int mm_node_run(const mm_node_config *c)
     nd->wake.data = nd;
     size_t chunk_bytes;
     int chunks = mm__trainer_chunks(nd->trainer, &chunk_bytes);
+    /* --deadline learn, --fit-work (node/pace.h): whole vectors are staged
+     * too, so that the transport reads on while one is in use and the round
+     * sees when each came and whether a neighbour is rounds ahead */
+    if (mm__pace_wanted(c) && mm__trainer_buf_bytes(nd->trainer) > chunk_bytes)
+        chunk_bytes = mm__trainer_buf_bytes(nd->trainer);
     nd->mb = mm__mbox_new(nd->n, mm__trainer_buf_bytes(nd->trainer), chunks, chunk_bytes,
                           &nd->wake);
     if (!nd->mb) {

@@ -35,6 +35,9 @@ typedef struct {
     bool outer_lr, outer_momentum, outer_warmup, outer_decay, outer_memory_mb;
 } mm_node_given;
 
+/* --fit-work's knobs (gossip/work.h). */
+enum { MM_FIT_BATCH = 1, MM_FIT_STEPS = 2 };
+
 typedef struct {
     /* who and where */
     int id, n_peers;               /* n_peers 0: from the topology */
@@ -84,10 +87,20 @@ typedef struct {
     bool outer_overlap;            /* the local steps overlap the exchange of the last ones */
     long outer_memory_mb;          /* refuse the outer state above this */
 
-    /* testing: a seeded random delay added to every local step */
+    /* uneven peers (docs/node.md, "Uneven peers"; node/pace.h) */
+    bool deadline_learn;           /* --deadline learn: the wait from arrivals (gossip/deadline.h) */
+    double deadline_cap;           /* ... at most this times our compute per round (0: none) */
+    double deadline_quantile;      /* ... for this quantile of a neighbour's lateness */
+    int fit_work;                  /* MM_FIT_BATCH | MM_FIT_STEPS (gossip/work.h), 0 off */
+    int fit_min_batch;             /* batch: the smallest (0: batch / 4) */
+    int fit_max_steps;             /* steps: the most a round (0: 4 x local_steps) */
+
+    /* testing: a seeded random delay added to every local step, and named
+     * peers made slower (base/jitter.h) */
     mm_jitter jitter;
     uint64_t jitter_seed;
     bool jitter_seed_given;
+    mm_slowdown lab;               /* --lab-slow, --lab-stretch */
 
     /* metrics and checkpoints */
     int eval_every, eval_windows;

@@ -52,7 +52,12 @@ void mm_replica_free(mm_replica *r)
 
 float mm_replica_step(mm_replica *r, float *gnorm)
 {
-    int B = r->cfg.batch, T = r->cfg.model.n_ctx;
+    return mm_replica_step_batch(r, r->cfg.batch, gnorm);
+}
+
+float mm_replica_step_batch(mm_replica *r, int batch, float *gnorm)
+{
+    int B = batch < 1 || batch > r->cfg.batch ? r->cfg.batch : batch, T = r->cfg.model.n_ctx;
     mm_batch_sample(&r->shard, &r->rng, r->tokens, B, T);
     float loss = mm_model_forward(&r->model, r->tokens, B, T);
     mm_model_backward(&r->model);

@@ -57,6 +57,10 @@ void mm_replica_free(mm_replica *r);
  * AdamW. Returns the batch's loss; *gnorm (may be NULL) gets the gradient
  * norm before clipping. */
 float mm_replica_step(mm_replica *r, float *gnorm);
+/* The same on a batch of `batch` sequences (1 .. the configured batch:
+ * --fit-work batch): the loss and gradient are the mean over them, so a
+ * smaller batch estimates the same gradient, with more variance. */
+float mm_replica_step_batch(mm_replica *r, int batch, float *gnorm);
 
 /* The model on `windows` windows of the validation sample. */
 void mm_replica_evaluate(mm_replica *r, int windows, mm_eval_result *out);

@@ -15,13 +15,11 @@
  * checkpoints. Everything this thread learns about the network comes
  * through the mailbox (node/mailbox.h). */
 #include <assert.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "base/finite.h"
 #include "base/clock.h"
@@ -105,7 +103,9 @@ static bool written_off(const mm__trainer *tr, const mm__peer_view *pv)
 
 void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn *drop)
 {
-    double deadline = mm_time_now() + tr->cfg->round_timeout_ms / 1000.0;
+    /* --deadline learn, --fit-work (node/pace.h): the wait its rule says */
+    double deadline = mm_time_now() + (tr->pace ? mm__pace_wait_begin(tr, e)
+                                                : tr->cfg->round_timeout_ms / 1000.0);
     /* While peers are starting, wait for those never seen up as long as
      * the start timeout allows. */
     for (int k = 0; k < tr->v.n_in + tr->v.n_out; k++) {
@@ -139,8 +139,12 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
                 take(tr, k, &pv);
                 if (tr->nbr[k].status == IN_WAITING) /* a part (CHOCO's streamed q) */
                     waiting++;
+                else if (tr->pace)
+                    mm__pace_arrived(tr, k, &pv);
             } else if (pv.has_vector && pv.exchange > e) {
                 tr->nbr[k].status = IN_MISSING; /* it has moved on without us */
+                if (tr->pace)
+                    mm__pace_moved_on(tr, k);
                 mm_debug("exchange %llu: peer %u already sent exchange %llu: missing",
                          (unsigned long long)e, p, (unsigned long long)pv.exchange);
             } else if (pv.has_vector) {
@@ -172,6 +176,8 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
             break;
         mm__mbox_wait(tr->mb, gen, deadline);
     }
+    if (tr->pace)
+        mm__pace_wait_end(tr); /* (before those still waiting are written off) */
     for (int k = 0; k < tr->v.n_in; k++)
         if (tr->nbr[k].status == IN_WAITING)
             tr->nbr[k].status = IN_MISSING;
@@ -190,35 +196,45 @@ static void jitter_delay(mm__trainer *tr)
     else if (j->kind == MM_JITTER_LONGTAIL)
         d = u < j->p ? j->a : 0;
     tr->t_jitter += d;
-    if (d <= 0)
-        return;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double end = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9 + d;
-    ts.tv_sec = (time_t)end;
-    ts.tv_nsec = (long)((end - (double)ts.tv_sec) * 1e9);
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ; /* sleep on to the same end */
+    if (d > 0)
+        mm_sleep(d);
+}
+
+/* One local step, and the lab's delays after it (--compute-jitter, and
+ * --lab-slow / --lab-stretch: node/pace.h). */
+static void local_step(mm__trainer *tr, bool jitter)
+{
+    bool lab = tr->cfg->lab.n > 0;
+    double t0 = lab ? mm_time_now() : 0;
+    if (mm__trainer_trains(tr)) {
+        /* --fit-work: this round's batch (node/pace.h) */
+        float loss = tr->pace ? mm__pace_step(tr) : mm_replica_step(&tr->rep, NULL);
+        tr->step++;
+        tr->loss_sum += loss;
+        tr->loss_n++;
+    }
+    if (jitter)
+        jitter_delay(tr);
+    if (lab)
+        mm__lab_delay(tr, t0);
 }
 
 /* The round's H local steps, all of them even when a signal came: the
  * round is finished (docs/node.md, Faults), so its metrics line always has
- * a loss and a resumed run never finds half a round's steps. */
+ * a loss and a resumed run never finds half a round's steps. With
+ * --fit-work steps, more while the neighbours' vectors are not due. */
 void mm__round_compute(mm__trainer *tr)
 {
     const mm_node_config *c = tr->cfg;
     bool jitter = c->jitter.kind != MM_JITTER_NONE;
-    if (!mm__trainer_trains(tr) && !jitter)
+    if (!mm__trainer_trains(tr) && !jitter && !c->lab.n)
         return;
-    for (int h = 0; h < c->local_steps; h++) {
-        if (mm__trainer_trains(tr)) {
-            float loss = mm_replica_step(&tr->rep, NULL);
-            tr->step++;
-            tr->loss_sum += loss;
-            tr->loss_n++;
-        }
-        if (jitter)
-            jitter_delay(tr);
+    for (int h = 0; h < c->local_steps; h++)
+        local_step(tr, jitter);
+    if (tr->pace) {
+        mm__pace_ready(tr);
+        while (mm__pace_more_steps(tr) && !mm__trainer_stopping(tr))
+            local_step(tr, jitter);
     }
 }
 
@@ -256,6 +272,8 @@ static int exchange(mm__trainer *tr, uint64_t e, bool with_compute, bool more)
     a->gather(tr, e);
     double t4 = mm_time_now();
     mm__round_phase(tr, PH_MIX);
+    if (tr->pace) /* --fit-work steps: the progress scaled by H / steps */
+        mm__pace_before_mix(tr, s);
     a->mix(tr, s);
     if (a->release)
         a->release(tr);
@@ -311,6 +329,8 @@ static int run_round(mm__trainer *tr)
     }
     tr->loss_sum = 0;
     tr->loss_n = 0;
+    if (tr->pace)
+        mm__pace_round_begin(tr);
     float lr = tr->have_model ? mm_adamw_lr(&c->train.adamw, tr->rep.opt.step) : 0;
     if (a->steps_first) {
         double t0 = mm_time_now();
@@ -324,6 +344,8 @@ static int run_round(mm__trainer *tr)
         return r;
     if (a->round_end)
         a->round_end(tr);
+    if (tr->pace)
+        mm__pace_round_end(tr);
     mm__lines_round(tr, tr->loss_n ? tr->loss_sum / tr->loss_n : NAN, lr);
     return 0;
 }

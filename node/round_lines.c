@@ -38,6 +38,14 @@ static void clip_fields(mm__trainer *tr, mm__line where)
     mm_metrics_int(&tr->metrics, "pulls_clipped", (long long)c->clipped);
 }
 
+/* --deadline learn, --fit-work (node/pace.h): their keys, last in the
+ * start, round and end lines; nothing without them. */
+static void pace_fields(mm__trainer *tr, mm__line where)
+{
+    if (tr->pace)
+        mm__pace_fields(tr, &tr->metrics, where);
+}
+
 /* Every metrics line begins alike: what it is, whose, when. */
 static void metrics_head(mm__trainer *tr, const char *ev)
 {
@@ -105,6 +113,7 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->clip = mm_clip_on(&tr->clip);
     l->pulls_clipped = tr->clip.clipped; /* (l->clip_radius: clip_fields) */
     l->ended = ended;
+    mm__pace_live(tr, l);
     mm__exporter_publish(tr->exporter, l, links);
 }
 
@@ -272,6 +281,7 @@ void mm__lines_round(mm__trainer *tr, double loss, float lr)
     mm__control_fields(tr, m, MM__LINE_ROUND);
     algo_fields(tr, MM__LINE_ROUND);
     clip_fields(tr, MM__LINE_ROUND);
+    pace_fields(tr, MM__LINE_ROUND);
     mm_metrics_end(m);
     tr->line_rounds = 0;
     tr->line_exchanges = 0;
@@ -340,6 +350,7 @@ void mm__lines_start(mm__trainer *tr)
         if (tr->joined_round >= 0)
             mm_metrics_int(m, "joined_round", tr->joined_round);
     }
+    pace_fields(tr, MM__LINE_START);
     if (tr->have_model) {
         /* what it takes to evaluate a snapshot offline (murmur report) */
         mm_metrics_int(m, "layers", c->train.model.n_layer);
@@ -434,6 +445,7 @@ void mm__lines_end(mm__trainer *tr, const char *reason)
     clip_fields(tr, MM__LINE_END);
     if (tr->el)
         mm__elastic_fields(tr->el, m);
+    pace_fields(tr, MM__LINE_END);
     write_refusals(tr, m);
     mm__isolation_fields(tr->iso, tr->mb, m, v, -1, now);
     mm_metrics_end(m);

@@ -225,7 +225,10 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
         double limit = mm__isolation_limit(c->start_timeout_ms, c->peer_timeout_ms,
                                            c->round_timeout_ms);
         tr->iso = mm__isolation_new(tr->n, id, limit);
-        if (alloc_round(tr) != 0 || !tr->iso || (tr->elastic && mm__view_alloc(tr) != 0)) {
+        if (mm__pace_wanted(c))
+            tr->pace = mm__pace_new(c, tr->n);
+        if (alloc_round(tr) != 0 || !tr->iso || (tr->elastic && mm__view_alloc(tr) != 0) ||
+            (mm__pace_wanted(c) && !tr->pace)) {
             snprintf(err, errlen, "out of memory for a round with %d neighbours",
                      mm_topo_max_degree(topo));
             status = MM_EXIT_ERROR;
@@ -265,6 +268,7 @@ void mm__trainer_free(mm__trainer *tr)
     free(tr->cc_ratio);
     mm__skip_free(tr->skip);
     mm__isolation_free(tr->iso);
+    mm__pace_free(tr->pace);
     mm__outer_free(tr->outer);
     mm__view_free(tr);
     free(tr);

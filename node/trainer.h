@@ -28,6 +28,7 @@
 #include "node/isolation.h"
 #include "node/mailbox.h"
 #include "node/node_int.h"
+#include "node/pace.h"
 #include "node/replica.h"
 #include "member/member.h"
 
@@ -128,6 +129,7 @@ typedef struct mm__trainer {
     mm_clip clip;                   /* --clip-pull, --robust-clip (gossip/robust.h); both
                                      * 0: off, the mix untouched */
     mm__isolation *iso;                   /* who was mixed, isolation, the verdict (isolation.h) */
+    struct mm__pace *pace;          /* --deadline learn, --fit-work (node/pace.h); NULL: off */
     mm__exporter *exporter;         /* --metrics-addr: what a scrape shows (exporter.h) */
     /* An elastic run (a family topology, docs/membership.md; node/view.c):
      * the table, this round's members and their tag, the family instantiated

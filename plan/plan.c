@@ -245,12 +245,15 @@ static double draw_step(const mm_plan_in *in, mm_rng *rng)
     return t;
 }
 
-static double draw_round(const mm_plan_in *in, mm_rng *rng)
+/* Peer i's compute in round r: its H steps, times its --slow and
+ * --stretch factor (drawn first, so that a plan without them draws what it
+ * always drew). */
+static double draw_round(const mm_plan_in *in, mm_rng *rng, int i, uint64_t r)
 {
     double c = 0;
     for (int h = 0; h < in->local_steps; h++)
         c += draw_step(in, rng);
-    return c;
+    return in->slow.n ? c * mm_slowdown_factor(&in->slow, (uint32_t)i, (long)r) : c;
 }
 
 /* ---- the simulation ----------------------------------------------------- */
@@ -380,7 +383,7 @@ static int run_gossip(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *
             o->bottleneck = bottleneck;
         double cmax = 0, csum = 0;
         for (int i = 0; i < n; i++) {
-            b->c[i] = draw_round(in, rng);
+            b->c[i] = draw_round(in, rng, i, (uint64_t)r);
             cmax = fmax(cmax, b->c[i]);
             csum += b->c[i];
         }
@@ -530,7 +533,7 @@ static int begin_round(fsim *x, int i)
     p->tout = x->b->tsend[i];
     p->tin = x->b->tin[i];
     p->g = 0;
-    p->c = draw_round(x->in, x->rng);
+    p->c = draw_round(x->in, x->rng, i, p->r);
     begin_exchange(x, p);
     return 0;
 }
@@ -744,7 +747,7 @@ static int run_allreduce(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rn
         if (r == in->warmup)
             memcpy(b->s0, b->s, sizeof *b->s * (size_t)n);
         for (int i = 0; i < n; i++) {
-            b->c[i] = draw_round(in, rng);
+            b->c[i] = draw_round(in, rng, i, (uint64_t)r);
             b->ready[i] = b->s[i] + b->c[i];
             smax = fmax(smax, b->s[i]);
             rmax = fmax(rmax, b->ready[i]);
@@ -812,6 +815,8 @@ int mm_plan_run(const mm_plan_in *in, mm_plan_out *out, char *err, size_t errlen
     else if (in->links.groups && !in->links.placement &&
              (long)in->links.groups * in->links.per != in->n)
         bad = "the link profile's groups x per differs from the peer count";
+    if (!bad && mm_slowdown_max_peer(&in->slow) >= in->n)
+        bad = "--slow or --stretch names a peer the topology does not have";
     for (int i = 0; !bad && in->links.placement && i < in->n; i++)
         if (in->links.placement[i] < 0 || in->links.placement[i] >= in->links.groups)
             bad = "a peer is placed in a group the profile does not have";

@@ -59,6 +59,8 @@ typedef struct {
     double step_s;            /* mean time of one optimizer step */
     double step_sd;           /* its spread: normal, truncated at 0 */
     mm_jitter jitter;    /* plus this added delay per step */
+    mm_slowdown slow;         /* named peers slower by a factor, always or for a stretch of
+                               * rounds (counted from the first, warm-up included) */
     mm_plan_links links;      /* groups == 0: every peer's link at `loop_bps` */
     double loop_bps;          /* without a profile: each peer's own rate (0: unlimited) */
     double latency_s;         /* added to every message (one way) */

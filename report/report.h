@@ -34,6 +34,11 @@ typedef struct {
      * round's first exchange), for the graph of who mixed with whom */
     uint8_t n_nbr_ids;
     uint32_t nbr_ids[MM_REP_NBR_IDS];
+    /* Uneven peers (--deadline learn, --fit-work; docs/node.md): the round's
+     * deadline and wait after its compute, its batch and local steps (NaN
+     * when the line has none), and who set its pace (-1: not said). */
+    double deadline, waited, batch, steps_done;
+    int64_t paced_by;
 } mm_rep_round;
 
 /* Elastic runs: a change of membership a peer's `view` line recorded

@@ -85,4 +85,10 @@ typedef struct {
 } mm__rep_finals;
 void mm__report_finals(const mm_report *r, mm__rep_finals *f);
 
+/* Uneven peers (report_pace.c): per peer, its rounds' mean deadline, wait,
+ * batch and local steps, and how many of its neighbours' rounds it set the
+ * pace of; nothing when no round line says (no --deadline learn or
+ * --fit-work). */
+void mm__report_print_pace(const mm_report *r, FILE *out);
+
 #endif

@@ -364,6 +364,12 @@ static int on_round(loader *L, const mm_json_obj *o)
     rd.exchanges = num_or(o, "exchanges", 1); /* older lines: one a round */
     rd.exchanges_line = num_or(o, "exchanges_since", rd.exchanges);
     rd.xi_est = num_or(o, "xi_est", NAN);
+    rd.deadline = num_or(o, "deadline", NAN);
+    rd.waited = num_or(o, "waited", NAN);
+    rd.batch = num_or(o, "batch", NAN);
+    rd.steps_done = num_or(o, "steps_done", NAN);
+    double pb = num_or(o, "paced_by", NAN);
+    rd.paced_by = isfinite(pb) && pb >= 0 && pb < 1e9 ? (int64_t)pb : -1;
     rd.nbrs = num_or(o, "nbrs", NAN);
     rd.missing = num_or(o, "missing", NAN);
     const mm_json_field *nb = mm_json_get(o, "nbrs");

@@ -221,6 +221,7 @@ void mm_report_print_table(const mm_report *r, FILE *out)
                 n_refused || n_isolated || n_alone ? "" : "\n", n_long, n_long == 1 ? "" : "s",
                 n_long == 1 ? "its" : "their", n_long == 1 ? "its" : "their",
                 n_long == 1 ? "it" : "they", n_long == 1 ? "its" : "their");
+    mm__report_print_pace(r, out);
     if (r->warnings)
         fprintf(out, "\n%zu warning%s (above, on stderr)\n", r->warnings,
                 r->warnings == 1 ? "" : "s");

@@ -522,6 +522,76 @@ static void test_fluid_onepeer_drifts(void **state)
     mm_topo_free(t);
 }
 
+/* The lab's stragglers (--slow, --stretch; the node's --lab-slow and
+ * --lab-stretch): their specs, and what they do to a ring of 8 with 100 ms
+ * steps and free links. One peer twice as slow paces every D-PSGD peer
+ * (200 ms rounds; the 7 others wait 100 ms: 7/8 x 100 ms on average) and
+ * no async peer but itself; slow for rounds 100..199 of the 450 simulated
+ * (50 of warm-up), three times as slow, it costs a quarter of the measured
+ * rounds 200 ms more each: 150 ms on average. */
+static void test_stragglers(void **state)
+{
+    (void)state;
+    mm_slowdown sd = {0};
+    char err[256];
+    assert_int_equal(mm_slowdown_parse("3:2", false, &sd, err, sizeof err), 0);
+    assert_int_equal(mm_slowdown_parse("5:1.5:10:20,3:3:100:100", true, &sd, err, sizeof err), 0);
+    assert_int_equal(sd.n, 3);
+    NEAR(mm_slowdown_factor(&sd, 3, 0), 2, 0);
+    NEAR(mm_slowdown_factor(&sd, 3, 150), 6, 0); /* both of peer 3's apply */
+    NEAR(mm_slowdown_factor(&sd, 5, 29), 1.5, 0);
+    NEAR(mm_slowdown_factor(&sd, 5, 30), 1, 0);
+    NEAR(mm_slowdown_factor(&sd, 1, 0), 1, 0);
+    assert_int_equal(mm_slowdown_max_peer(&sd), 5);
+    char buf[128];
+    mm_slowdown_format(&sd, true, buf, sizeof buf);
+    assert_string_equal(buf, "5:1.5:10:20,3:3:100:100");
+    mm_slowdown_format(&sd, false, buf, sizeof buf);
+    assert_string_equal(buf, "3:2");
+    const char *bad[] = {"3", "3:0.5", "3:2:1:1", "-1:2", "3:x", "3:2,", ",", "3:1001", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        mm_slowdown b = {0};
+        assert_int_equal(mm_slowdown_parse(bad[i], false, &b, err, sizeof err), -1);
+    }
+    const char *bad_stretch[] = {"3:2", "3:2:-1:5", "3:2:0:0", "3:2:0:5:1"};
+    for (size_t i = 0; i < sizeof bad_stretch / sizeof bad_stretch[0]; i++) {
+        mm_slowdown b = {0};
+        assert_int_equal(mm_slowdown_parse(bad_stretch[i], true, &b, err, sizeof err), -1);
+    }
+
+    mm_topology *t = gen("ring", 8);
+    mm_plan_in in;
+    mm_plan_out o;
+    mm_plan_in_defaults(&in);
+    in.topo = t;
+    in.n = 8;
+    in.vec_floats = 1000;
+    in.step_s = 0.1;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.1, 1e-3);
+    NEAR(o.wait_s, 0, 1e-3);
+    in.slow = (mm_slowdown){0};
+    assert_int_equal(mm_slowdown_parse("3:2", false, &in.slow, err, sizeof err), 0);
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.2, 2e-3);
+    NEAR(o.compute_s, 0.1125, 1e-3);
+    NEAR(o.wait_s, 0.0875, 2e-3);
+    in.algo = MM_PLAN_ASYNC;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.1125, 1e-3);
+    NEAR(o.round_slowest_s, 0.2, 1e-3);
+    in.algo = MM_PLAN_DPSGD;
+    in.slow = (mm_slowdown){0};
+    assert_int_equal(mm_slowdown_parse("3:3:100:100", true, &in.slow, err, sizeof err), 0);
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.round_s, 0.15, 3e-3);
+    /* a peer the topology does not have */
+    assert_int_equal(mm_slowdown_parse("8:2", false, &in.slow, err, sizeof err), 0);
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), -1);
+    assert_non_null(strstr(err, "--slow"));
+    mm_topo_free(t);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -567,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_fluid_overlap),
         cmocka_unit_test(test_fluid_drift),
         cmocka_unit_test(test_fluid_onepeer_drifts),
+        cmocka_unit_test(test_stragglers),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -489,6 +489,77 @@ static void test_progress_before_rounds(void **state)
     rm_run();
 }
 
+/* Uneven peers (docs/metrics.md: deadline, waited, paced_by, batch,
+ * steps_done): a ring of 3 over 4 rounds, peer 2 slow: peers 0 and 1 wait
+ * for it in rounds 1..3 (paced_by 2), its own compute sets its own pace.
+ * The table gives each peer's means and says peer 2 set the pace of 6 of
+ * the 6 rounds a neighbour's vector ended; a run without the keys has no
+ * such table. */
+static void test_pace(void **state)
+{
+    (void)state;
+    snprintf(run, sizeof run, "/tmp/mm-report-pace-XXXXXX");
+    assert_non_null(mkdtemp(run));
+    for (int i = 0; i < 3; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/node-%d", run, i);
+        mkdir(path, 0777);
+        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", run, i);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fprintf(f, "{\"ev\":\"start\",\"peer\":%d,\"n_peers\":3,\"params\":10,\"time\":0}\n", i);
+        for (int r = 0; r < 4; r++) {
+            int pb = i == 2 || r == 0 ? i : 2;
+            fprintf(f, "{\"ev\":\"round\",\"peer\":%d,\"round\":%d,\"time\":%d,\"nbrs\":[],"
+                       "\"deadline\":0.5,\"waited\":%g,\"paced_by\":%d,\"cut\":0,\"behind\":0,"
+                       "\"batch\":%d,\"steps_done\":%d}\n", i, r, r + 1, pb == i ? 0.0 : 0.2, pb,
+                    i == 2 ? 8 : 16, i == 2 ? 1 : 2);
+        }
+        fprintf(f, "{\"ev\":\"end\",\"peer\":%d,\"round\":4,\"time\":5,\"reason\":\"done\"}\n", i);
+        fclose(f);
+    }
+    mm_report r;
+    char err[256] = "";
+    FILE *warn = tmpfile();
+    mm_report_opts opt = {.warn = warn, .no_exact = true};
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    mm_report_print_table(&r, out);
+    fclose(out);
+    assert_non_null(strstr(buf, "uneven peers"));
+    /* peer 0: 4 rounds, waited 0.15 on average, batch 16, 2 steps, 1 round of
+     * its own pace, set the pace of nobody's */
+    assert_non_null(strstr(buf, "node-0         4      0.5000    0.1500   16.0   2.00         1                0"));
+    assert_non_null(strstr(buf, "node-2         4      0.5000    0.0000    8.0   1.00         4                6"));
+    assert_non_null(strstr(buf, "who set the pace: peer 2, of 6 of the 6 rounds"));
+    free(buf);
+    mm_report_free(&r);
+    rm_run();
+    /* the same run without the keys: no table */
+    assert_non_null(mkdtemp(strcpy(run, "/tmp/mm-report-pace-XXXXXX")));
+    char path[512];
+    snprintf(path, sizeof path, "%s/node-0", run);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/node-0/metrics.jsonl", run);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"ev\":\"start\",\"peer\":0,\"n_peers\":1,\"params\":10,\"time\":0}\n");
+    fprintf(f, "{\"ev\":\"round\",\"peer\":0,\"round\":0,\"time\":1,\"nbrs\":[]}\n");
+    fclose(f);
+    assert_int_equal(mm_report_load(run, &opt, &r, err, sizeof err), 0);
+    buf = NULL;
+    out = open_memstream(&buf, &len);
+    mm_report_print_table(&r, out);
+    fclose(out);
+    assert_null(strstr(buf, "uneven peers"));
+    free(buf);
+    mm_report_free(&r);
+    fclose(warn);
+    rm_run();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -496,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_empty_run_is_an_error),
         cmocka_unit_test(test_refused_and_isolated),
         cmocka_unit_test(test_progress_before_rounds),
+        cmocka_unit_test(test_pace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

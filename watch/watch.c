@@ -345,6 +345,9 @@ static void put_peer(mm_text *t, const mm_rep_peer *p, const char *state, const 
         mm_text_json_str(t, why);
     else
         mm_text_put(t, "null");
+    mm__watch_pace_json(t, last ? last->deadline : NAN, last ? last->waited : NAN,
+                  last ? last->batch : NAN, last ? last->steps_done : NAN,
+                  last ? (long long)last->paced_by : -1);
     put_series(t, p, o->max_points);
     mm_text_put(t, "}");
 }
@@ -623,4 +626,22 @@ char *mm_watch_sweep_json(const char *dir, const mm_watch_opts *o, double now, s
     }
     *len = t.len;
     return t.p;
+}
+
+void mm__watch_pace_json(mm_text *t, double deadline, double waited, double batch,
+                         double steps, long long paced_by)
+{
+    if (paced_by < 0) {
+        mm_text_put(t, ",\"pace\":null");
+        return;
+    }
+    mm_text_put(t, ",\"pace\":{\"deadline\":");
+    mm_text_json_num(t, deadline);
+    mm_text_put(t, ",\"waited\":");
+    mm_text_json_num(t, waited);
+    mm_text_put(t, ",\"batch\":");
+    mm_text_json_num(t, batch);
+    mm_text_put(t, ",\"steps\":");
+    mm_text_json_num(t, steps);
+    mm_text_put(t, ",\"paced_by\":%lld}", paced_by);
 }

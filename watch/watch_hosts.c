@@ -64,6 +64,7 @@ static double *add_row(series *s)
 typedef struct {
     double round, loss, acc, eval_round, eval_loss, sent, t_compute, t_comm, t_wait, xi;
     double ended, isolated;
+    double deadline, waited, batch, steps, paced_by; /* --deadline learn, --fit-work */
     char algo[64], topology[256], codec[64];
     int n_nbrs;
     nbr nb[MAX_NBRS];
@@ -272,12 +273,22 @@ static void take(scrape *s, const char *name, const char *labels, double v)
         {"murmur_consensus_estimate", offsetof(scrape, xi)},
         {"murmur_ended", offsetof(scrape, ended)},
         {"murmur_isolated", offsetof(scrape, isolated)},
+        {"murmur_deadline_seconds", offsetof(scrape, deadline)},
+        {"murmur_round_waited_seconds", offsetof(scrape, waited)},
+        {"murmur_batch", offsetof(scrape, batch)},
+        {"murmur_round_local_steps", offsetof(scrape, steps)},
     };
     for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++)
         if (!strcmp(name, plain[i].name)) {
             *(double *)((char *)s + plain[i].off) = v;
             return;
         }
+    if (!strcmp(name, "murmur_paced_by") && v == 1) {
+        char who[24];
+        label(labels, "peer", who, sizeof who);
+        s->paced_by = who[0] ? atof(who) : NAN;
+        return;
+    }
     if (!strcmp(name, "murmur_peer_info")) {
         label(labels, "algo", s->algo, sizeof s->algo);
         label(labels, "topology", s->topology, sizeof s->topology);
@@ -307,7 +318,8 @@ static void take(scrape *s, const char *name, const char *labels, double v)
 static int parse_exposition(char *body, scrape *s)
 {
     *s = (scrape){.loss = NAN, .acc = NAN, .eval_round = NAN, .eval_loss = NAN, .sent = NAN,
-                  .t_compute = NAN, .t_comm = NAN, .t_wait = NAN, .xi = NAN, .round = NAN};
+                  .t_compute = NAN, .t_comm = NAN, .t_wait = NAN, .xi = NAN, .round = NAN,
+                  .deadline = NAN, .waited = NAN, .batch = NAN, .steps = NAN, .paced_by = NAN};
     for (char *line = body, *next; line && *line; line = next) {
         next = strchr(line, '\n');
         if (next)
@@ -498,6 +510,8 @@ static void put_peer(mm_text *t, const peer *p, unsigned id, const char *state, 
         mm_text_json_str(t, p->error);
     else
         mm_text_put(t, "null");
+    mm__watch_pace_json(t, p->s.deadline, p->s.waited, p->s.batch, p->s.steps,
+                  p->ever && p->s.paced_by >= 0 ? (long long)p->s.paced_by : -1);
     mm_text_put(t, ",\"endpoint\":");
     char ep[300];
     snprintf(ep, sizeof ep, "%s:%s", p->host, p->port);

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "base/text.h"
+
 /* Whether a peer in this state may still be at work (starting, running,
  * waiting, isolated while it runs). */
 bool mm__watch_at_work(const char *state);
@@ -17,5 +19,10 @@ bool mm__watch_gone(const char *state);
  * else "stopped" (some died without one). */
 const char *mm__watch_run_status(const char *const *states, const bool *ended, int n,
                                  int expected);
+/* A peer's ",\"pace\":{...}" of the document (its last round's deadline,
+ * wait, batch, local steps and who set its pace: docs/node.md, "Uneven
+ * peers"), or ",\"pace\":null" when paced_by < 0 (a run without them). */
+void mm__watch_pace_json(mm_text *t, double deadline, double waited, double batch, double steps,
+                         long long paced_by);
 
 #endif

@@ -41,6 +41,18 @@ note "outer: steps first $(jnum "$T/o.json" round_s) s, overlapped $(jnum "$T/oo
 "$MURMUR" plan --topology "$T/ring.topo" $ex --jitter longtail:0.2:0.5 --json > "$T/j.json" || fail "plan (jitter) failed"
 awk -v r="$(jnum "$T/j.json" round_s)" -v lo="$(jnum "$T/j.json" bound_lo_s)" 'BEGIN { exit !(r > lo) }' ||
     fail "with a long tail the ring waits on nobody?"
+# the lab's stragglers (docs/node.md, "Uneven peers"): one peer of the ring
+# twice as slow, 100 ms steps and free links: every D-PSGD round 200 ms
+"$MURMUR" plan --topology "$T/ring.topo" --vector-len 1000 --step-time 0.1 --slow 3:2 --json \
+    > "$T/slow.json" || fail "plan --slow failed"
+near "$(jnum "$T/slow.json" round_s)" 0.2 || awk -v r="$(jnum "$T/slow.json" round_s)" \
+    'BEGIN { exit !(r > 0.198 && r < 0.202) }' || fail "--slow 3:2: round $(jnum "$T/slow.json" round_s), want 0.2"
+grep -q '"slow":"3:2","stretch":""' "$T/slow.json" || fail "--json does not say --slow"
+rc=0; "$MURMUR" plan --topology "$T/ring.topo" --vector-len 1000 --step-time 0.1 --slow 4:2 \
+    > /dev/null 2> "$T/slow4.err" || rc=$?
+[ $rc -eq 2 ] || fail "--slow 4:2 on 4 peers: exit $rc, not 2"
+grep -q "names peer 4, but there are peers 0..3" "$T/slow4.err" || fail "--slow 4:2: $(cat "$T/slow4.err")"
+note "--slow 3:2: ring round $(jnum "$T/slow.json" round_s) s (100 ms steps)"
 
 # calibration of a tiny model, and the link probe over loopback
 "$MURMUR" plan --calibrate --seconds 0.3 --layers 1 --width 16 --heads 2 --ctx 16 --json > "$T/cal.json" 2> "$T/cal.err" ||

@@ -127,16 +127,25 @@ function drawTopology(doc) {
     links++;
   }
   const r = n > 24 ? 0.05 : n > 12 ? 0.075 : 0.11;
+  // --deadline learn, --fit-work: whose vector ended each peer's last wait
+  const paced = new Map();
+  for (const p of doc.peers)
+    if (p.pace && p.pace.paced_by !== p.id) paced.set(p.pace.paced_by, (paced.get(p.pace.paced_by) || 0) + 1);
   for (const p of doc.peers) {
     const [x, y] = pos(p.id);
     const g = el("g", { class: "peer " + p.state, "data-id": p.id, "data-state": p.state }, svg);
     if (GONE.includes(p.state)) el("circle", { cx: x, cy: y, r: r * 1.45, class: "ring" }, g);
+    if (paced.has(p.id)) el("circle", { cx: x, cy: y, r: r * 1.3, class: "pacer" }, g);
     el("circle", { cx: x, cy: y, r }, g);
     if (n <= 32) {
       el("text", { x, y }, g).textContent = p.id;
       el("text", { x: x * 1.0, y: y + r + 0.08, class: "tag" }, g).textContent = p.state + " · r" + p.round;
     }
-    el("title", {}, g).textContent = `peer ${p.id}: ${p.state}, round ${p.round}` + (p.end && p.end !== "done" ? ` (${p.end})` : "");
+    el("title", {}, g).textContent = `peer ${p.id}: ${p.state}, round ${p.round}` + (p.end && p.end !== "done" ? ` (${p.end})` : "") + (p.pace
+      ? `; last round: paced by ${p.pace.paced_by === p.id ? "itself" : "peer " + p.pace.paced_by}, waited ${fmt(p.pace.waited)} s ` +
+        `(deadline ${fmt(p.pace.deadline)} s), batch ${p.pace.batch}, ${p.pace.steps} steps` +
+        (paced.has(p.id) ? `; set the pace of ${paced.get(p.id)} peer(s)` : "") : "");
+    g.dataset.pacedBy = p.pace ? p.pace.paced_by : "";
   }
   svg.dataset.peers = doc.peers.length;
   svg.dataset.links = links;
@@ -230,7 +239,9 @@ function drawRun(doc) {
     return `<tr data-id="${p.id}" data-state="${p.state}"><td><span class="swatch" style="background:${colour(p.id)}"></span>${p.id}</td>` +
       `<td><span class="badge ${p.state}">${p.state}</span>${p.end && p.end !== "done" ? " " + p.end : ""}</td>` +
       `<td>${p.round}</td><td>${fmt(p.loss, 4)}</td><td>${pct(p.acc)}</td>` +
-      `<td>${isFinite(p.age) && p.age !== null ? Math.max(0, p.age).toFixed(1) + " s ago" : "–"}</td><td>${r ? bytes(r[3]) : "–"}</td></tr>`;
+      `<td>${isFinite(p.age) && p.age !== null ? Math.max(0, p.age).toFixed(1) + " s ago" : "–"}</td><td>${r ? bytes(r[3]) : "–"}</td>` +
+      (p.pace ? `<td>${p.pace.paced_by === p.id ? "itself" : "peer " + p.pace.paced_by}</td><td>${fmt(p.pace.waited)} s</td>` +
+        `<td>${fmt(p.pace.deadline)} s</td><td>${p.pace.batch}</td><td>${p.pace.steps}</td>` : "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>") + "</tr>";
   }).join("");
 }
 
