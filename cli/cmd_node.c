@@ -39,17 +39,24 @@ static int parse_schedule(const char *arg, void *dst, char *err, size_t errlen)
     return mm_steps_schedule_parse(arg, 1000, dst, err, errlen);
 }
 
+/* --outer: dst is the node's configuration (outer, outer_cfg.kind) */
 static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
 {
-    if (strcmp(arg, "nesterov") && strcmp(arg, "none")) {
-        snprintf(err, errlen, "is nesterov or none, not '%s'", arg);
+    mm_node_config *c = dst;
+    if (strcmp(arg, "nesterov") && strcmp(arg, "noloco") && strcmp(arg, "none")) {
+        snprintf(err, errlen, "is nesterov, noloco or none, not '%s'", arg);
         return -1;
     }
-    *(bool *)dst = !strcmp(arg, "nesterov");
+    c->outer = strcmp(arg, "none") != 0;
+    c->outer_cfg.kind = !strcmp(arg, "noloco") ? MM_OUTER_NOLOCO : MM_OUTER_NESTEROV;
     return 0;
 }
 
-static const char *show_outer(const void *dst) { return *(const bool *)dst ? "nesterov" : "none"; }
+static const char *show_outer(const void *dst)
+{
+    const mm_node_config *c = dst;
+    return !c->outer ? "none" : c->outer_cfg.kind == MM_OUTER_NOLOCO ? "noloco" : "nesterov";
+}
 
 static int parse_outer_decay(const char *arg, void *dst, char *err, size_t errlen)
 {
@@ -59,6 +66,12 @@ static int parse_outer_decay(const char *arg, void *dst, char *err, size_t errle
 static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_algo *)dst); }
 
 /* --allreduce-schedule: auto (-1) or one of net/algo.h's schedules */
+enum {
+    AR_AUTO = -1,
+#define MM_X(NAME, code, name) AR_##NAME = code,
+    MM_AR_SCHEDULES(MM_X)
+#undef MM_X
+};
 static int parse_ar_schedule(const char *arg, void *dst, char *err, size_t errlen)
 {
     int s = !strcmp(arg, "auto") ? -1 : -2;
@@ -66,7 +79,7 @@ static int parse_ar_schedule(const char *arg, void *dst, char *err, size_t errle
     MM_AR_SCHEDULES(MM_X)
 #undef MM_X
     if (s == -2) {
-        snprintf(err, errlen, "is auto, ring or halving, not '%s'", arg);
+        snprintf(err, errlen, "is auto, ring, halving or allgather, not '%s'", arg);
         return -1;
     }
     *(int *)dst = s;
@@ -104,7 +117,9 @@ static int parse_poison(const char *arg, void *dst, char *err, size_t errlen)
 typedef struct {
     bool different_init, verbose;
     bool gossip_steps, max_gossip_steps, min_gossip_steps; /* given on the command line */
-    bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay;
+    bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay, outer_ef_decay, noloco_gamma;
+    bool outer_fragments;
+    bool allreduce_schedule;
     bool dry_run;
 } node_flags;
 
@@ -150,8 +165,11 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT(MM_OPT_CUSTOM, "allreduce-schedule", "S", &c->allreduce_schedule, 0, 0,
                "allreduce: ring (peers in id order, 2(n-1) steps) | halving (halving-doubling, "
                "2 log2(n) steps, n a power of two) | auto (halving for vectors up to 8 MB on a "
-               "power of two of peers above 2, all on one host; else ring); the same on every peer",
-               .parse = parse_ar_schedule, .show = show_ar_schedule),
+               "power of two of peers above 2, all on one host; else ring) | allgather (the "
+               "ring all-gather of compressed pseudo-gradients, which --outer with --compress "
+               "runs); the same on every peer",
+               .parse = parse_ar_schedule, .show = show_ar_schedule,
+               .given = &f->allreduce_schedule),
         MM_OPT(MM_OPT_LONG, "rounds", "N", &c->rounds, 0, BIG, "rounds to run"),
         MM_OPT(MM_OPT_INT, "local-steps", "H", &c->local_steps, 1, 100000,
                "optimizer steps between averagings"),
@@ -194,8 +212,9 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
         MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
                "send CHOCO's compressed differences: fp32 | bf16 | int8[:B] | sign[:B] | "
-               "topk:F | randk:F (every peer the same; default off: plain D-PSGD)",
-               .hide_default = true),
+               "topk:F | randk:F (every peer the same; default off: plain D-PSGD); with "
+               "--outer and --algo allreduce: the outer exchange's pseudo-gradients, with "
+               "error feedback, all-gathered (docs/outer.md)", .hide_default = true),
         MM_OPT(MM_OPT_DOUBLE, "consensus-step", "GAMMA", &c->consensus_step, 0, 1,
                "CHOCO's gamma in (0, 1]; default per codec: 1 for fp32, bf16, int8, sign; "
                "2F for topk:F, F for randk:F", .hide_default = true),
@@ -203,12 +222,18 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "refuse to start when the public copies (one vector per in-neighbour and "
                "one's own) and buffers would take more"),
         MM_OPT_HEAD("Outer optimizer, DiLoCo (docs/outer.md):"),
-        MM_OPT(MM_OPT_CUSTOM, "outer", "O", &c->outer, 0, 0,
+        MM_OPT(MM_OPT_CUSTOM, "outer", "O", c, 0, 0,
                "nesterov: every round, after --local-steps H inner steps, an outer Nesterov "
                "step on the pseudo-gradient (outer params - the average of the peers' inner "
                "params); with --algo allreduce this is DiLoCo, with dpsgd its gossip version; "
-               "none (default): plain averaging", .parse = parse_outer, .show = show_outer,
-               .given = &f->outer),
+               "noloco: NoLoCo's step over gossip (--outer-lr is its beta, --outer-momentum "
+               "its alpha, --noloco-gamma its gamma; a one-peer or random-matching topology "
+               "pairs the peers as it does); none (default): plain averaging",
+               .parse = parse_outer, .show = show_outer, .given = &f->outer),
+        MM_OPT(MM_OPT_FLOAT, "noloco-gamma", "G", &c->outer_cfg.gamma, 0, 100,
+               "--outer noloco: how hard the outer parameters are pulled to the group's, > 0 "
+               "(default: the outer lr; then the peers send their inner parameters as they do "
+               "with nesterov)", .given = &f->noloco_gamma, .hide_default = true),
         MM_OPT(MM_OPT_FLOAT, "outer-lr", "LR", &c->outer_cfg.lr, 0, 100,
                "outer learning rate, > 0 (1 with momentum 0: plain averaging)",
                .given = &f->outer_lr),
@@ -221,6 +246,15 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "Pier's momentum decay: none | linear:F | cosine:F (from outer step F x rounds "
                "on, the momentum falls to 0 at the end of the run)", .parse = parse_outer_decay,
                .hide_default = true, .given = &f->outer_decay),
+        MM_OPT(MM_OPT_FLOAT, "outer-ef-decay", "B", &c->outer_ef_decay, 0, 1,
+               "--algo allreduce with --compress: the error feedback e <- B e + (pseudo-"
+               "gradient) before each compression, in (0, 1]; 1 plain error feedback, below 1 "
+               "SparseLoCo's decaying accumulator (docs/outer.md)", .given = &f->outer_ef_decay),
+        MM_OPT(MM_OPT_INT, "outer-fragments", "F", &c->outer_fragments, 1, 1 << 20,
+               "Streaming DiLoCo: the parameters in F fragments, round r exchanging (and "
+               "taking the outer step on) fragment r mod F alone, so each fragment is "
+               "synchronised every F rounds and a round sends 1/F of the vector "
+               "(docs/outer.md)", .given = &f->outer_fragments),
         MM_OPT(MM_OPT_FLAG, "outer-overlap", NULL, &c->outer_overlap, 0, 0,
                "overlap a round's local steps with the exchange (the pseudo-gradient is then "
                "one round old, as D-PSGD's gradient is); default: steps first, then exchange"),
@@ -316,12 +350,35 @@ static int check_outer(const mm_node_config *c, const node_flags *f)
 {
     char why[200] = "";
     const mm_outer_config *o = &c->outer_cfg;
+    bool ar = c->algo == MM_ALGO_ALLREDUCE;
+    bool gather = c->outer && ar && c->compress && strcmp(c->compress, "fp32");
     if (!c->outer && (f->outer_lr || f->outer_momentum || f->outer_warmup || f->outer_decay ||
-                      c->outer_overlap))
+                      c->outer_overlap || f->outer_ef_decay || f->outer_fragments))
         snprintf(why, sizeof why, "--outer-lr, --outer-momentum, --outer-momentum-warmup, "
-                 "--outer-momentum-decay and --outer-overlap need --outer nesterov");
+                 "--outer-momentum-decay, --outer-ef-decay, --outer-fragments and "
+                 "--outer-overlap need --outer nesterov");
+    else if (!c->outer && ar && c->compress)
+        snprintf(why, sizeof why, "--compress with --algo allreduce compresses the outer "
+                 "exchange: it needs --outer nesterov");
+    else if (!gather && c->allreduce_schedule == AR_ALLGATHER)
+        snprintf(why, sizeof why, "--allreduce-schedule allgather carries compressed "
+                 "pseudo-gradients: it needs --outer nesterov --compress CODEC (not fp32)");
     else if (!c->outer)
         return 0;
+    else if (f->noloco_gamma && o->kind != MM_OUTER_NOLOCO)
+        snprintf(why, sizeof why, "--noloco-gamma is NoLoCo's: it needs --outer noloco");
+    else if (o->kind == MM_OUTER_NOLOCO && f->noloco_gamma && !(o->gamma > 0))
+        snprintf(why, sizeof why, "--noloco-gamma must be > 0, not %g", o->gamma);
+    else if (o->kind == MM_OUTER_NOLOCO && c->algo != MM_ALGO_DPSGD)
+        snprintf(why, sizeof why, "--outer noloco averages with gossip partners: it runs over "
+                 "--algo dpsgd, not %s (an all-reduce leaves no disagreement for its gamma "
+                 "term)", mm_algo_name(c->algo));
+    else if (o->kind == MM_OUTER_NOLOCO && (c->compress || c->outer_overlap))
+        snprintf(why, sizeof why, "--outer noloco runs its local steps first and sends one "
+                 "fp32 vector: drop --compress and --outer-overlap");
+    else if (c->outer_fragments > 1 && (o->kind == MM_OUTER_NOLOCO || c->compress))
+        snprintf(why, sizeof why, "--outer-fragments runs with --outer nesterov on fp32 "
+                 "vectors: drop --compress (and --outer noloco)");
     else if (!(o->lr > 0))
         snprintf(why, sizeof why, "--outer-lr must be > 0, not %g", o->lr);
     else if (!(o->momentum < 1))
@@ -332,9 +389,19 @@ static int check_outer(const mm_node_config *c, const node_flags *f)
                  mm_algo_name(c->algo));
     else if (c->no_train)
         snprintf(why, sizeof why, "--outer nesterov needs training: drop --no-train");
-    else if (c->compress)
-        snprintf(why, sizeof why, "--outer nesterov and --compress do not combine (CHOCO's "
-                 "public copies would have to follow the outer step)");
+    else if (gather && f->allreduce_schedule && c->allreduce_schedule != AR_ALLGATHER &&
+             c->allreduce_schedule != AR_AUTO)
+        snprintf(why, sizeof why, "--compress %s over --algo allreduce all-gathers the "
+                 "compressed pseudo-gradients: drop --allreduce-schedule (or give allgather)",
+                 c->compress);
+    else if (f->outer_ef_decay && !gather)
+        snprintf(why, sizeof why, "--outer-ef-decay is the error feedback of --algo allreduce "
+                 "with --compress CODEC (not fp32)");
+    else if (f->outer_ef_decay && !(c->outer_ef_decay > 0))
+        snprintf(why, sizeof why, "--outer-ef-decay must be in (0, 1], not %g", c->outer_ef_decay);
+    else if (c->compress && !ar && c->outer_overlap)
+        snprintf(why, sizeof why, "--outer nesterov over --compress (CHOCO's public copies) "
+                 "takes the local steps first: drop --outer-overlap");
     else if (c->consensus_target > 0 || c->gossip_schedule.n || c->gossip_steps > 1)
         snprintf(why, sizeof why, "--outer nesterov runs one exchange a round: drop "
                  "--gossip-steps, --gossip-steps-schedule and --consensus-target");
@@ -407,14 +474,17 @@ int cmd_node(int argc, char **argv)
         fprintf(stderr, "murmur node: --vector-len gossips a plain vector: it needs --no-train\n");
         return MM_EXIT_USAGE;
     }
-    if (c.consensus_step > 0 && !c.compress) {
-        fprintf(stderr, "murmur node: --consensus-step is CHOCO's gamma: it needs --compress\n");
+    if (c.consensus_step > 0 && (!c.compress || c.algo == MM_ALGO_ALLREDUCE)) {
+        fprintf(stderr, "murmur node: --consensus-step is CHOCO's gamma: it needs --compress "
+                        "over gossip (not --algo allreduce)\n");
         return MM_EXIT_USAGE;
     }
     if (c.no_train)
         c.same_init = false;
     if (check_consensus(&c, &f) != 0 || check_outer(&c, &f) != 0)
         return MM_EXIT_USAGE;
+    if (c.outer_cfg.kind == MM_OUTER_NOLOCO && !f.noloco_gamma)
+        c.outer_cfg.gamma = c.outer_cfg.lr; /* the default: theta itself travels */
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */
     if (c.no_train && !given.data)

@@ -71,6 +71,8 @@ typedef struct {
     bool outer;                    /* --outer nesterov */
     mm_outer_config outer_cfg;
     bool outer_overlap;            /* the local steps overlap the exchange of the last ones */
+    float outer_ef_decay;          /* beta of the compressed exchange's error feedback, (0, 1] */
+    int outer_fragments;           /* F: round r exchanges fragment r mod F (Streaming DiLoCo) */
     long outer_memory_mb;          /* refuse the outer state above this */
 
     /* testing: a seeded random delay added to every local step */

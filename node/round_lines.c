@@ -12,6 +12,7 @@
 #include "base/sha256.h"
 #include "node/algo.h"
 #include "node/algo_choco.h"
+#include "node/algo_outer.h"
 #include "model/blas_env.h"
 #include "node/trainer.h"
 
@@ -63,6 +64,9 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->algo = mm_algo_name(c->algo);
     l->topology = c->topology;
     l->codec = choco ? mm__choco_spec(tr->algo_state) : NULL;
+    l->outer[0] = 0;
+    if (tr->outer)
+        mm__outer_label(tr->outer, c->local_steps, l->outer, sizeof l->outer);
     l->round = tr->round + (ended ? 0 : 1);
     l->steps = tr->step;
     l->exchanges = tr->exchanges;

@@ -145,8 +145,19 @@ refused "not async" --outer nesterov --algo async
 refused "not pushsum" --outer nesterov --algo pushsum
 refused "need --outer nesterov" --outer-lr 0.5
 refused "--outer-momentum-decay" --outer nesterov --outer-momentum-decay linear:1
-refused "is nesterov or none" --outer adam
+refused "is nesterov, noloco or none" --outer adam
 refused "one exchange a round" --outer nesterov --gossip-steps 2
-refused "--compress do not combine" --outer nesterov --compress int8
+refused "drop --outer-overlap" --outer nesterov --compress int8 --outer-overlap
+refused "needs --outer nesterov" --algo allreduce --compress int8
+refused "needs --outer nesterov --compress" --algo allreduce --allreduce-schedule allgather
+refused "drop --allreduce-schedule" --algo allreduce --outer nesterov --compress int8 --allreduce-schedule ring
+refused "--outer-ef-decay is the error feedback" --outer nesterov --compress int8 --outer-ef-decay 0.9
+refused "--outer-ef-decay must be in (0, 1\]" --algo allreduce --outer nesterov --compress int8 --outer-ef-decay 0
+refused "--consensus-step is CHOCO's gamma" --algo allreduce --outer nesterov --compress int8 --consensus-step 0.5
+refused "--noloco-gamma is NoLoCo's" --outer nesterov --noloco-gamma 0.5
+refused "runs over --algo dpsgd, not allreduce" --outer noloco --algo allreduce
+refused "drop --compress and --outer-overlap" --outer noloco --compress int8
+refused "--outer-fragments runs with --outer nesterov on fp32" --outer nesterov --outer-fragments 2 --compress int8
+refused "need --outer nesterov" --outer-fragments 2
 refused "--outer-memory-mb 1: the outer optimizer" --outer nesterov --outer-memory-mb 1 --data "$T/data" --layers 2 --width 128 --heads 2 --ctx 32 --rounds 1
 echo "ok: bad outer flags are refused naming the flag"
