@@ -52,7 +52,9 @@ void mm_node_config_defaults(mm_node_config *c)
     c->start_timeout_ms = 30000;
     c->staleness = 8;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
-    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
+    /* momentum 0.5, not DiLoCo's 0.9, which collapsed training on murmur's
+     * own settings (docs/outer.md, "Defaults") */
+    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.5f};
     c->outer_memory_mb = 2048;
     c->outer_ef_decay = 1.0f;
     c->outer_fragments = 1;

@@ -66,7 +66,7 @@ echo "ok: the documented identities hold"
 # k0 = floor(0.5 * 6) = 3), computed here from the formula, not the code.
 "$MURMUR" topo gen epidemic -n 4 > "$T/epi.topo" 2>/dev/null
 topo=$T/epi.topo
-run4 epi 6 --outer nesterov --local-steps 2 --outer-momentum-warmup 2 --outer-momentum-decay cosine:0.5
+run4 epi 6 --outer nesterov --outer-momentum 0.9 --local-steps 2 --outer-momentum-warmup 2 --outer-momentum-decay cosine:0.5
 topo=$T/ring.topo
 grep '"ev":"end"' "$T/epi/node-0/metrics.jsonl" | grep -q '"reason":"done"' || fail "epidemic: peer 0 did not end done"
 mus=$(grep '"ev":"round"' "$T/epi/node-0/metrics.jsonl" | sed -n 's/.*"outer_mu":\([0-9.e-]*\).*/\1/p' | tr '\n' ' ')
@@ -82,7 +82,7 @@ note "warm-up 2, cosine decay from round 3 of 6: outer_mu $mus"
 echo "ok: the outer optimizer on an epidemic (time-varying) graph, with Pier's schedules"
 
 # 2. DiLoCo: the steps, then the exact average and one outer step on every peer
-run4 diloco 6 --algo allreduce --local-steps 2 --outer nesterov
+run4 diloco 6 --algo allreduce --local-steps 2 --outer nesterov --outer-momentum 0.9
 for r in 2 4 6; do
     for k in 1 2 3; do
         same_floats "$(snap diloco 0 $r)" "$(snap diloco $k $r)" || fail "DiLoCo: peer $k differs from peer 0 at round $r"
@@ -138,6 +138,17 @@ refused() { # refused EXPECT FLAGS...
     grep -q -- "$expect" "$T/bad.out" || { cat "$T/bad.out" >&2; fail "'$*': no '$expect' in the message"; }
 }
 refused "--local-steps" --outer nesterov --local-steps 0
+# the defaults (issue 34 item 2.4): momentum 0.5, and loud warnings for the
+# settings measured to fail
+MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 0 --topology "$T/ring.topo" --plaintext --data "$T/data" \
+    --layers 2 --width 32 --heads 2 --ctx 32 --batch 8 --rounds 1 --run-dir "$T/defaults" \
+    --outer nesterov --start-timeout 0 --round-timeout 100 > "$T/defaults.out" 2>&1 || true
+grep -q '"outer_momentum":0.5' "$T/defaults/node-0/metrics.jsonl" || fail "the default outer momentum is not 0.5"
+grep -q 'WARN: --outer with --local-steps 1 takes an outer step after every optimizer step' "$T/defaults.out" ||
+    fail "no warning for --outer with --local-steps 1"
+grep -q 'WARN: --outer-momentum 0.9 without' "$T/epi.0.out" && fail "momentum 0.9 with Pier's schedules was warned of as constant"
+grep -q 'WARN: --outer-momentum 0.9 without --outer-momentum-warmup' "$T/diloco.0.out" ||
+    fail "no warning for a constant outer momentum of 0.9"
 refused "--outer-lr" --outer nesterov --outer-lr -1
 refused "--outer-lr must be > 0" --outer nesterov --outer-lr 0
 refused "--outer-momentum must be in \[0, 1)" --outer nesterov --outer-momentum 1

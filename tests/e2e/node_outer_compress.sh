@@ -163,11 +163,11 @@ echo "ok: a peer SIGKILLed at round $(start_key kill 3 resumed_round) resumed wi
 # 5. an outer run says so (issue 34 item 2.4): the report's header, its
 # plots' titles, and murmur_peer_info on the Prometheus endpoint
 "$MURMUR" report "$T/ag-int8" --plots "$T/plots" > "$T/report.txt" 2>&1 || { cat "$T/report.txt" >&2; fail "murmur report failed"; }
-grep -q '^run .*algo allreduce, outer nesterov (lr 0.7, momentum 0.9, H 2)' "$T/report.txt" ||
+grep -q '^run .*algo allreduce, outer nesterov (lr 0.7, momentum 0.5, H 2)' "$T/report.txt" ||
     fail "the report's header does not name the outer optimizer: $(grep '^run' "$T/report.txt")"
 "$MURMUR" report "$T/og" --plots "$T/plots" > "$T/report-og.txt" 2>&1 || fail "murmur report of og failed"
 grep -q '^run .*algo dpsgd, outer nesterov' "$T/report-og.txt" || fail "gossip: no outer in the header"
-grep -l 'dpsgd + outer nesterov (lr 0.7, momentum 0.9, H 2)' "$T"/plots/*.gp > /dev/null ||
+grep -l 'dpsgd + outer nesterov (lr 0.7, momentum 0.5, H 2)' "$T"/plots/*.gp > /dev/null ||
     fail "no plot title names the outer optimizer"
 "$MURMUR" report "$T/nl" --no-plots 2>&1 | grep -q '^run .*outer noloco (lr 0.7, momentum 0.5, gamma 0.35' ||
     fail "NoLoCo: the header does not say so"
@@ -180,6 +180,6 @@ while [ $i -lt 300 ] && [ -z "$info" ]; do # (bounded: 30 s)
     sleep 0.1; i=$((i + 1))
 done
 wait_all $pids || fail "prom: a peer failed"
-echo "$info" | grep -q 'outer="nesterov (lr 0.7, momentum 0.9, warm-up 5, H 2)"' ||
+echo "$info" | grep -q 'outer="nesterov (lr 0.7, momentum 0.5, warm-up 5, H 2)"' ||
     fail "murmur_peer_info does not name the outer optimizer: $info"
 echo "ok: outer runs name their optimizer in the report's header, the plots and murmur_peer_info"
