@@ -17,34 +17,7 @@ tiny_data "$T/data"
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
 topo=$T/ring.topo
 
-# start4 NAME ROUNDS FLAGS...: 4 peers on $topo in the background (pids in $pids)
-start4() {
-    name=$1; rounds=$2; shift 2
-    port=$(free_ports 4); pids=""
-    for k in 0 1 2 3; do
-        MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$topo" --base-port "$port" \
-            --plaintext --data "$T/data" --layers 2 --width 32 --heads 2 --ctx 32 --batch 8 \
-            --lr 3e-3 --rounds "$rounds" --eval-every 0 --snapshot-every 2 --log-every 0 \
-            --round-timeout 60000 --peer-timeout 60000 --start-timeout 60000 \
-            --run-dir "$T/$name" "$@" >> "$T/$name.$k.out" 2>&1 &
-        pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
-    done
-}
-run4() { # run4 NAME ROUNDS FLAGS...: to the end, every peer exits 0
-    start4 "$@"
-    wait_all $pids || { cat "$T/$1.0.out" >&2; fail "$1: a peer failed"; }
-}
-snap() { echo "$T/$1/node-$2/snap/r0000000$3.bin"; }
-same_floats() { # the parameters of two snapshot files (not the header naming the peer)
-    size=$(wc -c < "$1")
-    cmp -s -i 32 -n $((size - 64)) "$1" "$2"
-}
-same_snaps() { # same_snaps RUN_A RUN_B ROUND: every peer's snapshot identical
-    for k in 0 1 2 3; do
-        cmp -s "$(snap "$1" $k "$3")" "$(snap "$2" $k "$3")" ||
-            fail "$1 and $2 differ at peer $k, round $3"
-    done
-}
+. "$ROOT/tests/e2e/lib/four.sh" # start4, run4, snap, same_floats, same_snaps
 start_key() { grep '"ev":"start"' "$T/$1/node-$2/metrics.jsonl" | tail -1 | sed -n "s/.*\"$3\":\"*\([^\",}]*\).*/\1/p"; }
 round_bytes() { # round_bytes RUN PEER ROUND: the bytes it had sent by that round line
     grep '"ev":"round"' "$T/$1/node-$2/metrics.jsonl" | sed -n "s/.*\"round\":$3,.*\"bytes_sent\":\([0-9]*\),.*/\1/p"
