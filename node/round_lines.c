@@ -63,7 +63,9 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->n_peers = tr->n;
     l->algo = mm_algo_name(c->algo);
     l->topology = c->topology;
-    l->codec = choco ? mm__choco_spec(tr->algo_state) : NULL;
+    l->codec = choco                     ? mm__choco_spec(tr->algo_state)
+               : mm__outer_compressed(c) ? c->compress /* the all-gather's payloads */
+                                         : NULL;
     l->outer[0] = 0;
     if (tr->outer)
         mm__outer_label(tr->outer, c->local_steps, l->outer, sizeof l->outer);
