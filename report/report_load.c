@@ -518,7 +518,8 @@ static void finish(loader *L)
     for (size_t i = 0; i < p->n_rounds; i++)
         p->rounds[i].exchanges_cum = ex += p->rounds[i].exchanges;
     p->n_evals = dedupe(p->evals, p->n_evals, sizeof *p->evals, round_of_eval);
-    qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
+    if (L->n_pend) /* (qsort of NULL is undefined even for 0 elements: UBSan) */
+        qsort(L->pend, L->n_pend, sizeof *L->pend, cmp_pending);
     for (size_t i = 0; i < L->n_pend; i++) {
         if (i + 1 < L->n_pend && L->pend[i + 1].round == L->pend[i].round)
             continue;

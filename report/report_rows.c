@@ -138,7 +138,8 @@ void mm__report_build_rows(mm_report *r, const mm_report_opts *opt)
         if (!(opt && opt->no_exact))
             snap_rounds(r->dir, p->id, &rounds);
     }
-    qsort(rounds.v, rounds.n, sizeof *rounds.v, cmp_i64);
+    if (rounds.n) /* (qsort of NULL is undefined even for 0 elements) */
+        qsort(rounds.v, rounds.n, sizeof *rounds.v, cmp_i64);
     size_t nu = 0;
     for (size_t i = 0; i < rounds.n; i++)
         if (nu == 0 || rounds.v[nu - 1] != rounds.v[i])
