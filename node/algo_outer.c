@@ -90,7 +90,7 @@ static void warn_settings(const mm_node_config *c)
         mm_warn("--outer with --local-steps 1 takes an outer step after every optimizer "
                 "step: on murmur's demo setting (8 peers, genre partition, 200 rounds) every "
                 "outer setting measured ended below plain averaging, and momentum 0.9 (constant "
-                "or with Pier's schedules) collapsed to predicting a space in 6 of 6 runs "
+                "or with Pier's schedules) collapsed to predicting a space in 12 of 12 runs "
                 "(docs/outer.md, \"Defaults\"); the outer optimizer is for --local-steps H of "
                 "8 and more");
     if (o->kind == MM_OUTER_NESTEROV && o->momentum >= 0.7f && o->warmup == 0 &&
