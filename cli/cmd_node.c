@@ -51,12 +51,24 @@ static int parse_two(const char *arg, bool *dst, const char *yes, const char *no
     return 0;
 }
 
+/* --outer: dst is the node's configuration (outer, outer_cfg.kind) */
 static int parse_outer(const char *arg, void *dst, char *err, size_t errlen)
 {
-    return parse_two(arg, dst, "nesterov", "none", err, errlen);
+    mm_node_config *c = dst;
+    if (strcmp(arg, "nesterov") && strcmp(arg, "noloco") && strcmp(arg, "none")) {
+        snprintf(err, errlen, "is nesterov, noloco or none, not '%s'", arg);
+        return -1;
+    }
+    c->outer = strcmp(arg, "none") != 0;
+    c->outer_cfg.kind = !strcmp(arg, "noloco") ? MM_OUTER_NOLOCO : MM_OUTER_NESTEROV;
+    return 0;
 }
 
-static const char *show_outer(const void *dst) { return *(const bool *)dst ? "nesterov" : "none"; }
+static const char *show_outer(const void *dst)
+{
+    const mm_node_config *c = dst;
+    return !c->outer ? "none" : c->outer_cfg.kind == MM_OUTER_NOLOCO ? "noloco" : "nesterov";
+}
 
 static int parse_outer_decay(const char *arg, void *dst, char *err, size_t errlen)
 {
@@ -66,6 +78,12 @@ static int parse_outer_decay(const char *arg, void *dst, char *err, size_t errle
 static const char *show_algo(const void *dst) { return mm_algo_name(*(const mm_algo *)dst); }
 
 /* --allreduce-schedule: auto (-1) or one of net/algo.h's schedules */
+enum {
+    AR_AUTO = -1,
+#define MM_X(NAME, code, name) AR_##NAME = code,
+    MM_AR_SCHEDULES(MM_X)
+#undef MM_X
+};
 static int parse_ar_schedule(const char *arg, void *dst, char *err, size_t errlen)
 {
     int s = !strcmp(arg, "auto") ? -1 : -2;
@@ -73,7 +91,7 @@ static int parse_ar_schedule(const char *arg, void *dst, char *err, size_t errle
     MM_AR_SCHEDULES(MM_X)
 #undef MM_X
     if (s == -2) {
-        snprintf(err, errlen, "is auto, ring or halving, not '%s'", arg);
+        snprintf(err, errlen, "is auto, ring, halving or allgather, not '%s'", arg);
         return -1;
     }
     *(int *)dst = s;
@@ -205,7 +223,8 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "allreduce: ring (peers in id order, 2(n-1) steps) | halving (halving-doubling, "
                "2 log2(n) steps, n a power of two) | auto (halving for vectors up to 8 MiB on a "
                "power of two of peers above 2 whose addresses have one host part; else ring); "
-               "the same on every peer",
+               "| allgather (the ring all-gather of compressed pseudo-gradients, which "
+               "--outer with --compress runs); the same on every peer",
                .parse = parse_ar_schedule, .show = show_ar_schedule,
                .given = &given->allreduce_schedule),
         MM_OPT(MM_OPT_LONG, "rounds", "N", &c->rounds, 0, BIG, "rounds to run"),
@@ -275,8 +294,9 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
         MM_OPT_HEAD("Compressed gossip, CHOCO-SGD (docs/compression.md):"),
         MM_OPT(MM_OPT_STR, "compress", "CODEC", &c->compress, 0, 0,
                "send CHOCO's compressed differences: fp32 | bf16 | int8[:B] | sign[:B] | "
-               "topk:F | randk:F (every peer the same; default off: plain D-PSGD)",
-               .hide_default = true),
+               "topk:F | randk:F (every peer the same; default off: plain D-PSGD); with "
+               "--outer and --algo allreduce: the outer exchange's pseudo-gradients, with "
+               "error feedback, all-gathered (docs/outer.md)", .hide_default = true),
         MM_OPT(MM_OPT_DOUBLE, "consensus-step", "GAMMA", &c->consensus_step, 0, 1,
                "CHOCO's gamma in (0, 1]; default per codec: 1 for fp32, bf16, int8, sign; "
                "2F for topk:F, F for randk:F", .hide_default = true),
@@ -284,11 +304,18 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "refuse to start when the public copies (one vector per in-neighbour and "
                "one's own) and buffers would take more", .given = &given->choco_memory_mb),
         MM_OPT_HEAD("Outer optimizer, DiLoCo (docs/outer.md):"),
-        MM_OPT(MM_OPT_CUSTOM, "outer", "O", &c->outer, 0, 0,
+        MM_OPT(MM_OPT_CUSTOM, "outer", "O", c, 0, 0,
                "nesterov: every round, after --local-steps H inner steps, an outer Nesterov "
                "step on the pseudo-gradient (outer params - the average of the peers' inner "
                "params); with --algo allreduce this is DiLoCo, with dpsgd its gossip version; "
-               "none (default): plain averaging", .parse = parse_outer, .show = show_outer),
+               "noloco: NoLoCo's step over gossip (--outer-lr is its beta, --outer-momentum "
+               "its alpha, --noloco-gamma its gamma; a one-peer or random-matching topology "
+               "pairs the peers as it does); none (default): plain averaging",
+               .parse = parse_outer, .show = show_outer, .given = &given->outer),
+        MM_OPT(MM_OPT_FLOAT, "noloco-gamma", "G", &c->outer_cfg.gamma, 0, 100,
+               "--outer noloco: how hard the outer parameters are pulled to the group's, > 0 "
+               "(default: the outer lr; then the peers send their inner parameters as they do "
+               "with nesterov)", .given = &given->noloco_gamma, .hide_default = true),
         MM_OPT(MM_OPT_FLOAT, "outer-lr", "LR", &c->outer_cfg.lr, 0, 100,
                "outer learning rate, > 0 (1 with momentum 0: plain averaging)",
                .given = &given->outer_lr),
@@ -301,6 +328,15 @@ static const mm_opt *node_table(mm_node_config *c, mm_replica_given *g, node_fla
                "Pier's momentum decay: none | linear:F | cosine:F (from outer step F x rounds "
                "on, the momentum falls to 0 at the end of the run)", .parse = parse_outer_decay,
                .hide_default = true, .given = &given->outer_decay),
+        MM_OPT(MM_OPT_FLOAT, "outer-ef-decay", "B", &c->outer_ef_decay, 0, 1,
+               "--algo allreduce with --compress: the error feedback e <- B e + (pseudo-"
+               "gradient) before each compression, in (0, 1]; 1 plain error feedback, below 1 "
+               "SparseLoCo's decaying accumulator (docs/outer.md)", .given = &given->outer_ef_decay),
+        MM_OPT(MM_OPT_INT, "outer-fragments", "F", &c->outer_fragments, 1, 1 << 20,
+               "Streaming DiLoCo: the parameters in F fragments, round r exchanging (and "
+               "taking the outer step on) fragment r mod F alone, so each fragment is "
+               "synchronised every F rounds and a round sends 1/F of the vector "
+               "(docs/outer.md)", .given = &given->outer_fragments),
         MM_OPT(MM_OPT_FLAG, "outer-overlap", NULL, &c->outer_overlap, 0, 0,
                "overlap a round's local steps with the exchange (the pseudo-gradient is then "
                "one round old, as D-PSGD's gradient is); default: steps first, then exchange"),
@@ -442,6 +478,8 @@ int cmd_node(int argc, char **argv)
     }
     if (c.no_train)
         c.same_init = false;
+    if (c.outer_cfg.kind == MM_OUTER_NOLOCO && !c.given.noloco_gamma)
+        c.outer_cfg.gamma = c.outer_cfg.lr; /* the default: theta itself travels */
     /* Pure gossip needs no corpus (docs/launching.md): it is read only when
      * given, to report the validation loss of the gossiped models. */
     if (c.no_train && !given.data)

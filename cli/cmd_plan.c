@@ -25,6 +25,7 @@ typedef struct {
     int peers, batch, threads, cores;
     bool json, calibrate, have_vec, have_shape, have_step, have_sd, have_mix, have_loop;
     bool have_gossip_steps;
+    int fragments;
     double vec, seconds, timeout;
     mm_model_config cfg;
     mm_plan_in in;
@@ -100,6 +101,13 @@ static int parse(int argc, char **argv, plan_args *a)
                "the node's --outer nesterov (docs/outer.md): one exchange every H = "
                "--local-steps steps, after them (dpsgd too) unless --overlap, and the outer "
                "step's 2 more passes over the vector"),
+        MM_OPT(MM_OPT_FLAG, "allgather", NULL, &a->in.allgather, 0, 0,
+               "allreduce with --outer: the node's --compress, the ring all-gather of every "
+               "peer's compressed payload (n - 1 steps of the whole payload; give the codec's "
+               "--bytes-per-float) instead of the ring all-reduce"),
+        MM_OPT(MM_OPT_INT, "fragments", "F", &a->fragments, 1, 1 << 20,
+               "with --outer: the node's --outer-fragments F, a round exchanging 1/F of the "
+               "vector"),
         MM_OPT_HEAD("Vector:"),
         MM_OPT(MM_OPT_DOUBLE, "vector-len", "N", &a->vec, 1, 1e12,
                "floats in the vector (pure gossip, or any model)", .given = &a->have_vec,
@@ -258,6 +266,10 @@ static void print_table(const plan_args *a, const mm_plan_in *in, const mm_plan_
         printf(", %d gossip steps", in->gossip_steps);
     if (in->outer)
         printf(", outer Nesterov step");
+    if (in->allgather)
+        printf(", all-gather of compressed payloads");
+    if (a->fragments > 1)
+        printf(", fragment 1/%d a round", a->fragments);
     if (in->algo == MM_PLAN_ALLREDUCE || (in->outer && in->algo == MM_PLAN_DPSGD))
         printf(", %s", in->overlap ? "overlapped with compute" : "after compute");
     printf("\nvector       %.0f floats x %g bytes = %.3f MB; message %.3f MB\n", in->vec_floats,
@@ -333,7 +345,7 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            "\"comm_exposed_s\":%.6g,\"wait_s\":%.6g,\"mix_s\":%.6g,\"round_in_step_s\":%.6g,"
            "\"exchange_s\":%.6g,\"allreduce_s\":%.6g,\"round_slowest_s\":%.6g,\"fresh\":%.4g,\"bound_lo_s\":%.6g,"
            "\"bound_hi_s\":%.6g,\"bottleneck\":\"%s\",\"cores\":%d,\"rounds\":%d,\"seed\":%llu,"
-           "\"outer\":%s,\"step_round_s\":%.6g",
+           "\"outer\":%s,\"allgather\":%s,\"fragments\":%d,\"step_round_s\":%.6g",
            mm_plan_algo_name(in->algo), in->n, topo_kind, in->local_steps, in->gossip_steps,
            in->overlap ? "true" : "false", in->vec_floats, in->bytes_per_float, o->msg_bytes,
            in->links.groups, in->links.per, in->links.intra, in->links.inter, in->loop_bps,
@@ -342,7 +354,8 @@ static void print_json(const plan_args *a, const mm_plan_in *in, const mm_plan_o
            o->exchange_s,
            o->allreduce_s, o->round_slowest_s, o->fresh, o->bound_lo_s, o->bound_hi_s,
            mm_plan_res_name(o->bottleneck), a->cores, in->rounds, (unsigned long long)in->seed,
-           in->outer ? "true" : "false", o->round_s / in->local_steps);
+           in->outer ? "true" : "false", in->allgather ? "true" : "false",
+           a->fragments > 1 ? a->fragments : 1, o->round_s / in->local_steps);
     if (a->placement)
         printf(",\"placement\":\"%s\"", a->placement);
     if (in->slow.n) {
@@ -520,6 +533,8 @@ int cmd_plan(int argc, char **argv)
         in->links.placement = place;
     }
     in->vec_floats = a.have_vec ? a.vec : (double)mm_model_param_count(&a.cfg);
+    if (a.fragments > 1) /* a round exchanges, mixes and steps one fragment */
+        in->vec_floats /= a.fragments;
     if (k.done) {
         if (a.have_step)
             fprintf(stderr, "murmur plan: warning: --step-time %g s replaces the step time "
@@ -543,7 +558,7 @@ int cmd_plan(int argc, char **argv)
     if (rc != 0) {
         fprintf(stderr, "murmur %s\n", err);
     } else {
-        const char *kind = t ? mm_topo_kind(t) : "ring all-reduce";
+        const char *kind = t ? mm_topo_kind(t) : in->allgather ? "ring all-gather" : "ring all-reduce";
         if (a.json)
             print_json(&a, in, &o, &k, kind);
         else

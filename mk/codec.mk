@@ -7,7 +7,7 @@
 # payloads"). no-trapping-math lets compares become selects; it changes no
 # result.
 CODEC_HOT_FLAGS = -O3 -ffp-contract=off -fno-trapping-math
-$(BUILD)/gossip/codec_dense.o $(BUILD)/gossip/codec_sparse.o $(BUILD)/gossip/choco.o: CFLAGS += $(CODEC_HOT_FLAGS)
+$(BUILD)/gossip/codec_dense.o $(BUILD)/gossip/codec_sparse.o $(BUILD)/gossip/choco.o $(BUILD)/gossip/ef.o: CFLAGS += $(CODEC_HOT_FLAGS)
 
 # make choco-sweep: the ring simulation behind the gamma table of
 # docs/compression.md (tests/tools/choco_sweep.c), its CSV and plot in

@@ -5,3 +5,4 @@
 fixtures:
 	@$(call ensure_pkgs,python3-numpy)
 	/usr/bin/python3 tests/fixtures/outer_ref.py tests/fixtures/outer_ref.txt
+	/usr/bin/python3 tests/fixtures/noloco_ref.py tests/fixtures/noloco_ref.txt

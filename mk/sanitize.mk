@@ -1,5 +1,5 @@
-# make test-sanitize: the wire, transport, all-reduce, codec, CHOCO, robust-mixing, membership, deadline and
-# work tests, and the topology parser's refusals and mangled files and the families, built with ASan+UBSan in
+# make test-sanitize: the wire, transport, all-reduce, codec, CHOCO, error-feedback, robust-mixing, membership,
+# deadline and work tests, and the topology parser's refusals and mangled files and the families, built with ASan+UBSan in
 # their own build directory (build-san), with assert() on (the release build
 # defines NDEBUG), then run. Any sanitizer report or failed assertion fails.
 SAN_BUILD = build-san
@@ -8,7 +8,7 @@ SAN_TESTS = $(patsubst tests/%.c,%,$(wildcard tests/test_wire*.c tests/test_tran
                                              tests/test_codec*.c tests/test_choco*.c tests/test_outer.c \
                                              tests/test_robust.c tests/test_members*.c \
                                              tests/test_topology_errors.c tests/test_topo_family.c \
-                                             tests/test_deadline.c tests/test_work.c))
+                                             tests/test_deadline.c tests/test_work.c tests/test_ef.c))
 
 .PHONY: test-sanitize
 test-sanitize: deps
@@ -24,7 +24,7 @@ test-sanitize: deps
 # against build-san/murmur (a sanitizer report makes a peer exit non-zero,
 # which fails the test).
 SAN_E2E = node_gossip_rate node_ring_train node_kill_resume node_async_straggler node_wrong_model \
-          node_allreduce node_allreduce_kill node_choco node_uneven
+          node_allreduce node_allreduce_kill node_choco node_uneven node_outer_compress
 .PHONY: test-sanitize-node
 test-sanitize: test-sanitize-node
 test-sanitize-node: deps

@@ -1,7 +1,8 @@
-/* Checkpoint file format v1 and v2 (docs/formats.md): a 200-byte
+/* Checkpoint file format v1, v2 and v3 (docs/formats.md): a 200-byte
  * little-endian header, the parameters, optionally AdamW's m and v, in v2
  * optionally the outer optimizer's block and AccumAdamW's accumulator
- * block, then a SHA-256 of all bytes before it. The whole file is read and checked before anything is
+ * block, in v3 also the error feedback's block, then a SHA-256 of all
+ * bytes before it. The whole file is read and checked before anything is
  * copied into the caller's model, so a failed load changes nothing. */
 #include "model/checkpoint.h"
 
@@ -24,11 +25,12 @@
 
 #define CKPT_MAGIC "MMCKPT01"
 #define CKPT_VERSION 1u        /* written when no v2 block is present: unchanged files */
-#define CKPT_VERSION_MAX 2u
+#define CKPT_VERSION_MAX 3u
 #define CKPT_HEADER 200
 #define FLAG_OPT 1u
 #define FLAG_OUTER 2u          /* v2: int64 outer step, int64 0, outer params, outer momentum */
 #define FLAG_ACCUM 4u          /* v2: int64 accum_steps, int64 0, the accumulator */
+#define FLAG_EF 8u             /* v3: int64 0, int64 0, the error feedback */
 #define BLOCK_HEAD 16
 
 enum { /* header field offsets */
@@ -47,7 +49,8 @@ static size_t file_size(size_t n_params, uint32_t flags)
     size_t vec = n_params * sizeof(float);
     return CKPT_HEADER + vec * ((flags & FLAG_OPT) ? 3 : 1) +
            ((flags & FLAG_OUTER) ? BLOCK_HEAD + 2 * vec : 0) +
-           ((flags & FLAG_ACCUM) ? BLOCK_HEAD + vec : 0) + 32;
+           ((flags & FLAG_ACCUM) ? BLOCK_HEAD + vec : 0) +
+           ((flags & FLAG_EF) ? BLOCK_HEAD + vec : 0) + 32;
 }
 
 /* Where the outer block and the accumulator block start. */
@@ -61,6 +64,25 @@ static size_t accum_off(size_t n, uint32_t flags)
     return outer_off(n, flags) + ((flags & FLAG_OUTER) ? BLOCK_HEAD + 2 * n * sizeof(float) : 0);
 }
 
+static size_t ef_off(size_t n, uint32_t flags)
+{
+    return accum_off(n, flags) + ((flags & FLAG_ACCUM) ? BLOCK_HEAD + n * sizeof(float) : 0);
+}
+
+/* The oldest version that holds these blocks: files without the newer
+ * blocks stay byte for byte what an older murmur wrote. */
+static uint32_t version_for(uint32_t flags)
+{
+    return flags & FLAG_EF ? 3u : flags & (FLAG_OUTER | FLAG_ACCUM) ? 2u : CKPT_VERSION;
+}
+
+static uint32_t known_flags(uint32_t version)
+{
+    return version == 1 ? FLAG_OPT
+           : version == 2 ? FLAG_OPT | FLAG_OUTER | FLAG_ACCUM
+                          : FLAG_OPT | FLAG_OUTER | FLAG_ACCUM | FLAG_EF;
+}
+
 int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
                        const mm_ckpt_state *st, char *err, size_t errlen)
 {
@@ -72,14 +94,15 @@ int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
     if (!st)
         st = &zero;
     bool accum = opt && opt->cfg.accum_steps > 1 && opt->acc;
-    uint32_t flags = (opt ? FLAG_OPT : 0) | (st->outer.x ? FLAG_OUTER : 0) | (accum ? FLAG_ACCUM : 0);
+    uint32_t flags = (opt ? FLAG_OPT : 0) | (st->outer.x ? FLAG_OUTER : 0) |
+                     (accum ? FLAG_ACCUM : 0) | (st->ef.e ? FLAG_EF : 0);
     size_t n = m->n_params, size = file_size(n, flags);
     uint8_t *buf = calloc(1, size);
     if (!buf) {
         snprintf(err, errlen, "%s: out of memory (%zu bytes)", path, size);
         return -1;
     }
-    uint32_t version = flags & (FLAG_OUTER | FLAG_ACCUM) ? 2u : CKPT_VERSION;
+    uint32_t version = version_for(flags);
     int32_t cfg[4] = {m->cfg.n_layer, m->cfg.d_model, m->cfg.n_head, m->cfg.n_ctx};
     uint8_t fp[MM_FINGERPRINT_LEN];
     uint64_t np = n;
@@ -129,6 +152,8 @@ int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
         put(b, 0, &k, 8);
         memcpy(b + BLOCK_HEAD, opt->acc, n * sizeof(float));
     }
+    if (flags & FLAG_EF)
+        memcpy(buf + ef_off(n, flags) + BLOCK_HEAD, st->ef.e, n * sizeof(float));
     mm_sha256(buf, size - 32, buf + size - 32);
     int rc = mm_write_atomic(path, buf, size, err, errlen);
     free(buf);
@@ -190,11 +215,10 @@ static int check_header(const char *path, const uint8_t *h, size_t len, char *er
     get(h, OFF_FLAGS, &flags, 4);
     if (version < 1 || version > CKPT_VERSION_MAX) {
         snprintf(err, errlen, "%s: checkpoint format version %u, this murmur reads versions 1 "
-                 "and 2", path, version);
+                 "to %u", path, version, CKPT_VERSION_MAX);
         return -1;
     }
-    uint32_t known = version == 1 ? FLAG_OPT : FLAG_OPT | FLAG_OUTER | FLAG_ACCUM;
-    if (flags & ~known) {
+    if (flags & ~known_flags(version)) {
         snprintf(err, errlen, "%s: unknown flags 0x%x for format version %u (corrupted?)", path,
                  flags, version);
         return -1;
@@ -240,7 +264,8 @@ static void describe(const mm_model_config *c, char *out, size_t n)
 int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt, mm_ckpt_state *st,
                        char *err, size_t errlen)
 {
-    size_t n = m->n_params, limit = file_size(n, FLAG_OPT | FLAG_OUTER | FLAG_ACCUM), len;
+    size_t n = m->n_params, limit = file_size(n, FLAG_OPT | FLAG_OUTER | FLAG_ACCUM | FLAG_EF),
+           len;
     /* One byte past the largest valid size tells "too long" from "exact". */
     uint8_t *buf = read_file(path, limit + 1, &len, err, errlen);
     if (!buf)
@@ -345,6 +370,9 @@ int mm_checkpoint_load(const char *path, mm_model *m, mm_adamw *opt, mm_ckpt_sta
                 memcpy(st->outer.m, b + BLOCK_HEAD + n * sizeof(float), n * sizeof(float));
             }
         }
+        st->ef.has = (flags & FLAG_EF) != 0;
+        if (st->ef.has && st->ef.e)
+            memcpy(st->ef.e, buf + ef_off(n, flags) + BLOCK_HEAD, n * sizeof(float));
         get(buf, OFF_STEP, &st->step, 8);
         get(buf, OFF_ROUND, &st->round, 8);
         get(buf, OFF_PEER, &st->peer_id, 4);

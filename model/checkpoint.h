@@ -28,11 +28,20 @@ typedef struct {
         int64_t step;    /* outer steps taken */
         int has;
     } outer;
+    /* The compressed outer exchange's error feedback (gossip/ef.h), format
+     * version 3. On save: written when e is not NULL. On load: copied into
+     * e (n floats) when the file has it and e is not NULL; has says
+     * whether the file had it. */
+    struct {
+        float *e;
+        int has;
+    } ef;
 } mm_ckpt_state;
 
 /* Write model params, optimizer state (with Decent-DP's accumulator when
  * opt->cfg.accum_steps > 1) and st to path atomically: format version 1,
- * or version 2 when it holds an outer state or an accumulator. */
+ * version 2 when it holds an outer state or an accumulator, version 3 when
+ * it holds an error feedback. */
 int mm_checkpoint_save(const char *path, const mm_model *m, const mm_adamw *opt,
                        const mm_ckpt_state *st, char *err, size_t errlen);
 

@@ -41,6 +41,29 @@ void mm_outer_step(float *x, float *o, float *m, const float *d, size_t n, float
     }
 }
 
+void mm_outer_noloco_send(float *s, const float *x, const float *o, size_t n, float beta,
+                          float gamma)
+{
+    float k = 1.0f - beta / gamma;
+    for (size_t i = 0; i < n; i++)
+        s[i] = x[i] + k * (o[i] - x[i]);
+}
+
+void mm_outer_noloco_step(float *x, float *o, float *m, const float *d, size_t n, float alpha,
+                          float gamma)
+{
+    for (size_t i = 0; i < n; i++) {
+        float di = d ? d[i] : 0.0f;
+        float y = x[i] - di;
+        float a = y - o[i];
+        float mi = alpha * m[i] + gamma * a;
+        m[i] = mi;
+        float xi = y + (mi - a);
+        x[i] = xi;
+        o[i] = xi;
+    }
+}
+
 int mm_outer_parse_decay(const char *s, mm_outer_config *c, char *err, size_t errlen)
 {
     if (!strcmp(s, "none")) {
@@ -80,4 +103,22 @@ void mm_outer_decay_spec(const mm_outer_config *c, char *out, size_t len)
     else
         snprintf(out, len, "%s:%g", c->decay == MM_OUTER_DECAY_LINEAR ? "linear" : "cosine",
                  c->decay_from);
+}
+
+int mm_outer_describe(const mm_outer_config *c, char *out, size_t len)
+{
+    char decay[48] = "";
+    if (c->decay != MM_OUTER_DECAY_NONE) {
+        char spec[40];
+        mm_outer_decay_spec(c, spec, sizeof spec);
+        snprintf(decay, sizeof decay, ", decay %s", spec);
+    }
+    char warmup[40] = "";
+    if (c->warmup > 0)
+        snprintf(warmup, sizeof warmup, ", warm-up %ld", c->warmup);
+    char gamma[40] = "";
+    if (c->kind == MM_OUTER_NOLOCO)
+        snprintf(gamma, sizeof gamma, ", gamma %g", c->gamma);
+    return snprintf(out, len, "lr %g, momentum %g%s%s%s", c->lr, c->momentum, gamma, warmup,
+                    decay);
 }

@@ -30,10 +30,14 @@ typedef enum {
  * Peers must run the same algorithm and variant.
  *
  *   MM_AR_SCHEDULES(X)   X(NAME, code, name): MM_AR_<NAME>, its byte, the
- *                        --allreduce-schedule word */
-#define MM_AR_SCHEDULES(X) \
-    X(RING, 0, "ring")     \
-    X(HALVING, 1, "halving")
+ *                        --allreduce-schedule word. allgather is no
+ *                        average: the ring all-gather of the compressed
+ *                        outer exchange's payloads (node/allgather.h),
+ *                        which --outer with --compress runs */
+#define MM_AR_SCHEDULES(X)   \
+    X(RING, 0, "ring")       \
+    X(HALVING, 1, "halving") \
+    X(ALLGATHER, 2, "allgather")
 
 /* "ring", "halving" for the all-reduce's; "" for variant 0 of any other
  * algorithm; NULL for a variant that is none of them. */

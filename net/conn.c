@@ -1019,6 +1019,7 @@ void mm__conn_start(conn *c)
     c->rx.codec = t->cfg.codec;
     c->rx.max_body = t->cfg.max_body;
     c->rx.allow_chunks = t->cfg.allow_chunks;
+    c->rx.fragments = t->cfg.fragments;
     c->rx.copies = t->cfg.copies;
     c->rx.streams = t->cfg.copies && t->cfg.streams;
     if (t->cfg.elastic) {

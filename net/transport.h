@@ -175,6 +175,9 @@ typedef struct {
     /* Allow vectors that describe part of the vector (offset, count):
      * all-reduce's chunks. Off: whole vectors only. */
     bool allow_chunks;
+    /* The outer optimizer's fragments (net/wire.h mm_wire_fragment): F > 1
+     * makes exchange e carry only fragment e mod F; 0 or 1: none. */
+    uint32_t fragments;
     /* Compressed gossip (murmur node --compress): RESET frames carry a
      * public copy (docs/protocol.md 6.10). Off: a RESET flag is refused
      * (bad_type). */

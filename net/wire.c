@@ -368,6 +368,7 @@ void mm_wire_rx_init(mm_wire_rx *rx)
     rx->codec = keep.codec;
     rx->allow_chunks = keep.allow_chunks;
     rx->copies = keep.copies;
+    rx->fragments = keep.fragments;
     rx->streams = keep.streams;
     rx->max_members = keep.max_members;
     rx->members_buf = keep.members_buf;
@@ -483,6 +484,32 @@ static mm_rx_event check_state(mm_wire_rx *rx, const mm_wire_vec *v)
     return MM_RX_MORE;
 }
 
+void mm_wire_fragment(uint64_t n, uint32_t F, uint32_t f, uint64_t *lo, uint64_t *count)
+{
+    uint64_t a = (uint64_t)((unsigned __int128)n * f / F);
+    uint64_t b = (uint64_t)((unsigned __int128)n * (f + 1) / F);
+    *lo = a;
+    *count = b - a;
+}
+
+/* With fragments: the frame's floats are fragment e mod F's (the whole of
+ * it, or with allow_chunks a part of it). */
+static mm_rx_event fragment_rule(mm_wire_rx *rx, const mm_wire_vec *v)
+{
+    uint32_t f = (uint32_t)(rx->hdr.exchange % rx->fragments);
+    uint64_t lo, count;
+    mm_wire_fragment(rx->vec_len, rx->fragments, f, &lo, &count);
+    bool ok = rx->allow_chunks ? v->offset >= lo && v->offset + v->count <= lo + count
+                               : v->offset == lo && v->count == count;
+    if (ok)
+        return MM_RX_MORE;
+    snprintf(rx->why, sizeof rx->why, "floats %llu..+%llu in exchange %llu, whose fragment %u "
+             "of %u is floats %llu..+%llu", (unsigned long long)v->offset,
+             (unsigned long long)v->count, (unsigned long long)rx->hdr.exchange, f,
+             rx->fragments, (unsigned long long)lo, (unsigned long long)count);
+    return fail(rx, MM_WIRE_E_LENGTH);
+}
+
 /* The vector header of a VECTOR, as soon as its 40 bytes are in. */
 static mm_rx_event check_vec(mm_wire_rx *rx)
 {
@@ -532,7 +559,8 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
         return fail(rx, MM_WIRE_E_VALUES);
     }
     bool whole = v->offset == 0 && v->count == rx->vec_len;
-    bool chunk_ok = rx->allow_chunks || (rx->streams && !reset);
+    bool fragmented = rx->fragments > 1;
+    bool chunk_ok = rx->allow_chunks || (rx->streams && !reset) || fragmented;
     if (v->count == 0 || v->offset > rx->vec_len || v->count > rx->vec_len - v->offset ||
         (!whole && !chunk_ok)) {
         snprintf(rx->why, sizeof rx->why, "floats %llu..+%llu of a %llu-float vector%s",
@@ -542,6 +570,8 @@ static mm_rx_event check_vec(mm_wire_rx *rx)
                                                       : " (only whole vectors on this connection)");
         return fail(rx, MM_WIRE_E_LENGTH);
     }
+    if (fragmented && fragment_rule(rx, v) == MM_RX_ERROR)
+        return MM_RX_ERROR;
     if (rx->streams && stream_order(rx, v) == MM_RX_ERROR)
         return MM_RX_ERROR;
     if (v->codec == MM_WIRE_CODEC_FP32 ? body != 4 * v->count : body > max_body(rx)) {

@@ -192,11 +192,17 @@ mm_wire_err mm_wire_get_header_ex(const uint8_t in[MM_WIRE_HDR_LEN], bool hello_
  * (MM_WIRE_E_TYPE; RESET only where copies is set), aux
  * finite (MM_WIRE_E_VALUES), offset and count within the vector (whole
  * vectors only unless allow_chunks, or streams for a q: MM_WIRE_E_LENGTH;
- * a stream's chunks in order, below), and the body's
+ * a stream's chunks in order, below; with fragments, only floats of the
+ * fragment the exchange names: MM_WIRE_E_LENGTH), and the body's
  * length (exactly 4 * count for fp32; at most max_body for other codecs,
  * whose body the owner checks with the codec: MM_WIRE_E_LENGTH). An fp32
  * body is checked for NaN and Inf as it arrives (MM_WIRE_E_VALUES). */
 typedef enum { MM_RX_MORE, MM_RX_FRAME, MM_RX_ERROR } mm_rx_event;
+
+/* Fragment f of F of a vector of n floats: floats [*lo, *lo + *count),
+ * lo = floor(f n / F) (in 128-bit integers), the next fragment's lo its
+ * end. The rule both ends compute (docs/protocol.md 3.2). */
+void mm_wire_fragment(uint64_t n, uint32_t F, uint32_t f, uint64_t *lo, uint64_t *count);
 
 typedef struct {
     bool hello_done;
@@ -220,6 +226,11 @@ typedef struct {
      * 0: a static run's connection, which refuses all three. */
     uint64_t max_members;
     uint8_t *members_buf;
+    /* The outer optimizer's fragments (docs/protocol.md 3.2, --outer-fragments
+     * F > 1): exchange e carries fragment f = e mod F, floats
+     * mm_wire_fragment(vec_len, F, f): a vector whole over it (gossip), or
+     * chunks inside it (allow_chunks: the all-reduce's); 0 or 1: none. */
+    uint32_t fragments;
     /* Compressed gossip with a codec that splits: a q may come as a stream
      * of chunks (docs/protocol.md 3.2), consecutive frames of one exchange
      * whose parts follow each other from float 0 to vec_len; a chunk out

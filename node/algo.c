@@ -4,7 +4,7 @@
 
 static const mm__algo *averaging(const mm_node_config *c)
 {
-    if (c->compress)
+    if (c->compress && c->algo != MM_ALGO_ALLREDUCE) /* (all-reduce: node/algo_outer.c) */
         return &mm__algo_choco;
     switch (c->algo) {
     case MM_ALGO_ASYNC: return &mm__algo_async;

@@ -118,12 +118,30 @@ const mm__algo *mm__algo_pick(const mm_node_config *c);
  * send it (fp32) to the out-neighbours consensus control left on; the
  * mix of the ready vectors with gossip/mix.h; giving the lent ones back. */
 int mm__gossip_send(mm__trainer *tr, int b, uint64_t e, bool more);
+/* ... the send alone, of the vector already written into buffer b; and of
+ * floats offset .. offset+count-1 (an outer fragment), written at the
+ * start of buffer b */
+int mm__gossip_send_buf(mm__trainer *tr, int b, uint64_t e, bool more);
+int mm__gossip_send_part(mm__trainer *tr, int b, uint64_t e, bool more, uint64_t offset,
+                         uint64_t count);
 void mm__gossip_inputs(mm__trainer *tr); /* tr->mix_in from nbr[] */
 void mm__gossip_mix(mm__trainer *tr, const float *s);
+/* ... of x's floats offset .. offset+count-1, s and the received vectors
+ * being those count floats (an outer fragment) */
+void mm__gossip_mix_part(mm__trainer *tr, const float *s, uint64_t offset, uint64_t count);
 void mm__gossip_release(mm__trainer *tr);
 
 /* algo_allreduce.c, for the outer optimizer: the exact average of the
- * round just ended (training runs only). */
+ * round just ended (training runs only); and a round of the all-reduce's
+ * shape with another collective (the compressed outer exchange's
+ * all-gather, node/algo_outer.c): start() hands the snapshot s of x to
+ * the loop thread (0, or -1 with tr->round_error set), finish() makes x
+ * of its result once it ended well (0, or -1 likewise). */
+typedef struct {
+    int (*start)(mm__trainer *tr, const float *s);
+    int (*finish)(mm__trainer *tr, const float *s);
+} mm__collective;
+int mm__allreduce_round(mm__trainer *tr, const mm__collective *how);
 const float *mm__allreduce_average(const mm__trainer *tr);
 /* The schedule the node resolved (node/allreduce.h: --allreduce-schedule
  * auto needs the peers' addresses): the partners of the round view. */

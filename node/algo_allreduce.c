@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "node/algo.h"
+#include "node/algo_outer.h"
 #include "node/allreduce.h"
 #include "node/trainer.h"
 
@@ -107,12 +108,13 @@ static void allreduce_wait(mm__trainer *tr, double compute_end, mm__ar_view *v)
     }
 }
 
-/* One round of --algo allreduce (docs/node.md, "All-reduce"): the ring
- * averages x_t on the loop thread while this thread computes the local
- * steps, then x <- avg(x_t) + (x - x_t). Without training nothing changes
- * x meanwhile, so x itself is averaged in place (no copies). Returns 0, or
- * -2 when the all-reduce failed (tr->round_error says why). */
-static int round_of_its_own(mm__trainer *tr)
+/* One round of a collective (docs/node.md, "All-reduce"): how->start
+ * hands the snapshot s of x to the loop thread's collective, this thread
+ * computes the local steps meanwhile (unless steps_first: round.c ran
+ * them), waits, and how->finish makes x of the result. Without training
+ * nothing changes x meanwhile, so x itself is the snapshot (no copies).
+ * Returns 0, or -2 when the collective failed (tr->round_error says why). */
+int mm__allreduce_round(mm__trainer *tr, const mm__collective *how)
 {
     allreduce *ar = tr->algo_state;
     double t0 = mm_time_now();
@@ -120,15 +122,16 @@ static int round_of_its_own(mm__trainer *tr)
     mm__isolation_round(tr->iso, &tr->v);
     mm__round_phase(tr, PH_SNAPSHOT);
     const float *s = tr->x;
-    float *out = tr->x;
     if (mm__trainer_trains(tr)) {
         int b = mm__mbox_acquire(tr->mb); /* never held: nothing else sends */
         float *snap = mm__mbox_buf(tr->mb, b < 0 ? 0 : b);
         memcpy(snap, tr->x, tr->P * sizeof(float));
         s = snap;
-        out = ar->out;
     }
-    mm__mbox_allreduce(tr->mb, (uint64_t)tr->round, s, out);
+    if (how->start(tr, s) != 0) {
+        mm__round_phase(tr, PH_IDLE);
+        return -2;
+    }
     double t1 = mm_time_now();
     mm__round_phase(tr, PH_COMPUTE);
     if (!tr->algo->steps_first) /* (else round.c ran them before the snapshot) */
@@ -145,16 +148,43 @@ static int round_of_its_own(mm__trainer *tr)
         return -2;
     }
     ar->seconds += v.seconds;
-    if (out != tr->x) /* x = avg(x_t) + (x - x_t) */
-        for (size_t k = 0; k < tr->P; k++)
-            tr->x[k] = out[k] + (tr->x[k] - s[k]);
+    if (how->finish(tr, s) != 0)
+        return -2;
     double t4 = mm_time_now();
-    for (int k = 0; k < tr->v.n_in; k++) /* the average holds every peer's vector */
+    for (int k = 0; k < tr->v.n_in; k++) /* the result holds every peer's vector */
         mm__isolation_mixed(tr->iso, tr->v.in[k].peer, t4);
     tr->t_comm += (t1 - t0) + (t4 - t3);
     tr->t_compute += t2 - t1;
     tr->t_wait += t3 - t2;
     return 0;
+}
+
+/* The ring (or halving-doubling) all-reduce of the snapshot into ar->out
+ * (in place without training), then x <- avg(x_t) + (x - x_t). */
+static int ring_start(mm__trainer *tr, const float *s)
+{
+    allreduce *ar = tr->algo_state;
+    uint64_t lo, n; /* (the outer optimizer's fragment: the whole vector without one) */
+    mm__outer_fragment(tr, &lo, &n);
+    mm__mbox_allreduce(tr->mb, (uint64_t)tr->round, s + lo, (s == tr->x ? tr->x : ar->out) + lo);
+    return 0;
+}
+
+static int ring_finish(mm__trainer *tr, const float *s)
+{
+    allreduce *ar = tr->algo_state;
+    uint64_t lo, n;
+    mm__outer_fragment(tr, &lo, &n);
+    if (s != tr->x) /* x = avg(x_t) + (x - x_t) */
+        for (size_t k = lo; k < lo + n; k++)
+            tr->x[k] = ar->out[k] + (tr->x[k] - s[k]);
+    return 0;
+}
+
+static int round_of_its_own(mm__trainer *tr)
+{
+    static const mm__collective ring = {.start = ring_start, .finish = ring_finish};
+    return mm__allreduce_round(tr, &ring);
 }
 
 /* ---- metrics, snapshots, checkpoints -------------------------------------- */

@@ -20,13 +20,25 @@ int mm__gossip_send(mm__trainer *tr, int b, uint64_t e, bool more)
 {
     float *s = mm__mbox_buf(tr->mb, b);
     mm_mix_scale_copy(s, (float)tr->w, tr->x, tr->P);
+    return mm__gossip_send_buf(tr, b, e, more);
+}
+
+int mm__gossip_send_buf(mm__trainer *tr, int b, uint64_t e, bool more)
+{
+    return mm__gossip_send_part(tr, b, e, more, 0, tr->P);
+}
+
+int mm__gossip_send_part(mm__trainer *tr, int b, uint64_t e, bool more, uint64_t offset,
+                         uint64_t count)
+{
     mm__mbox_publish(tr->mb, b, e);
-    mm_wire_vec meta = {.weight = tr->w, .codec = MM_WIRE_CODEC_FP32, .count = tr->P,
+    mm_wire_vec meta = {.weight = tr->w, .codec = MM_WIRE_CODEC_FP32, .offset = offset,
+                        .count = count,
                         .flags = more ? MM_VEC_MORE : 0, .aux = tr->adaptive ? tr->cc.a : 0,
                         .level = tr->skip ? tr->level : 0, .view = tr->view_tag};
     for (int k = 0; k < tr->v.n_out; k++)
         if (!tr->adaptive || tr->nbr[k].on) /* adaptive: out[k] is in[k] (mm__control_undirected) */
-            mm__mbox_send(tr->mb, tr->v.out[k].peer, e, b, &meta, tr->P * sizeof(float));
+            mm__mbox_send(tr->mb, tr->v.out[k].peer, e, b, &meta, count * sizeof(float));
     return 0;
 }
 
@@ -57,14 +69,16 @@ void mm__gossip_inputs(mm__trainer *tr)
     }
 }
 
-void mm__gossip_mix(mm__trainer *tr, const float *s)
+void mm__gossip_mix(mm__trainer *tr, const float *s) { mm__gossip_mix_part(tr, s, 0, tr->P); }
+
+void mm__gossip_mix_part(mm__trainer *tr, const float *s, uint64_t offset, uint64_t count)
 {
     mm__gossip_inputs(tr);
-    tr->w = mm_mix_round_clip(tr->x, s, tr->P, tr->w, tr->v.self_weight, tr->mix_in,
+    tr->w = mm_mix_round_clip(tr->x + offset, s, count, tr->w, tr->v.self_weight, tr->mix_in,
                               tr->v.n_in, tr->algo->id == MM_ALGO_PUSHSUM, (double)tr->n,
                               &tr->clip);
     if (tr->skip && tr->exchanges == 0) /* the shape's input (consensus_control.c) */
-        tr->cc_pull2 = mm_mix_pull_norm2(s, tr->mix_in, tr->v.n_in, tr->P);
+        tr->cc_pull2 = mm_mix_pull_norm2(s, tr->mix_in, tr->v.n_in, count);
     for (int k = 0; k < tr->v.n_in; k++) {
         tr->nbr[k].dist = tr->mix_in[k].dist;
         if (tr->mix_in[k].refused) { /* the transport's rule let it through: count it */

@@ -117,7 +117,7 @@ static bool pow2(uint32_t n) { return n && !(n & (n - 1)); }
 
 bool mm_allreduce_schedule_fits(mm_ar_schedule s, uint32_t n)
 {
-    return s == MM_AR_RING || (s == MM_AR_HALVING && pow2(n));
+    return s == MM_AR_RING || s == MM_AR_ALLGATHER || (s == MM_AR_HALVING && pow2(n));
 }
 
 int mm_allreduce_schedule_check(int requested, uint32_t n, char *err, size_t errlen)
@@ -158,6 +158,11 @@ typedef struct {
 static step_plan plan_step(mm_ar_schedule sched, uint32_t self, uint32_t n, int g)
 {
     step_plan p = {0};
+    if (sched == MM_AR_ALLGATHER) { /* (its partners only: node/allgather.c runs it) */
+        p.to = (self + 1) % n;
+        p.from = (self + n - 1) % n;
+        return p;
+    }
     if (sched == MM_AR_RING) {
         int half = (int)n - 1;
         p.to = (self + 1) % n;
@@ -195,7 +200,10 @@ static step_plan plan_step(mm_ar_schedule sched, uint32_t self, uint32_t n, int 
 
 static int steps_of(mm_ar_schedule s, uint32_t n)
 {
-    return n < 2 ? 0 : s == MM_AR_RING ? 2 * ((int)n - 1) : 2 * log2u(n);
+    return n < 2                  ? 0
+           : s == MM_AR_ALLGATHER ? (int)n - 1
+           : s == MM_AR_RING      ? 2 * ((int)n - 1)
+                                  : 2 * log2u(n);
 }
 
 void mm_allreduce_senders(mm_ar_schedule s, uint32_t self, uint32_t n, bool *senders)
@@ -307,6 +315,11 @@ mm_allreduce *mm_allreduce_new(const mm_allreduce_config *cfg, char *err, size_t
     if (cfg->n < 1 || cfg->self >= cfg->n || cfg->len < 1) {
         snprintf(err, errlen, "all-reduce: bad configuration (peer %u of %u, %llu floats)",
                  cfg->self, cfg->n, (unsigned long long)cfg->len);
+        return NULL;
+    }
+    if (cfg->schedule == MM_AR_ALLGATHER) {
+        snprintf(err, errlen, "all-reduce: the allgather variant is node/allgather.h's, not an "
+                 "all-reduce");
         return NULL;
     }
     if (!mm_allreduce_schedule_fits(cfg->schedule, cfg->n)) {
@@ -490,7 +503,7 @@ static void issue_sends(mm_allreduce *a)
         chunk_range(a, p->seg, j, &off, &cnt);
         const float *src = (p->src == SRC_IN ? a->in : a->out) + off;
         mm_wire_vec meta = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .aux = (double)p->step,
-                            .offset = off, .count = cnt};
+                            .offset = a->cfg.base + off, .count = cnt};
         a->sends_issued++; /* before: its on_sent may come from inside the call */
         if (mm_transport_send_vec(a->cfg.transport, a->peers[p->slot].peer, a->round, &meta, src,
                                   4 * cnt) != 0) {
@@ -584,7 +597,7 @@ float *mm_allreduce_vector_dst(mm_allreduce *a, uint32_t peer, uint64_t round,
     uint64_t j, off, cnt;
     const piece *r = due(a, &j, &off, &cnt);
     const partner *p = &a->peers[r->slot];
-    if (p->peer != peer || p->held || r->op != OP_COPY || meta->offset != off ||
+    if (p->peer != peer || p->held || r->op != OP_COPY || meta->offset != a->cfg.base + off ||
         meta->count != cnt || meta->aux != (double)r->step || !may_overwrite(a, r, j))
         return NULL; /* an addition, or not what is due: pump judges it */
     return a->out + off;
@@ -604,7 +617,7 @@ static void pump(mm_allreduce *a)
         if (!p->held || p->held_round != a->round)
             break;
         const mm_wire_vec *m = &p->held_meta;
-        if (m->offset != off || m->count != cnt || m->aux != (double)r->step) {
+        if (m->offset != a->cfg.base + off || m->count != cnt || m->aux != (double)r->step) {
             char s[96], step[32];
             step_name(a, r->step, s, sizeof s);
             /* (the sender's number as it is, at most 17 digits: an aux of
@@ -613,7 +626,7 @@ static void pump(mm_allreduce *a)
             fail(a, "peer %u sent floats %llu..+%llu of step %s where %s, floats %llu..+%llu, "
                     "was due: is it running with another --allreduce-chunk, or another round?",
                  p->peer, (unsigned long long)m->offset, (unsigned long long)m->count, step, s,
-                 (unsigned long long)off, (unsigned long long)cnt);
+                 (unsigned long long)(a->cfg.base + off), (unsigned long long)cnt);
             break;
         }
         if (!may_overwrite(a, r, j))

@@ -88,7 +88,9 @@ int mm_allreduce_peers(mm_ar_schedule s, uint32_t self, uint32_t n, uint32_t *pe
 typedef struct {
     mm_transport *transport; /* its vec_len is the vector's length */
     uint32_t self, n;
-    uint64_t len;            /* floats in the vector (the transport's vec_len) */
+    uint64_t len;            /* floats averaged (the transport's vec_len, or a fragment's) */
+    uint64_t base;           /* the floats' offset on the wire: an outer fragment's first
+                              * (--outer-fragments), 0 for the whole vector */
     uint64_t chunk;          /* floats per chunk; 0: MM_ALLREDUCE_CHUNK_DEFAULT */
     mm_ar_schedule schedule; /* 0: the ring; must fit n (mm_allreduce_schedule_fits) */
     /* Called on the loop thread when an all-reduce ends, done or failed. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/jitter.h"
+#include "gossip/codec.h"
 #include "model/model.h"
 #include "node/algo_choco.h"
 #include "node/algo_outer.h"
@@ -67,8 +68,9 @@ static int check_applies(const mm_node_config *c, char *err, size_t errlen)
         return FAIL("--choco-memory-mb bounds --compress's public copies, which is not given");
     if (c->vector_len > 0 && !c->no_train)
         return FAIL("--vector-len gossips a plain vector: it needs --no-train");
-    if (c->consensus_step > 0 && !c->compress)
-        return FAIL("--consensus-step is CHOCO's gamma: it needs --compress");
+    if (c->consensus_step > 0 && (!c->compress || c->algo == MM_ALGO_ALLREDUCE))
+        return FAIL("--consensus-step is CHOCO's gamma: it needs --compress over gossip (not "
+                    "--algo allreduce)");
     return 0;
 }
 
@@ -78,13 +80,36 @@ static int check_outer(const mm_node_config *c, char *err, size_t errlen)
 {
     const mm_node_given *g = &c->given;
     const mm_outer_config *o = &c->outer_cfg;
+    bool ar = c->algo == MM_ALGO_ALLREDUCE;
+    bool gather = c->outer && ar && c->compress && strcmp(c->compress, "fp32");
     if (!c->outer && (g->outer_lr || g->outer_momentum || g->outer_warmup || g->outer_decay ||
-                      g->outer_memory_mb || c->outer_overlap))
+                      g->outer_memory_mb || c->outer_overlap || g->outer_ef_decay ||
+                      g->outer_fragments))
         return FAIL("--outer-lr, --outer-momentum, --outer-momentum-warmup, "
-                    "--outer-momentum-decay, --outer-overlap and --outer-memory-mb need "
+                    "--outer-momentum-decay, --outer-ef-decay, --outer-fragments, "
+                    "--outer-overlap and --outer-memory-mb need --outer nesterov");
+    if (!c->outer && ar && c->compress)
+        return FAIL("--compress with --algo allreduce compresses the outer exchange: it needs "
                     "--outer nesterov");
+    if (!gather && c->allreduce_schedule == MM_AR_ALLGATHER)
+        return FAIL("--allreduce-schedule allgather carries compressed pseudo-gradients: it "
+                    "needs --outer nesterov --compress CODEC (not fp32)");
     if (!c->outer)
         return 0;
+    if (g->noloco_gamma && o->kind != MM_OUTER_NOLOCO)
+        return FAIL("--noloco-gamma is NoLoCo's: it needs --outer noloco");
+    if (o->kind == MM_OUTER_NOLOCO && g->noloco_gamma && !(o->gamma > 0))
+        return FAIL("--noloco-gamma must be > 0, not %g", o->gamma);
+    if (o->kind == MM_OUTER_NOLOCO && c->algo != MM_ALGO_DPSGD)
+        return FAIL("--outer noloco averages with gossip partners: it runs over --algo dpsgd, "
+                    "not %s (an all-reduce leaves no disagreement for its gamma term)",
+                    mm_algo_name(c->algo));
+    if (o->kind == MM_OUTER_NOLOCO && (c->compress || c->outer_overlap))
+        return FAIL("--outer noloco runs its local steps first and sends one fp32 vector: drop "
+                    "--compress and --outer-overlap");
+    if (c->outer_fragments > 1 && (o->kind == MM_OUTER_NOLOCO || c->compress))
+        return FAIL("--outer-fragments runs with --outer nesterov on fp32 vectors: drop "
+                    "--compress (and --outer noloco)");
     if (!(o->lr > 0))
         return FAIL("--outer-lr must be > 0, not %g", o->lr);
     if (!(o->momentum < 1))
@@ -94,9 +119,19 @@ static int check_outer(const mm_node_config *c, char *err, size_t errlen)
                     "step needs a synchronous average of the round)", mm_algo_name(c->algo));
     if (c->no_train)
         return FAIL("--outer nesterov needs training: drop --no-train");
-    if (c->compress)
-        return FAIL("--outer nesterov and --compress do not combine (CHOCO's public copies "
-                    "would have to follow the outer step)");
+    if (gather && g->allreduce_schedule && c->allreduce_schedule != MM_AR_ALLGATHER &&
+        c->allreduce_schedule != MM_AR_AUTO)
+        return FAIL("--compress %s over --algo allreduce all-gathers the compressed "
+                    "pseudo-gradients: drop --allreduce-schedule (or give allgather)",
+                    c->compress);
+    if (g->outer_ef_decay && !gather)
+        return FAIL("--outer-ef-decay is the error feedback of --algo allreduce with --compress "
+                    "CODEC (not fp32)");
+    if (g->outer_ef_decay && !(c->outer_ef_decay > 0))
+        return FAIL("--outer-ef-decay must be in (0, 1], not %g", c->outer_ef_decay);
+    if (c->compress && !ar && c->outer_overlap)
+        return FAIL("--outer nesterov over --compress (CHOCO's public copies) takes the local "
+                    "steps first: drop --outer-overlap");
     if (c->consensus_target > 0 || c->gossip_schedule.n || c->gossip_steps > 1)
         return FAIL("--outer nesterov runs one exchange a round: drop --gossip-steps, "
                     "--gossip-steps-schedule and --consensus-target");
@@ -205,9 +240,13 @@ static int check_run(const mm_node_config *c, const mm_topology *t, uint32_t n, 
     int status = 0;
     if (t && (status = mm__control_check(c, t, id, err, errlen)) != 0)
         return status;
-    if (t && c->compress && (status = mm__choco_budget(c, t, id, P, err, errlen)) != 0)
+    bool choco = c->compress && c->algo != MM_ALGO_ALLREDUCE; /* (else the outer exchange's) */
+    if (t && choco && (status = mm__choco_budget(c, t, id, P, err, errlen)) != 0)
         return status;
-    if (c->outer && (status = mm__outer_budget(c, P, err, errlen)) != 0)
+    mm_codec_spec spec;
+    if (c->compress && !choco && mm_codec_parse(c->compress, &spec, err, errlen) != 0)
+        return MM_EXIT_USAGE;
+    if (c->outer && (status = mm__outer_budget(c, P, n, err, errlen)) != 0)
         return status;
     char text[MM_WIRE_SETTINGS_MAX + 1];
     if (mm_node_settings(c, text, sizeof text) < 0) {

@@ -74,13 +74,16 @@ static void one(mm_text *t, const char *name, const char *type, const char *help
 static void put_training(mm_text *t, const mm__live *l)
 {
     family(t, "murmur_peer_info", "gauge", "This peer: its id, the number of peers, the "
-           "algorithm, the topology file and the codec (always 1).");
+           "algorithm, the topology file, the codec and the outer optimizer with its "
+           "settings (always 1).");
     mm_text_put(t, "murmur_peer_info{peer=\"%u\",n_peers=\"%u\",algo=\"", l->peer, l->n_peers);
     put_label(t, l->algo);
     mm_text_put(t, "\",topology=\"");
     put_label(t, l->topology);
     mm_text_put(t, "\",codec=\"");
     put_label(t, l->codec ? l->codec : "none");
+    mm_text_put(t, "\",outer=\"");
+    put_label(t, l->outer[0] ? l->outer : "none");
     mm_text_put(t, "\"} 1\n");
     one(t, "murmur_round", "gauge", "Gossip rounds completed.", (double)l->round);
     if (l->elastic) {

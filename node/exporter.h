@@ -33,6 +33,7 @@ typedef struct {
 typedef struct {
     uint32_t peer, n_peers;
     const char *algo, *topology, *codec;   /* static strings (the config's) */
+    char outer[160];         /* --outer: "nesterov (lr 0.7, momentum 0.9, H 8)"; "" none */
     int64_t round;           /* rounds completed */
     int64_t steps;           /* optimizer steps */
     int64_t exchanges;       /* this round's */

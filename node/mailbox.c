@@ -457,9 +457,10 @@ void mm__mbox_finish(mm__mbox *mb)
     uv_async_send(mb->wake);
 }
 
-void mm__mbox_allreduce(mm__mbox *mb, uint64_t exchange, const float *in, float *out)
+/* Either collective: its command, with the one state they share. */
+static void collective(mm__mbox *mb, const mm__cmd *cmd)
 {
-    mm__cmd c = {.kind = MM__CMD_ALLREDUCE, .exchange = exchange, .in = in, .out = out};
+    mm__cmd c = *cmd;
     pthread_mutex_lock(&mb->mu);
     assert(mb->ar.state != MM__AR_RUNNING);
     mb->ar.state = MM__AR_RUNNING;
@@ -469,6 +470,18 @@ void mm__mbox_allreduce(mm__mbox *mb, uint64_t exchange, const float *in, float 
     changed(mb);
     pthread_mutex_unlock(&mb->mu);
     uv_async_send(mb->wake);
+}
+
+void mm__mbox_allreduce(mm__mbox *mb, uint64_t exchange, const float *in, float *out)
+{
+    collective(mb, &(mm__cmd){.kind = MM__CMD_ALLREDUCE, .exchange = exchange, .in = in,
+                              .out = out});
+}
+
+void mm__mbox_allgather(mm__mbox *mb, uint64_t exchange, uint8_t *slots, size_t *lens)
+{
+    collective(mb, &(mm__cmd){.kind = MM__CMD_ALLGATHER, .exchange = exchange, .slots = slots,
+                              .lens = lens});
 }
 
 void mm__mbox_allreduce_abort(mm__mbox *mb, const char *why)

@@ -78,7 +78,9 @@ typedef struct {
     bool id_clash;           /* two processes claimed one id, on either side */
 } mm__refusals;
 
-typedef enum { MM__CMD_SEND, MM__CMD_RELEASE, MM__CMD_ALLREDUCE, MM__CMD_AR_ABORT } mm__cmd_kind;
+typedef enum {
+    MM__CMD_SEND, MM__CMD_RELEASE, MM__CMD_ALLREDUCE, MM__CMD_ALLGATHER, MM__CMD_AR_ABORT
+} mm__cmd_kind;
 
 typedef struct {
     mm__cmd_kind kind;
@@ -91,6 +93,8 @@ typedef struct {
                               * (mm__mbox_chunk) instead of off, len */
     const float *in;         /* ALLREDUCE: the vector to average ... */
     float *out;              /* ... and where the average goes (may be in) */
+    uint8_t *slots;          /* ALLGATHER: the peers' payloads (node/allgather.h) ... */
+    size_t *lens;            /* ... and their lengths */
     char why[96];            /* AR_ABORT: the reason */
 } mm__cmd;
 
@@ -202,6 +206,11 @@ void mm__mbox_finish(mm__mbox *mb);
  * all-reduce ends (DONE or FAILED): the training thread must neither
  * write `in` nor touch `out` meanwhile. */
 void mm__mbox_allreduce(mm__mbox *mb, uint64_t exchange, const float *in, float *out);
+/* The compressed outer exchange's all-gather (node/allgather.h), in the
+ * all-reduce's place and with its state (mm__mbox_allreduce_view, _wait,
+ * _abort): slots and lens, with this peer's payload in its own slot, are
+ * the loop's until it ends. */
+void mm__mbox_allgather(mm__mbox *mb, uint64_t exchange, uint8_t *slots, size_t *lens);
 /* Asks the loop to fail the running all-reduce (a timeout): it ends
  * FAILED with why and where the ring stood. */
 void mm__mbox_allreduce_abort(mm__mbox *mb, const char *why);

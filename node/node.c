@@ -16,11 +16,14 @@
 #include "base/fs.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "node/allgather.h"
 #include "node/allreduce.h"
 #include "net/hosts.h"
+#include "node/algo_outer.h"
 #include "net/ports.h"
 #include "model/blas_env.h"
 #include "net/tls.h"
+#include "net/wire.h"
 #include "gossip/codec.h"
 #include "gossip/consensus.h"
 #include "gossip/mix.h"
@@ -56,8 +59,12 @@ void mm_node_config_defaults(mm_node_config *c)
     c->deadline_cap = 0.5;
     c->deadline_quantile = 0.9;
     c->choco_memory_mb = MM__CHOCO_MEMORY_MB;
-    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.9f};
+    /* momentum 0.5, not DiLoCo's 0.9, which collapsed training on murmur's
+     * own settings (docs/outer.md, "Defaults") */
+    c->outer_cfg = (mm_outer_config){.lr = 0.7f, .momentum = 0.5f};
     c->outer_memory_mb = 2048;
+    c->outer_ef_decay = 1.0f;
+    c->outer_fragments = 1;
     c->eval_every = 20;
     c->eval_windows = 64;
     c->checkpoint_every = 50;
@@ -79,6 +86,11 @@ typedef struct {
     uv_signal_t sigint, sigterm;
     mm_transport *transport;
     mm_allreduce *ar;               /* --algo allreduce: the all-reduce, on this thread */
+    mm_allreduce **frag_ar;         /* ... with --outer-fragments F: one per fragment
+                                     * (frag_ar[0] is ar), fragment f in rounds f mod F */
+    uint32_t n_frag_ar;
+    mm_allgather *ag;               /* ... or with --outer --compress, the all-gather */
+    mm_allreduce *ar_running;       /* the one started last (an abort goes to it) */
     mm_ar_schedule ar_sched;        /* its schedule, auto resolved (mm_node_run): every
                                      * peer resolves it alike (the same n, addresses and
                                      * vector length); the HELLO checks the result */
@@ -178,10 +190,34 @@ static void on_allreduce_done(void *ud, mm_ar_state st, const char *err)
 
 /* The training thread lends in and out (docs/node.md, "All-reduce") until
  * mm__mbox_allreduce_end gives them back. */
+/* The all-reduce of exchange e: the one of its fragment (net/wire.h). */
+static mm_allreduce *ar_of(const node *nd, uint64_t e)
+{
+    return nd->frag_ar ? nd->frag_ar[e % nd->n_frag_ar] : nd->ar;
+}
+
+/* Chunks in and out of every all-reduce: moves whenever one progresses. */
+static uint64_t ar_progress(const node *nd)
+{
+    if (!nd->frag_ar)
+        return mm_allreduce_progress(nd->ar);
+    uint64_t sum = 0;
+    for (uint32_t f = 0; f < nd->n_frag_ar; f++)
+        sum += mm_allreduce_progress(nd->frag_ar[f]);
+    return sum;
+}
+
 static void allreduce_start(node *nd, const mm__cmd *c)
 {
-    if (mm_allreduce_start(nd->ar, c->exchange, c->in, c->out) != 0)
+    nd->ar_running = ar_of(nd, c->exchange);
+    if (mm_allreduce_start(nd->ar_running, c->exchange, c->in, c->out) != 0)
         mm__mbox_allreduce_end(nd->mb, false, "all-reduce failed: started while one was running");
+}
+
+static void allgather_start(node *nd, const mm__cmd *c)
+{
+    if (mm_allgather_start(nd->ag, c->exchange, c->slots, c->lens) != 0)
+        mm__mbox_allreduce_end(nd->mb, false, "all-gather failed: started while one was running");
 }
 
 static void close_wake(void *ud)
@@ -216,8 +252,12 @@ static void on_wake(uv_async_t *h)
             mm_transport_release(nd->transport, c->peer);
         else if (c->kind == MM__CMD_ALLREDUCE)
             allreduce_start(nd, c);
+        else if (c->kind == MM__CMD_ALLGATHER)
+            allgather_start(nd, c);
+        else if (c->kind == MM__CMD_AR_ABORT && nd->ag)
+            mm_allgather_abort(nd->ag, c->why);
         else if (c->kind == MM__CMD_AR_ABORT)
-            mm_allreduce_abort(nd->ar, c->why);
+            mm_allreduce_abort(nd->ar_running ? nd->ar_running : nd->ar, c->why);
         else
             try_send(nd, c);
     }
@@ -239,8 +279,13 @@ static void on_vector(void *ud, uint32_t peer, uint64_t exchange, const mm_wire_
 {
     node *nd = ud;
     if (nd->ar) {
-        mm_allreduce_on_vector(nd->ar, peer, exchange, meta, body, body_len);
-        mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
+        mm_allreduce_on_vector(ar_of(nd, exchange), peer, exchange, meta, body, body_len);
+        mm__mbox_allreduce_progress(nd->mb, ar_progress(nd));
+        return;
+    }
+    if (nd->ag) {
+        mm_allgather_on_vector(nd->ag, peer, exchange, meta, body, body_len);
+        mm__mbox_allreduce_progress(nd->mb, mm_allgather_progress(nd->ag));
         return;
     }
     /* a chunk of a stream is staged (read into a staging buffer, or copied
@@ -257,7 +302,9 @@ static void *vector_dst(void *ud, uint32_t peer, uint64_t exchange, const mm_wir
 {
     node *nd = ud;
     if (nd->ar)
-        return mm_allreduce_vector_dst(nd->ar, peer, exchange, meta);
+        return mm_allreduce_vector_dst(ar_of(nd, exchange), peer, exchange, meta);
+    if (nd->ag)
+        return mm_allgather_vector_dst(nd->ag, peer, exchange, meta, body_len);
     return mm__mbox_stage_dst(nd->mb, peer, body_len);
 }
 
@@ -265,8 +312,13 @@ static void on_sent(void *ud, uint32_t peer, uint64_t exchange, bool ok)
 {
     node *nd = ud;
     if (nd->ar) {
-        mm_allreduce_on_sent(nd->ar, peer, exchange, ok);
-        mm__mbox_allreduce_progress(nd->mb, mm_allreduce_progress(nd->ar));
+        mm_allreduce_on_sent(ar_of(nd, exchange), peer, exchange, ok);
+        mm__mbox_allreduce_progress(nd->mb, ar_progress(nd));
+        return;
+    }
+    if (nd->ag) {
+        mm_allgather_on_sent(nd->ag, peer, exchange, ok);
+        mm__mbox_allreduce_progress(nd->mb, mm_allgather_progress(nd->ag));
         return;
     }
     if (!ok)
@@ -293,8 +345,10 @@ static void on_peer(void *ud, uint32_t peer, mm_peer_state state)
                                                : MM__PEER_DOWN;
     if (mm__mbox_peer_changed(nd->mb, peer, st) != st)
         mm_info("peer %u is %s", peer, names[state]);
-    if (nd->ar)
-        mm_allreduce_on_peer(nd->ar, peer, state);
+    for (uint32_t f = 0; nd->ar && f < (nd->frag_ar ? nd->n_frag_ar : 1); f++)
+        mm_allreduce_on_peer(nd->frag_ar ? nd->frag_ar[f] : nd->ar, peer, state);
+    if (nd->ag)
+        mm_allgather_on_peer(nd->ag, peer, state);
     if (nd->el && state == MM_PEER_UP)
         mm__elastic_on_up(nd->el, nd->transport, peer);
     mm__cmd c;
@@ -451,17 +505,20 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
     tc->algo = (uint8_t)c->algo; /* the table's number is the HELLO's */
     /* the ring's chunks: parts of the vector (docs/protocol.md 3.2), and
      * no more than a chunk in a receive buffer */
+    mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
+                      &tc->max_body);
     if (c->algo == MM_ALGO_ALLREDUCE) {
+        tc->algo_variant = (uint8_t)nd->ar_sched;
+        /* the all-gather: whole payloads of the codec (max_body its longest);
+         * the ring: fp32 chunks, no more than one in a receive buffer */
         uint64_t chunk = c->allreduce_chunk > 0 ? (uint64_t)c->allreduce_chunk
                                                 : MM_ALLREDUCE_CHUNK_DEFAULT;
-        tc->allow_chunks = true;
-        tc->max_body = 4 * (chunk < tc->vec_len ? chunk : tc->vec_len);
-        tc->algo_variant = (uint8_t)nd->ar_sched;
+        tc->allow_chunks = nd->ar_sched != MM_AR_ALLGATHER;
+        if (nd->ar_sched != MM_AR_ALLGATHER)
+            tc->max_body = 4 * (chunk < tc->vec_len ? chunk : tc->vec_len);
     }
-    if (c->algo != MM_ALGO_ALLREDUCE)
-        mm__trainer_codec(nd->trainer, &tc->codec, &tc->codec_block, &tc->codec_frac,
-                          &tc->max_body);
-    tc->copies = c->compress != NULL;
+    tc->copies = c->compress != NULL && c->algo != MM_ALGO_ALLREDUCE; /* CHOCO's */
+    tc->fragments = c->outer && c->outer_fragments > 1 ? (uint32_t)c->outer_fragments : 0;
     /* A dense codec's q may come as a stream of chunks of any size that
      * follows the rules (docs/protocol.md 3.2), whether or not this peer
      * streams its own (it does above MM_CHOCO_CHUNK floats): the sender
@@ -489,7 +546,6 @@ static int transport_config(node *nd, const mm_topology *topo, char **addrs,
         if (tc->round_window != MM_ROUND_WINDOW_NONE && tc->round_window < lead)
             tc->round_window = lead;
     }
-    /* (all-reduce leaves codec 0: fp32, the transport's default) */
     if (tc->codec && tc->codec != MM_WIRE_CODEC_FP32 && body_check(nd, tc, err, errlen) != 0)
         return -1;
     tc->plaintext = c->plaintext;
@@ -679,6 +735,40 @@ static int open_peer(node *nd, mm_topology **topo, char ***addrs, char *dir, siz
     return 0;
 }
 
+/* The all-reduce, or with --outer-fragments F one per fragment, each
+ * averaging its own floats, which the wire names by their place in the
+ * vector (net/wire.h mm_wire_fragment): fragment f runs in rounds f mod F.
+ * 0, or -1 with why. */
+static int make_allreduce(node *nd, char *err, size_t errlen)
+{
+    const mm_node_config *c = nd->cfg;
+    uint64_t P = mm__trainer_vec_len(nd->trainer);
+    uint32_t F = c->outer && c->outer_fragments > 1 ? (uint32_t)c->outer_fragments : 1;
+    if (F > 1 && !(nd->frag_ar = calloc(F, sizeof *nd->frag_ar))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (uint32_t f = 0; f < F; f++) {
+        uint64_t lo = 0, count = P;
+        if (F > 1)
+            mm_wire_fragment(P, F, f, &lo, &count);
+        mm_allreduce_config ac = {.transport = nd->transport, .self = nd->id, .n = nd->n,
+                                  .len = count, .base = lo,
+                                  .chunk = (uint64_t)c->allreduce_chunk,
+                                  .schedule = nd->ar_sched,
+                                  .done = on_allreduce_done, .ud = nd};
+        mm_allreduce *a = mm_allreduce_new(&ac, err, errlen);
+        if (!a)
+            return -1;
+        if (f == 0)
+            nd->ar = a;
+        if (F > 1)
+            nd->frag_ar[f] = a;
+        nd->n_frag_ar = f + 1;
+    }
+    return 0;
+}
+
 /* --metrics-addr: the Prometheus endpoint on its own threads (exporter.h).
  * one_host: every peer's address has one host part (they share a machine,
  * and a port without '+' is one port for all of them). */
@@ -766,9 +856,11 @@ int mm_node_run(const mm_node_config *c)
         goto out;
     }
     if (c->algo == MM_ALGO_ALLREDUCE) {
-        nd->ar_sched = mm_allreduce_schedule_pick(c->allreduce_schedule, nd->n,
-                                                  one_host(addrs, nd->n),
-                                                  mm__trainer_vec_len(nd->trainer));
+        nd->ar_sched = mm__outer_compressed(c)
+                           ? MM_AR_ALLGATHER /* the compressed outer exchange */
+                           : mm_allreduce_schedule_pick(c->allreduce_schedule, nd->n,
+                                                        one_host(addrs, nd->n),
+                                                        mm__trainer_vec_len(nd->trainer));
         mm__trainer_set_allreduce(nd->trainer, nd->ar_sched);
     }
     nd->want = calloc(nd->n, sizeof *nd->want);
@@ -843,18 +935,22 @@ int mm_node_run(const mm_node_config *c)
             goto out;
         }
     }
-    if (c->algo == MM_ALGO_ALLREDUCE) {
-        mm_allreduce_config ac = {.transport = nd->transport, .self = nd->id, .n = nd->n,
-                                  .len = mm__trainer_vec_len(nd->trainer),
-                                  .chunk = (uint64_t)c->allreduce_chunk,
-                                  .schedule = nd->ar_sched,
+    if (nd->ar_sched == MM_AR_ALLGATHER && c->algo == MM_ALGO_ALLREDUCE) {
+        mm_allgather_config gc = {.transport = nd->transport, .self = nd->id, .n = nd->n,
+                                  .vec_len = mm__trainer_vec_len(nd->trainer),
+                                  .codec = tc.codec, .slot_bytes = tc.max_body,
                                   .done = on_allreduce_done, .ud = nd};
-        if (!(nd->ar = mm_allreduce_new(&ac, err, sizeof err))) {
+        if (!(nd->ag = mm_allgather_new(&gc, err, sizeof err))) {
             mm_error("%s", err);
             mm_transport_shutdown(nd->transport, close_wake, nd);
             uv_run(&nd->loop, UV_RUN_DEFAULT);
             goto out;
         }
+    } else if (c->algo == MM_ALGO_ALLREDUCE && make_allreduce(nd, err, sizeof err) != 0) {
+        mm_error("%s", err);
+        mm_transport_shutdown(nd->transport, close_wake, nd);
+        uv_run(&nd->loop, UV_RUN_DEFAULT);
+        goto out;
     }
     uv_signal_init(&nd->loop, &nd->sigint);
     uv_signal_init(&nd->loop, &nd->sigterm);
@@ -862,13 +958,16 @@ int mm_node_run(const mm_node_config *c)
     uv_signal_start(&nd->sigint, on_signal, SIGINT);
     uv_signal_start(&nd->sigterm, on_signal, SIGTERM);
 
-    char algo[64];
+    char algo[128];
     snprintf(algo, sizeof algo, "%s", mm_algo_name(c->algo));
     if (nd->ar) {
         uint32_t partners[MM_AR_MAX_PARTNERS];
         snprintf(algo, sizeof algo, "allreduce (%s schedule, %d partners)",
                  mm_allreduce_schedule_name(nd->ar_sched),
                  mm_allreduce_partners(nd->ar, partners));
+    } else if (nd->ag) {
+        snprintf(algo, sizeof algo, "allreduce (the all-gather of compressed pseudo-gradients, "
+                 "%s)", c->compress);
     }
     mm_info("peer %u of %u: %s, topology %s (%s), %zu parameters, listening on %s%s", nd->id,
             nd->n, algo, c->topology, mm_topo_kind(topo),
@@ -888,7 +987,11 @@ int mm_node_run(const mm_node_config *c)
 
 out:
     mm__exporter_stop(nd->exporter);
+    for (uint32_t f = 1; nd->frag_ar && f < nd->n_frag_ar; f++) /* (frag_ar[0] is ar) */
+        mm_allreduce_free(nd->frag_ar[f]);
+    free(nd->frag_ar);
     mm_allreduce_free(nd->ar);
+    mm_allgather_free(nd->ag);
     if (nd->transport)
         mm_transport_free(nd->transport);
     if (loop_ready) {

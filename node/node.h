@@ -32,7 +32,8 @@ typedef enum {
 typedef struct {
     bool gossip_steps, max_gossip_steps, min_gossip_steps, staleness;
     bool allreduce_chunk, allreduce_schedule, choco_memory_mb;
-    bool outer_lr, outer_momentum, outer_warmup, outer_decay, outer_memory_mb;
+    bool outer, outer_lr, outer_momentum, outer_warmup, outer_decay, outer_memory_mb;
+    bool outer_ef_decay, outer_fragments, noloco_gamma;
 } mm_node_given;
 
 /* --fit-work's knobs (gossip/work.h). */
@@ -85,6 +86,8 @@ typedef struct {
     bool outer;                    /* --outer nesterov */
     mm_outer_config outer_cfg;
     bool outer_overlap;            /* the local steps overlap the exchange of the last ones */
+    float outer_ef_decay;          /* beta of the compressed exchange's error feedback, (0, 1] */
+    int outer_fragments;           /* F: round r exchanges fragment r mod F (Streaming DiLoCo) */
     long outer_memory_mb;          /* refuse the outer state above this */
 
     /* uneven peers (docs/node.md, "Uneven peers"; node/pace.h) */

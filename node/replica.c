@@ -83,8 +83,10 @@ int mm_replica_load(mm_replica *r, const char *path, mm_ckpt_state *st, char *er
                     size_t errlen)
 {
     mm_ckpt_state s = {0};
-    if (st) /* where the outer state goes, if the caller has one */
+    if (st) { /* where the outer state and its error feedback go, if the caller has them */
         s.outer = st->outer;
+        s.ef = st->ef;
+    }
     if (mm_checkpoint_load(path, &r->model, &r->opt, &s, err, errlen) != 0)
         return -1;
     r->rng = s.rng;

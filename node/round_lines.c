@@ -13,6 +13,7 @@
 #include "node/algo.h"
 #include "node/algo_choco.h"
 #include "node/elastic.h"
+#include "node/algo_outer.h"
 #include "model/blas_env.h"
 #include "node/trainer.h"
 
@@ -72,7 +73,12 @@ static void publish_live(mm__trainer *tr, double loss, double lr, const mm_trans
     l->elastic = tr->elastic;
     l->algo = mm_algo_name(c->algo);
     l->topology = c->topology;
-    l->codec = choco ? mm__choco_spec(tr->algo_state) : NULL;
+    l->codec = choco                     ? mm__choco_spec(tr->algo_state)
+               : mm__outer_compressed(c) ? c->compress /* the all-gather's payloads */
+                                         : NULL;
+    l->outer[0] = 0;
+    if (tr->outer)
+        mm__outer_label(tr->outer, c->local_steps, l->outer, sizeof l->outer);
     l->round = tr->round + (ended ? 0 : 1);
     l->steps = tr->step;
     l->exchanges = tr->exchanges;

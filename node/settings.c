@@ -82,9 +82,15 @@ static void add_partition(settings *s, const mm_partition *p)
 static void add_outer(settings *s, const mm_node_config *c)
 {
     const mm_outer_config *o = &c->outer_cfg;
-    add_str(s, "outer", c->outer ? "nesterov" : "none");
+    add_str(s, "outer", !c->outer ? "none" : o->kind == MM_OUTER_NOLOCO ? "noloco" : "nesterov");
     if (!c->outer)
         return;
+    if (o->kind == MM_OUTER_NOLOCO)
+        add_float(s, "noloco-gamma", o->gamma);
+    if (c->outer_fragments > 1)
+        add_int(s, "outer-fragments", c->outer_fragments);
+    if (c->algo == MM_ALGO_ALLREDUCE && c->compress && strcmp(c->compress, "fp32"))
+        add_float(s, "outer-ef-decay", c->outer_ef_decay);
     add_float(s, "outer-lr", o->lr);
     add_float(s, "outer-momentum", o->momentum);
     add_int(s, "outer-momentum-warmup", o->warmup);
@@ -129,8 +135,9 @@ static int compress_settings(settings *s, const mm_node_config *c)
     if (mm_codec_parse(c->compress, &spec, why, sizeof why) != 0)
         return -1;
     mm_codec_format(&spec, add(s, "compress"), sizeof s->e[0].val);
-    add_double(s, "consensus-step",
-               c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(&spec));
+    if (c->algo != MM_ALGO_ALLREDUCE) /* CHOCO's gamma (the all-reduce's outer has none) */
+        add_double(s, "consensus-step",
+                   c->consensus_step > 0 ? c->consensus_step : mm_choco_default_gamma(&spec));
     return 0;
 }
 

@@ -213,7 +213,7 @@ int mm__trainer_new(const mm_node_config *c, uint32_t id, const mm_topology *top
     int status = load_replica(tr, err, errlen) != 0 ? MM_EXIT_ERROR : 0;
     /* before --resume, which reads its state from the checkpoint */
     if (status == 0 && c->outer)
-        status = mm__outer_new(c, tr->x, tr->P, &tr->outer, err, errlen);
+        status = mm__outer_new(c, tr->x, tr->P, tr->n, id, &tr->outer, err, errlen);
     if (status == 0 && c->resume && resume(tr, err, errlen) != 0)
         status = MM_EXIT_ERROR;
     if (status == 0) {

@@ -712,13 +712,15 @@ static int run_fluid(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *r
 }
 
 /* One ring all-reduce of the vector: reduce-scatter then all-gather, 2(n-1)
- * steps, each moving V/n bytes from every peer to the next in id order. */
+ * steps, each moving V/n bytes from every peer to the next in id order; or
+ * (allgather) n - 1 steps each moving a whole payload of V bytes. */
 static double allreduce_time(const mm_plan_in *in, sim_buf *b, int *bottleneck)
 {
     int n = in->n;
     if (n < 2)
         return 0;
-    double chunk = in->vec_floats * in->bytes_per_float / n, step = 0;
+    double V = in->vec_floats * in->bytes_per_float, step = 0;
+    double chunk = in->allgather ? V : V / n;
     for (int i = 0; i < n; i++)
         b->flows[i] = (mm_plan_flow){(uint32_t)i, (uint32_t)((i + 1) % n)};
     if (mm_plan_flow_times(in, b->flows, (size_t)n, chunk, b->t, b->res) != 0)
@@ -728,7 +730,7 @@ static double allreduce_time(const mm_plan_in *in, sim_buf *b, int *bottleneck)
             step = b->t[i];
             *bottleneck = b->res[i];
         }
-    return 2.0 * (n - 1) * step;
+    return (in->allgather ? 1.0 : 2.0) * (n - 1) * step;
 }
 
 static int run_allreduce(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rng *rng)
@@ -740,7 +742,7 @@ static int run_allreduce(const mm_plan_in *in, mm_plan_out *o, sim_buf *b, mm_rn
     /* reduce n-1 chunks of P/n (about one pass) and write the average (one more) */
     double mix = mix_time(in, in->outer ? 4 : 2); /* (the outer step: 2 more passes) */
     o->allreduce_s = o->exchange_s = T;
-    o->msg_bytes = in->vec_floats * in->bytes_per_float / n;
+    o->msg_bytes = in->vec_floats * in->bytes_per_float / (in->allgather ? 1 : n);
     for (int r = 0; r < R; r++) {
         double smax = 0, rmax = 0, cmax = 0, csum = 0;
         bool count = r >= in->warmup;

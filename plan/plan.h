@@ -54,6 +54,10 @@ typedef struct {
     bool outer;               /* the node's --outer nesterov: dpsgd exchanges after its
                                * compute unless overlap; the outer step costs 2 more
                                * passes over the vector (docs/outer.md) */
+    bool allgather;           /* allreduce: the node's --outer --compress, the ring
+                               * all-gather of every peer's payload (vec_floats x
+                               * bytes_per_float each) in n - 1 steps, not the ring
+                               * all-reduce (node/allgather.h) */
     double vec_floats;        /* P: floats in the vector */
     double bytes_per_float;   /* 4 for float32; a codec's smaller figure */
     double step_s;            /* mean time of one optimizer step */

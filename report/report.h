@@ -85,6 +85,7 @@ typedef struct {
     char topology_digest[65]; /* what its HELLO compares ("" in older runs) */
     char compress[48];    /* --compress codec spec, "" without */
     double gamma;         /* its --consensus-step (NaN without) */
+    char outer[160];      /* --outer and its settings from the start line, "" without */
     mm_rep_round *rounds; /* sorted by round, one per round */
     size_t n_rounds;
     mm_rep_eval *evals;   /* sorted by round, one per round */
@@ -159,6 +160,8 @@ typedef struct {
     char topology[128], algo[32];
     char compress[48];      /* --compress of its peers ("" plain D-PSGD) */
     double gamma;           /* their --consensus-step, NaN without */
+    char outer[160];        /* their outer optimizer: "nesterov (lr 0.7, momentum 0.9, H 8)";
+                             * "" none */
     mm_rep_row *rows;
     size_t n_rows;
     size_t warnings;

@@ -286,6 +286,33 @@ static int parse_line(loader *L, char *line, ssize_t len, mm_json_obj *o)
     return 0;
 }
 
+/* An outer run's start line says so (docs/outer.md): its optimizer and
+ * settings in the words of model/outer.h's mm_outer_describe, "" for a
+ * run without --outer. */
+static void outer_of(const mm_json_obj *o, char *out, size_t len)
+{
+    const char *kind = mm_json_str(o, "outer");
+    out[0] = 0;
+    if (!kind || !strcmp(kind, "none"))
+        return;
+    double lr = NAN, mu = NAN, warmup = 0, h = NAN;
+    mm_json_num(o, "outer_lr", &lr);
+    mm_json_num(o, "outer_momentum", &mu);
+    mm_json_num(o, "outer_momentum_warmup", &warmup);
+    mm_json_num(o, "local_steps", &h);
+    const char *decay = mm_json_str(o, "outer_momentum_decay");
+    char extra[128] = "";
+    size_t n = 0;
+    double gamma;
+    if (mm_json_num(o, "noloco_gamma", &gamma))
+        n += (size_t)snprintf(extra + n, sizeof extra - n, ", gamma %g", gamma);
+    if (warmup > 0)
+        n += (size_t)snprintf(extra + n, sizeof extra - n, ", warm-up %g", warmup);
+    if (decay && strcmp(decay, "none") && n < sizeof extra)
+        snprintf(extra + n, sizeof extra - n, ", decay %.40s", decay);
+    snprintf(out, len, "%.24s (lr %g, momentum %g%s, H %g)", kind, lr, mu, extra, h);
+}
+
 /* A start line: a new process (a restart adds its counters to the old). */
 static void on_start(loader *L, const mm_json_obj *o)
 {
@@ -333,6 +360,7 @@ static void on_start(loader *L, const mm_json_obj *o)
     copy_str(p->compress, sizeof p->compress, mm_json_str(o, "compress"));
     if (!mm_json_num(o, "consensus_step", &p->gamma))
         p->gamma = NAN;
+    outer_of(o, p->outer, sizeof p->outer);
 }
 
 /* A round line. -1 when out of memory (reading stops there). */
@@ -725,6 +753,7 @@ int mm_report_load(const char *dir, const mm_report_opts *opt, mm_report *r, cha
             copy_str(r->topology, sizeof r->topology, p->topology);
             copy_str(r->algo, sizeof r->algo, p->algo);
             copy_str(r->compress, sizeof r->compress, p->compress);
+            copy_str(r->outer, sizeof r->outer, p->outer);
             r->gamma = p->gamma;
         } else if (p->n_starts && p->params != r->params) {
             mm__report_warn(r, opt, "node-%d has %lld parameters, node-%d %lld", p->id,

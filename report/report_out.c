@@ -94,10 +94,10 @@ static void why_of(const mm_rep_peer *p, char *buf, size_t len)
 
 void mm_report_print_table(const mm_report *r, FILE *out)
 {
-    fprintf(out, "run %s: %d peer%s (%d expected), topology %s, algo %s, %lld parameters\n",
+    fprintf(out, "run %s: %d peer%s (%d expected), topology %s, algo %s%s%s, %lld parameters\n",
             r->dir, r->n_peers, r->n_peers == 1 ? "" : "s", r->n_expected,
             r->topology[0] ? r->topology : "?", r->algo[0] ? r->algo : "?",
-            (long long)r->params);
+            r->outer[0] ? ", outer " : "", r->outer, (long long)r->params);
     fprintf(out, "consensus distance Xi = sqrt(1/n sum ||x_i - xbar||^2) over the peers present; "
                  "time split and bytes are cumulative to that round;\nMB/peer: sent by every "
                  "peer that ran (present or not) up to that round, per peer\n\n");

@@ -142,8 +142,9 @@ static void plot_title(const mm_report *r, char *buf, size_t len)
     if (used >= len)
         return;
     const char *topo = strrchr(r->topology, '/') ? strrchr(r->topology, '/') + 1 : r->topology;
-    snprintf(buf + used, len - used, ": %d peers%s%s%s%s", r->n_peers, topo[0] ? ", " : "", topo,
-             r->algo[0] ? ", " : "", r->algo);
+    /* an outer run says so: "allreduce + outer nesterov (lr 0.7, ...)" */
+    snprintf(buf + used, len - used, ": %d peers%s%s%s%s%s%s", r->n_peers, topo[0] ? ", " : "",
+             topo, r->algo[0] ? ", " : "", r->algo, r->outer[0] ? " + outer " : "", r->outer);
 }
 
 static int plot(const char *dir, const char *name, FILE *out, int *made)

@@ -13,7 +13,9 @@
 #
 # Cases (-c, comma-separated; default all): dpsgd, async, pushsum,
 # allreduce, choco (--compress int8), target (--consensus-target 1e-3,
-# --max-gossip-steps 4).
+# --max-gossip-steps 4), diloco (--algo allreduce --outer nesterov, H = 2,
+# momentum 0.9 given (the default before issue 34's 0.5) with Pier's
+# schedules), outer-gossip (the same over dpsgd).
 #
 # What is hashed: every snapshot file (snap/rNNNNNNNN.bin) and the
 # checkpoint, byte for byte; every `eval` line and every `round` line with
@@ -35,7 +37,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 PROG=bitcompare
 usage() { echo "usage: bitcompare.sh [-o DIR] [-p BASE_PORT] [-c CASES] MURMUR [MURMUR2]" >&2; exit 2; }
 
-out='' port=29700 cases='dpsgd,async,pushsum,allreduce,choco,target'
+out='' port=29700 cases='dpsgd,async,pushsum,allreduce,choco,target,diloco,outer-gossip'
 while [ $# -gt 0 ]; do
     case $1 in
     -h|--help) help_text "$0"; exit 0 ;;
@@ -66,6 +68,8 @@ case_flags() {
     allreduce) echo "--algo allreduce" ;;
     choco) echo "--algo dpsgd --compress int8" ;;
     target) echo "--algo dpsgd --consensus-target 1e-3 --max-gossip-steps 4" ;;
+    diloco) echo "--algo allreduce --outer nesterov --outer-momentum 0.9 --local-steps 2 --outer-momentum-warmup 2 --outer-momentum-decay cosine:0.5" ;;
+    outer-gossip) echo "--algo dpsgd --outer nesterov --outer-momentum 0.9 --local-steps 2 --outer-momentum-warmup 2 --outer-momentum-decay cosine:0.5" ;;
     *) echo "bitcompare: unknown case $1" >&2; return 1 ;;
     esac
 }

@@ -17,13 +17,16 @@
  *   - a delivered q is in the agreed codec, and its body is no longer than
  *     max_body; a delivered part of a vector is a chunk that starts a
  *     stream (offset 0: the decoder is fresh), and only where streams are
- *     on (copies kept, a codec that splits);
+ *     on (copies kept, a codec that splits), or, on a connection with the
+ *     outer optimizer's fragments, exactly the fragment its exchange
+ *     names (mm_wire_fragment);
  *   - a q (or a chunk) the codec accepts leaves a finite copy finite or
  *     says overflow.
  * Input: byte 0 = the connection's codec (index into specs[]), byte 1 =
  * options (bit 0: copies kept; bit 1: fit the payload length to the count;
  * bit 2: the vector header's codec is the agreed one, bit 3: fp32 instead;
- * bit 4: streams, where the codec splits and copies are kept),
+ * bit 4: streams, where the codec splits and copies are kept; bit 5:
+ * fragments, F = 2 + bits 6-7, the frame's exchange 1),
  * byte 2 = flags, bytes 3-4 = n - 1 (mod 512), bytes 5-6 = count, bytes
  * 7-8 = offset, bytes 9-10 = body length (mod max_body + 16), the rest =
  * the body (cycled to its length). Built with -DFUZZ_SEEDGEN it writes a
@@ -98,8 +101,13 @@ static void receive(const mm_wire_rx *rx, mm_codec *c, const uint8_t *b, size_t 
     } else {
         if (v->codec != rx->codec || len > rx->max_body)
             abort();
-        if (v->count != n && (!rx->streams || v->offset != 0))
-            abort(); /* a part only as a stream's first chunk */
+        uint64_t lo = 0, count = n;
+        if (rx->fragments > 1)
+            mm_wire_fragment(n, rx->fragments, (uint32_t)(rx->hdr.exchange % rx->fragments), &lo,
+                             &count);
+        if (rx->fragments > 1 ? v->offset != lo || v->count != count
+                              : v->count != n && (!rx->streams || v->offset != 0))
+            abort(); /* a part only as a stream's first chunk, or the exchange's fragment */
         if (v->codec != MM_WIRE_CODEC_FP32 &&
             mm_codec_check_part(c, v->count, body, len, why, sizeof why) == MM_CODEC_OK) {
             mm_codec_err e = mm_codec_apply_part_checked(c, v->count, body, len,
@@ -170,6 +178,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rx.codec = agreed;
     rx.copies = opt & 1;
     rx.streams = (opt & 16) && rx.copies && mm_codec_splits(&s); /* as the transport sets it */
+    rx.fragments = opt & 32 ? 2 + (opt >> 6) : 0;
     rx.vec_buf = vbuf;
     mm_wire_rx_init(&rx);
     if (feed(&rx, frame, MM_WIRE_HDR_LEN + plen) == MM_RX_FRAME) {

@@ -67,7 +67,7 @@ static void settings_text(void **s)
     assert_int_equal(mm_outer_parse_decay("cosine:0.75", &c.outer_cfg, err, sizeof err), 0);
     c.local_steps = 4;
     expect_settings(&c, "allreduce-chunk=65536\nctx=64\nheads=4\nlayers=4\nlocal-steps=4\n"
-                        "outer=nesterov\nouter-lr=0.3\nouter-momentum=0.9\n"
+                        "outer=nesterov\nouter-lr=0.3\nouter-momentum=0.5\n"
                         "outer-momentum-decay=cosine:0.75\nouter-momentum-warmup=20\n"
                         "outer-overlap\npartition=iid\nrounds=100\nseed=1\nwidth=128\n");
     /* pure gossip, compressed: no model, no data; the codec's canonical
@@ -91,6 +91,31 @@ static void settings_text(void **s)
     expect_settings(&c, "ctx=64\ndifferent-init\nheads=4\nlayers=4\n"
                         "local-steps=1\nmax-gossip-steps=8\nmin-gossip-steps=0.25\nouter=none\n"
                         "partition=dirichlet:0.1:7\nwidth=128\n");
+    /* NoLoCo and fragments; an elastic run's table size and delay when
+     * not their defaults; the all-reduce's compressed outer exchange
+     * (its error feedback, no CHOCO gamma) */
+    c = base();
+    c.outer = true;
+    c.outer_cfg.kind = MM_OUTER_NOLOCO;
+    c.outer_cfg.lr = 0.7f;
+    c.outer_cfg.gamma = 0.7f;
+    c.outer_cfg.momentum = 0.5f;
+    c.max_peers = 64;
+    c.view_delay = 4;
+    expect_settings(&c, "ctx=64\ngossip-steps=1\nheads=4\nlayers=4\nlocal-steps=1\n"
+                        "max-peers=64\nnoloco-gamma=0.7\nouter=noloco\nouter-lr=0.7\n"
+                        "outer-momentum=0.5\nouter-momentum-decay=none\nouter-momentum-warmup=0\n"
+                        "partition=iid\nseed=1\nview-delay=4\nwidth=128\n");
+    c = base();
+    c.algo = MM_ALGO_ALLREDUCE;
+    c.outer = true;
+    c.outer_fragments = 4;
+    c.compress = "int8:256";
+    c.outer_ef_decay = 0.9f;
+    expect_settings(&c, "allreduce-chunk=65536\ncompress=int8:256\nctx=64\nheads=4\nlayers=4\n"
+                        "local-steps=1\nouter=nesterov\nouter-ef-decay=0.9\nouter-fragments=4\n"
+                        "outer-lr=0.7\nouter-momentum=0.5\nouter-momentum-decay=none\n"
+                        "outer-momentum-warmup=0\npartition=iid\nseed=1\nwidth=128\n");
     /* what may differ is not in it */
     mm_node_config d = base();
     d.train.adamw.lr_max = 1e-2f;

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,6 +151,125 @@ static void test_parse_errors(void **state)
     assert_int_equal(c.decay, MM_OUTER_DECAY_NONE);
 }
 
+/* NoLoCo (model/outer.h) against tests/fixtures/noloco_ref.txt, written by
+ * tests/fixtures/noloco_ref.py in the paper's own form (two vectors, the
+ * group means of Delta and of phi, float64): the rounds replayed with
+ * murmur's one combined vector (mm_outer_noloco_send), the pair's mean as
+ * the mix, and mm_outer_noloco_step, in float32, land within a few float
+ * epsilons of it; with alpha 0 and beta = gamma = 1 (plain averaging) x is
+ * bit for bit the mix. Replacing the combined vector by theta alone (what
+ * the step would need only when beta = gamma) fails the gamma != beta
+ * cases by far. */
+#define NOLOCO_REF "tests/fixtures/noloco_ref.txt"
+enum { NL_PEERS = 4, NL_N = 7 };
+
+static void read_row(const char *tag, int peer, double *v, int n)
+{
+    char t[32];
+    int p;
+    assert_int_equal(fscanf(ref, "%31s %d", t, &p), 2);
+    assert_string_equal(t, tag);
+    assert_int_equal(p, peer);
+    for (int i = 0; i < n; i++)
+        assert_int_equal(fscanf(ref, "%lf", &v[i]), 1);
+}
+
+/* The largest |got - want| relative to max(1, |want|), in float epsilons. */
+static double err_eps(const float *got, const double *want, int n)
+{
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double scale = fabs(want[i]) > 1 ? fabs(want[i]) : 1;
+        worst = fmax(worst, fabs((double)got[i] - want[i]) / scale / 1.1920929e-7);
+    }
+    return worst;
+}
+
+static double replay_noloco(const char *name, bool theta_only)
+{
+    float alpha, beta, gamma;
+    int peers, rounds, n;
+    assert_int_equal(fscanf(ref, "%f %f %f %d %d %d", &alpha, &beta, &gamma, &peers, &rounds,
+                            &n), 6);
+    assert_int_equal(peers, NL_PEERS);
+    assert_int_equal(n, NL_N);
+    float o[NL_PEERS][NL_N], m[NL_PEERS][NL_N] = {{0}}, s[NL_PEERS][NL_N], x[NL_PEERS][NL_N];
+    double v[NL_N];
+    for (int i = 0; i < NL_PEERS; i++) {
+        read_row("phi0", i, v, NL_N);
+        for (int k = 0; k < NL_N; k++)
+            o[i][k] = (float)v[k];
+    }
+    double worst = 0;
+    for (int r = 0; r < rounds; r++) {
+        char t[32];
+        int rr, partner[NL_PEERS];
+        assert_int_equal(fscanf(ref, "%31s %d", t, &rr), 2);
+        assert_string_equal(t, "round");
+        assert_int_equal(rr, r);
+        for (int i = 0; i < NL_PEERS; i++)
+            assert_int_equal(fscanf(ref, "%d", &partner[i]), 1);
+        float theta[NL_PEERS][NL_N];
+        for (int i = 0; i < NL_PEERS; i++) {
+            read_row("theta", i, v, NL_N);
+            for (int k = 0; k < NL_N; k++)
+                theta[i][k] = (float)v[k];
+            if (theta_only)
+                memcpy(s[i], theta[i], sizeof s[i]);
+            else
+                mm_outer_noloco_send(s[i], theta[i], o[i], NL_N, beta, gamma);
+        }
+        for (int i = 0; i < NL_PEERS; i++) { /* the pair's mix, W = (I + P) / 2 */
+            for (int k = 0; k < NL_N; k++)
+                x[i][k] = 0.5f * s[i][k] + 0.5f * s[partner[i]][k];
+            float mixed[NL_N];
+            memcpy(mixed, x[i], sizeof mixed);
+            mm_outer_noloco_step(x[i], o[i], m[i], NULL, NL_N, alpha, gamma);
+            if (alpha == 0 && beta == 1 && gamma == 1) /* plain averaging: the mix itself */
+                assert_memory_equal(x[i], mixed, sizeof mixed);
+        }
+        for (int i = 0; i < NL_PEERS; i++) {
+            read_row("phi", i, v, NL_N);
+            worst = fmax(worst, err_eps(o[i], v, NL_N));
+            read_row("delta", i, v, NL_N);
+            worst = fmax(worst, err_eps(m[i], v, NL_N));
+        }
+    }
+    char t[32];
+    assert_int_equal(fscanf(ref, "%31s", t), 1);
+    assert_string_equal(t, "end");
+    printf("  noloco %-18s %d rounds of %d peers%s, worst difference %.1f float epsilons\n",
+           name, rounds, NL_PEERS, theta_only ? " (theta sent)" : "", worst);
+    return worst;
+}
+
+static void test_noloco_reference(void **state)
+{
+    (void)state;
+    for (int pass = 0; pass < 2; pass++) {
+        bool theta_only = pass == 1;
+        ref = fopen(NOLOCO_REF, "r");
+        assert_non_null(ref);
+        char line[256], tag[32], name[64];
+        assert_non_null(fgets(line, sizeof line, ref));
+        int cases = 0;
+        while (fscanf(ref, "%31s %63s", tag, name) == 2) {
+            assert_string_equal(tag, "noloco");
+            double worst = replay_noloco(name, theta_only);
+            bool beta_is_gamma = !strcmp(name, "gamma-is-beta") || !strcmp(name, "plain-averaging");
+            /* float32 against float64 over 20 rounds with momentum: a few
+             * epsilons; sending theta where beta != gamma is far off */
+            if (!theta_only || beta_is_gamma)
+                assert_true(worst < 64);
+            else
+                assert_true(worst > 1e4);
+            cases++;
+        }
+        fclose(ref);
+        assert_int_equal(cases, 4);
+    }
+}
+
 /* Momentum 0 and lr < 1 is a convex step towards the average: o moves lr of
  * the way from o to y. */
 static void test_no_momentum_is_interpolation(void **state)
@@ -170,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_parse_errors),
         cmocka_unit_test(test_no_momentum_is_interpolation),
+        cmocka_unit_test(test_noloco_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

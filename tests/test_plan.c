@@ -284,6 +284,27 @@ static void test_allreduce_deterministic(void **state)
     NEAR(o.round_s, 0.05, 1e-9);
 }
 
+/* The compressed outer exchange's all-gather (--allgather): n-1 = 3 steps,
+ * each a whole payload; at 1 byte per float the payload of the example's
+ * 250000 floats is 250 KB, the ring's chunk: 25 ms a step on the same
+ * uplink, T = 75 ms, half the ring's 150 ms ((n - 1) V' against
+ * 2 (n - 1) V / n, V' = V / 4, n = 4); after compute 50 + 75 ms. */
+static void test_allgather(void **state)
+{
+    (void)state;
+    mm_plan_in in;
+    mm_plan_out o;
+    char err[256];
+    example(&in, NULL);
+    in.algo = MM_PLAN_ALLREDUCE;
+    in.allgather = true;
+    in.bytes_per_float = 1;
+    assert_int_equal(mm_plan_run(&in, &o, err, sizeof err), 0);
+    NEAR(o.allreduce_s, 0.075, 1e-9);
+    NEAR(o.msg_bytes, 250000, 1e-6);
+    NEAR(o.round_s, 0.125, 1e-9);
+}
+
 /* All-reduce waits for the slowest of all. With free links:
  * uniform jitter U(0, A) on 2 peers: E[max] = 2A/3;
  * long tail (S with probability p) on 8 peers: mu + S (1 - (1-p)^8). */
@@ -629,6 +650,7 @@ int main(void)
         cmocka_unit_test(test_outer_steps_first),
         cmocka_unit_test(test_onepeer_alternates),
         cmocka_unit_test(test_allreduce_deterministic),
+        cmocka_unit_test(test_allgather),
         cmocka_unit_test(test_allreduce_expected_max),
         cmocka_unit_test(test_dpsgd_jitter_bounds),
         cmocka_unit_test(test_async),

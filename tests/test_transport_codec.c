@@ -56,6 +56,12 @@ static int check_body(void *ud, const mm_wire_vec *meta, const uint8_t *body, si
 }
 
 static bool victim_streams; /* the next victim takes streamed q's (chunks) */
+/* the next victim's algorithm, its variant, all-reduce chunks and
+ * fragments (the outer exchange's frames); the attacker's HELLO names the
+ * same algorithm and variant */
+static uint8_t victim_algo = MM_ALGO_DPSGD, victim_variant;
+static bool victim_chunks;
+static uint32_t victim_fragments;
 
 static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
 {
@@ -71,7 +77,9 @@ static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
                              .vec_len = VLEN, .plaintext = true,
                              .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                              .codec_frac = spec->frac, .frame_timeout_ms = 500,
-                             .copies = copies, .streams = victim_streams};
+                             .copies = copies, .streams = victim_streams,
+                             .algo = victim_algo, .algo_variant = victim_variant,
+                             .allow_chunks = victim_chunks, .fragments = victim_fragments};
     memset(c.fingerprint, 0xAB, 32);
     char cerr[200];
     v->codec = mm_codec_new(spec, VLEN, cerr, sizeof cerr);
@@ -82,7 +90,7 @@ static void victim_start(victim *v, const mm_codec_spec *spec, bool copies)
     c.check_ud = v->codec;
     c.codec_name = mm_codec_kind_name(spec->kind);
     uint64_t q = mm_codec_max_len(spec, VLEN);
-    c.max_body = q > 4 * VLEN ? q : 4 * VLEN;
+    c.max_body = q > 4 * VLEN || victim_variant == 2 ? q : 4 * VLEN; /* (the all-gather: q) */
     mm_transport_callbacks cb = {.on_vector = v_on_vector, .on_sent = v_on_sent,
                                  .on_peer = v_on_peer, .ud = v};
     char err[256] = "";
@@ -143,7 +151,8 @@ static int att_send_vec(victim *v, const mm_codec_spec *spec, const mm_wire_vec 
                         const uint8_t *body, size_t len)
 {
     int fd = att_connect(v);
-    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = MM_ALGO_DPSGD,
+    mm_wire_hello h = {.vec_len = VLEN, .target = VICTIM, .algo = victim_algo,
+                       .algo_variant = victim_variant,
                        .codec = (uint8_t)spec->kind, .codec_block = spec->block,
                        .codec_frac = spec->frac};
     memset(h.fingerprint, 0xAB, 32);
@@ -491,11 +500,95 @@ static void stream_cut(void **s)
     mm_codec_free(c2);
 }
 
+/* The outer exchange's frames (docs/protocol.md 3.2, issue 37): a peer of
+ * the all-gather of compressed pseudo-gradients (algo allreduce, variant
+ * 2, int8) refuses a payload with a NaN scale or one byte short
+ * (bad_codec), a body longer than the codec's longest (bad_length), a
+ * chunk instead of the whole vector (bad_length), a RESET or an fp32 body
+ * (4 n bytes, longer than any int8 payload: bad_length on the frame
+ * header), an fp32 body that fits (bad_codec); a peer of fragmented outer
+ * gossip (--outer-
+ * fragments 2) refuses the whole vector and the other fragment
+ * (bad_length). Each counted, the connection closed, nothing delivered;
+ * the right frame is then delivered byte for byte. */
+static void outer_frames(void **s)
+{
+    (void)s;
+    mm_codec_spec spec;
+    char why[200];
+    assert_int_equal(mm_codec_parse("int8", &spec, why, sizeof why), 0);
+    mm_codec *c = mm_codec_new(&spec, VLEN, why, sizeof why);
+    float x[VLEN];
+    for (int i = 0; i < VLEN; i++)
+        x[i] = (float)((i * 7919) % 1000) / 1000.0f - 0.5f;
+    size_t cap = mm_codec_max_bytes(c), len;
+    uint8_t *q = malloc(cap + 64), *bad = malloc(cap + 64);
+    assert_int_equal(mm_codec_encode(c, x, NULL, 0, q, cap, &len, NULL, why, sizeof why),
+                     MM_CODEC_OK);
+    const size_t bad_codec = offsetof(mm_transport_stats, bad_codec),
+                 bad_length = offsetof(mm_transport_stats, bad_length),
+                 bad_type = offsetof(mm_transport_stats, bad_type);
+    victim_algo = MM_ALGO_ALLREDUCE;
+    victim_variant = 2;
+    victim v;
+    victim_start(&v, &spec, false);
+    mm_wire_vec m = {.weight = 1.0, .codec = (uint8_t)spec.kind, .count = VLEN};
+    memcpy(bad, q, len);
+    set_f32(bad + 4, NAN);
+    expect_frame_refused(&v, &spec, &m, bad, len, bad_codec, "all-gather: a NaN scale");
+    expect_frame_refused(&v, &spec, &m, q, len - 1, bad_codec, "all-gather: a byte short");
+    memcpy(bad, q, len);
+    memset(bad + len, 0, 64);
+    expect_frame_refused(&v, &spec, &m, bad, mm_codec_max_len(&spec, VLEN) + 1, bad_length,
+                         "all-gather: longer than any payload");
+    mm_wire_vec chunk = m;
+    chunk.offset = 256;
+    chunk.count = 512;
+    expect_frame_refused(&v, &spec, &chunk, q, len, bad_length, "all-gather: a chunk");
+    mm_wire_vec reset = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .flags = MM_VEC_RESET,
+                         .count = VLEN};
+    expect_frame_refused(&v, &spec, &reset, (const uint8_t *)x, 4 * VLEN, bad_length,
+                         "all-gather: a RESET");
+    mm_wire_vec fp32 = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = VLEN};
+    expect_frame_refused(&v, &spec, &fp32, (const uint8_t *)x, 4 * VLEN, bad_length,
+                         "all-gather: an fp32 body");
+    mm_wire_vec small = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = 200};
+    expect_frame_refused(&v, &spec, &small, (const uint8_t *)x, 4 * 200, bad_codec,
+                         "all-gather: fp32 named on an int8 connection");
+    mm_wire_vec flagged = m;
+    flagged.flags = MM_VEC_RESET;
+    expect_frame_refused(&v, &spec, &flagged, q, len, bad_type, "all-gather: the RESET flag");
+    expect_frame_delivered(&v, &spec, &m, q, len);
+    victim_stop(&v);
+
+    /* fragmented outer gossip: exchange 0 carries fragment 0 of 2 */
+    victim_algo = MM_ALGO_DPSGD;
+    victim_variant = 0;
+    victim_fragments = 2;
+    mm_codec_spec fp = {.kind = MM_CODEC_FP32};
+    victim_start(&v, &fp, false);
+    mm_wire_vec whole = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = VLEN};
+    expect_frame_refused(&v, &fp, &whole, (const uint8_t *)x, 4 * VLEN, bad_length,
+                         "fragments: the whole vector");
+    mm_wire_vec other = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .offset = VLEN / 2,
+                         .count = VLEN - VLEN / 2};
+    expect_frame_refused(&v, &fp, &other, (const uint8_t *)(x + VLEN / 2), 4 * other.count,
+                         bad_length, "fragments: fragment 1 in exchange 0");
+    mm_wire_vec first = {.weight = 1.0, .codec = MM_WIRE_CODEC_FP32, .count = VLEN / 2};
+    expect_frame_delivered(&v, &fp, &first, (const uint8_t *)x, 4 * first.count);
+    victim_stop(&v);
+    victim_fragments = 0;
+    mm_codec_free(c);
+    free(q);
+    free(bad);
+}
+
 int main(void)
 {
     mm_log_set_level(MM_LOG_WARN);
     const struct CMUnitTest tests[] = {cmocka_unit_test(every_codec), cmocka_unit_test(resets),
                                        cmocka_unit_test(fraction_bits),
-                                       cmocka_unit_test(stream_cut)};
+                                       cmocka_unit_test(stream_cut),
+                                       cmocka_unit_test(outer_frames)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -645,6 +645,56 @@ static mm_rx_event feed_more(mm_wire_rx *rx, uint64_t exchange, const mm_wire_ve
     return ev;
 }
 
+/* The outer optimizer's fragments (docs/protocol.md 3.2, "Fragments"):
+ * exchange e carries fragment e mod F, floats floor(f n / F) ..
+ * floor((f+1) n / F) - 1; gossip sends it whole, the all-reduce in chunks
+ * inside it; anything else (the whole vector, the fragment of another
+ * exchange, a chunk across its end) is refused as bad_length. */
+static void fragment_rules(void **s)
+{
+    (void)s;
+    enum { N = 10 };
+    static uint8_t vbuf[MM_WIRE_VEC_HDR + 4 * N];
+    uint64_t lo, count;
+    mm_wire_fragment(N, 3, 0, &lo, &count);
+    assert_true(lo == 0 && count == 3);
+    mm_wire_fragment(N, 3, 1, &lo, &count);
+    assert_true(lo == 3 && count == 3);
+    mm_wire_fragment(N, 3, 2, &lo, &count);
+    assert_true(lo == 6 && count == 4);
+    mm_wire_rx rx;
+    for (int chunks = 0; chunks < 2; chunks++) {
+        static const struct { uint64_t exchange, offset, count; bool ok; } cases[] = {
+            {4, 3, 3, true},   /* 4 mod 3 = 1: floats 3..5 */
+            {5, 6, 4, true},
+            {3, 0, 3, true},
+            {4, 0, N, false},  /* the whole vector */
+            {4, 0, 3, false},  /* fragment 0 in an exchange of fragment 1 */
+            {4, 3, 4, false},  /* across its end */
+            {4, 4, 2, true},   /* a chunk inside it: the all-reduce's only */
+            {4, 2, 2, false},  /* across its start */
+        };
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            memset(&rx, 0, sizeof rx);
+            rx.hello_done = rx.no_payload_crc = true;
+            rx.vec_len = N;
+            rx.vec_buf = vbuf;
+            rx.fragments = 3;
+            rx.allow_chunks = chunks;
+            mm_wire_rx_init(&rx);
+            mm_wire_vec m = {.weight = 1, .codec = MM_WIRE_CODEC_FP32, .offset = cases[i].offset,
+                             .count = cases[i].count};
+            bool want = cases[i].ok && (chunks || (cases[i].offset != 4 && cases[i].count != 2));
+            mm_rx_event ev = feed_more(&rx, cases[i].exchange, &m, 4 * cases[i].count);
+            if (want ? ev != MM_RX_FRAME : ev != MM_RX_ERROR || rx.err != MM_WIRE_E_LENGTH)
+                fail_msg("fragments, %s: exchange %llu floats %llu..+%llu: event %d (%s)",
+                         chunks ? "chunks" : "gossip", (unsigned long long)cases[i].exchange,
+                         (unsigned long long)cases[i].offset, (unsigned long long)cases[i].count,
+                         ev, rx.why);
+        }
+    }
+}
+
 /* Compressed gossip's streamed q (docs/protocol.md 3.2, "Streams"): chunks
  * of one exchange from float 0 to the end, in order; a chunk out of order,
  * of another exchange, a RESET or a whole vector inside a stream, a stream
@@ -873,7 +923,8 @@ static void hello_fields(void **s)
     assert_null(mm_algo_name((mm_algo)77));
     assert_string_equal(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 1), "halving");
     assert_string_equal(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 0), "ring");
-    assert_null(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 2));
+    assert_string_equal(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 2), "allgather");
+    assert_null(mm_algo_variant_name(MM_ALGO_ALLREDUCE, 3));
     assert_string_equal(mm_algo_variant_name(MM_ALGO_DPSGD, 0), "");
     assert_null(mm_algo_variant_name(MM_ALGO_DPSGD, 1));
 }
@@ -989,6 +1040,7 @@ int main(void)
         cmocka_unit_test(weight_rules),
         cmocka_unit_test(vector_header_rules),
         cmocka_unit_test(stream_rules),
+        cmocka_unit_test(fragment_rules),
         cmocka_unit_test(body_to_dst),
         cmocka_unit_test(hello_fields),
         cmocka_unit_test(hello_settings),

@@ -15,33 +15,7 @@ tiny_data "$T/data"
 "$MURMUR" topo gen ring -n 4 > "$T/ring.topo" 2>/dev/null
 topo=$T/ring.topo   # run4's topology
 
-# run4 NAME ROUNDS FLAGS...: 4 peers on $topo to the end, snapshots every 2 rounds
-run4() {
-    name=$1; rounds=$2; shift 2
-    port=$(free_ports 4); pids=""
-    for k in 0 1 2 3; do
-        MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id $k --topology "$topo" --base-port "$port" \
-            --plaintext --data "$T/data" --layers 2 --width 32 --heads 2 --ctx 32 --batch 8 \
-            --lr 3e-3 --rounds "$rounds" --eval-every 0 --snapshot-every 2 --log-every 0 \
-            --round-timeout 60000 --peer-timeout 60000 --start-timeout 60000 \
-            --run-dir "$T/$name" "$@" > "$T/$name.$k.out" 2>&1 &
-        pids="$pids $!"; E2E_PIDS="$E2E_PIDS $!"
-    done
-    wait_all $pids || { cat "$T/$name.0.out" >&2; fail "$name: a peer failed"; }
-}
-snap() { echo "$T/$1/node-$2/snap/r0000000$3.bin"; }
-# same_floats A B: the parameters of two snapshot files are identical
-# (between the 32-byte header, which names the peer, and the digest)
-same_floats() {
-    size=$(wc -c < "$1")
-    cmp -s -i 32 -n $((size - 64)) "$1" "$2"
-}
-same_snaps() { # same_snaps RUN_A RUN_B ROUND: every peer's snapshot identical
-    for k in 0 1 2 3; do
-        cmp -s "$(snap "$1" $k "$3")" "$(snap "$2" $k "$3")" ||
-            fail "$1 and $2 differ at peer $k, round $3"
-    done
-}
+. "$ROOT/tests/e2e/lib/four.sh" # run4, snap, same_floats, same_snaps
 
 # 1. identities
 id="--outer nesterov --outer-lr 1 --outer-momentum 0 --outer-overlap"
@@ -66,7 +40,7 @@ echo "ok: the documented identities hold"
 # k0 = floor(0.5 * 6) = 3), computed here from the formula, not the code.
 "$MURMUR" topo gen epidemic -n 4 > "$T/epi.topo" 2>/dev/null
 topo=$T/epi.topo
-run4 epi 6 --outer nesterov --local-steps 2 --outer-momentum-warmup 2 --outer-momentum-decay cosine:0.5
+run4 epi 6 --outer nesterov --outer-momentum 0.9 --local-steps 2 --outer-momentum-warmup 2 --outer-momentum-decay cosine:0.5
 topo=$T/ring.topo
 grep '"ev":"end"' "$T/epi/node-0/metrics.jsonl" | grep -q '"reason":"done"' || fail "epidemic: peer 0 did not end done"
 mus=$(grep '"ev":"round"' "$T/epi/node-0/metrics.jsonl" | sed -n 's/.*"outer_mu":\([0-9.e-]*\).*/\1/p' | tr '\n' ' ')
@@ -82,7 +56,7 @@ note "warm-up 2, cosine decay from round 3 of 6: outer_mu $mus"
 echo "ok: the outer optimizer on an epidemic (time-varying) graph, with Pier's schedules"
 
 # 2. DiLoCo: the steps, then the exact average and one outer step on every peer
-run4 diloco 6 --algo allreduce --local-steps 2 --outer nesterov
+run4 diloco 6 --algo allreduce --local-steps 2 --outer nesterov --outer-momentum 0.9
 for r in 2 4 6; do
     for k in 1 2 3; do
         same_floats "$(snap diloco 0 $r)" "$(snap diloco $k $r)" || fail "DiLoCo: peer $k differs from peer 0 at round $r"
@@ -138,6 +112,17 @@ refused() { # refused EXPECT FLAGS...
     grep -q -- "$expect" "$T/bad.out" || { cat "$T/bad.out" >&2; fail "'$*': no '$expect' in the message"; }
 }
 refused "--local-steps" --outer nesterov --local-steps 0
+# the defaults (issue 34 item 2.4): momentum 0.5, and loud warnings for the
+# settings measured to fail
+MURMUR_NO_BLAS_FIX=1 "$MURMUR" node --id 0 --topology "$T/ring.topo" --plaintext --data "$T/data" \
+    --layers 2 --width 32 --heads 2 --ctx 32 --batch 8 --rounds 1 --run-dir "$T/defaults" \
+    --outer nesterov --start-timeout 0 --round-timeout 100 > "$T/defaults.out" 2>&1 || true
+grep -q '"outer_momentum":0.5' "$T/defaults/node-0/metrics.jsonl" || fail "the default outer momentum is not 0.5"
+grep -q 'WARN: --outer with --local-steps 1 takes an outer step after every optimizer step' "$T/defaults.out" ||
+    fail "no warning for --outer with --local-steps 1"
+grep -q 'WARN: --outer-momentum 0.9 without' "$T/epi.0.out" && fail "momentum 0.9 with Pier's schedules was warned of as constant"
+grep -q 'WARN: --outer-momentum 0.9 without --outer-momentum-warmup' "$T/diloco.0.out" ||
+    fail "no warning for a constant outer momentum of 0.9"
 refused "--outer-lr" --outer nesterov --outer-lr -1
 refused "--outer-lr must be > 0" --outer nesterov --outer-lr 0
 refused "--outer-momentum must be in \[0, 1)" --outer nesterov --outer-momentum 1
@@ -145,8 +130,19 @@ refused "not async" --outer nesterov --algo async
 refused "not pushsum" --outer nesterov --algo pushsum
 refused "need --outer nesterov" --outer-lr 0.5
 refused "--outer-momentum-decay" --outer nesterov --outer-momentum-decay linear:1
-refused "is nesterov or none" --outer adam
+refused "is nesterov, noloco or none" --outer adam
 refused "one exchange a round" --outer nesterov --gossip-steps 2
-refused "--compress do not combine" --outer nesterov --compress int8
+refused "drop --outer-overlap" --outer nesterov --compress int8 --outer-overlap
+refused "needs --outer nesterov" --algo allreduce --compress int8
+refused "needs --outer nesterov --compress" --algo allreduce --allreduce-schedule allgather
+refused "drop --allreduce-schedule" --algo allreduce --outer nesterov --compress int8 --allreduce-schedule ring
+refused "--outer-ef-decay is the error feedback" --outer nesterov --compress int8 --outer-ef-decay 0.9
+refused "--outer-ef-decay must be in (0, 1\]" --algo allreduce --outer nesterov --compress int8 --outer-ef-decay 0
+refused "--consensus-step is CHOCO's gamma" --algo allreduce --outer nesterov --compress int8 --consensus-step 0.5
+refused "--noloco-gamma is NoLoCo's" --outer nesterov --noloco-gamma 0.5
+refused "runs over --algo dpsgd, not allreduce" --outer noloco --algo allreduce
+refused "drop --compress and --outer-overlap" --outer noloco --compress int8
+refused "--outer-fragments runs with --outer nesterov on fp32" --outer nesterov --outer-fragments 2 --compress int8
+refused "need --outer nesterov" --outer-fragments 2
 refused "--outer-memory-mb 1: the outer optimizer" --outer nesterov --outer-memory-mb 1 --data "$T/data" --layers 2 --width 128 --heads 2 --ctx 32 --rounds 1
 echo "ok: bad outer flags are refused naming the flag"
