@@ -171,6 +171,12 @@ else
         printf '"command":%s,"data":%s,"node_flags":%s}\n' "$command_json" "$data_json" "$flags_json"
     } > "$run/manifest.json"
 fi
+# What scripts/add-peer.sh starts a joiner with: the node flags one a line
+# (the data directory's too), and the murmur binary on the hosts.
+mkdir -p "$run/launch"
+{ for a in "$@"; do printf '%s\n' "$a"; done
+  [ -z "$peer_data" ] || printf -- '--data\n%s\n' "$peer_data"; } > "$run/launch/node-flags"
+printf '%s\n' "$rmurmur" > "$run/launch/murmur"
 
 # field K COLUMN: one column of peer K's line in the hosts file
 field() { awk -v k="$1" -v c="$2" '!/^[ \t]*(#|$)/ && $1 == k { print $c }' "$hosts"; }

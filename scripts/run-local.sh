@@ -210,6 +210,9 @@ new_run() {
         printf '}\n'
     } >"$dir/manifest.json" 2>/dev/null || wdie "cannot write $dir/manifest.json"
 
+    # the node flags one a line, for scripts/add-peer.sh
+    for a in "$@"; do printf '%s\n' "$a"; done >"$dir/launch/node-flags" ||
+        wdie "cannot write $dir/launch/node-flags"
     sh "$MAKE_CERTS" "$dir/certs" "$n" >"$dir/launch/certs.log" 2>&1 ||
         wdie "making certificates failed (see $dir/launch/certs.log)"
 }

@@ -58,13 +58,14 @@ timeout 30 "$MURMUR" node --id 0 --topology "$T/ring-3.topo" --base-port "$port"
     { cat "$T/two.out" >&2; fail "murmur node on a full disk: exit $st, without No space left on device"; }
 rm -rf "$disk/runs"
 
-# 3. Stand-in peers that fill the disk and exit 1.
+# 3. Stand-in peers that fill the disk and exit 1 (the launcher's --dry-run
+# check of the node flags passes).
 cat > "$T/murmur" <<FAKE
 #!/bin/sh
 case \$1 in node) ;; *) exec "$MURMUR" "\$@" ;; esac
 shift
 id=''
-while [ \$# -gt 0 ]; do case \$1 in --id) id=\$2; shift 2 ;; *) shift ;; esac; done
+while [ \$# -gt 0 ]; do case \$1 in --id) id=\$2; shift 2 ;; --dry-run) exit 0 ;; *) shift ;; esac; done
 dd if=/dev/zero of="$disk/fill.\$id" bs=4k 2>/dev/null
 exit 1
 FAKE
