@@ -14,6 +14,7 @@
 #
 # DATA (default data/brown), BASE_PORT (default 25600), MURMUR (./murmur).
 set -eu
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 MURMUR=${MURMUR:-./murmur}
 DATA=${DATA:-data/brown}
 PORT=${BASE_PORT:-25600}

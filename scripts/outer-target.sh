@@ -17,6 +17,7 @@
 # seeds that reach the target, the evaluation round and MB in each, and
 # their mean. POSIX sh and awk.
 set -eu
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
 [ $# -eq 3 ] || { sed -n '2,/^set -eu/p' "$0" | sed 's/^# \{0,1\}//; /^set -eu/d' >&2; exit 2; }
 out=$1; methods=$2; base=$3
 [ -f "$out/runs.csv" ] || { echo "outer-target: $out/runs.csv missing (run scripts/outer-figures.sh first)" >&2; exit 2; }

@@ -22,13 +22,13 @@ members_of() { grep '"ev":"view"' "$1/node-$2/metrics.jsonl" | tail -1 | sed -n 
 port=$(free_ports 8)
 # shellcheck disable=SC2086
 sh "$ROOT/scripts/run-local.sh" -n 4 -t "$T/family4.topo" -r el -p "$port" -i 60 -- \
-    $flags --rounds 250 > "$T/run.out" 2>&1 &
+    $flags --rounds 160 > "$T/run.out" 2>&1 &
 launcher=$!; E2E_PIDS="$E2E_PIDS $launcher"
 run=$T/runs/el
 d=$(( $(date +%s) + 60 ))
-until [ "$(round_of "$run" 0)" -ge 60 ]; do
+until [ "$(round_of "$run" 0)" -ge 30 ]; do
     sleep 0.2
-    [ "$(date +%s)" -lt $d ] || fail "peer 0 of the run-local run did not reach round 60 in 60 s: $(tail -3 "$T/run.out")"
+    [ "$(date +%s)" -lt $d ] || fail "peer 0 of the run-local run did not reach round 30 in 60 s: $(tail -3 "$T/run.out")"
 done
 
 # refusals first (nothing started, nothing written)
@@ -64,3 +64,31 @@ st=0; sh "$ADD" -r st -k 4 -v 0 > "$T/static.out" 2>&1 || st=$?
 [ $st -eq 2 ] && grep -q 'needs an elastic run' "$T/static.out" ||
     fail "add-peer.sh on a static run: exit $st: $(cat "$T/static.out")"
 note "refused: an id at --max-peers, a running id, a static run"
+
+# ---- a run-hosts.sh run, through a private sshd on 127.0.0.1 ----
+. "$ROOT/tests/e2e/lib/sshd.sh"
+start_test_sshd || exit 0
+n=4
+test_hosts "$T/hosts" hel
+E2E_CLEANUP='for f in "$T"/host-*/*/node-*/pid; do [ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done'
+# shellcheck disable=SC2086
+sh "$ROOT/scripts/run-hosts.sh" -H "$T/hosts" -t "$T/family4.topo" -r hel -- \
+    $flags --rounds 300 > "$T/hrun.out" 2>&1 &
+launcher=$!; E2E_PIDS="$E2E_PIDS $launcher"
+d=$(( $(date +%s) + 60 ))
+until [ "$(round_of "$T/host-0/hel" 0)" -ge 30 ]; do
+    sleep 0.2
+    [ "$(date +%s)" -lt $d ] || fail "hosts: peer 0 did not reach round 30 in 60 s: $(tail -3 "$T/hrun.out")"
+done
+p4=$(free_ports 1)
+sh "$ADD" -r hel -k 4 -v 2 -H "127.0.0.1:$p4 $me@127.0.0.1 $T/host-4/hel" > "$T/hadd.out" 2>&1 ||
+    fail "hosts: add-peer.sh exited $?: $(cat "$T/hadd.out")"
+wait "$launcher" || fail "hosts: run-hosts.sh exited $?: $(tail -5 "$T/hrun.out")"
+run=$T/runs/hel
+[ -f "$T/host-4/hel/certs/node-4.key" ] || fail "hosts: peer 4's key was not copied to its host"
+for k in 0 1 2 3 4; do
+    grep '"ev":"end"' "$run/node-$k/metrics.jsonl" | grep -q '"reason":"done"' ||
+        fail "hosts: peer $k did not end done (or was not brought back)"
+    [ "$(members_of "$run" $k)" = "0,1,2,3,4" ] || fail "hosts: peer $k's last view is $(members_of "$run" $k), not 0..4"
+done
+note "hosts: peer 4 added over ssh through peer 2, brought back, all done"

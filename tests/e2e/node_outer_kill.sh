@@ -14,7 +14,7 @@ port=$(free_ports 4)
 run="$T/run"
 flags="--topology $T/ring.topo --base-port $port --plaintext --data $T/data --run-dir $run
        --layers 2 --width 32 --heads 2 --ctx 32 --batch 8 --rounds 1000000 --eval-every 0
-       --outer nesterov --local-steps 4 --outer-momentum-warmup 3
+       --outer nesterov --local-steps 4 --outer-momentum 0.9 --outer-momentum-warmup 3
        --checkpoint-every 5 --round-timeout 1000 --peer-timeout 1500 --start-timeout 10000
        --log-every 500"
 peer() { k=$1; shift; MURMUR_NO_BLAS_FIX=1 exec "$MURMUR" node --id "$k" $flags "$@" >> "$T/peer$k.out" 2>&1; }
