@@ -8,9 +8,14 @@
 #       chains), the ring family of 8 (the six re-form a ring), and an
 #       intact ring-6 for reference; OUT/{static,family,ring6}/ and a line
 #       per run in OUT/kill.txt (the report's consensus at rounds 50..300)
-#   scripts/elastic-study.sh join  OUT [SEED]   a ring family of 4; at round
-#       100, 4 more join, each through another member; 400 rounds: the round
-#       the view of 8 took effect, and OUT/join/ for `murmur report`
+#   scripts/elastic-study.sh join  OUT [SEED [fresh|moments]]   a ring family
+#       of 4; at round 100, 4 more join, each through another member; 400
+#       rounds: the round the view of 8 took effect, and OUT/join/ for
+#       `murmur report`; `moments` gives the joiners --join-moments (their
+#       donors' optimizer moments), `fresh` (default) not. A line per run in
+#       OUT/join.txt: seed, variant, the view's round, the joiners' mean
+#       validation loss at their first three evaluations after joining and
+#       at the end, and the starting members' at the end
 #
 # DATA (default data/brown), BASE_PORT (default 25600), MURMUR (./murmur).
 set -eu
@@ -18,9 +23,11 @@ case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, "")
 MURMUR=${MURMUR:-./murmur}
 DATA=${DATA:-data/brown}
 PORT=${BASE_PORT:-25600}
-mode=${1:?usage: elastic-study.sh kill|join OUT [SEED]}
+mode=${1:?usage: elastic-study.sh kill|join OUT [SEED [fresh|moments]]}
 out=${2:?usage: elastic-study.sh kill|join OUT [SEED]}
 seed=${3:-1}
+variant=${4:-fresh}
+case $variant in fresh) jm="" ;; moments) jm=--join-moments ;; *) echo "elastic-study: fresh or moments, not $variant" >&2; exit 2 ;; esac
 mkdir -p "$out"
 model="--layers 2 --width 64 --heads 4 --ctx 64 --batch 16 --lr 3e-3 --partition genre
        --seed $seed --data $DATA --plaintext --eval-every 25 --snapshot-every 25 --log-every 0
@@ -80,8 +87,8 @@ kill)
     ;;
 join)
     "$MURMUR" topo gen ring -n 4 --family > "$out/family4.topo" 2>/dev/null
-    run=$out/join; rm -rf "$run"; mkdir -p "$run"
-    echo "elastic-study: ring family of 4, 4 join at round 100 (load $(cut -d' ' -f1 /proc/loadavg))"
+    run=$out/join-s$seed-$variant; rm -rf "$run"; mkdir -p "$run"
+    echo "elastic-study: ring family of 4, 4 join at round 100, seed $seed, $variant (load $(cut -d' ' -f1 /proc/loadavg))"
     start "$run" "$out/family4.topo" 4 400
     first=$pids
     wait_round "$run" 0 100
@@ -89,12 +96,24 @@ join)
         via=$((PORT + k - 4))
         MURMUR_NO_BLAS_FIX=0 "$MURMUR" node --id "$k" --join "127.0.0.1:$via" \
             --topology "$out/family4.topo" --base-port "$PORT" --rounds 400 --run-dir "$run" \
-            $model > "$run.$k.log" 2>&1 &
+            $model $jm > "$run.$k.log" 2>&1 &
         first="$first $!"
     done
     for p in $first; do wait "$p"; done
-    grep -h '"ev":"view"' "$run"/node-0/metrics.jsonl | sed -n 's/.*"round":\([0-9]*\),.*"members_n":\([0-9]*\).*/view of \2 from round \1/p'
-    "$MURMUR" report "$run" > "$out/join.report" 2>&1 || true
+    r8=$(grep -h '"ev":"view"' "$run"/node-0/metrics.jsonl | grep '"members_n":8' | head -1 |
+        sed -n 's/.*"round":\([0-9]*\),.*/\1/p')
+    echo "view of 8 from round $r8"
+    # val_loss of peers FROM..TO at their evaluations after round AFTER: the
+    # mean over those peers of the Nth such evaluation (N = 1, 2, 3), and of the last
+    evals() { # FROM TO AFTER
+        for k in $(seq "$1" "$2"); do
+            grep '"ev":"eval"' "$run/node-$k/metrics.jsonl" |
+                sed -n 's/.*"round":\([0-9]*\),.*"val_loss":\([0-9.]*\),.*/\1 \2/p' |
+                awk -v a="$3" '$1 > a { n++; if (n <= 3) print n, $2; last = $2 } END { print "last", last }'
+        done | awk '{ s[$1] += $2; c[$1]++ } END { printf "%.4f %.4f %.4f %.4f", s[1] / c[1], s[2] / c[2], s[3] / c[3], s["last"] / c["last"] }'
+    }
+    echo "$seed $variant $r8 $(evals 4 7 "$r8") $(evals 0 3 0 | awk '{ print $4 }')" | tee -a "$out/join.txt"
+    "$MURMUR" report "$run" > "$run.report" 2>&1 || true
     ;;
-*) echo "usage: elastic-study.sh kill|join OUT [SEED]" >&2; exit 2 ;;
+*) echo "usage: elastic-study.sh kill|join OUT [SEED [fresh|moments]]" >&2; exit 2 ;;
 esac
