@@ -95,9 +95,10 @@ static long fast_forward(mm__trainer *tr, long round)
 
 /* Whether a neighbour is not worth waiting for: reported down or gone
  * (unless it has never been up and peers are still starting). */
-static bool written_off(const mm__trainer *tr, const mm__peer_view *pv)
+static bool written_off(const mm__trainer *tr, uint32_t p, const mm__peer_view *pv)
 {
-    bool starting = !pv->ever_up && mm_time_now() < tr->start_deadline;
+    bool starting = (!pv->ever_up && mm_time_now() < tr->start_deadline) ||
+                    mm__view_fresh(tr, p, pv); /* (a new edge of an elastic run) */
     return (pv->state == MM__PEER_GONE || pv->state == MM__PEER_DOWN) && !starting;
 }
 
@@ -153,7 +154,7 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
                 mm__mbox_release(tr->mb, p); /* from a round we gave up on */
                 tr->stale_dropped++;
                 released = true;
-            } else if (written_off(tr, &pv)) {
+            } else if (written_off(tr, p, &pv)) {
                 tr->nbr[k].status = IN_MISSING;
                 mm_debug("exchange %llu: peer %u is %s: missing", (unsigned long long)e, p,
                          pv.state == MM__PEER_GONE ? "gone" : "down");
@@ -167,7 +168,8 @@ void mm__round_wait(mm__trainer *tr, uint64_t e, mm__take_fn *take, mm__drop_fn 
         for (int k = 0; k < tr->v.n_out; k++) {
             mm__peer_view pv;
             mm__mbox_peer(tr->mb, tr->v.out[k].peer, &pv);
-            if (pv.send_pending && pv.pending_exchange == e && !written_off(tr, &pv))
+            if (pv.send_pending && pv.pending_exchange == e &&
+                !written_off(tr, tr->v.out[k].peer, &pv))
                 waiting++;
         }
         if (released)

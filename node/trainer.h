@@ -144,6 +144,14 @@ typedef struct mm__trainer {
     mm_neighbour *rank_buf;         /* [2 n]: a round in rank space */
     double *down_since;             /* [n]: when a neighbour was first seen not up (0: up) */
     double *first_wanted;           /* [n]: when it was first a neighbour while never up */
+    /* A neighbour new in this view (not one the round before) whose link
+     * is not up when the view begins (a new edge, a joiner's donors): it
+     * is waited for like a starting peer, until its link has come up once
+     * since (ups past fresh_ups) or fresh_until. Else a joiner wrote off
+     * its new neighbours at its first round while they mixed its vector. */
+    uint64_t *fresh_ups;            /* [n] */
+    double *fresh_until;            /* [n] */
+    long *nbr_last;                 /* [n]: the last round p was a neighbour (-1: never) */
     uint64_t leave_end;             /* this peer leaves: the round it is out (UINT64_MAX) */
     bool leaving, left;
     long joined_round;              /* a joiner: the round it joined at (-1: a starting member) */
@@ -169,6 +177,9 @@ int mm__view_round(mm__trainer *tr, uint64_t round, mm_round_view *v, uint32_t *
  * detection, leaving, a peer that finds its membership ended; false when
  * the peer must stop (it left). */
 bool mm__view_begin_round(mm__trainer *tr);
+/* Whether neighbour p's link is new in this view and has not come up yet
+ * (an elastic run): waited for, not written off (node/round.c). */
+bool mm__view_fresh(const mm__trainer *tr, uint32_t p, const mm__peer_view *pv);
 /* Elastic runs: answers state requests (STATE vectors of our parameters). */
 void mm__view_serve_states(mm__trainer *tr);
 /* An elastic joiner: its table, its join round, its donors' state. 0, or

@@ -33,8 +33,14 @@ int mm__view_alloc(mm__trainer *tr)
     tr->rank_buf = calloc(2 * (size_t)tr->n, sizeof *tr->rank_buf);
     tr->down_since = calloc(tr->n, sizeof *tr->down_since);
     tr->first_wanted = calloc(tr->n, sizeof *tr->first_wanted);
-    if (!tr->view_ids || !tr->inst || !tr->rank_buf || !tr->down_since || !tr->first_wanted)
+    tr->fresh_ups = calloc(tr->n, sizeof *tr->fresh_ups);
+    tr->fresh_until = calloc(tr->n, sizeof *tr->fresh_until);
+    tr->nbr_last = malloc(tr->n * sizeof *tr->nbr_last);
+    if (!tr->view_ids || !tr->inst || !tr->rank_buf || !tr->down_since || !tr->first_wanted ||
+        !tr->fresh_ups || !tr->fresh_until || !tr->nbr_last)
         return -1;
+    for (uint32_t p = 0; p < tr->n; p++)
+        tr->nbr_last[p] = -1;
     for (int i = 0; i < 2; i++)
         if (!(tr->inst[i].ids = calloc(tr->n, sizeof *tr->inst[i].ids)))
             return -1;
@@ -53,6 +59,9 @@ void mm__view_free(mm__trainer *tr)
     free(tr->rank_buf);
     free(tr->down_since);
     free(tr->first_wanted);
+    free(tr->fresh_ups);
+    free(tr->fresh_until);
+    free(tr->nbr_last);
 }
 
 /* The instance for the view of ids[0..n) with tag: kept, or made in the
@@ -173,6 +182,34 @@ static void detect(mm__trainer *tr, const mm_round_view *v)
     }
 }
 
+/* Each round: a neighbour that was none the round before and whose link
+ * is not up now is new: waited for until its link comes up once
+ * (mm__view_fresh), at most --suspect-ms or --start-timeout. A neighbour
+ * of the round before whose link broke is not: it is written off as in a
+ * static run, and suspected. */
+static void mark_fresh(mm__trainer *tr, const mm_round_view *v)
+{
+    double now = mm_time_now();
+    double grace = fmax(tr->cfg->start_timeout_ms, tr->cfg->suspect_ms) / 1000.0;
+    for (int k = 0; k < v->n_in + v->n_out; k++) {
+        uint32_t p = k < v->n_in ? v->in[k].peer : v->out[k - v->n_in].peer;
+        bool was = tr->nbr_last[p] >= 0 && tr->nbr_last[p] >= tr->round - 1;
+        tr->nbr_last[p] = tr->round;
+        mm__peer_view pv;
+        mm__mbox_peer(tr->mb, p, &pv);
+        if (was || pv.state == MM__PEER_UP)
+            continue;
+        tr->fresh_ups[p] = pv.ups;
+        tr->fresh_until[p] = now + grace;
+    }
+}
+
+bool mm__view_fresh(const mm__trainer *tr, uint32_t p, const mm__peer_view *pv)
+{
+    return tr->elastic && p < tr->n && pv->ups == tr->fresh_ups[p] &&
+           mm_time_now() < tr->fresh_until[p];
+}
+
 bool mm__view_begin_round(mm__trainer *tr)
 {
     if (!tr->elastic)
@@ -201,6 +238,7 @@ bool mm__view_begin_round(mm__trainer *tr)
     uint32_t n = mm__elastic_view(tr->el, (uint64_t)tr->round, tr->view_ids, &tag);
     if (tag != tr->view_tag || n != tr->view_n)
         view_changed(tr, n, tag);
+    mark_fresh(tr, &tr->v);
     tr->view_tag = tag;
     tr->view_n = n;
     detect(tr, &tr->v);
@@ -332,22 +370,36 @@ int mm__view_join(mm__trainer *tr)
     /* collect: part k of donor i into sums (in donor order, so that the
      * same answers give the same bits) */
     float *sum[3] = {NULL, NULL, NULL};
-    int got[MAX_DONORS] = {0}, complete = 0;
+    int got[MAX_DONORS] = {0}, complete = 0, held_short = 0;
+    /* A donor's vector of the join round or later (it is our neighbour
+     * there, and sent it as soon as the round began) is the round's, not
+     * state: it stays in the mailbox for that round (released here, the
+     * donor mixed ours and moved on while we wrote it off: an asymmetric
+     * mix). Its STATE, on the same connection, came before it if at all. */
+    bool held[MAX_DONORS] = {false};
+    uint64_t first_exchange = join * tr->stride;
     double first = 0;
     for (int k = 0; k < want_parts; k++)
         if (!(sum[k] = calloc(tr->P, sizeof(float)))) {
             rc = MM_EXIT_ERROR;
             goto out;
         }
-    while (complete < (int)nd && mm_time_now() < deadline && !mm__trainer_stopping(tr) &&
-           !(complete > 0 && mm_time_now() - first >= DONOR_GRACE)) {
+    while (complete + held_short < (int)nd && mm_time_now() < deadline &&
+           !mm__trainer_stopping(tr) && !(complete > 0 && mm_time_now() - first >= DONOR_GRACE)) {
         uint64_t gen = mm__mbox_generation(tr->mb);
         bool any = false;
         for (uint32_t i = 0; i < nd; i++) {
             mm__peer_view pv;
+            if (held[i])
+                continue;
             mm__mbox_peer(tr->mb, d[i], &pv);
             if (!pv.has_vector)
                 continue;
+            if (!(pv.meta.flags & MM_VEC_STATE) && pv.exchange >= first_exchange) {
+                held[i] = true;
+                held_short += got[i] != (1 << want_parts) - 1;
+                continue;
+            }
             any = true;
             int part = (int)pv.meta.aux;
             if ((pv.meta.flags & MM_VEC_STATE) && part < want_parts && !(got[i] & (1 << part)) &&
