@@ -36,8 +36,10 @@
 #
 # BASELINES: labels separated by ';' to pair with, one table each (default
 # the first method). PLAN_COMMON: flags given to every `murmur plan` (the link profile, the
-# model and its step time). MURMUR: the binary (default ./murmur). POSIX sh,
-# awk, gnuplot (without gnuplot no PNG).
+# model and its step time). TITLE: the plot's title. YRANGE: its loss axis in
+# gnuplot's form, e.g. "[2.4:3.6]" (default the data's, which one diverging
+# method can flatten; a curve beyond it leaves the plot). MURMUR: the binary
+# (default ./murmur). POSIX sh, awk, gnuplot (without gnuplot no PNG).
 set -eu
 usage() { awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; }
 case ${1:-} in -h|--help) usage; exit 0 ;; esac
@@ -202,6 +204,7 @@ set output '$out/loss-mb.png'
 colours = "#1f77b4 #ff7f0e #2ca02c #d62728 #9467bd #8c564b #e377c2 #7f7f7f #bcbd22 #17becf #000000 #aa8800"
 do for [k = 1:12] { set linetype k lc rgb word(colours, k) lw 1.5 }
 set logscale x
+set yrange ${YRANGE:-[*:*]}
 set xlabel 'MB sent per peer (mean over peers and seeds)'
 set ylabel 'validation loss (mean over peers and seeds)'
 set title '${TITLE:-16 peers, genre partition, demo model: validation loss against bytes}'
