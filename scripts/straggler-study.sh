@@ -91,7 +91,7 @@ run() {
         extra=""
         [ "$1" = jitter ] && [ $k -eq 3 ] && extra="--compute-jitter longtail:1:0.1"
         # shellcheck disable=SC2086
-        MURMUR_NO_BLAS_FIX=1 "$murmur" node --id $k --topology topologies/ring-8.topo \
+        MURMUR_NO_BLAS_FIX=${MURMUR_NO_BLAS_FIX:-0} "$murmur" node --id $k --topology topologies/ring-8.topo \
             --base-port "$port" --plaintext --data "$data" --run-dir "$dir" --seed "$3" \
             --layers 2 --width 64 --heads 4 --ctx 64 --batch 16 --lr 3e-3 --rounds "$rounds" \
             --partition genre --eval-every 10 --snapshot-every 50 --checkpoint-every 0 \
