@@ -41,15 +41,10 @@ set -u
 PROG=add-peer
 die() { echo "add-peer: $*" >&2; exit 1; }
 bad() { echo "add-peer: $*" >&2; echo "usage: add-peer.sh -r NAME -k ID [-v VIA] [-H \"HOST:PORT [SSH_DEST [REMOTE_DIR]]\"] [-- node flags]" >&2; exit 2; }
-is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/launch-lib.sh"
-if [ -z "${MURMUR:-}" ]; then
-    if [ -x ./murmur ]; then MURMUR=./murmur; else MURMUR=$here/../murmur; fi
-fi
-MAKE_CERTS=${MAKE_CERTS:-$here/make-certs.sh}
-RUNS=${RUNS:-runs}
+launcher_defaults "$here"
 SSH=${MURMUR_SSH:-ssh}
 SCP=${MURMUR_SCP:-scp}
 JOIN_TIMEOUT=${JOIN_TIMEOUT:-120}

@@ -1,4 +1,4 @@
-# Sourced by scripts/run-local.sh, run-hosts.sh, compare.sh, sweep.sh and
+# Sourced by scripts/run-local.sh, run-hosts.sh, add-peer.sh, compare.sh, sweep.sh and
 # bitcompare.sh (POSIX sh): their help text, what they check before
 # starting anything, whether a run directory is a given run, and how they
 # say why a peer failed. The caller sets PROG (its name in messages) and
@@ -298,4 +298,17 @@ run_verdict() {
         echo "$PROG: $2 peer(s) were isolated: they mixed with none of their neighbours for the whole run" \
             "(status 4: were the others started, and at the addresses the peers were given?)" >&2
     fi
+}
+
+# is_uint S: S is a decimal number of at most 6 digits.
+is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
+
+# launcher_defaults HERE: MURMUR (./murmur from the repository root, else
+# the one next to scripts/ in HERE), MAKE_CERTS and RUNS, unless set.
+launcher_defaults() {
+    if [ -z "${MURMUR:-}" ]; then
+        if [ -x ./murmur ]; then MURMUR=./murmur; else MURMUR=$1/../murmur; fi
+    fi
+    MAKE_CERTS=${MAKE_CERTS:-$1/make-certs.sh}
+    RUNS=${RUNS:-runs}
 }

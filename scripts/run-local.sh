@@ -71,16 +71,10 @@ set -u
 PROG=run-local
 die() { echo "run-local: $*" >&2; exit 1; }
 bad() { echo "run-local: $*" >&2; echo "usage: run-local.sh -n N -t TOPOLOGY_FILE -r NAME [-p PORT] [-i SEC] [--no-report] [--resume | --resume-fresh-missing] [-- node flags]" >&2; exit 2; }
-is_uint() { case $1 in ''|*[!0-9]*) return 1 ;; esac; [ ${#1} -le 6 ]; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/launch-lib.sh"
-# ./murmur from the repository root, else the one next to scripts/.
-if [ -z "${MURMUR:-}" ]; then
-    if [ -x ./murmur ]; then MURMUR=./murmur; else MURMUR=$here/../murmur; fi
-fi
-MAKE_CERTS=${MAKE_CERTS:-$here/make-certs.sh}
-RUNS=${RUNS:-runs}
+launcher_defaults "$here"
 GRACE=${GRACE:-30}
 command_json=$(json_arr "$0" "$@")
 

@@ -501,12 +501,7 @@ static void test_pace(void **state)
     snprintf(run, sizeof run, "/tmp/mm-report-pace-XXXXXX");
     assert_non_null(mkdtemp(run));
     for (int i = 0; i < 3; i++) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/node-%d", run, i);
-        mkdir(path, 0777);
-        snprintf(path, sizeof path, "%s/node-%d/metrics.jsonl", run, i);
-        FILE *f = fopen(path, "w");
-        assert_non_null(f);
+        FILE *f = peer_metrics(i, "w");
         fprintf(f, "{\"ev\":\"start\",\"peer\":%d,\"n_peers\":3,\"params\":10,\"time\":0}\n", i);
         for (int r = 0; r < 4; r++) {
             int pb = i == 2 || r == 0 ? i : 2;
@@ -539,12 +534,7 @@ static void test_pace(void **state)
     rm_run();
     /* the same run without the keys: no table */
     assert_non_null(mkdtemp(strcpy(run, "/tmp/mm-report-pace-XXXXXX")));
-    char path[512];
-    snprintf(path, sizeof path, "%s/node-0", run);
-    mkdir(path, 0777);
-    snprintf(path, sizeof path, "%s/node-0/metrics.jsonl", run);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
+    FILE *f = peer_metrics(0, "w");
     fprintf(f, "{\"ev\":\"start\",\"peer\":0,\"n_peers\":1,\"params\":10,\"time\":0}\n");
     fprintf(f, "{\"ev\":\"round\",\"peer\":0,\"round\":0,\"time\":1,\"nbrs\":[]}\n");
     fclose(f);
