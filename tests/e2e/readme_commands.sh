@@ -46,6 +46,8 @@ while IFS= read -r cmd; do
     "cat > hosts.txt <<EOF")
         in_heredoc=EOF
         note "not run here: the hosts file for 10.0.0.1-4 (run-hosts.sh: tests/e2e/launch_ssh.sh)" ;;
+    "sh scripts/add-peer.sh "*)
+        note "not run here: $cmd (a peer added to a running run: tests/e2e/launch_add_peer.sh)" ;;
     "sh scripts/run-hosts.sh -H hosts.txt "*)
         note "not run here: $cmd (needs the hosts; tests/e2e/launch_ssh.sh)" ;;
     "./murmur topo "*|"./murmur node --help")
