@@ -1,9 +1,12 @@
 #!/bin/sh
-# join-acc.sh DIR: per join run in DIR (join-sS-V), the members' (0-3) and
+# elastic-join-acc.sh DIR: per join run of scripts/elastic-study.sh in DIR
+# (join-sS-V), the members' (0-3) and
 # joiners' (4-7) validation accuracy at every evaluation (NAME.dat: round,
 # members' mean, min, max, joiners' mean); the first eval round from which
-# the joiners' mean stays within the members' range.
-d=$1
+# the joiners' mean stays within the members' range (docs/membership.md,
+# "Four join a running ring of four").
+case ${1:-} in -h|--help) awk 'NR == 1 { next } !/^#/ { exit } { sub(/^# ?/, ""); print }' "$0"; exit 0 ;; esac
+d=${1:?usage: elastic-join-acc.sh DIR}
 for run in "$d"/join-s*-*; do
     [ -d "$run" ] || continue
     name=$(basename "$run")
