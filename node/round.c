@@ -380,7 +380,10 @@ void mm__trainer_run(mm__trainer *tr, mm__mbox *mb)
             mm__mbox_finish(mb);
             return;
         }
-        tr->start_deadline = mm_time_now() + c->start_timeout_ms / 1000.0;
+        /* (no start grace after a join: the members are up, and a
+         * neighbour that never connects is a new edge's business, waited
+         * for at most --suspect-ms: node/view.c) */
+        tr->start_deadline = mm_time_now();
     }
     mm__lines_start(tr);
     if (tr->round == 0 && c->eval_every > 0)

@@ -170,8 +170,11 @@ static void detect(mm__trainer *tr, const mm_round_view *v)
             *since = now;
             continue;
         }
-        double limit = pv.ever_up ? c->suspect_ms / 1000.0
-                                  : fmax(c->suspect_ms, c->start_timeout_ms) / 1000.0;
+        /* one never up with us gets --start-timeout while the run starts,
+         * --suspect-ms after */
+        double limit = pv.ever_up || now >= tr->start_deadline
+                           ? c->suspect_ms / 1000.0
+                           : fmax(c->suspect_ms, c->start_timeout_ms) / 1000.0;
         if (now - *since >= limit && (pv.ever_up || now >= tr->start_deadline) &&
             mm__elastic_suspect(tr->el, p, (uint64_t)tr->round)) {
             mm_warn("membership: peer %u %s for %.1f s: suspected, its removal takes effect "
@@ -184,13 +187,16 @@ static void detect(mm__trainer *tr, const mm_round_view *v)
 
 /* Each round: a neighbour that was none the round before and whose link
  * is not up now is new: waited for until its link comes up once
- * (mm__view_fresh), at most --suspect-ms or --start-timeout. A neighbour
- * of the round before whose link broke is not: it is written off as in a
- * static run, and suspected. */
+ * (mm__view_fresh), for at most --suspect-ms after it became one (a link
+ * comes up in milliseconds; a longer grace made a peer wait a round
+ * time-out per round for a new neighbour that had crashed, and its other
+ * neighbours time out on it: an asymmetric mix, found by the churn
+ * campaign). A neighbour of the round before whose link broke is not: it
+ * is written off as in a static run, and suspected. */
 static void mark_fresh(mm__trainer *tr, const mm_round_view *v)
 {
     double now = mm_time_now();
-    double grace = fmax(tr->cfg->start_timeout_ms, tr->cfg->suspect_ms) / 1000.0;
+    double grace = tr->cfg->suspect_ms / 1000.0;
     for (int k = 0; k < v->n_in + v->n_out; k++) {
         uint32_t p = k < v->n_in ? v->in[k].peer : v->out[k - v->n_in].peer;
         bool was = tr->nbr_last[p] >= 0 && tr->nbr_last[p] >= tr->round - 1;
@@ -236,8 +242,16 @@ bool mm__view_begin_round(mm__trainer *tr)
     if (mm__view_round(tr, (uint64_t)tr->round, &tr->v, &tag) != 0)
         return true; /* (logged; the run loop reports it) */
     uint32_t n = mm__elastic_view(tr->el, (uint64_t)tr->round, tr->view_ids, &tag);
-    if (tag != tr->view_tag || n != tr->view_n)
+    if (tag != tr->view_tag || n != tr->view_n) {
+        /* the first change of membership ends the start's grace: a
+         * neighbour never up with us is a new edge from then on (waited
+         * for at most --suspect-ms), not a peer still starting (waited for
+         * up to --start-timeout, every round: its other neighbours timed
+         * out on us meanwhile) */
+        if (tr->view_n != 0)
+            tr->start_deadline = fmin(tr->start_deadline, mm_time_now());
         view_changed(tr, n, tag);
+    }
     mark_fresh(tr, &tr->v);
     tr->view_tag = tag;
     tr->view_n = n;

@@ -11,7 +11,7 @@ export MURMUR MURMUR_NO_BLAS_FIX=1 RUNS="$T/runs" GRACE=20 JOIN_TIMEOUT=60
 ADD="$ROOT/scripts/add-peer.sh"
 "$MURMUR" topo gen ring -n 4 --family > "$T/family4.topo" 2>/dev/null
 "$MURMUR" topo gen ring -n 4 > "$T/ring4.topo" 2>/dev/null
-flags="--no-train --vector-len 2000 --compute-jitter uniform:0.06 --log-every 0 --eval-every 0
+flags="--no-train --vector-len 2000 --compute-jitter uniform:0.03 --log-every 0 --eval-every 0
        --suspect-ms 1000 --peer-timeout 2000 --round-timeout 3000 --max-peers 16"
 round_of() { # RUN K: peer K's last round line's round
     tail -c 65536 "$1/node-$2/metrics.jsonl" 2>/dev/null | grep '"ev":"round"' | tail -1 |
@@ -21,7 +21,7 @@ members_of() { grep '"ev":"view"' "$1/node-$2/metrics.jsonl" | tail -1 | sed -n 
 
 port=$(free_ports 8)
 # shellcheck disable=SC2086
-sh "$ROOT/scripts/run-local.sh" -n 4 -t "$T/family4.topo" -r el -p "$port" -i 60 -- \
+sh "$ROOT/scripts/run-local.sh" -n 4 -t "$T/family4.topo" -r el -p "$port" -i 1 -- \
     $flags --rounds 300 > "$T/run.out" 2>&1 &
 launcher=$!; E2E_PIDS="$E2E_PIDS $launcher"
 run=$T/runs/el
@@ -57,7 +57,7 @@ note "peer 4 added to a run-local run: $(grep 'member from round' "$T/add.out")"
 
 # a static topology's run: refused by the node's own check
 # shellcheck disable=SC2086
-sh "$ROOT/scripts/run-local.sh" -n 4 -t "$T/ring4.topo" -r st -p "$port" -i 60 -- \
+sh "$ROOT/scripts/run-local.sh" -n 4 -t "$T/ring4.topo" -r st -p "$port" -i 1 -- \
     --no-train --vector-len 100 --rounds 1 --log-every 0 --eval-every 0 > "$T/st.out" 2>&1 ||
     fail "the static run failed: $(tail -3 "$T/st.out")"
 st=0; sh "$ADD" -r st -k 4 -v 0 > "$T/static.out" 2>&1 || st=$?
