@@ -1,7 +1,8 @@
 #!/bin/sh
 # Campaign 10, churn (issue 35; docs/membership.md): an elastic run (a ring
 # family) of N peers (short 8, full 16; CHURN_PEERS overrides) for R rounds
-# (short 240, full 600), pure gossip paced by --compute-jitter. Every ~30
+# (short 240, full 600; within CHURN_SECONDS, short 150, full 420), pure
+# gossip paced by --compute-jitter. Every ~30
 # rounds of peer 0 (which stays) one change, in turn: a new peer joins
 # through a random live member; a random live member leaves (SIGTERM); a new
 # peer joins; a random live member crashes (SIGKILL, for good). Bounded:
@@ -49,7 +50,7 @@ pick_live() { # a random live id other than 0
 }
 k=0; while [ $k -lt "$N" ]; do start_peer $k; k=$((k + 1)); done
 next=$N
-deadline=$(( $(date +%s) + $(pick 150 420) ))
+deadline=$(( $(date +%s) + ${CHURN_SECONDS:-$(pick 150 420)} ))
 changes=0 left_ids="" killed_ids="" joined_ids="" kind=0 at=$every
 log=""
 while [ $at -lt $((R - 40)) ]; do
